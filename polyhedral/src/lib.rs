@@ -1,0 +1,9 @@
+//! The polyhedral middle end of polyfuse.
+//!
+//! - [`program`]: the Program IR every front end produces and every pass reads;
+//! - [`interp`]: the reference interpreter, the oracle every target is checked against.
+
+pub mod interp;
+pub mod program;
+
+pub use program::Program;
