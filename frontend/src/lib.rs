@@ -1,8 +1,10 @@
 //! Front ends: source text → [`polyhedral::Program`].
 //!
-//! - [`diagnostic`]: located, one-line-explained errors shared by both languages.
+//! - [`diagnostic`]: located, one-line-explained errors shared by both languages;
+//! - [`pf`]: the `.pf` kernel language ([`pf::parse_kernel`]).
 
 pub mod diagnostic;
+pub mod pf;
 
 pub use diagnostic::{Diagnostic, Error, SourceFile};
 

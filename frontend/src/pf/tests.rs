@@ -1,0 +1,1 @@
+//! Tests of the `.pf` front end.
