@@ -9,9 +9,9 @@
 use std::collections::HashMap;
 
 use polyhedral::program::{
-    Access, AffineExpr, Array, ArrayId, ArrayRole, BinaryOp, Constraint, Expr, ExprArena, Literal,
-    Param, ParamId, Program, Reduction, ReductionOp, ScalarType, SourceKind, Span, Statement,
-    UnaryOp, Var,
+    Access, AffineExpr, Array, ArrayId, ArrayRole, BinaryOp, Constraint, ConstraintKind, Expr,
+    ExprArena, Literal, Param, ParamId, Program, Reduction, ReductionOp, ScalarType, SourceKind,
+    Span, Statement, UnaryOp, Var,
 };
 
 use super::affine::{non_affine, to_affine, to_constraints};
@@ -45,8 +45,9 @@ struct ForLoop {
 struct ArrayState {
     declared_output: bool,
     written: bool,
-    /// Read (or accumulated into) before anything wrote it.
-    read_first: bool,
+    /// The kernel may read its initial contents: it is read (or accumulated into) before
+    /// anything wrote it, or the first statement writing it may leave elements unwritten.
+    needs_initial: bool,
 }
 
 struct KernelLowering<'a> {
@@ -99,7 +100,7 @@ pub(crate) fn lower_kernel(
                 )
                 .with_hint("assign it in the kernel body, or remove it from the outputs"));
             }
-            a.role = if s.read_first {
+            a.role = if s.needs_initial {
                 ArrayRole::InOut
             } else {
                 ArrayRole::Output
@@ -209,7 +210,7 @@ impl KernelLowering<'_> {
         self.state.push(ArrayState {
             declared_output,
             written: false,
-            read_first: false,
+            needs_initial: false,
         });
         id
     }
@@ -484,7 +485,7 @@ impl BodyNames<'_, '_> {
                     )
                     .with_hint("assign the temporary in an earlier statement"))
                 }
-                ArrayRole::Output => state.read_first = true,
+                ArrayRole::Output => state.needs_initial = true,
                 _ => {}
             }
         }
@@ -1002,10 +1003,14 @@ impl KernelLowering<'_> {
         for mut s in produced {
             s.domain.dedup();
             check_bounds(&self.program, &s)?;
+            let state = &self.state[array.index()];
+            if !state.written && !(fors.is_empty() && covers(&self.program, &s)) {
+                self.state[array.index()].needs_initial = true;
+            }
+            self.state[array.index()].written = true;
             s.name = format!("S{}", self.program.statements.len());
             self.program.statements.push(s);
         }
-        self.state[array.index()].written = true;
         Ok(count)
     }
 }
@@ -1160,4 +1165,37 @@ fn check_bounds(program: &Program, s: &Statement) -> LResult<()> {
         }
     }
     Ok(())
+}
+
+/// Whether the statement certainly writes every element of the array it writes: its iterators
+/// are exactly the write's subscripts, each ranging over at least the whole dimension.
+fn covers(program: &Program, s: &Statement) -> bool {
+    let extents = program.array_extents(s.write.array);
+    let params = program.param_values();
+    let n = s.depth();
+    if s.write.subscripts.len() != n {
+        return false;
+    }
+    // dim_of[k]: the dimension iterator k subscripts.
+    let mut dim_of = vec![usize::MAX; n];
+    for (d, sub) in s.write.subscripts.iter().enumerate() {
+        match (sub.terms(), sub.constant) {
+            ([(Var::Iter(k), 1)], 0) if dim_of[*k] == usize::MAX => dim_of[*k] = d,
+            _ => return false,
+        }
+    }
+    s.domain.iter().all(|c| {
+        let (g, g0) = bind(&c.expr, n, &params);
+        let vars: Vec<usize> = (0..n).filter(|&k| g[k] != 0).collect();
+        match (vars.as_slice(), c.kind) {
+            ([], ConstraintKind::NonNegative) => g0 >= 0,
+            // i + g0 >= 0 holds from i = 0 when g0 >= 0.
+            ([k], ConstraintKind::NonNegative) if g[*k] == 1 => g0 >= 0,
+            // -i + g0 >= 0 holds up to i = extent - 1 when g0 >= extent - 1.
+            ([k], ConstraintKind::NonNegative) if g[*k] == -1 => {
+                g0 >= extents[dim_of[*k]] as i128 - 1
+            }
+            _ => false,
+        }
+    })
 }
