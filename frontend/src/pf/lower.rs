@@ -227,7 +227,7 @@ impl KernelLowering<'_> {
         let mut shape = Vec::new();
         for e in &decl.shape {
             let a = to_affine(e, "extent", &mut self.size_lookup())?;
-            let v = a.eval(&[], &params);
+            let v = eval_params(&a, &params);
             if !(1..=i32::MAX as i64).contains(&v) {
                 return Err(Diagnostic::new(
                     e.span,
@@ -881,7 +881,7 @@ impl KernelLowering<'_> {
                 for (d, sub) in lhs_subs.iter().enumerate() {
                     let upper = param_bound(sub, true, n_for, fors, &bounds, ts.subs[d].span)?;
                     let extent = upper.add(&AffineExpr::constant(1));
-                    let v = extent.eval(&[], &params);
+                    let v = eval_params(&extent, &params);
                     if !(1..=i32::MAX as i64).contains(&v) {
                         return Err(Diagnostic::new(
                             ts.subs[d].span,
@@ -1003,8 +1003,9 @@ impl KernelLowering<'_> {
         for mut s in produced {
             s.domain.dedup();
             check_bounds(&self.program, &s)?;
-            let state = &self.state[array.index()];
-            if !state.written && !(fors.is_empty() && covers(&self.program, &s)) {
+            let first_write = !self.state[array.index()].written;
+            let complete = fors.is_empty() && covers(&self.program, &s);
+            if first_write && !complete {
                 self.state[array.index()].needs_initial = true;
             }
             self.state[array.index()].written = true;
@@ -1198,4 +1199,19 @@ fn covers(program: &Program, s: &Statement) -> bool {
             _ => false,
         }
     })
+}
+
+/// The value of a parameter-only expression, saturated to the `i64` range (`AffineExpr::eval`
+/// could overflow on the unchecked shapes this validates).
+fn eval_params(e: &AffineExpr, params: &[i64]) -> i64 {
+    // Huge terms would make later unchecked evaluations overflow: call the extent invalid.
+    let huge = e.terms().iter().any(|&(v, c)| match v {
+        Var::Param(p) => (c as i128 * params[p.index()] as i128).abs() > 1 << 40,
+        Var::Iter(_) => true,
+    });
+    if huge {
+        return i64::MAX;
+    }
+    let (_, v) = bind(e, 0, params);
+    v.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }

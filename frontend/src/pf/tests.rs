@@ -689,3 +689,19 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let negs = format!("kernel k() -> (C: f32) {{ C = {}1.0; }}", "-".repeat(5000));
     assert!(error(&negs).0.contains("nested too deeply"));
 }
+
+#[test]
+fn huge_sizes_and_coefficients_are_errors() {
+    assert_error(
+        "kernel k<N = 2147483647, M = 2147483647>(A: f32[2147483647 * N + 2147483647 * M]) -> (C: f32) { C = 1.0; }",
+        "extent of `A`",
+        1,
+        49,
+    );
+    assert_error(
+        "kernel k<N = 4>(A: f32[N]) -> (C: f32[N]) { C(i) = A(99999999999 * i); }",
+        "affine expression too large",
+        1,
+        56,
+    );
+}
