@@ -702,6 +702,6 @@ fn huge_sizes_and_coefficients_are_errors() {
         "kernel k<N = 4>(A: f32[N]) -> (C: f32[N]) { C(i) = A(99999999999 * i); }",
         "affine expression too large",
         1,
-        56,
+        54,
     );
 }
