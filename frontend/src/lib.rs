@@ -1,7 +1,9 @@
 //! Front ends: source text → [`polyhedral::Program`].
 //!
-//! - [`diagnostic`]: located, one-line-explained errors shared by both languages.
+//! - [`diagnostic`]: located, one-line-explained errors shared by both languages;
+//! - [`c`]: the C SCoP subset (PolyBench/C 4.2 style), [`c::parse_scop`].
 
+pub mod c;
 pub mod diagnostic;
 
 pub use diagnostic::{Diagnostic, Error, SourceFile};
