@@ -81,9 +81,16 @@ impl Expr {
         use ExprKind as K;
         match (&self.kind, &other.kind) {
             (K::Int(a), K::Int(b)) => a == b,
-            (K::Float { value: a, single: s }, K::Float { value: b, single: t }) => {
-                a == b && s == t
-            }
+            (
+                K::Float {
+                    value: a,
+                    single: s,
+                },
+                K::Float {
+                    value: b,
+                    single: t,
+                },
+            ) => a == b && s == t,
             (K::Name { name: a, .. }, K::Name { name: b, .. }) => a == b,
             (K::Index(a, i), K::Index(b, j)) => a.same_as(b) && i.same_as(j),
             (K::Call { name: a, args: x }, K::Call { name: b, args: y }) => {

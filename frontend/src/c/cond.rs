@@ -183,9 +183,8 @@ impl CondParser<'_> {
                 Ok(!self.unary()?)
             }
             (TokKind::Number, text) => {
-                let v = parse_int(text).ok_or_else(|| {
-                    self.err(format!("`{text}` is not an integer constant"))
-                })?;
+                let v = parse_int(text)
+                    .ok_or_else(|| self.err(format!("`{text}` is not an integer constant")))?;
                 self.pos += 1;
                 Ok(v)
             }

@@ -125,8 +125,7 @@ pub(crate) fn tokenize(text: &str, file: u32) -> Result<Vec<Token>, CError> {
             i += 1;
             while i < bytes.len() {
                 let c = bytes[i];
-                if matches!(c, b'+' | b'-') && matches!(bytes[i - 1], b'e' | b'E' | b'p' | b'P')
-                {
+                if matches!(c, b'+' | b'-') && matches!(bytes[i - 1], b'e' | b'E' | b'p' | b'P') {
                     i += 1;
                 } else if c.is_ascii_alphanumeric() || c == b'.' || c == b'_' {
                     i += 1;
@@ -208,10 +207,7 @@ mod tests {
     fn numbers_punctuation_and_comments() {
         let toks = kinds("x+=1.5e-3f; /* c */ y<<=0x1F // z\n#");
         let texts: Vec<&str> = toks.iter().map(|(_, t)| t.as_str()).collect();
-        assert_eq!(
-            texts,
-            ["x", "+=", "1.5e-3f", ";", "y", "<<=", "0x1F", "#"]
-        );
+        assert_eq!(texts, ["x", "+=", "1.5e-3f", ";", "y", "<<=", "0x1F", "#"]);
         assert_eq!(toks[2].0, TokKind::Number);
     }
 

@@ -40,7 +40,11 @@ const AFFINE_HINT: &str =
     "bounds, conditions and subscripts must be affine in loop iterators and sizes, e.g. A[i + 1][2 * j]";
 const SIZE_HINT: &str = "define it with -D NAME=VALUE, --size NAME=VALUE, or #define in the file";
 
-pub(crate) fn lower(kernel: &Kernel, pp: &Preprocessed, options: &Options) -> Result<Program, CError> {
+pub(crate) fn lower(
+    kernel: &Kernel,
+    pp: &Preprocessed,
+    options: &Options,
+) -> Result<Program, CError> {
     let mut l = Lowerer {
         pp,
         options,
@@ -66,13 +70,15 @@ pub(crate) fn lower(kernel: &Kernel, pp: &Preprocessed, options: &Options) -> Re
         l.decls.insert(d.name.clone(), (d, true, k));
     }
     for (k, d) in kernel.locals.iter().enumerate() {
-        l.decls.insert(d.name.clone(), (d, false, kernel.params.len() + k));
+        l.decls
+            .insert(d.name.clone(), (d, false, kernel.params.len() + k));
     }
     // Arrays in declaration order, so the Program lists them as the C function does.
     let mut order: Vec<(&Decl, bool, usize)> = l.decls.values().copied().collect();
     order.sort_by_key(|&(_, _, k)| k);
     for (d, is_param, _) in order {
-        if used.contains(d.name.as_str()) && !l.iterator_names.contains(&d.name) {
+        let data = !l.iterator_names.contains(&d.name) && l.size_alias(&d.name).is_none();
+        if used.contains(d.name.as_str()) && data {
             l.declare_array(d, is_param)?;
         }
     }
@@ -445,7 +451,8 @@ impl<'a> Lowerer<'a> {
             ExprKind::Binary(BinOp::Mul, a, b) => {
                 let x = self.bound(a, what)?;
                 let y = self.bound(b, what)?;
-                let constant = |b: &Bound| b.single().filter(|a| a.is_constant()).map(|a| a.constant);
+                let constant =
+                    |b: &Bound| b.single().filter(|a| a.is_constant()).map(|a| a.constant);
                 match (constant(&x), constant(&y)) {
                     (Some(k), _) => Ok(y.scale(k)),
                     (_, Some(k)) => Ok(x.scale(k)),
@@ -455,7 +462,8 @@ impl<'a> Lowerer<'a> {
             ExprKind::Binary(op @ (BinOp::Div | BinOp::Rem), a, b) => {
                 let x = self.bound(a, what)?;
                 let y = self.bound(b, what)?;
-                let constant = |b: &Bound| b.single().filter(|a| a.is_constant()).map(|a| a.constant);
+                let constant =
+                    |b: &Bound| b.single().filter(|a| a.is_constant()).map(|a| a.constant);
                 match (constant(&x), constant(&y)) {
                     (Some(p), Some(q)) if q != 0 => {
                         let v = if *op == BinOp::Div {
@@ -553,7 +561,11 @@ impl<'a> Lowerer<'a> {
                 "`!=` in a SCoP condition is not supported yet",
                 "split into an if with `<` and an if with `>`",
             )),
-            ExprKind::Binary(op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq), a, b) => {
+            ExprKind::Binary(
+                op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq),
+                a,
+                b,
+            ) => {
                 let (small, large, strict) = match op {
                     BinOp::Lt => (a, b, true),
                     BinOp::Le => (a, b, false),
@@ -627,13 +639,11 @@ impl<'a> Lowerer<'a> {
                 if let Some(o) = otherwise {
                     let negated = match constraints.as_slice() {
                         [c] if c.kind == ConstraintKind::NonNegative => negate(c),
-                        _ => {
-                            return Err(CError::new(
-                                cond.loc,
-                                "`else` of a compound condition or an equality is not supported yet",
-                                "write the else branch as its own if with the opposite comparison",
-                            ))
-                        }
+                        _ => return Err(CError::new(
+                            cond.loc,
+                            "`else` of a compound condition or an equality is not supported yet",
+                            "write the else branch as its own if with the opposite comparison",
+                        )),
                     };
                     self.domain.push(negated);
                     self.statement(o)?;
@@ -714,8 +724,7 @@ impl<'a> Lowerer<'a> {
             }
             t.clone()
         } else if let Some(start) = lower.single() {
-            self.domain
-                .push(Constraint::non_negative(t.clone()));
+            self.domain.push(Constraint::non_negative(t.clone()));
             start.sub(&t)
         } else {
             let Some(starts) = lower.as_min() else {
@@ -745,7 +754,11 @@ impl<'a> Lowerer<'a> {
                 cond.loc,
                 format!(
                     "the loop condition does not bound `{name}` in the direction it {}",
-                    if delta > 0 { "counts up" } else { "counts down" }
+                    if delta > 0 {
+                        "counts up"
+                    } else {
+                        "counts down"
+                    }
                 ),
                 "count up with i < ub or i <= ub, down with i >= lb or i > lb",
             ));
@@ -815,16 +828,23 @@ impl<'a> Lowerer<'a> {
             ));
         };
         let Some(&array) = self.array_of.get(name) else {
-            let (message, hint) = if self.iterator_names.contains(name) || self.size_alias(name).is_some() {
-                (format!("`{name}` is not an array"), "only arrays and scalars declared before the SCoP hold data")
-            } else if cur.kind != e.kind || !self.decls.contains_key(name.as_str()) {
-                (
-                    format!("unknown identifier `{name}`"),
-                    "declare it as a kernel parameter or a local before #pragma scop",
-                )
-            } else {
-                (format!("`{name}` is not an array"), "only arrays and scalars declared before the SCoP hold data")
-            };
+            let (message, hint) =
+                if self.iterator_names.contains(name) || self.size_alias(name).is_some() {
+                    (
+                        format!("`{name}` is not an array"),
+                        "only arrays and scalars declared before the SCoP hold data",
+                    )
+                } else if cur.kind != e.kind || !self.decls.contains_key(name.as_str()) {
+                    (
+                        format!("unknown identifier `{name}`"),
+                        "declare it as a kernel parameter or a local before #pragma scop",
+                    )
+                } else {
+                    (
+                        format!("`{name}` is not an array"),
+                        "only arrays and scalars declared before the SCoP hold data",
+                    )
+                };
             return Err(CError::new(cur.loc, message, hint));
         };
         let dims = self.arrays[array.index()].0.shape.len();
@@ -868,13 +888,11 @@ impl<'a> Lowerer<'a> {
                 target = t.as_ref();
                 rhs = &one;
             }
-            ExprKind::Call { name, .. } => {
-                return Err(CError::new(
-                    e.loc,
-                    format!("call to `{name}` is not supported in a SCoP"),
-                    "only math functions (sqrt, exp, pow, fabs, …) may be called, inside expressions",
-                ))
-            }
+            ExprKind::Call { name, .. } => return Err(CError::new(
+                e.loc,
+                format!("call to `{name}` is not supported in a SCoP"),
+                "only math functions (sqrt, exp, pow, fabs, …) may be called, inside expressions",
+            )),
             _ => {
                 return Err(CError::new(
                     e.loc,
@@ -1045,7 +1063,10 @@ impl<'a> Lowerer<'a> {
             ExprKind::Unary(UnOp::Not, a) => {
                 let (v, ty) = self.value(b, a)?;
                 let c = b.truth(v, ty);
-                Ok((b.arena.push(IrExpr::Unary(UnaryOp::Not, c)), ScalarType::Bool))
+                Ok((
+                    b.arena.push(IrExpr::Unary(UnaryOp::Not, c)),
+                    ScalarType::Bool,
+                ))
             }
             ExprKind::Binary(op, x, y) => {
                 let l = self.value(b, x)?;
@@ -1179,7 +1200,11 @@ impl<'a> Lowerer<'a> {
         if args.len() != arity {
             return Err(CError::new(
                 e.loc,
-                format!("`{name}` takes {arity} argument{} but is given {}", if arity == 1 { "" } else { "s" }, args.len()),
+                format!(
+                    "`{name}` takes {arity} argument{} but is given {}",
+                    if arity == 1 { "" } else { "s" },
+                    args.len()
+                ),
                 "check the call",
             ));
         }
@@ -1267,19 +1292,30 @@ impl Body {
             let (term, negative) = match c {
                 1 => (leaf, false),
                 -1 if acc.is_some() => (leaf, true),
+                -1 => (self.arena.push(IrExpr::Unary(UnaryOp::Neg, leaf)), false),
                 _ if c < 0 && acc.is_some() => {
                     let k = self.arena.push(int(-c));
-                    (self.arena.push(IrExpr::Binary(BinaryOp::Mul, k, leaf)), true)
+                    (
+                        self.arena.push(IrExpr::Binary(BinaryOp::Mul, k, leaf)),
+                        true,
+                    )
                 }
                 _ => {
                     let k = self.arena.push(int(c));
-                    (self.arena.push(IrExpr::Binary(BinaryOp::Mul, k, leaf)), false)
+                    (
+                        self.arena.push(IrExpr::Binary(BinaryOp::Mul, k, leaf)),
+                        false,
+                    )
                 }
             };
             acc = Some(match acc {
                 None => term,
                 Some(prev) => {
-                    let op = if negative { BinaryOp::Sub } else { BinaryOp::Add };
+                    let op = if negative {
+                        BinaryOp::Sub
+                    } else {
+                        BinaryOp::Add
+                    };
                     self.arena.push(IrExpr::Binary(op, prev, term))
                 }
             });

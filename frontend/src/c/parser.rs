@@ -58,8 +58,7 @@ pub(crate) fn parse_kernel(tokens: &[Token]) -> Result<Kernel, CError> {
         ));
     };
     let begin_loc = tokens[begin].loc;
-    let Some(end) = (begin + 1..tokens.len()).find(|&k| tokens[k].kind == TokKind::ScopEnd)
-    else {
+    let Some(end) = (begin + 1..tokens.len()).find(|&k| tokens[k].kind == TokKind::ScopEnd) else {
         return Err(CError::new(
             begin_loc,
             "unterminated SCoP: no #pragma endscop after this #pragma scop",
@@ -136,8 +135,10 @@ fn parse_header(header: &[Token], open_loc: Loc) -> Result<(String, Vec<Decl>), 
             "write the kernel as `void name(type param, …) { … }`",
         )
     };
-    let (Some(close), true) = (header.len().checked_sub(1), header.last().is_some_and(|t| t.is(")")))
-    else {
+    let (Some(close), true) = (
+        header.len().checked_sub(1),
+        header.last().is_some_and(|t| t.is(")")),
+    ) else {
         return Err(bad());
     };
     let mut depth = 0usize;
@@ -352,9 +353,15 @@ impl Parser<'_> {
             (Some(t), _) => Ok(t),
             (None, true) => Ok(CType::Int),
             (None, false) => {
-                let what = self.peek().map_or(String::new(), |t| format!(" `{}`", t.text));
+                let what = self
+                    .peek()
+                    .map_or(String::new(), |t| format!(" `{}`", t.text));
                 Err(CError::new(
-                    if self.peek().is_some() { self.loc() } else { start },
+                    if self.peek().is_some() {
+                        self.loc()
+                    } else {
+                        start
+                    },
                     format!("unknown type{what}"),
                     "kernel data must be int, float or double (DATA_TYPE is a macro for one)",
                 ))
@@ -503,11 +510,23 @@ impl Parser<'_> {
         {
             self.pos += 1;
         }
-        let init = if self.at(";") { None } else { Some(self.expr()?) };
+        let init = if self.at(";") {
+            None
+        } else {
+            Some(self.expr()?)
+        };
         self.expect(";")?;
-        let cond = if self.at(";") { None } else { Some(self.expr()?) };
+        let cond = if self.at(";") {
+            None
+        } else {
+            Some(self.expr()?)
+        };
         self.expect(";")?;
-        let step = if self.at(")") { None } else { Some(self.expr()?) };
+        let step = if self.at(")") {
+            None
+        } else {
+            Some(self.expr()?)
+        };
         self.expect(")")?;
         let body = Box::new(self.statement()?);
         Ok(Stmt {
@@ -669,9 +688,10 @@ impl Parser<'_> {
                 }
                 "~" | "&" | "*" => return Err(self.bitwise_or_pointer()),
                 "(" => {
-                    let is_cast = self.tokens.get(self.pos + 1).is_some_and(|n| {
-                        n.kind == TokKind::Ident && is_type_word(&n.text)
-                    });
+                    let is_cast = self
+                        .tokens
+                        .get(self.pos + 1)
+                        .is_some_and(|n| n.kind == TokKind::Ident && is_type_word(&n.text));
                     if is_cast {
                         self.pos += 1;
                         let ty = self.type_specifiers()?;
@@ -821,7 +841,11 @@ fn parse_number(text: &str) -> Option<ExprKind> {
         Some(d) => (d, true),
         None => (text.strip_suffix(['l', 'L']).unwrap_or(text), false),
     };
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit() || b".eE+-".contains(&b)) {
+    if digits.is_empty()
+        || !digits
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b".eE+-".contains(&b))
+    {
         return None;
     }
     digits

@@ -125,7 +125,9 @@ pub(crate) struct Preprocessed {
 impl Preprocessed {
     /// The value of a size macro as defined at the end of the translation unit.
     pub fn size_value(&self, name: &str) -> Option<i64> {
-        self.macros.get(name).and_then(|m| literal_macro_value(name, m))
+        self.macros
+            .get(name)
+            .and_then(|m| literal_macro_value(name, m))
     }
 }
 
@@ -138,7 +140,10 @@ pub(crate) fn preprocess(main: &SourceFile, options: &Options) -> Result<Preproc
         out: Vec::new(),
         expansions: 0,
     };
-    let prelude = pp.add_file(SourceFile::new("<polybench.h built-ins>", POLYBENCH_PRELUDE));
+    let prelude = pp.add_file(SourceFile::new(
+        "<polybench.h built-ins>",
+        POLYBENCH_PRELUDE,
+    ));
     let mut command_line = String::new();
     for (name, value) in &options.defines {
         command_line.push_str(&format!(
@@ -261,7 +266,10 @@ impl Preprocessor<'_> {
         let rest = &line[1..];
         let line_loc = Loc {
             file,
-            span: hash.loc.span.join(line.last().map_or(hash.loc.span, |t| t.loc.span)),
+            span: hash
+                .loc
+                .span
+                .join(line.last().map_or(hash.loc.span, |t| t.loc.span)),
         };
         let name = if name_tok.kind == TokKind::Ident {
             name_tok.text.as_str()
@@ -685,7 +693,13 @@ impl Preprocessor<'_> {
                     ));
                 };
                 let mut text = String::from("\"");
-                for (n, a) in args.get(p).map(Vec::as_slice).unwrap_or(&[]).iter().enumerate() {
+                for (n, a) in args
+                    .get(p)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .enumerate()
+                {
                     if n > 0 && a.tok.space_before {
                         text.push(' ');
                     }
