@@ -98,8 +98,7 @@ impl CondParser<'_> {
 
     fn binary(&mut self, min_prec: u8) -> Result<i64, CError> {
         let mut lhs = self.unary()?;
-        loop {
-            let Some(op) = self.peek_punct() else { break };
+        while let Some(op) = self.peek_punct() {
             let prec = match op {
                 "||" => 1,
                 "&&" => 2,

@@ -125,9 +125,9 @@ pub(crate) fn tokenize(text: &str, file: u32) -> Result<Vec<Token>, CError> {
             i += 1;
             while i < bytes.len() {
                 let c = bytes[i];
-                if matches!(c, b'+' | b'-') && matches!(bytes[i - 1], b'e' | b'E' | b'p' | b'P') {
-                    i += 1;
-                } else if c.is_ascii_alphanumeric() || c == b'.' || c == b'_' {
+                let exponent_sign =
+                    matches!(c, b'+' | b'-') && matches!(bytes[i - 1], b'e' | b'E' | b'p' | b'P');
+                if exponent_sign || c.is_ascii_alphanumeric() || c == b'.' || c == b'_' {
                     i += 1;
                 } else {
                     break;

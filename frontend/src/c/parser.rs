@@ -603,10 +603,7 @@ impl Parser<'_> {
 
     fn binary(&mut self, min_prec: u8) -> Result<Expr, CError> {
         let mut lhs = self.unary()?;
-        loop {
-            let Some(t) = self.peek().filter(|t| t.kind == TokKind::Punct) else {
-                break;
-            };
+        while let Some(t) = self.peek().filter(|t| t.kind == TokKind::Punct) {
             let (op, prec) = match t.text.as_str() {
                 "||" => (BinOp::Or, 1),
                 "&&" => (BinOp::And, 2),
