@@ -118,6 +118,8 @@ fn every_kernel_lowers_and_verifies() {
     for (name, statements) in expected {
         let p = kernel(name, &with_defines(&["MINI_DATASET"]));
         assert_eq!(p.statements.len(), statements, "{name}:\n{p}");
+        let mut memory = polyhedral::interp::random_inputs(&p, 3);
+        polyhedral::interp::run(&p, &mut memory).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }
 
@@ -516,4 +518,52 @@ fn pathological_macros_are_bounded() {
     assert_eq!(e.diagnostic.message, "#include nested too deeply");
     must_not_panic("#define f(x) f(x) x\nf(f(f(1)))\n");
     must_not_panic("void f(){\n#pragma scop\n((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1\n#pragma endscop\n}");
+}
+
+// ---------------------------------------------------------------- interpreter
+
+#[test]
+fn interpreter_runs_a_count_down_triangular_kernel() {
+    use polyhedral::interp;
+    let src = "#define N 3\n\
+               void kernel_t(double A[N][N], double x[N], double y[N], double alpha) {\n\
+               int i, j;\n#pragma scop\n\
+               for (i = N - 1; i >= 0; i--) {\n  y[i] = 0.0;\n\
+                 for (j = 0; j <= i; j++)\n    y[i] += alpha * A[i][j] * x[j];\n}\n\
+               #pragma endscop\n}\n";
+    let p = parse(src).unwrap();
+    p.verify().unwrap();
+    let mut memory = interp::random_inputs(&p, 1);
+    let id = |n: &str| p.array_by_name(n).unwrap().index();
+    memory.arrays[id("A")] = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
+    memory.arrays[id("x")] = vec![1.0, 2.0, 3.0];
+    memory.arrays[id("alpha")] = vec![2.0];
+    interp::run(&p, &mut memory).unwrap();
+    // y[0] = 2·1·1, y[1] = 2·(4·1 + 5·2), y[2] = 2·(7·1 + 8·2 + 9·3)
+    assert_eq!(memory.arrays[id("y")], [2.0, 28.0, 100.0]);
+}
+
+#[test]
+fn interpreter_runs_gemm_as_c_computes_it() {
+    use polyhedral::interp;
+    let p = kernel("gemm.c", &with_defines(&["MINI_DATASET"]));
+    let mut memory = interp::random_inputs(&p, 7);
+    let start = memory.clone();
+    interp::run(&p, &mut memory).unwrap();
+    let get = |m: &interp::Memory, n: &str| m.array(p.array_by_name(n).unwrap()).to_vec();
+    let (ni, nj, nk) = (20, 25, 30);
+    let (a, b) = (get(&start, "A"), get(&start, "B"));
+    let (alpha, beta) = (get(&start, "alpha")[0], get(&start, "beta")[0]);
+    let mut c = get(&start, "C");
+    for i in 0..ni {
+        for j in 0..nj {
+            c[i * nj + j] *= beta;
+        }
+        for k in 0..nk {
+            for j in 0..nj {
+                c[i * nj + j] += alpha * a[i * nk + k] * b[k * nj + j];
+            }
+        }
+    }
+    assert_eq!(get(&memory, "C"), c);
 }
