@@ -38,6 +38,8 @@ use crate::Options;
 
 const AFFINE_HINT: &str =
     "bounds, conditions and subscripts must be affine in loop iterators and sizes, e.g. A[i + 1][2 * j]";
+/// Most pieces a `min` / `max` bound may have.
+const MAX_PIECES: usize = 64;
 const SIZE_HINT: &str = "define it with -D NAME=VALUE, --size NAME=VALUE, or #define in the file";
 
 pub(crate) fn lower(
@@ -412,7 +414,27 @@ impl<'a> Lowerer<'a> {
     }
 
     /// An affine expression with `min` / `max`, as loop bounds and conditions allow.
+    /// Coefficients stay within `i32` and pieces are few, so no arithmetic on them overflows.
     fn bound(&mut self, e: &Expr, what: &str) -> Result<Bound, CError> {
+        let b = self.bound_unchecked(e, what)?;
+        let pieces = match &b {
+            Bound::Min(v) | Bound::Max(v) => v,
+        };
+        let limit = i64::from(i32::MAX);
+        let in_range = |a: &AffineExpr| {
+            a.constant.abs() <= limit && a.terms().iter().all(|&(_, c)| c.abs() <= limit)
+        };
+        if pieces.len() > MAX_PIECES || !pieces.iter().all(in_range) {
+            return Err(CError::new(
+                e.loc,
+                format!("{what} too large to handle"),
+                "keep coefficients and constants within int range and min/max nesting small",
+            ));
+        }
+        Ok(b)
+    }
+
+    fn bound_unchecked(&mut self, e: &Expr, what: &str) -> Result<Bound, CError> {
         match &e.kind {
             ExprKind::Int(v) => Ok(Bound::affine(AffineExpr::constant(*v))),
             ExprKind::Name { name, size } => match self.affine_name(name, *size, e.loc)? {

@@ -517,6 +517,13 @@ fn pathological_macros_are_bounded() {
     .unwrap_err();
     assert_eq!(e.diagnostic.message, "#include nested too deeply");
     must_not_panic("#define f(x) f(x) x\nf(f(f(1)))\n");
+    let (m, _, _) = body_error("x[2000000000 * 2000000000 * 2000000000] = 1.0;");
+    assert_eq!(m, "subscript too large to handle");
+    let (m, _, _) = body_error(&format!(
+        "for (i = 0; i < {}; i++) x[0] = 1.0;",
+        ["min(N, M)"; 8].join(" + ")
+    ));
+    assert_eq!(m, "condition too large to handle");
     must_not_panic("void f(){\n#pragma scop\n((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1\n#pragma endscop\n}");
 }
 
