@@ -1,7 +1,7 @@
 /* polybench.h -- a small stand-in for PolyBench/C 4.2's harness header.
  *
  * It provides the macros PolyBench kernels use (array declarations for prototypes and the
- * heap, loop-bound and data-type helpers, dumping) with PolyBench's defaults, and turns the
+ * heap, loop-bound and data-type macros, dumping) with PolyBench's defaults, and turns the
  * timing instruments into no-ops. Kernels written for the real header build unchanged. */
 #ifndef POLYBENCH_H
 # define POLYBENCH_H
