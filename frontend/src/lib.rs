@@ -58,8 +58,13 @@ pub fn parse(file: &SourceFile, language: Language, options: &Options) -> Result
 /// Why [`load`] failed.
 #[derive(Debug)]
 pub enum LoadError {
-    Read { path: PathBuf, error: std::io::Error },
-    UnknownLanguage { path: PathBuf },
+    Read {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    UnknownLanguage {
+        path: PathBuf,
+    },
     Source(Box<Error>),
 }
 

@@ -107,10 +107,35 @@ pub fn round(ty: ScalarType, x: f64) -> f64 {
     match ty {
         ScalarType::F64 => x,
         ScalarType::F32 => x as f32 as f64,
-        ScalarType::F16 => half::f16::from_f64(x).to_f64(),
+        ScalarType::F16 => round_f16(x),
         ScalarType::I32 => wrap_i32(x as i64),
         ScalarType::Bool => (x != 0.0) as u8 as f64,
     }
+}
+
+/// Round-to-nearest-even to `f16`, computed in `f64`: scaling by a power of two and rounding to
+/// an integer are exact, so this is the correctly rounded result (`half`'s software conversion
+/// gives the same, several times slower; a test compares them).
+fn round_f16(x: f64) -> f64 {
+    /// The smallest normal `f16`, 2^-14.
+    const MIN_NORMAL: f64 = 6.103_515_625e-5;
+    /// Halfway between the largest finite `f16` (65504) and the next power of two: from here on,
+    /// values round to infinity.
+    const OVERFLOW: f64 = 65520.0;
+    if !x.is_finite() {
+        return x;
+    }
+    let a = x.abs();
+    if a >= OVERFLOW {
+        return f64::INFINITY.copysign(x);
+    }
+    let exponent = if a < MIN_NORMAL {
+        -14
+    } else {
+        ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023
+    };
+    let ulp = f64::powi(2.0, exponent - 10);
+    (x / ulp).round_ties_even() * ulp
 }
 
 fn wrap_i32(x: i64) -> f64 {
@@ -572,7 +597,11 @@ impl<'a> Evaluator<'a> {
                 self.call(f, values)?
             }
         };
-        Ok(round(ty, v))
+        Ok(match self.arena()[id] {
+            // Stored values, iterators and locals already have their type.
+            Expr::Read(_) | Expr::Local(_) | Expr::Iter(_) | Expr::Param(_) => v,
+            _ => round(ty, v),
+        })
     }
 
     fn binary(&self, op: BinaryOp, ty: ScalarType, x: f64, y: f64) -> Result<f64, InterpError> {
@@ -801,6 +830,52 @@ mod tests {
         let mut mem = random_inputs(&p, 1);
         let err = run(&p, &mut mem).unwrap_err();
         assert_eq!(err.to_string(), "S1 accesses x[4] outside its extents [4]");
+    }
+
+    /// The correctly rounded f16 of a finite `x` below 65504 in magnitude, by brute force: the
+    /// nearest of the three f16 values around `half`'s answer (which can be one ulp off just
+    /// above ties), ties to the even bit pattern. Differences are exact in f64 here.
+    fn reference_f16(x: f64) -> f64 {
+        let guess = half::f16::from_f64(x).to_bits();
+        let mut best: Option<(f64, u16)> = None;
+        for bits in [guess.wrapping_sub(1), guess, guess.wrapping_add(1)] {
+            let h = half::f16::from_bits(bits).to_f64();
+            if !h.is_finite() || (h == 0.0 && bits != guess) {
+                continue;
+            }
+            let d = (x - h).abs();
+            best = match best {
+                Some((bd, bb)) if bd < d || (bd == d && bb % 2 == 0) => Some((bd, bb)),
+                _ => Some((d, bits)),
+            };
+        }
+        half::f16::from_bits(best.unwrap().1).to_f64()
+    }
+
+    #[test]
+    fn f16_rounding_is_correct() {
+        let mut x = 0x1234_5678_9abc_def0u64;
+        for k in 0..200_000u64 {
+            x = splitmix64(x ^ k);
+            // Magnitudes from 2^-30 to 2^15 cover subnormals and normals.
+            let v = f64::from_bits(x >> 12 | 0x3ff0_0000_0000_0000) - 1.0;
+            let sign = if k % 2 == 0 { 1.0 } else { -1.0 };
+            let scaled = sign * v * f64::powi(2.0, (k % 45) as i32 - 30);
+            assert_eq!(round_f16(scaled), reference_f16(scaled), "{scaled:e}");
+        }
+        for bits in 0..0x7bffu16 {
+            let h = half::f16::from_bits(bits).to_f64();
+            let next = half::f16::from_bits(bits + 1).to_f64();
+            let mid = (h + next) / 2.0;
+            assert_eq!(round_f16(h), h);
+            // Ties go to the even pattern; just above a tie goes up.
+            let even = if bits % 2 == 0 { h } else { next };
+            assert_eq!(round_f16(mid), even, "tie {mid:e}");
+            assert_eq!(round_f16(mid + mid * f64::EPSILON), next, "above {mid:e}");
+        }
+        assert_eq!(round_f16(65519.99), 65504.0);
+        assert_eq!(round_f16(65520.0), f64::INFINITY);
+        assert_eq!(round_f16(-1e9), f64::NEG_INFINITY);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use polyhedral::program::{
     Access, AffineExpr, Array, ArrayId, ArrayRole, BinaryOp, Constraint, ConstraintKind, Expr,
     ExprArena, Literal, Param, ParamId, Program, Reduction, ReductionOp, ScalarType, SourceKind,
-    Span, Statement, UnaryOp, Var,
+    Span, Statement, Var,
 };
 
 use super::affine::{non_affine, to_affine, to_constraints};
@@ -916,11 +916,7 @@ impl KernelLowering<'_> {
             let lhs_read = exprs.push(Expr::Read(0));
             let (op, red, value) = match ts.kind {
                 AssignKind::Add => (BinaryOp::Add, ReductionOp::Add, value),
-                AssignKind::Sub => (
-                    BinaryOp::Add,
-                    ReductionOp::Add,
-                    exprs.push(Expr::Unary(UnaryOp::Neg, value)),
-                ),
+                AssignKind::Sub => (BinaryOp::Sub, ReductionOp::Add, value),
                 AssignKind::Mul => (BinaryOp::Mul, ReductionOp::Mul, value),
                 AssignKind::Max => (BinaryOp::Max, ReductionOp::Max, value),
                 AssignKind::Min => (BinaryOp::Min, ReductionOp::Min, value),
@@ -930,7 +926,12 @@ impl KernelLowering<'_> {
             let iters: Vec<usize> = (0..depth)
                 .filter(|&k| lhs_subs.iter().all(|s| s.coeff(Var::Iter(k)) == 0))
                 .collect();
-            (body, Some(Reduction { op: red, iters }))
+            // A reduction combines values that the reduction itself does not change: the body
+            // reads no other element of the array it updates.
+            let reads_own_array = reads.iter().skip(1).any(|r| r.array == array);
+            let reduction =
+                (!iters.is_empty() && !reads_own_array).then_some(Reduction { op: red, iters });
+            (body, reduction)
         } else {
             (value, None)
         };

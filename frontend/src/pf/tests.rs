@@ -154,7 +154,7 @@ fn for_blocks_share_loops_and_positions() {
     );
     assert!(text.contains("schedule: [0, i, 1, j, 0, k, 0]"), "{text}");
     assert!(
-        text.contains("S0: A[i, j] = A[i, j] + -(A[i, k] * A[k, j])"),
+        text.contains("S0: A[i, j] = A[i, j] - A[i, k] * A[k, j]"),
         "{text}"
     );
 }
