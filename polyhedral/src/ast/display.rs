@@ -116,11 +116,11 @@ fn relation(s: &CSyntax, e: &AstExpr, op: &str) -> String {
         let mut out = AstExpr::Int(0);
         for (c, x) in &terms {
             if c * sign > 0 {
-                out = AstExpr::add(out, AstExpr::mul(c * sign, (*x).clone()));
+                out = AstExpr::plus(out, AstExpr::mul(c * sign, (*x).clone()));
             }
         }
         if k > 0 {
-            out = AstExpr::add(out, AstExpr::Int(k));
+            out = AstExpr::plus(out, AstExpr::Int(k));
         }
         out.to_c(s)
     };

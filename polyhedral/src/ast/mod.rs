@@ -57,7 +57,7 @@ impl AstExpr {
     }
 
     /// `a + b`, folding constants.
-    pub fn add(a: AstExpr, b: AstExpr) -> AstExpr {
+    pub fn plus(a: AstExpr, b: AstExpr) -> AstExpr {
         match (a, b) {
             (AstExpr::Int(x), AstExpr::Int(y)) => AstExpr::Int(x + y),
             (AstExpr::Int(0), e) | (e, AstExpr::Int(0)) => e,
@@ -120,9 +120,9 @@ impl AstExpr {
                 Var::Iter(d) => iter(d),
                 Var::Param(p) => AstExpr::Param(p),
             };
-            out = AstExpr::add(out, AstExpr::mul(c, x));
+            out = AstExpr::plus(out, AstExpr::mul(c, x));
         }
-        AstExpr::add(out, AstExpr::Int(e.constant))
+        AstExpr::plus(out, AstExpr::Int(e.constant))
     }
 }
 

@@ -299,14 +299,14 @@ fn expressions_print_with_minimal_parentheses() {
         binary_min_max: true,
     };
     let x = AstExpr::var("x");
-    let e = AstExpr::add(
-        AstExpr::mul(-2, AstExpr::add(x.clone(), AstExpr::Int(1))),
-        AstExpr::mul(-1, AstExpr::add(x.clone(), AstExpr::Param(ParamId(0)))),
+    let e = AstExpr::plus(
+        AstExpr::mul(-2, AstExpr::plus(x.clone(), AstExpr::Int(1))),
+        AstExpr::mul(-1, AstExpr::plus(x.clone(), AstExpr::Param(ParamId(0)))),
     );
     assert_eq!(e.to_c(&syntax), "-2 * (x + 1) - (x + N)");
     let m = AstExpr::Min(vec![
         AstExpr::floor_div(x.clone(), 4),
-        AstExpr::ceil_div(AstExpr::add(x.clone(), AstExpr::Int(-3)), 2),
+        AstExpr::ceil_div(AstExpr::plus(x.clone(), AstExpr::Int(-3)), 2),
         AstExpr::Int(5_000_000_000),
     ]);
     assert_eq!(
