@@ -200,7 +200,7 @@ impl Writer<'_> {
         let x = &args[0];
         if ty == ScalarType::I32 {
             // Verified programs apply only `abs` to integers.
-            return self.call(Helper::AbsI32, "pf_abs_i32", &[x.clone()]);
+            return self.call(Helper::AbsI32, "pf_abs_i32", std::slice::from_ref(x));
         }
         // Functions that are exact, or correctly rounded, in the value's own C type.
         let exact = |name: &str| match ty {

@@ -125,12 +125,14 @@ impl Scope {
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
             .collect();
-        if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit() || c == '_') {
+        if base.is_empty()
+            || base.starts_with(|c: char| c.is_ascii_digit() || c == '_')
+            || base.starts_with("pf_")
+        {
             base = format!("v{base}");
         }
-        let usable = |s: &str, taken: &HashSet<String>| {
-            !taken.contains(s) && !RESERVED.contains(&s) && !s.starts_with("pf_")
-        };
+        let usable =
+            |s: &str, taken: &HashSet<String>| !taken.contains(s) && !RESERVED.contains(&s);
         let mut name = base.clone();
         let mut k = 1;
         while !usable(&name, &self.taken) {
@@ -152,7 +154,7 @@ mod tests {
         assert_eq!(s.fresh("A"), "A");
         assert_eq!(s.fresh("A"), "A_1");
         assert_eq!(s.fresh("exp"), "exp_1");
-        assert_eq!(s.fresh("pf_x"), "pf_x_1");
+        assert_eq!(s.fresh("pf_x"), "vpf_x");
         assert_eq!(s.fresh("_t"), "v_t");
         assert_eq!(s.fresh("a.b"), "a_b");
         assert_eq!(s.fresh("2x"), "v2x");

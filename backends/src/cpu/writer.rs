@@ -249,15 +249,18 @@ impl<'a> Writer<'a> {
             value_type(f.ret),
             self.functions[id.index()]
         );
-        for k in f.params..f.locals.len() {
-            let ty = f.locals[k].ty;
-            let zero = zero_literal(ty);
-            let _ = writeln!(out, "    {} {} = {zero};", value_type(ty), locals[k]);
+        for (local, name) in f.locals.iter().zip(&locals).skip(f.params) {
+            let zero = zero_literal(local.ty);
+            let _ = writeln!(out, "    {} {name} = {zero};", value_type(local.ty));
         }
         let ctx = BodyContext::Function { locals: &locals };
         self.write_block(out, &f.exprs, &types, &ctx, &f.body, 1);
-        // Verified functions return on every path; this keeps C from falling off the end.
-        let _ = writeln!(out, "    return {};\n}}", zero_literal(f.ret));
+        // Front ends make every path return; where the body does not visibly end in a return,
+        // one more keeps C from falling off the end (the interpreter's value there is zero).
+        if !matches!(f.body.last(), Some(Stmt::Return(_))) {
+            let _ = writeln!(out, "    return {};", zero_literal(f.ret));
+        }
+        out.push_str("}\n");
     }
 
     fn write_block(
