@@ -1,7 +1,7 @@
 //! The CPU target: C99 + OpenMP.
 //!
 //! [`Writer`] turns a program and its loop AST into one C translation unit holding the kernel
-//! function (see [`writer`] for its interface). [`run`] builds that kernel with a generated
+//! function (its interface is described on [`Writer`]). [`run`] builds that kernel with a generated
 //! `main` harness using the system C compiler, runs it on given inputs and reads back every
 //! live-out array; [`check`] does what `polyfuse run --target cpu` reports: the interpreter's
 //! outputs against the kernel's on the same random inputs, and the kernel's time.
@@ -13,7 +13,7 @@ mod body;
 mod helpers;
 mod names;
 mod runner;
-pub mod writer;
+mod writer;
 
 pub use runner::{check, run, CheckReport, CpuRun};
 pub use writer::Writer;

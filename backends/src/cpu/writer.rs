@@ -32,7 +32,9 @@ pub(crate) struct KernelInterface {
     pub args: Vec<ArrayId>,
 }
 
-/// Writes a program and its AST as C99 + OpenMP.
+/// Writes a program and its AST as C99 + OpenMP: one translation unit with the helpers, the
+/// sizes as `static const int64_t`, the scalar functions and the kernel
+/// `int NAME(arrays…)` (see the module docs for its interface).
 pub struct Writer<'a> {
     program: &'a Program,
     options: &'a Options,
