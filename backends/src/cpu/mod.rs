@@ -6,7 +6,8 @@
 //! live-out array; [`check`] does what `polyfuse run --target cpu` reports: the interpreter's
 //! outputs against the kernel's on the same random inputs, and the kernel's time.
 //!
-//! The generated C computes exactly what the interpreter computes (see [`body`]) and has no
+//! The generated C computes exactly what the interpreter computes (every value in its type,
+//! rounded where the interpreter rounds; transcendental functions in `double`) and has no
 //! undefined behaviour for any input, which the tests check with `-fsanitize=address,undefined`.
 
 mod body;
