@@ -86,9 +86,7 @@ fn parse_size(text: &str) -> Result<(String, i64), String> {
         .parse::<i64>()
         .map_err(|_| format!("the size `{name}` must be an integer, found `{value}`"))?;
     if value < 1 {
-        return Err(format!(
-            "the size `{name}` must be at least 1, found {value}"
-        ));
+        return Err(format!("the size `{name}` must be at least 1, found {value}"));
     }
     Ok((name.trim().to_string(), value))
 }
@@ -98,10 +96,7 @@ fn parse_define(text: &str) -> Result<(String, Option<String>), String> {
         Some((n, v)) => (n, Some(v.to_string())),
         None => (text, None),
     };
-    let valid = name
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !valid {
         return Err(format!("`{name}` is not a macro name"));
@@ -145,10 +140,7 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
             let elapsed = start.elapsed();
             let results = report::summarize(&program, &memory);
             if args.json {
-                println!(
-                    "{}",
-                    report::to_json(&program, "interp", args.seed, &results)
-                );
+                println!("{}", report::to_json(&program, "interp", args.seed, &results));
             } else {
                 print!(
                     "{}",

@@ -157,9 +157,7 @@ fn fuzz(args: &[String]) -> Result<(), String> {
                 .env("POLYFUSE_FUZZ_SECONDS", seconds.to_string()),
         )?;
         if !ok {
-            return Err(format!(
-                "the {target} parser panicked on an input (see above)"
-            ));
+            return Err(format!("the {target} parser panicked on an input (see above)"));
         }
     }
     Ok(())
