@@ -51,6 +51,10 @@ pub enum InterpError {
     NonTerminating { function: String, limit: u64 },
     #[error("the statements' positions do not form a loop nest ({0})")]
     BadPositions(String),
+    #[error("invalid AST: {0}")]
+    InvalidAst(String),
+    #[error("the AST executes {stmt}[{point}], which is outside its domain")]
+    OutsideDomain { stmt: String, point: String },
 }
 
 /// Deterministic pseudo-random contents for every array that is not a temporary; temporaries
@@ -171,7 +175,7 @@ pub fn run(program: &Program, memory: &mut Memory) -> Result<RunStats, InterpErr
 
 /// The original loop nest, rebuilt from the statements' positions.
 #[derive(Debug)]
-enum Node {
+pub(crate) enum Node {
     /// A loop over the iterator at `depth`, shared by every statement below it.
     Loop {
         depth: usize,
@@ -180,7 +184,7 @@ enum Node {
     Stmt(StmtId),
 }
 
-fn build_nest(program: &Program) -> Result<Vec<Node>, InterpError> {
+pub(crate) fn build_nest(program: &Program) -> Result<Vec<Node>, InterpError> {
     let all: Vec<StmtId> = program.statement_ids().collect();
     build_level(program, &all, 0)
 }
@@ -244,10 +248,10 @@ impl StmtPlan {
             })
             .map(|(k, _)| k)
             .collect();
-        let types = (0..stmt.exprs.len())
-            .map(|i| program.expr_type(stmt, ExprId(i as u32)))
-            .collect();
-        StmtPlan { guards, types }
+        StmtPlan {
+            guards,
+            types: body_types(program, stmt),
+        }
     }
 }
 
@@ -382,28 +386,55 @@ impl Machine<'_> {
                 return Ok(());
             }
         }
-        let value = {
-            let mut eval = Evaluator {
-                program,
-                machine_params: &self.params,
-                memory: &*self.memory,
-                ctx: Context::Statement {
-                    stmt,
-                    iters: &self.iters,
-                    types: &plan.types,
-                },
-            };
-            eval.eval(stmt.body)?
-        };
-        let offset = element_offset(program, stmt, &stmt.write, &self.iters, &self.params)?;
-        let elem = program.array(stmt.write.array).elem;
-        self.memory.arrays[stmt.write.array.index()][offset] = round(elem, value);
+        execute_instance(
+            program,
+            stmt,
+            &plan.types,
+            &self.iters,
+            &self.params,
+            self.memory,
+        )?;
         self.stats.instances += 1;
         Ok(())
     }
 }
 
-fn collect_stmts(nodes: &[Node], out: &mut Vec<StmtId>) {
+/// The types of a statement body's expressions, indexed by [`ExprId`]; what
+/// [`execute_instance`] needs to round every intermediate value.
+pub(crate) fn body_types(program: &Program, stmt: &Statement) -> Vec<ScalarType> {
+    (0..stmt.exprs.len())
+        .map(|i| program.expr_type(stmt, ExprId(i as u32)))
+        .collect()
+}
+
+/// Executes one instance of `stmt`: evaluates its body with the iterators at `iters` and stores
+/// the value, rounded to the element type, into the element it writes. `types` comes from
+/// [`body_types`]. Every executor of statement instances (this interpreter, the AST
+/// interpreter) goes through here, so they share one statement semantics.
+pub(crate) fn execute_instance(
+    program: &Program,
+    stmt: &Statement,
+    types: &[ScalarType],
+    iters: &[i64],
+    params: &[i64],
+    memory: &mut Memory,
+) -> Result<(), InterpError> {
+    let value = {
+        let mut eval = Evaluator {
+            program,
+            machine_params: params,
+            memory: &*memory,
+            ctx: Context::Statement { stmt, iters, types },
+        };
+        eval.eval(stmt.body)?
+    };
+    let offset = element_offset(program, stmt, &stmt.write, iters, params)?;
+    let elem = program.array(stmt.write.array).elem;
+    memory.arrays[stmt.write.array.index()][offset] = round(elem, value);
+    Ok(())
+}
+
+pub(crate) fn collect_stmts(nodes: &[Node], out: &mut Vec<StmtId>) {
     for n in nodes {
         match n {
             Node::Stmt(s) => out.push(*s),

@@ -1,8 +1,11 @@
 //! The polyhedral middle end of polyfuse.
 //!
 //! - [`program`]: the Program IR every front end produces and every pass reads;
+//! - [`ast`]: the loop AST that AST generation produces and the back ends consume, with its
+//!   interpreter;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 
+pub mod ast;
 pub mod interp;
 pub mod program;
 
