@@ -60,6 +60,8 @@ struct CheckArgs {
 enum Target {
     /// The reference interpreter.
     Interp,
+    /// OpenMP C built with the system C compiler, checked against the interpreter.
+    Cpu,
 }
 
 #[derive(Args)]
@@ -75,6 +77,9 @@ struct RunArgs {
     /// Print the results as JSON (format documented in the README).
     #[arg(long)]
     json: bool,
+    /// OpenMP threads for `--target cpu` (default: every core).
+    #[arg(long)]
+    threads: Option<usize>,
 }
 
 fn parse_size(text: &str) -> Result<(String, i64), String> {
@@ -154,6 +159,27 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
                     "{}",
                     report::to_text(&program, "interp", args.seed, &results, elapsed)
                 );
+            }
+        }
+        Target::Cpu => {
+            if args.json {
+                return Err(Failure(
+                    "error: --json is not supported yet for --target cpu\n".into(),
+                ));
+            }
+            let ast = polyhedral::ast::original_ast(&program)
+                .map_err(|e| Failure(format!("error: {e}\n")))?;
+            let options = backends::cpu::Options {
+                threads: args.threads,
+                ..Default::default()
+            };
+            let report = backends::cpu::check(&program, &ast, &options, args.seed)
+                .map_err(|e| Failure(format!("error: {e}\n")))?;
+            print!("{}", report.to_text(&program));
+            if !report.comparison.passed() {
+                return Err(Failure(
+                    "error: the cpu outputs differ from the interpreter's\n".into(),
+                ));
             }
         }
     }
