@@ -106,10 +106,28 @@ pub fn run_command(
     json: bool,
     timeline: Option<&Path>,
 ) -> Result<String, String> {
+    run_command_on(None, path, inputs, json, timeline)
+}
+
+/// `run_command` on the machine described by the file `machine` (the default machine if None).
+pub fn run_command_on(
+    machine: Option<&Path>,
+    path: &Path,
+    inputs: Option<&Path>,
+    json: bool,
+    timeline: Option<&Path>,
+) -> Result<String, String> {
+    let machine = match machine {
+        None => Machine::default(),
+        Some(m) => {
+            let text = std::fs::read_to_string(m)
+                .map_err(|e| format!("error: cannot read {}: {e}\n", m.display()))?;
+            Machine::parse(&m.display().to_string(), &text).map_err(|e| e.render(false))?
+        }
+    };
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("error: cannot read {}: {e}\n", path.display()))?;
     let file = path.display().to_string();
-    let machine = Machine::default();
     let kernel = load(&file, &text, &machine).map_err(|e| e.render(false))?;
     let tensors = match inputs {
         Some(dir) => load_inputs(kernel.program(), dir)?,

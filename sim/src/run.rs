@@ -624,6 +624,23 @@ impl Machine<'_> {
             Instr::WaitFlag { src, dst, event } => {
                 let Some(token) = b.flags[flag_index(*src, *dst, *event)].pop_front() else {
                     let site = &self.k.sites[e.site as usize];
+                    let pending: Vec<String> = (0..8u8)
+                        .filter(|ev| !b.flags[flag_index(*src, *dst, *ev)].is_empty())
+                        .map(|ev| format!("event {ev}"))
+                        .collect();
+                    let hint = if pending.is_empty() {
+                        format!(
+                            "set the flag on pipe {} before this wait (for ping-pong loops, set it once before the loop)",
+                            src.name()
+                        )
+                    } else {
+                        format!(
+                            "{}->{} {} is set and not waited for: did you mean that id?",
+                            src.name(),
+                            dst.name(),
+                            pending.join(", ")
+                        )
+                    };
                     return Err(self.error(
                         Diagnostic::new(
                             site.span,
@@ -642,10 +659,7 @@ impl Machine<'_> {
                             ),
                         )
                         .with_label("waits forever")
-                        .with_hint(format!(
-                            "set the flag on pipe {} before this wait (for ping-pong loops, set it once before the loop)",
-                            src.name()
-                        )),
+                        .with_hint(hint),
                     ));
                 };
                 if *dst == Pipe::S {
