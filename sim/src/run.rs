@@ -927,6 +927,7 @@ impl Machine<'_> {
                     es as u64,
                     true,
                 ),
+                (Instr::VCmp { .. }, i) => (Self::vec_extent(mask, lanes, es, cfg, i - 1), ub_align, false),
                 (_, i) => (Self::vec_extent(mask, lanes, es, cfg, i), ub_align, i == 0),
             };
             let (_, a) = self.resolve(b, e, i, ext, align, if write { "writes" } else { "reads" })?;
@@ -943,7 +944,11 @@ impl Machine<'_> {
         }
         let scalar = e.scalars.first().map(|&sv| exec::round_to(self.sval(b, sv).0, ty));
         let ub = &mut self.local[core][Mem::Ub as usize];
-        let at = |i: usize, r: usize, l: usize| exec::lane_addr(addrs[i], r, l, es, cfg.blk[i], cfg.rep[i]);
+        // A compare's strides describe its two sources only; its destination is a bit string.
+        let shift = usize::from(matches!(e.instr, Instr::VCmp { .. }));
+        let at = |i: usize, r: usize, l: usize| {
+            exec::lane_addr(addrs[i], r, l, es, cfg.blk[i - shift], cfg.rep[i - shift])
+        };
         match &e.instr {
             Instr::VCmp { op, .. } => {
                 // Inactive lanes write 0 bits; each repeat's bits follow the previous repeat's.

@@ -587,6 +587,10 @@ impl Parser {
 
     fn vec_cfg(&mut self, kw: &mut Kwargs, blocks: &[u32]) -> PResult<VecCfg> {
         let repeat = kw.int("repeat", Some(1), 255)? as u32;
+        if repeat == 0 {
+            return Err(Diagnostic::new(Span::default(), "`repeat` must be in 1..=255")
+                .with_hint("a vector instruction runs at least one repeat"));
+        }
         let blk = kw.tuple("blk", vec![1; blocks.len()])?;
         let rep = kw.tuple("rep", blocks.to_vec())?;
         Ok(VecCfg { repeat, blk, rep })
