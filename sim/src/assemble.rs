@@ -242,7 +242,10 @@ impl Asm<'_> {
                 .with_hint("give each buffer and parameter its own name"));
         }
         if name == "block_idx" || crate::asm::parse_reg(name).is_some() {
-            return Err(Diagnostic::new(span, format!("`{name}` is a reserved name")));
+            return Err(Diagnostic::new(
+                span,
+                format!("`{name}` is a reserved name"),
+            ));
         }
         Ok(())
     }
@@ -259,7 +262,7 @@ impl Asm<'_> {
             for (i, d) in decls.iter().enumerate().filter(|(_, d)| d.mem == mem) {
                 let base = match d.addr {
                     Some(a) => {
-                        if a % spec.align != 0 {
+                        if !a.is_multiple_of(spec.align) {
                             return Err(Diagnostic::new(
                                 d.span,
                                 format!(
@@ -477,8 +480,11 @@ impl Asm<'_> {
         };
         let float_only = |ty: DType, what: &str| -> Result<(), Diagnostic> {
             if ty == DType::I32 {
-                return Err(Diagnostic::new(span, format!("`{what}` is defined for f16 and f32 only"))
-                    .with_hint("convert with `vconv` first"));
+                return Err(Diagnostic::new(
+                    span,
+                    format!("`{what}` is defined for f16 and f32 only"),
+                )
+                .with_hint("convert with `vconv` first"));
             }
             Ok(())
         };
@@ -548,8 +554,10 @@ impl Asm<'_> {
                 if matches!(dst, Reg::S(_))
                     && matches!(src, Scalar::Float(_) | Scalar::Reg(Reg::F(_)))
                 {
-                    return Err(Diagnostic::new(span, "an integer register cannot hold a float")
-                        .with_hint("move floats into f0..f31"));
+                    return Err(
+                        Diagnostic::new(span, "an integer register cannot hold a float")
+                            .with_hint("move floats into f0..f31"),
+                    );
                 }
             }
             Instr::SBin { dst, a, b, .. } => {
@@ -592,7 +600,10 @@ impl Asm<'_> {
 }
 
 fn check_reg_kind(ty: DType, r: Reg, span: Span) -> Result<(), Diagnostic> {
-    let ok = matches!((ty, r), (DType::I32, Reg::S(_)) | (DType::F16 | DType::F32, Reg::F(_)));
+    let ok = matches!(
+        (ty, r),
+        (DType::I32, Reg::S(_)) | (DType::F16 | DType::F32, Reg::F(_))
+    );
     if ok {
         Ok(())
     } else {

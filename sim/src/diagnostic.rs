@@ -74,7 +74,7 @@ impl Diagnostic {
 pub struct Error {
     pub file: Arc<str>,
     pub text: Arc<str>,
-    pub diagnostic: Diagnostic,
+    pub diagnostic: Box<Diagnostic>,
 }
 
 impl Error {
@@ -82,7 +82,7 @@ impl Error {
         Error {
             file: file.into(),
             text: text.into(),
-            diagnostic,
+            diagnostic: Box::new(diagnostic),
         }
     }
 
@@ -90,7 +90,7 @@ impl Error {
         Error {
             file: file.clone(),
             text: text.clone(),
-            diagnostic,
+            diagnostic: Box::new(diagnostic),
         }
     }
 

@@ -41,7 +41,9 @@ pub(crate) fn round_to(v: f64, ty: DType) -> f64 {
 #[inline]
 pub(crate) fn store(mem: &mut [u8], addr: usize, ty: DType, v: f64) {
     match ty {
-        DType::F16 => mem[addr..addr + 2].copy_from_slice(&f16::from_f64(v).to_bits().to_le_bytes()),
+        DType::F16 => {
+            mem[addr..addr + 2].copy_from_slice(&f16::from_f64(v).to_bits().to_le_bytes())
+        }
         DType::F32 => mem[addr..addr + 4].copy_from_slice(&(v as f32).to_le_bytes()),
         DType::I32 => {
             mem[addr..addr + 4].copy_from_slice(&(round_to(v, DType::I32) as i32).to_le_bytes())
@@ -143,7 +145,14 @@ pub(crate) fn lane_on(mask: (u64, u64), l: usize) -> bool {
 
 /// Byte address of lane `l` in repeat `r` of an operand with element size `esize`.
 #[inline]
-pub(crate) fn lane_addr(base: usize, r: usize, l: usize, esize: usize, blk: u32, rep: u32) -> usize {
+pub(crate) fn lane_addr(
+    base: usize,
+    r: usize,
+    l: usize,
+    esize: usize,
+    blk: u32,
+    rep: u32,
+) -> usize {
     let per_block = 32 / esize;
     base + r * rep as usize * 32 + (l / per_block) * blk as usize * 32 + (l % per_block) * esize
 }
@@ -168,7 +177,8 @@ pub(crate) fn mmad(
     init: bool,
 ) {
     let (mm, kk, nn) = (m1 * 16, k1 * 16, n1 * 16);
-    let h = |mem: &[u8], at: usize| f16::from_bits(u16::from_le_bytes([mem[at], mem[at + 1]])).to_f32();
+    let h =
+        |mem: &[u8], at: usize| f16::from_bits(u16::from_le_bytes([mem[at], mem[at + 1]])).to_f32();
     let mut am = vec![0f32; mm * kk];
     for m in 0..mm {
         for k in 0..kk {
@@ -189,7 +199,11 @@ pub(crate) fn mmad(
         let brow = &bt[n * kk..(n + 1) * kk];
         for m in 0..mm {
             let at = c + (((n / 16) * m1 + m / 16) * 256 + (m % 16) * 16 + n % 16) * esize;
-            let mut acc = if init { 0.0f32 } else { load(l0c, at, out) as f32 };
+            let mut acc = if init {
+                0.0f32
+            } else {
+                load(l0c, at, out) as f32
+            };
             let arow = &am[m * kk..(m + 1) * kk];
             for k in 0..kk {
                 // f16·f16 is exact in f32, so only the additions round.
@@ -221,7 +235,10 @@ mod tests {
     #[test]
     fn binary_ops_on_each_type() {
         assert_eq!(binary(VBinOp::Div, DType::I32, 7.0, 0.0), 0.0);
-        assert_eq!(binary(VBinOp::Add, DType::I32, i32::MAX as f64, 1.0), i32::MIN as f64);
+        assert_eq!(
+            binary(VBinOp::Add, DType::I32, i32::MAX as f64, 1.0),
+            i32::MIN as f64
+        );
         assert_eq!(binary(VBinOp::And, DType::I32, 12.0, 10.0), 8.0);
         assert_eq!(binary(VBinOp::Max, DType::F16, -1.0, 2.0), 2.0);
         // and-ing a float with its sign-cleared pattern: 0x7fff & bits(-2.0) = bits(2.0).

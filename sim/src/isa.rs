@@ -52,7 +52,14 @@ pub enum Pipe {
 
 impl Pipe {
     pub const COUNT: usize = 6;
-    pub const ALL: [Pipe; 6] = [Pipe::S, Pipe::V, Pipe::M, Pipe::Mte1, Pipe::Mte2, Pipe::Mte3];
+    pub const ALL: [Pipe; 6] = [
+        Pipe::S,
+        Pipe::V,
+        Pipe::M,
+        Pipe::Mte1,
+        Pipe::Mte2,
+        Pipe::Mte3,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -490,7 +497,7 @@ pub struct Cond {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
     Instr {
-        instr: Instr,
+        instr: Box<Instr>,
         span: Span,
     },
     For {

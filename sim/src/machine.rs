@@ -81,7 +81,11 @@ impl Machine {
             let lead = content.len() - content.trim_start().len();
             let span = Span::new(start + lead, start + content.len());
             let Some((key, value)) = content.split_once('=') else {
-                return Err(err(span, "expected `key = value`".into(), "e.g. `cores = 32`"));
+                return Err(err(
+                    span,
+                    "expected `key = value`".into(),
+                    "e.g. `cores = 32`",
+                ));
             };
             let key = key.trim().to_string();
             if values

@@ -276,15 +276,12 @@ impl Timeline {
             r#"<text x="{left}" y="14">core 0, {} cycles</text>"#,
             self.end
         );
-        let colors = ["#888888", "#2b8cbe", "#e6550d", "#31a354", "#756bb1", "#d6616b"];
+        let colors = [
+            "#888888", "#2b8cbe", "#e6550d", "#31a354", "#756bb1", "#d6616b",
+        ];
         for (i, p) in Pipe::ALL.iter().enumerate() {
             let y = 20.0 + row * i as f64;
-            let _ = writeln!(
-                s,
-                r#"<text x="4" y="{}">{}</text>"#,
-                y + 15.0,
-                p.name()
-            );
+            let _ = writeln!(s, r#"<text x="4" y="{}">{}</text>"#, y + 15.0, p.name());
             let _ = writeln!(
                 s,
                 r##"<rect x="{left}" y="{y}" width="{width}" height="{}" fill="#f4f4f4"/>"##,

@@ -193,11 +193,7 @@ pub(crate) fn simulate(
     let occupancy = m.occupancy(cores_used);
     if let Some(t) = &mut timeline {
         t.end = total;
-        t.occupancy = occupancy
-            .iter()
-            .filter(|o| o.core == 0)
-            .cloned()
-            .collect();
+        t.occupancy = occupancy.iter().filter(|o| o.core == 0).cloned().collect();
     }
     let mut outputs = BTreeMap::new();
     for (i, p) in k.program.params.iter().enumerate() {
@@ -382,11 +378,13 @@ impl Machine<'_> {
                 )
                 .with_label("outside the buffer")
                 .with_secondary(buf.span, "declared here")
-                .with_hint("shrink the transfer, the repeat count or the offset, or enlarge the buffer"),
+                .with_hint(
+                    "shrink the transfer, the repeat count or the offset, or enlarge the buffer",
+                ),
             ));
         }
         let addr = buf.base + off as u64;
-        if addr % align != 0 {
+        if !addr.is_multiple_of(align) {
             return Err(self.error(
                 Diagnostic::new(
                     addr_span,
@@ -547,7 +545,11 @@ impl Machine<'_> {
                                 self.error(
                                     Diagnostic::new(
                                         site.span,
-                                        format!("`{}` divides by zero{}", site.text, self.context(b, e.site)),
+                                        format!(
+                                            "`{}` divides by zero{}",
+                                            site.text,
+                                            self.context(b, e.site)
+                                        ),
                                     )
                                     .with_hint("guard the division with `if`"),
                                 )
@@ -686,8 +688,16 @@ impl Machine<'_> {
                 ..
             } => {
                 let (nb, ln) = (*n_burst as u64, *len as u64 * 32);
-                let src_ext = if nb == 0 { 0 } else { (nb - 1) * (ln + *src_gap as u64 * 32) + ln };
-                let dst_ext = if nb == 0 { 0 } else { (nb - 1) * (ln + *dst_gap as u64 * 32) + ln };
+                let src_ext = if nb == 0 {
+                    0
+                } else {
+                    (nb - 1) * (ln + *src_gap as u64 * 32) + ln
+                };
+                let dst_ext = if nb == 0 {
+                    0
+                } else {
+                    (nb - 1) * (ln + *dst_gap as u64 * 32) + ln
+                };
                 let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
                 let src_mem = self.k.bufs[e.ops[1].buf as usize].mem;
                 let (_, dst) = self.resolve(b, e, 0, dst_ext, mc.mem(dst_mem).align, "writes")?;
@@ -699,7 +709,16 @@ impl Machine<'_> {
                 let pipe = path.pipe();
                 let (s, t) = b.timing.dispatch(pipe, issue, cost, 0);
                 let tick = b.hazards.begin(pipe);
-                self.check(b, e, pipe, tick, &[(1, src, src + src_ext, false), (0, dst, dst + dst_ext, true)])?;
+                self.check(
+                    b,
+                    e,
+                    pipe,
+                    tick,
+                    &[
+                        (1, src, src + src_ext, false),
+                        (0, dst, dst + dst_ext, true),
+                    ],
+                )?;
                 self.touch(b, e, 0, s, t);
                 self.touch(b, e, 1, s, t);
                 self.stats.path_bytes[path as usize] += bytes;
@@ -728,11 +747,24 @@ impl Machine<'_> {
                 let src_ext = if r == 0 { 0 } else { (r - 1) * st * 512 + 512 };
                 let (_, dst) = self.resolve(b, e, 0, r * 512, mc.mem(dst_mem).align, "writes")?;
                 let (_, src) = self.resolve(b, e, 1, src_ext, mc.mem(Mem::L1).align, "reads")?;
-                let path = if dst_mem == Mem::L0a { CopyPath::L1L0a } else { CopyPath::L1L0b };
+                let path = if dst_mem == Mem::L0a {
+                    CopyPath::L1L0a
+                } else {
+                    CopyPath::L1L0b
+                };
                 let cost = self.copy_cost(path, r * 512);
                 let (s, t) = b.timing.dispatch(Pipe::Mte1, issue, cost, 0);
                 let tick = b.hazards.begin(Pipe::Mte1);
-                self.check(b, e, Pipe::Mte1, tick, &[(1, src, src + src_ext, false), (0, dst, dst + r * 512, true)])?;
+                self.check(
+                    b,
+                    e,
+                    Pipe::Mte1,
+                    tick,
+                    &[
+                        (1, src, src + src_ext, false),
+                        (0, dst, dst + r * 512, true),
+                    ],
+                )?;
                 self.touch(b, e, 0, s, t);
                 self.touch(b, e, 1, s, t);
                 self.stats.path_bytes[path as usize] += r * 512;
@@ -756,12 +788,7 @@ impl Machine<'_> {
                 }
             }
             Instr::Mmad {
-                out,
-                m,
-                k,
-                n,
-                init,
-                ..
+                out, m, k, n, init, ..
             } => {
                 let (m1, k1, n1) = (
                     (*m as u64).div_ceil(16),
@@ -770,8 +797,10 @@ impl Machine<'_> {
                 );
                 let c_bytes = m1 * n1 * 256 * out.size();
                 let (_, c) = self.resolve(b, e, 0, c_bytes, mc.mem(Mem::L0c).align, "writes")?;
-                let (_, a) = self.resolve(b, e, 1, m1 * k1 * 512, mc.mem(Mem::L0a).align, "reads")?;
-                let (_, bb) = self.resolve(b, e, 2, k1 * n1 * 512, mc.mem(Mem::L0b).align, "reads")?;
+                let (_, a) =
+                    self.resolve(b, e, 1, m1 * k1 * 512, mc.mem(Mem::L0a).align, "reads")?;
+                let (_, bb) =
+                    self.resolve(b, e, 2, k1 * n1 * 512, mc.mem(Mem::L0b).align, "reads")?;
                 let fr = m1 * k1 * n1;
                 let cost = mc.cube_startup + mc.cube_per_fractal * fr;
                 let (s, t) = b.timing.dispatch(Pipe::M, issue, cost, 0);
@@ -813,18 +842,40 @@ impl Machine<'_> {
                 ..
             } => {
                 let sty = if *src_f16 { DType::F16 } else { DType::F32 };
-                let dty = if *f16 || *src_f16 { DType::F16 } else { DType::F32 };
+                let dty = if *f16 || *src_f16 {
+                    DType::F16
+                } else {
+                    DType::F32
+                };
                 let (sf, df) = (256 * sty.size(), 256 * dty.size());
                 let (nb, ln) = (*n_burst as u64, *len as u64);
-                let src_ext = if nb == 0 { 0 } else { ((nb - 1) * (ln + *src_gap as u64) + ln) * sf };
-                let dst_ext = if nb == 0 { 0 } else { ((nb - 1) * (ln + *dst_gap as u64) + ln) * df };
+                let src_ext = if nb == 0 {
+                    0
+                } else {
+                    ((nb - 1) * (ln + *src_gap as u64) + ln) * sf
+                };
+                let dst_ext = if nb == 0 {
+                    0
+                } else {
+                    ((nb - 1) * (ln + *dst_gap as u64) + ln) * df
+                };
                 let (_, dst) = self.resolve(b, e, 0, dst_ext, mc.mem(Mem::Ub).align, "writes")?;
-                let (_, src) = self.resolve(b, e, 1, src_ext, sf.min(mc.mem(Mem::L0c).align), "reads")?;
+                let (_, src) =
+                    self.resolve(b, e, 1, src_ext, sf.min(mc.mem(Mem::L0c).align), "reads")?;
                 let bytes = nb * ln * sf;
                 let cost = self.copy_cost(CopyPath::L0cUb, bytes);
                 let (s, t) = b.timing.dispatch(Pipe::V, issue, cost, 0);
                 let tick = b.hazards.begin(Pipe::V);
-                self.check(b, e, Pipe::V, tick, &[(1, src, src + src_ext, false), (0, dst, dst + dst_ext, true)])?;
+                self.check(
+                    b,
+                    e,
+                    Pipe::V,
+                    tick,
+                    &[
+                        (1, src, src + src_ext, false),
+                        (0, dst, dst + dst_ext, true),
+                    ],
+                )?;
                 self.touch(b, e, 0, s, t);
                 self.touch(b, e, 1, s, t);
                 self.stats.path_bytes[CopyPath::L0cUb as usize] += bytes;
@@ -863,7 +914,13 @@ impl Machine<'_> {
                 let cost = mc.vector_startup + mc.vector_per_repeat * cfg.repeat as u64;
                 let (s, t) = b.timing.dispatch(Pipe::V, issue, cost, 0);
                 let tick = b.hazards.begin(Pipe::V);
-                self.check(b, e, Pipe::V, tick, &[(1, src, src + se, false), (0, dst, dst + de, true)])?;
+                self.check(
+                    b,
+                    e,
+                    Pipe::V,
+                    tick,
+                    &[(1, src, src + se, false), (0, dst, dst + de, true)],
+                )?;
                 self.touch(b, e, 0, s, t);
                 self.touch(b, e, 1, s, t);
                 let ub = &mut self.local[core][Mem::Ub as usize];
@@ -872,12 +929,26 @@ impl Machine<'_> {
                     vals.clear();
                     for l in 0..lanes {
                         if exec::lane_on(mask, l) {
-                            let sa = exec::lane_addr(src as usize, r, l, from.size() as usize, cfg.blk[1], cfg.rep[1]);
+                            let sa = exec::lane_addr(
+                                src as usize,
+                                r,
+                                l,
+                                from.size() as usize,
+                                cfg.blk[1],
+                                cfg.rep[1],
+                            );
                             vals.push((l, exec::load(ub, sa, *from)));
                         }
                     }
                     for &(l, v) in &vals {
-                        let da = exec::lane_addr(dst as usize, r, l, to.size() as usize, cfg.blk[0], cfg.rep[0]);
+                        let da = exec::lane_addr(
+                            dst as usize,
+                            r,
+                            l,
+                            to.size() as usize,
+                            cfg.blk[0],
+                            cfg.rep[0],
+                        );
                         exec::store(ub, da, *to, v);
                     }
                 }
@@ -907,9 +978,16 @@ impl Machine<'_> {
             Instr::VUn {
                 op: VUnOp::Exp | VUnOp::Ln | VUnOp::Rec | VUnOp::Rsqrt | VUnOp::Sqrt,
                 ..
-            } | Instr::VBin { op: VBinOp::Div, .. }
+            } | Instr::VBin {
+                op: VBinOp::Div,
+                ..
+            }
         );
-        let per = if slow { mc.vector_per_repeat_slow } else { mc.vector_per_repeat };
+        let per = if slow {
+            mc.vector_per_repeat_slow
+        } else {
+            mc.vector_per_repeat
+        };
         let cost = mc.vector_startup + per * cfg.repeat as u64;
         // Operand extents and addresses.
         let mut addrs = Vec::with_capacity(e.ops.len());
@@ -927,10 +1005,15 @@ impl Machine<'_> {
                     es as u64,
                     true,
                 ),
-                (Instr::VCmp { .. }, i) => (Self::vec_extent(mask, lanes, es, cfg, i - 1), ub_align, false),
+                (Instr::VCmp { .. }, i) => (
+                    Self::vec_extent(mask, lanes, es, cfg, i - 1),
+                    ub_align,
+                    false,
+                ),
                 (_, i) => (Self::vec_extent(mask, lanes, es, cfg, i), ub_align, i == 0),
             };
-            let (_, a) = self.resolve(b, e, i, ext, align, if write { "writes" } else { "reads" })?;
+            let (_, a) =
+                self.resolve(b, e, i, ext, align, if write { "writes" } else { "reads" })?;
             addrs.push(a as usize);
             accesses.push((i, a, a + ext, write));
         }
@@ -942,7 +1025,10 @@ impl Machine<'_> {
         for i in 0..e.ops.len() {
             self.touch(b, e, i, s, t);
         }
-        let scalar = e.scalars.first().map(|&sv| exec::round_to(self.sval(b, sv).0, ty));
+        let scalar = e
+            .scalars
+            .first()
+            .map(|&sv| exec::round_to(self.sval(b, sv).0, ty));
         let ub = &mut self.local[core][Mem::Ub as usize];
         // A compare's strides describe its two sources only; its destination is a bit string.
         let shift = usize::from(matches!(e.instr, Instr::VCmp { .. }));
@@ -956,7 +1042,11 @@ impl Machine<'_> {
                     for l in 0..lanes {
                         let bit = r * lanes + l;
                         let on = exec::lane_on(mask, l)
-                            && exec::compare(*op, exec::load(ub, at(1, r, l), ty), exec::load(ub, at(2, r, l), ty));
+                            && exec::compare(
+                                *op,
+                                exec::load(ub, at(1, r, l), ty),
+                                exec::load(ub, at(2, r, l), ty),
+                            );
                         let byte = &mut ub[addrs[0] + bit / 8];
                         if on {
                             *byte |= 1 << (bit % 8);
@@ -978,7 +1068,11 @@ impl Machine<'_> {
                         match op {
                             // Sums accumulate in f32 (exactly for i32 in i64) and round once.
                             VRedOp::Cadd => {
-                                sum = if ty == DType::I32 { sum + v } else { (sum as f32 + v as f32) as f64 }
+                                sum = if ty == DType::I32 {
+                                    sum + v
+                                } else {
+                                    (sum as f32 + v as f32) as f64
+                                }
                             }
                             VRedOp::Cmax => acc = Some(acc.map_or(v, |a| a.max(v))),
                             VRedOp::Cmin => acc = Some(acc.map_or(v, |a| a.min(v))),
@@ -1004,9 +1098,12 @@ impl Machine<'_> {
                             continue;
                         }
                         let v = match instr {
-                            Instr::VBin { op, .. } => {
-                                exec::binary(*op, ty, exec::load(ub, at(1, r, l), ty), exec::load(ub, at(2, r, l), ty))
-                            }
+                            Instr::VBin { op, .. } => exec::binary(
+                                *op,
+                                ty,
+                                exec::load(ub, at(1, r, l), ty),
+                                exec::load(ub, at(2, r, l), ty),
+                            ),
                             Instr::VScalar { op, .. } => {
                                 let x = exec::load(ub, at(1, r, l), ty);
                                 let y = scalar.unwrap_or(0.0);
@@ -1017,7 +1114,9 @@ impl Machine<'_> {
                                 };
                                 exec::binary(bop, ty, x, y)
                             }
-                            Instr::VUn { op, .. } => exec::unary(*op, ty, exec::load(ub, at(1, r, l), ty)),
+                            Instr::VUn { op, .. } => {
+                                exec::unary(*op, ty, exec::load(ub, at(1, r, l), ty))
+                            }
                             Instr::VDup { .. } => scalar.unwrap_or(0.0),
                             Instr::VSel { .. } => {
                                 let bit = r * lanes + l;

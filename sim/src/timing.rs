@@ -100,6 +100,9 @@ mod tests {
         assert_eq!(t.barrier(None, 1), (112, 113));
         assert_eq!(t.end(), 113);
         assert_eq!(t.busy[Pipe::Mte2 as usize], 110);
-        assert_eq!(t.intervals.as_ref().unwrap()[Pipe::Mte2 as usize], vec![(1, 111)]);
+        assert_eq!(
+            t.intervals.as_ref().unwrap()[Pipe::Mte2 as usize],
+            vec![(1, 111)]
+        );
     }
 }

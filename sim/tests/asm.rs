@@ -16,25 +16,42 @@ fn parse_errors_have_line_column_caret_and_hint() {
     assert_eq!(e.line_col(), (3, 20));
     assert_eq!(e.message(), "expected `,`, found end of line");
     let r = e.render(false);
-    assert!(r.contains("k.npuasm:3:20") && r.contains('^') && r.contains("hint: operands are separated by commas"), "{r}");
+    assert!(
+        r.contains("k.npuasm:3:20")
+            && r.contains('^')
+            && r.contains("hint: operands are separated by commas"),
+        "{r}"
+    );
 
     let e = parse_err("kernel k\nbuffer u : UB, 64\nvfoo.f16 u[0], u[0]\n");
-    assert_eq!((e.line_col(), e.message()), ((3, 1), "unknown instruction `vfoo.f16`"));
+    assert_eq!(
+        (e.line_col(), e.message()),
+        ((3, 1), "unknown instruction `vfoo.f16`")
+    );
 
     let e = parse_err("kernel k\nbuffer u : UB, 64\nvadd.f16 u[0], u[0], u[0], repeat=300\n");
-    assert_eq!((e.line_col(), e.message()), ((3, 28), "`repeat` must be in 0..=255"));
+    assert_eq!(
+        (e.line_col(), e.message()),
+        ((3, 28), "`repeat` must be in 0..=255")
+    );
 
     let e = parse_err("kernel k\nbuffer u : UB, 64\nvadd.f16 u[0], u[0], u[0], blk=(1, 2)\n");
     assert_eq!(e.message(), "`blk` needs 3 values, one per vector operand");
 
     let e = parse_err("kernel k\nbuffer u : XB, 64\n");
-    assert_eq!((e.line_col(), e.message()), ((2, 12), "`XB` is not an on-chip memory"));
+    assert_eq!(
+        (e.line_col(), e.message()),
+        ((2, 12), "`XB` is not an on-chip memory")
+    );
 
     let e = parse_err("kernel k\nset_flag V, V, 0\n");
     assert_eq!(e.message(), "a flag links two different pipes");
 
     let e = parse_err("kernel k\nwait_flag V, MTE3, 9\n");
-    assert_eq!((e.line_col(), e.message()), ((2, 20), "event ids are 0..=7"));
+    assert_eq!(
+        (e.line_col(), e.message()),
+        ((2, 20), "event ids are 0..=7")
+    );
 
     let e = parse_err("kernel k\nfor i in 0..4 {\nmov s0, i\n");
     assert_eq!(e.message(), "expected `}`, found end of file");
@@ -54,23 +71,34 @@ fn assembly_errors_name_the_problem() {
     let e = parse_err("kernel k\nbuffer u : UB, 64\nbuffer u : L1, 64\n");
     assert_eq!(e.message(), "`u` is declared twice");
 
-    let e = parse_err("kernel k\nbuffer a : L0A, 512\nbuffer u : UB, 512\nvadd.f16 u[0], a[0], u[0]\n");
-    assert_eq!(e.message(), "vector operands must be in UB, but `a` is in L0A");
+    let e =
+        parse_err("kernel k\nbuffer a : L0A, 512\nbuffer u : UB, 512\nvadd.f16 u[0], a[0], u[0]\n");
+    assert_eq!(
+        e.message(),
+        "vector operands must be in UB, but `a` is in L0A"
+    );
 
-    let e = parse_err("kernel k\nbuffer a : L1, 512\nbuffer u : L0A, 512\ncopy u[0], a[0], len=1\n");
+    let e =
+        parse_err("kernel k\nbuffer a : L1, 512\nbuffer u : L0A, 512\ncopy u[0], a[0], len=1\n");
     assert_eq!(e.message(), "`copy` has no path from L1 to L0A");
 
     let e = parse_err("kernel k\nbuffer u : UB, 64\nvadd.f16 u[j], u[0], u[0]\n");
     assert_eq!(e.message(), "unknown variable `j`");
 
     let e = parse_err("kernel k\nbuffer u : L0A, 512 @ 100\n");
-    assert_eq!(e.message(), "buffer `u` at byte 100 is not aligned to 512 bytes, as L0A requires");
+    assert_eq!(
+        e.message(),
+        "buffer `u` at byte 100 is not aligned to 512 bytes, as L0A requires"
+    );
 
     let e = parse_err("kernel k\nbuffer u : UB, 64\nvexp.i32 u[0], u[0]\n");
     assert_eq!(e.message(), "`vexp` is defined for f16 and f32 only");
 
     let e = parse_err("kernel k\nbuffer u : UB, 64\nld.f32 s0, u[0]\n");
-    assert_eq!(e.message(), "the register kind does not match the element type");
+    assert_eq!(
+        e.message(),
+        "the register kind does not match the element type"
+    );
 
     let e = parse_err("kernel k\nmov s0, 1.5\n");
     assert_eq!(e.message(), "an integer register cannot hold a float");
@@ -100,7 +128,10 @@ vconv.f32.f16 w[0], u[0], rep=(4, 8)
     assert_eq!(p, q);
     assert!(printed.contains("u[-i*32 + 96]"), "{printed}");
     assert!(printed.contains("w[i*2]"), "{printed}");
-    assert!(printed.contains("vconv.f32.f16 w[0], u[0]\n"), "defaults are left out: {printed}");
+    assert!(
+        printed.contains("vconv.f32.f16 w[0], u[0]\n"),
+        "defaults are left out: {printed}"
+    );
     assert!(printed.contains("mov f3, 0.001"), "{printed}");
 }
 
@@ -119,7 +150,9 @@ fn malformed_programs_do_not_panic() {
     let mut sources = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "npuasm") && !path.to_string_lossy().contains("matmul") {
+        if path.extension().is_some_and(|e| e == "npuasm")
+            && !path.to_string_lossy().contains("matmul")
+        {
             sources.push(std::fs::read_to_string(path).unwrap());
         }
     }

@@ -1,6 +1,9 @@
 //! The programs in `examples/`: each one's outputs against values computed here with plain
 //! loops, and the faulty ones' exact diagnostics.
 
+// Index loops mirror the hardware's lane and element numbering the tests are written in.
+#![allow(clippy::needless_range_loop, clippy::type_complexity)]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -8,7 +11,9 @@ use half::f16;
 use sim::{DType, Machine, Outcome, SimOptions, Tensor};
 
 fn example(name: &str) -> (String, String) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name);
     let text = std::fs::read_to_string(&path).expect("example exists");
     (format!("examples/{name}"), text)
 }
@@ -26,7 +31,9 @@ fn h(x: f64) -> f64 {
 #[test]
 fn vadd_with_masked_tail() {
     let x: Vec<f64> = (0..1000).map(|i| h(i as f64 * 0.37 - 100.0)).collect();
-    let y: Vec<f64> = (0..1000).map(|i| h(((i * 7919) % 1000) as f64 / 64.0)).collect();
+    let y: Vec<f64> = (0..1000)
+        .map(|i| h(((i * 7919) % 1000) as f64 / 64.0))
+        .collect();
     let mut inputs = BTreeMap::new();
     inputs.insert("x".into(), Tensor::new(DType::F16, vec![1000], x.clone()));
     inputs.insert("y".into(), Tensor::new(DType::F16, vec![1000], y.clone()));
@@ -49,8 +56,14 @@ fn matmul_inputs() -> (BTreeMap<String, Tensor>, Vec<f64>, Vec<f64>) {
         .map(|i| h((((i * 53) % 97) as f64 - 48.0) / 32.0))
         .collect();
     let mut inputs = BTreeMap::new();
-    inputs.insert("a".into(), Tensor::new(DType::F16, vec![256, 256], a.clone()));
-    inputs.insert("b".into(), Tensor::new(DType::F16, vec![256, 256], b.clone()));
+    inputs.insert(
+        "a".into(),
+        Tensor::new(DType::F16, vec![256, 256], a.clone()),
+    );
+    inputs.insert(
+        "b".into(),
+        Tensor::new(DType::F16, vec![256, 256], b.clone()),
+    );
     (inputs, a, b)
 }
 
@@ -75,9 +88,15 @@ fn matmul_single_and_double_buffered() {
     let (inputs, a, b) = matmul_inputs();
     let expect = matmul_reference(&a, &b);
     let single = run("matmul_single.npuasm", &inputs).expect("single runs");
-    assert!(single.outputs["c"].data == expect, "single-buffered result differs");
+    assert!(
+        single.outputs["c"].data == expect,
+        "single-buffered result differs"
+    );
     let double = run("matmul_double.npuasm", &inputs).expect("double runs");
-    assert!(double.outputs["c"].data == expect, "double-buffered result differs");
+    assert!(
+        double.outputs["c"].data == expect,
+        "double-buffered result differs"
+    );
     let (s, d) = (&single.report, &double.report);
     assert_eq!(s.cube_fractal_macs, 4096);
     assert_eq!(d.cube_fractal_macs, 4096);
@@ -107,7 +126,10 @@ fn matmul_single_and_double_buffered() {
                 .map(move |&(c, d)| b.min(d).saturating_sub(a.max(c)))
         })
         .sum();
-    assert!(overlap > 1000, "MTE2 and cube overlap only {overlap} cycles");
+    assert!(
+        overlap > 1000,
+        "MTE2 and cube overlap only {overlap} cycles"
+    );
 }
 
 #[test]
@@ -125,9 +147,15 @@ fn softmax_row() {
         .chunks(64)
         .map(|c| c.iter().copied().fold(f32::NEG_INFINITY, f32::max))
         .collect();
-    let m = partial_max.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let m = partial_max
+        .iter()
+        .copied()
+        .fold(f32::NEG_INFINITY, f32::max);
     let e: Vec<f32> = xf.iter().map(|&v| ((v + -m) as f64).exp() as f32).collect();
-    let partial_sum: Vec<f32> = e.chunks(64).map(|c| c.iter().fold(0f32, |a, &b| a + b)).collect();
+    let partial_sum: Vec<f32> = e
+        .chunks(64)
+        .map(|c| c.iter().fold(0f32, |a, &b| a + b))
+        .collect();
     let s = partial_sum.iter().fold(0f32, |a, &b| a + b);
     let r = 1.0f32 / s;
     let y = &out.outputs["y"].data;
@@ -222,7 +250,10 @@ fn run_command_prints_text_json_and_svg() {
     assert!(v["cycles"].as_u64().unwrap() > 0);
     assert_eq!(v["outputs"][0]["name"], "z");
     // Stable: the same run gives the same bytes.
-    assert_eq!(json, sim::run_command(&dir.join("vadd.npuasm"), None, true, None).unwrap());
+    assert_eq!(
+        json,
+        sim::run_command(&dir.join("vadd.npuasm"), None, true, None).unwrap()
+    );
     let svg = std::env::temp_dir().join(format!("sim-timeline-{}.svg", std::process::id()));
     sim::run_command(&dir.join("matmul_double.npuasm"), None, false, Some(&svg)).expect("runs");
     let text = std::fs::read_to_string(&svg).expect("svg written");
@@ -243,10 +274,14 @@ fn inputs_directory_bin_and_txt() {
     let y: Vec<String> = (0..1000).map(|i| format!("{}", i * 2)).collect();
     std::fs::write(dir.join("y.txt"), y.join(", ")).unwrap();
     let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let out = sim::run_command(&examples.join("vadd.npuasm"), Some(&dir), true, None).expect("runs");
+    let out =
+        sim::run_command(&examples.join("vadd.npuasm"), Some(&dir), true, None).expect("runs");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     // z = 3i, rounded to f16: the first samples are exact.
-    assert_eq!(v["outputs"][0]["samples"], serde_json::json!([0.0, 3.0, 6.0, 9.0]));
+    assert_eq!(
+        v["outputs"][0]["samples"],
+        serde_json::json!([0.0, 3.0, 6.0, 9.0])
+    );
     std::fs::write(dir.join("y.txt"), "1 2 3").unwrap();
     let err = sim::run_command(&examples.join("vadd.npuasm"), Some(&dir), false, None).unwrap_err();
     assert!(err.contains("has 3 numbers; `y` needs 1000"), "{err}");

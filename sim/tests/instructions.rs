@@ -1,6 +1,9 @@
 //! One test per instruction family: results against plain loops, including masks, block and
 //! repeat strides, repeats, fractal layouts and the runtime errors.
 
+// Index loops mirror the hardware's lane and element numbering the tests are written in.
+#![allow(clippy::needless_range_loop, clippy::type_complexity)]
+
 use std::collections::BTreeMap;
 
 use half::f16;
@@ -20,7 +23,11 @@ fn ty_name(t: DType) -> &'static str {
 
 /// Runs `body` between "GM inputs -> UB" and "UB `out` -> GM". Each input `NAME` is in UB as
 /// `u_NAME`; the output buffer `u_OUT` starts as zeros unless `body` writes it.
-fn run_vec(inputs: &[(&str, DType, Vec<f64>)], out: (&str, DType, usize), body: &str) -> Result<Vec<f64>, String> {
+fn run_vec(
+    inputs: &[(&str, DType, Vec<f64>)],
+    out: (&str, DType, usize),
+    body: &str,
+) -> Result<Vec<f64>, String> {
     let mut text = String::from("kernel t\n");
     let blocks = |n: usize, t: DType| (n * t_size(t)).div_ceil(32);
     for (name, t, v) in inputs {
@@ -44,9 +51,13 @@ fn run_vec(inputs: &[(&str, DType, Vec<f64>)], out: (&str, DType, usize), body: 
     let kernel = sim::load("t.npuasm", &text, &Machine::default()).map_err(|e| e.render(false))?;
     let mut tensors = BTreeMap::new();
     for (name, t, v) in inputs {
-        tensors.insert(name.to_string(), Tensor::new(*t, vec![v.len() as u64], v.clone()));
+        tensors.insert(
+            name.to_string(),
+            Tensor::new(*t, vec![v.len() as u64], v.clone()),
+        );
     }
-    let o = sim::simulate(&kernel, &tensors, &SimOptions::default()).map_err(|e| e.render(false))?;
+    let o =
+        sim::simulate(&kernel, &tensors, &SimOptions::default()).map_err(|e| e.render(false))?;
     Ok(o.outputs[out.0].data.clone())
 }
 
@@ -154,7 +165,12 @@ fn vector_scalar_ops() {
         ("vmuls", "-2.0", |a| a * -2.0),
         ("vmaxs", "0.0", |a| a.max(0.0)),
     ] {
-        let z = run_vec(&[("x", DType::F32, x.clone())], ("z", DType::F32, 64), &format!("{op}.f32 u_z[0], u_x[0], {s}")).unwrap();
+        let z = run_vec(
+            &[("x", DType::F32, x.clone())],
+            ("z", DType::F32, 64),
+            &format!("{op}.f32 u_z[0], u_x[0], {s}"),
+        )
+        .unwrap();
         for i in 0..64 {
             assert_eq!(z[i], f(x[i] as f32) as f64, "{op} {i}");
         }
@@ -175,7 +191,12 @@ fn unary_ops() {
         ("vrelu", &neg, |a| a.max(0.0)),
     ];
     for (op, input, f) in cases {
-        let z = run_vec(&[("x", DType::F16, input.clone())], ("z", DType::F16, 128), &format!("{op}.f16 u_z[0], u_x[0]")).unwrap();
+        let z = run_vec(
+            &[("x", DType::F16, input.clone())],
+            ("z", DType::F16, 128),
+            &format!("{op}.f16 u_z[0], u_x[0]"),
+        )
+        .unwrap();
         for i in 0..128 {
             assert_eq!(z[i], h(f(input[i])), "{op} {i}");
         }
@@ -185,7 +206,12 @@ fn unary_ops() {
 #[test]
 fn duplicate_with_repeats_and_stride() {
     // 3 repeats of 64 f32 lanes, each 16 blocks apart: blocks 8..16 of each stride stay 0.
-    let z = run_vec(&[], ("z", DType::F32, 64 * 6), "vdup.f32 u_z[0], 2.5, repeat=3, rep=16").unwrap();
+    let z = run_vec(
+        &[],
+        ("z", DType::F32, 64 * 6),
+        "vdup.f32 u_z[0], 2.5, repeat=3, rep=16",
+    )
+    .unwrap();
     for i in 0..64 * 6 {
         let expect = if (i / 64) % 2 == 0 { 2.5 } else { 0.0 };
         assert_eq!(z[i], expect, "{i}");
@@ -209,7 +235,11 @@ if s0 != 0 {
     let text_body = body.to_string();
     // Declare the mask buffer through an extra input of 32 bytes.
     let z = run_vec(
-        &[("x", DType::F16, x.clone()), ("y", DType::F16, y.clone()), ("m", DType::F16, vec![0.0; 16])],
+        &[
+            ("x", DType::F16, x.clone()),
+            ("y", DType::F16, y.clone()),
+            ("m", DType::F16, vec![0.0; 16]),
+        ],
         ("z", DType::F16, 128),
         &text_body,
     )
@@ -227,7 +257,10 @@ fn reductions_within_a_repeat() {
     // 2 repeats of 64 f32 lanes; only lanes 0..9 are active; results 2 elements apart.
     let x = ramp(128, |i| ((i * 37) % 50) as f64 - 20.0);
     for (op, f) in [
-        ("vcadd", (|v: &[f64]| v.iter().fold(0f32, |a, &b| a + b as f32) as f64) as fn(&[f64]) -> f64),
+        (
+            "vcadd",
+            (|v: &[f64]| v.iter().fold(0f32, |a, &b| a + b as f32) as f64) as fn(&[f64]) -> f64,
+        ),
         ("vcmax", |v| v.iter().copied().fold(f64::MIN, f64::max)),
         ("vcmin", |v| v.iter().copied().fold(f64::MAX, f64::min)),
     ] {
@@ -246,17 +279,32 @@ fn reductions_within_a_repeat() {
 #[test]
 fn conversions() {
     let x = ramp(64, |i| i as f64 * 0.5 - 10.0);
-    let z = run_vec(&[("x", DType::F32, x.clone())], ("z", DType::I32, 64), "vconv.f32.i32 u_z[0], u_x[0]").unwrap();
+    let z = run_vec(
+        &[("x", DType::F32, x.clone())],
+        ("z", DType::I32, 64),
+        "vconv.f32.i32 u_z[0], u_x[0]",
+    )
+    .unwrap();
     for i in 0..64 {
         assert_eq!(z[i], x[i].round_ties_even(), "{i}");
     }
     let xi = ramp(64, |i| (i as f64 - 32.0) * 1001.0);
-    let z = run_vec(&[("x", DType::I32, xi.clone())], ("z", DType::F16, 64), "vconv.i32.f16 u_z[0], u_x[0]").unwrap();
+    let z = run_vec(
+        &[("x", DType::I32, xi.clone())],
+        ("z", DType::F16, 64),
+        "vconv.i32.f16 u_z[0], u_x[0]",
+    )
+    .unwrap();
     for i in 0..64 {
         assert_eq!(z[i], h(xi[i]), "{i}");
     }
     let x16 = ramp(128, |i| h(i as f64 / 3.0));
-    let z = run_vec(&[("x", DType::F16, x16.clone())], ("z", DType::F32, 128), "vconv.f16.f32 u_z[0], u_x[0], repeat=2").unwrap();
+    let z = run_vec(
+        &[("x", DType::F16, x16.clone())],
+        ("z", DType::F32, 128),
+        "vconv.f16.f32 u_z[0], u_x[0], repeat=2",
+    )
+    .unwrap();
     assert_eq!(z, x16);
 }
 
@@ -325,7 +373,8 @@ for n1 in 0..2 {
     copy c[n1*32], ub[n1*1024], n_burst=32, len=1, dst_gap=1
 }
 ";
-    let kernel = sim::load("mm", text, &Machine::default()).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let kernel = sim::load("mm", text, &Machine::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
     let mut inputs = BTreeMap::new();
     inputs.insert("a".into(), Tensor::new(DType::F16, vec![32, 48], a.clone()));
     inputs.insert("b".into(), Tensor::new(DType::F16, vec![48, 32], b.clone()));
@@ -365,12 +414,22 @@ fn pipe_barrier_orders_without_flags() {
 #[test]
 fn misaligned_and_out_of_bounds_operands_are_errors() {
     let x = ramp(256, |i| i as f64);
-    let e = run_vec(&[("x", DType::F16, x.clone())], ("z", DType::F16, 256), "vabs.f16 u_z[0], u_x[16]").unwrap_err();
+    let e = run_vec(
+        &[("x", DType::F16, x.clone())],
+        ("z", DType::F16, 256),
+        "vabs.f16 u_z[0], u_x[16]",
+    )
+    .unwrap_err();
     assert!(
         e.contains("misaligned operand: `vabs.f16 u_z[0], u_x[16]` reads UB byte 16 (`u_x` + 16), which is not a multiple of 32"),
         "{e}"
     );
-    let e = run_vec(&[("x", DType::F16, x)], ("z", DType::F16, 256), "for i in 0..3 {\n    vabs.f16 u_z[i*256], u_z[0]\n}").unwrap_err();
+    let e = run_vec(
+        &[("x", DType::F16, x)],
+        ("z", DType::F16, 256),
+        "for i in 0..3 {\n    vabs.f16 u_z[i*256], u_z[0]\n}",
+    )
+    .unwrap_err();
     assert!(
         e.contains("`vabs.f16 u_z[i*256], u_z[0]` writes bytes 512..768 of `u_z` (512 bytes in UB) (at i=2)"),
         "{e}"
@@ -408,7 +467,10 @@ fn blocks_run_on_cores_and_share_gm_bandwidth() {
         let k = sim::load("par", &text(blocks), &Machine::default()).unwrap();
         let x = ramp(blocks as usize * 2048, |i| i as f64);
         let mut inputs = BTreeMap::new();
-        inputs.insert("x".into(), Tensor::new(DType::F32, vec![x.len() as u64], x.clone()));
+        inputs.insert(
+            "x".into(),
+            Tensor::new(DType::F32, vec![x.len() as u64], x.clone()),
+        );
         let o = sim::simulate(&k, &inputs, &SimOptions::default()).unwrap();
         for (i, v) in o.outputs["z"].data.iter().enumerate() {
             assert_eq!(*v, x[i] * 3.0);
@@ -418,9 +480,17 @@ fn blocks_run_on_cores_and_share_gm_bandwidth() {
     let one = run(1);
     let many = run(32);
     let twice = run(64);
-    assert_eq!((one.cores_used, many.cores_used, twice.cores_used), (1, 32, 32));
+    assert_eq!(
+        (one.cores_used, many.cores_used, twice.cores_used),
+        (1, 32, 32)
+    );
     // 32 cores share 1024 bytes/cycle of GM: 32 each instead of 60 / 110 alone.
-    assert!(many.cycles > one.cycles, "{} vs {}", many.cycles, one.cycles);
+    assert!(
+        many.cycles > one.cycles,
+        "{} vs {}",
+        many.cycles,
+        one.cycles
+    );
     // Two blocks per core run one after the other.
     assert_eq!(twice.cycles, 2 * many.cycles);
 }

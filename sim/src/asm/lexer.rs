@@ -143,7 +143,10 @@ pub(crate) fn lex(text: &str) -> Result<Vec<(Tok, Span)>, Diagnostic> {
             let s = &text[start..i];
             let span = Span::new(start, i);
             let tok = if float {
-                Tok::Float(s.parse().map_err(|_| Diagnostic::new(span, "invalid number"))?)
+                Tok::Float(
+                    s.parse()
+                        .map_err(|_| Diagnostic::new(span, "invalid number"))?,
+                )
             } else {
                 Tok::Int(s.parse().map_err(|_| {
                     Diagnostic::new(span, "integer too large").with_hint("at most 2^63 - 1")

@@ -43,8 +43,10 @@ impl Kwargs {
         match self.take(key) {
             Some((KwValue::Int(v), span)) => {
                 if v < 0 || v > max {
-                    return Err(Diagnostic::new(span, format!("`{key}` must be in 0..={max}"))
-                        .with_hint("see ISA.md for the operand ranges"));
+                    return Err(
+                        Diagnostic::new(span, format!("`{key}` must be in 0..={max}"))
+                            .with_hint("see ISA.md for the operand ranges"),
+                    );
                 }
                 Ok(v)
             }
@@ -79,15 +81,24 @@ impl Kwargs {
                 }
                 v.iter()
                     .map(|&x| {
-                        u32::try_from(x).ok().filter(|&x| x <= 65535).ok_or_else(|| {
-                            Diagnostic::new(span, format!("`{key}` values must be in 0..=65535"))
-                        })
+                        u32::try_from(x)
+                            .ok()
+                            .filter(|&x| x <= 65535)
+                            .ok_or_else(|| {
+                                Diagnostic::new(
+                                    span,
+                                    format!("`{key}` values must be in 0..=65535"),
+                                )
+                            })
                     })
                     .collect()
             }
             Some((KwValue::Int(x), span)) if n == 1 => {
                 if !(0..=65535).contains(&x) {
-                    return Err(Diagnostic::new(span, format!("`{key}` must be in 0..=65535")));
+                    return Err(Diagnostic::new(
+                        span,
+                        format!("`{key}` must be in 0..=65535"),
+                    ));
                 }
                 Ok(vec![x as u32])
             }
@@ -292,7 +303,10 @@ impl Parser {
         self.expect(Tok::Comma, "the size follows the memory: `UB, 4096`")?;
         let (size, size_span) = self.int("the size in bytes")?;
         if size <= 0 {
-            return Err(Diagnostic::new(size_span, "a buffer's size must be positive"));
+            return Err(Diagnostic::new(
+                size_span,
+                "a buffer's size must be positive",
+            ));
         }
         let mut end = size_span.end;
         let mut addr = None;
@@ -437,7 +451,10 @@ impl Parser {
         let instr = self.instr(&parts, start)?;
         let span = Span::new(start.start as usize, self.toks[self.pos - 1].1.end as usize);
         self.end_of_line()?;
-        Ok(Stmt::Instr { instr, span })
+        Ok(Stmt::Instr {
+            instr: Box::new(instr),
+            span,
+        })
     }
 
     fn dtype_suffix(&self, parts: &[String], idx: usize, span: Span) -> PResult<DType> {
@@ -490,9 +507,9 @@ impl Parser {
                         .with_hint("offsets are affine: `64 + i*2048 + s1`"))
                 }
             };
-            let coef = coef.checked_mul(sign).ok_or_else(|| {
-                Diagnostic::new(self.span(), "coefficient out of range")
-            })?;
+            let coef = coef
+                .checked_mul(sign)
+                .ok_or_else(|| Diagnostic::new(self.span(), "coefficient out of range"))?;
             match var {
                 None => a.constant += coef,
                 Some(v) => {
@@ -520,9 +537,11 @@ impl Parser {
         let s = match tok {
             Tok::Int(v) => Scalar::Int(if neg { -v } else { v }),
             Tok::Float(v) => Scalar::Float(if neg { -v } else { v }),
-            Tok::Ident(name) if name == "inf" => {
-                Scalar::Float(if neg { f64::NEG_INFINITY } else { f64::INFINITY })
-            }
+            Tok::Ident(name) if name == "inf" => Scalar::Float(if neg {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            }),
             Tok::Ident(name) if !neg => match parse_reg(&name) {
                 Some(r) => Scalar::Reg(r),
                 None => Scalar::Var(name),
@@ -588,8 +607,10 @@ impl Parser {
     fn vec_cfg(&mut self, kw: &mut Kwargs, blocks: &[u32]) -> PResult<VecCfg> {
         let repeat = kw.int("repeat", Some(1), 255)? as u32;
         if repeat == 0 {
-            return Err(Diagnostic::new(Span::default(), "`repeat` must be in 1..=255")
-                .with_hint("a vector instruction runs at least one repeat"));
+            return Err(
+                Diagnostic::new(Span::default(), "`repeat` must be in 1..=255")
+                    .with_hint("a vector instruction runs at least one repeat"),
+            );
         }
         let blk = kw.tuple("blk", vec![1; blocks.len()])?;
         let rep = kw.tuple("rep", blocks.to_vec())?;
@@ -840,8 +861,11 @@ impl Parser {
                 let init = kw.flag("init")?;
                 let acc = kw.flag("acc")?;
                 if init == acc {
-                    return Err(Diagnostic::new(start, "`mmad` needs exactly one of `init` or `acc`")
-                        .with_hint("`init` overwrites C, `acc` adds to it"));
+                    return Err(Diagnostic::new(
+                        start,
+                        "`mmad` needs exactly one of `init` or `acc`",
+                    )
+                    .with_hint("`init` overwrites C, `acc` adds to it"));
                 }
                 kw.finish(&full)?;
                 Ok(Instr::Mmad {

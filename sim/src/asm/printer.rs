@@ -139,9 +139,7 @@ fn reg(r: Reg) -> String {
 fn scalar(s: &Scalar) -> String {
     match s {
         Scalar::Int(v) => v.to_string(),
-        Scalar::Float(v) if v.is_infinite() => {
-            if *v < 0.0 { "-inf" } else { "inf" }.to_string()
-        }
+        Scalar::Float(v) if v.is_infinite() => if *v < 0.0 { "-inf" } else { "inf" }.to_string(),
         // `{:?}` always prints a decimal point or exponent, so the value re-lexes as a float.
         Scalar::Float(v) => format!("{v:?}"),
         Scalar::Reg(r) => reg(*r),
