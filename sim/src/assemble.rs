@@ -58,6 +58,8 @@ pub(crate) struct Exec {
     pub instr: Instr,
     /// The instruction's address operands in `addrs_of` order.
     pub ops: Vec<Operand>,
+    /// Source spans of `ops`, for messages.
+    pub spans: Vec<Span>,
     /// The instruction's scalar operands in `scalars_of` order.
     pub scalars: Vec<SVal>,
     pub site: u32,
@@ -589,9 +591,11 @@ impl Asm<'_> {
             text: crate::asm::print_instr(instr),
             scope: self.scopes[1..].to_vec(),
         });
+        let spans = addrs.iter().map(|a| a.span).collect();
         self.code.push(Op::Exec(Box::new(Exec {
             instr: instr.clone(),
             ops,
+            spans,
             scalars,
             site,
         })));

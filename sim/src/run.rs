@@ -56,6 +56,8 @@ struct Machine<'k> {
     local: Vec<[Vec<u8>; Mem::COUNT]>,
     stats: Stats,
     gm_share: u64,
+    /// Reused staging buffer for copies between two memories.
+    scratch: Vec<u8>,
 }
 
 /// Per-block state.
@@ -106,6 +108,7 @@ pub(crate) fn simulate(
             warnings: Vec::new(),
         },
         gm_share: (machine.gm_bandwidth / cores_used as u64).max(1),
+        scratch: Vec::new(),
     };
     for (i, p) in k.program.params.iter().enumerate() {
         let buf = &k.bufs[i];
@@ -359,7 +362,7 @@ impl Machine<'_> {
         let op = &e.ops[i];
         let buf = &self.k.bufs[op.buf as usize];
         let site = &self.k.sites[e.site as usize];
-        let addr_span = crate::assemble::addrs_of(&e.instr)[i].span;
+        let addr_span = e.spans[i];
         let off = self.eval(b, &op.off);
         if off < 0 || off as u64 + len > buf.size {
             return Err(self.error(
@@ -728,13 +731,15 @@ impl Machine<'_> {
                 if dst_mem == Mem::Gm {
                     self.stats.gm_written += bytes;
                 }
-                let mut tmp = vec![0u8; ln as usize];
+                let mut tmp = std::mem::take(&mut self.scratch);
+                tmp.resize(ln as usize, 0);
                 for i in 0..nb {
                     let so = (src + i * (ln + *src_gap as u64 * 32)) as usize;
                     let d = (dst + i * (ln + *dst_gap as u64 * 32)) as usize;
                     tmp.copy_from_slice(&self.mem_ref(core, src_mem)[so..so + ln as usize]);
                     self.mem_mut(core, dst_mem)[d..d + ln as usize].copy_from_slice(&tmp);
                 }
+                self.scratch = tmp;
             }
             Instr::Load2d {
                 repeat,
@@ -990,8 +995,9 @@ impl Machine<'_> {
         };
         let cost = mc.vector_startup + per * cfg.repeat as u64;
         // Operand extents and addresses.
-        let mut addrs = Vec::with_capacity(e.ops.len());
-        let mut accesses = Vec::with_capacity(e.ops.len());
+        let n_ops = e.ops.len();
+        let mut addrs = [0usize; 4];
+        let mut accesses = [(0usize, 0u64, 0u64, false); 4];
         for i in 0..e.ops.len() {
             let (ext, align, write) = match (&e.instr, i) {
                 (Instr::VCmp { .. }, 0) => ((repeat * lanes).div_ceil(8) as u64, ub_align, true),
@@ -1014,15 +1020,16 @@ impl Machine<'_> {
             };
             let (_, a) =
                 self.resolve(b, e, i, ext, align, if write { "writes" } else { "reads" })?;
-            addrs.push(a as usize);
-            accesses.push((i, a, a + ext, write));
+            addrs[i] = a as usize;
+            accesses[i] = (i, a, a + ext, write);
         }
+        let accesses = &mut accesses[..n_ops];
         // Reads before the write, so an in-place operation is not reported against itself.
         accesses.rotate_left(1);
         let (s, t) = b.timing.dispatch(Pipe::V, mc.scalar_issue, cost, 0);
         let tick = b.hazards.begin(Pipe::V);
-        self.check(b, e, Pipe::V, tick, &accesses)?;
-        for i in 0..e.ops.len() {
+        self.check(b, e, Pipe::V, tick, accesses)?;
+        for i in 0..n_ops {
             self.touch(b, e, i, s, t);
         }
         let scalar = e
@@ -1090,9 +1097,8 @@ impl Machine<'_> {
                 }
             }
             instr => {
-                let mut out = Vec::with_capacity(lanes);
+                let mut out = [0f64; 128];
                 for r in 0..repeat {
-                    out.clear();
                     for l in 0..lanes {
                         if !exec::lane_on(mask, l) {
                             continue;
@@ -1125,10 +1131,12 @@ impl Machine<'_> {
                             }
                             _ => 0.0,
                         };
-                        out.push((l, v));
+                        out[l] = v;
                     }
-                    for &(l, v) in &out {
-                        exec::store(ub, at(0, r, l), ty, v);
+                    for (l, &v) in out.iter().enumerate().take(lanes) {
+                        if exec::lane_on(mask, l) {
+                            exec::store(ub, at(0, r, l), ty, v);
+                        }
                     }
                 }
             }
