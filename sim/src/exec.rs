@@ -214,6 +214,132 @@ pub(crate) fn mmad(
     }
 }
 
+/// Whether `fast_vector` may run an instruction: every lane active and every operand's blocks
+/// contiguous, so each repeat of each operand is one 256-byte slice.
+pub(crate) fn contiguous_full(instr: &Instr, ty: DType, mask: (u64, u64), cfg: &VecCfg) -> bool {
+    let full = match ty {
+        DType::F16 => mask == (u64::MAX, u64::MAX),
+        _ => mask.1 == u64::MAX,
+    };
+    full && ty != DType::I32
+        && cfg.blk.iter().all(|&b| b == 1)
+        && matches!(
+            instr,
+            Instr::VBin {
+                op: VBinOp::Add | VBinOp::Sub | VBinOp::Mul | VBinOp::Div | VBinOp::Max | VBinOp::Min,
+                ..
+            } | Instr::VScalar { .. }
+                | Instr::VDup { .. }
+                | Instr::VUn {
+                    op: VUnOp::Abs | VUnOp::Relu,
+                    ..
+                }
+        )
+}
+
+fn read_f32s(ub: &[u8], at: usize, ty: DType, out: &mut [f32; 128]) -> usize {
+    match ty {
+        DType::F16 => {
+            for (o, c) in out.iter_mut().zip(ub[at..at + 256].chunks_exact(2)) {
+                *o = f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32();
+            }
+            128
+        }
+        _ => {
+            for (o, c) in out.iter_mut().zip(ub[at..at + 256].chunks_exact(4)) {
+                *o = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
+            64
+        }
+    }
+}
+
+fn write_f32s(ub: &mut [u8], at: usize, ty: DType, vals: &[f32]) {
+    match ty {
+        DType::F16 => {
+            for (c, v) in ub[at..at + 256].chunks_exact_mut(2).zip(vals) {
+                c.copy_from_slice(&f16::from_f32(*v).to_bits().to_le_bytes());
+            }
+        }
+        _ => {
+            for (c, v) in ub[at..at + 256].chunks_exact_mut(4).zip(vals) {
+                c.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+}
+
+/// The common vector case on whole 256-byte repeats, computing in f32 (exact for f16 results
+/// of + − × ÷, see the module docs) without per-lane addressing. Returns false for anything it
+/// does not cover, which the caller then runs lane by lane.
+pub(crate) fn fast_vector(
+    instr: &Instr,
+    ty: DType,
+    ub: &mut [u8],
+    addrs: &[usize],
+    cfg: &VecCfg,
+    scalar: Option<f64>,
+) -> bool {
+    let mut x = [0f32; 128];
+    let mut y = [0f32; 128];
+    let s = scalar.unwrap_or(0.0) as f32;
+    for r in 0..cfg.repeat as usize {
+        let at = |i: usize| addrs[i] + r * cfg.rep[i] as usize * 32;
+        let n = match instr {
+            Instr::VBin { op, .. } => {
+                let n = read_f32s(ub, at(1), ty, &mut x);
+                read_f32s(ub, at(2), ty, &mut y);
+                let f: fn(f32, f32) -> f32 = match op {
+                    VBinOp::Add => |a, b| a + b,
+                    VBinOp::Sub => |a, b| a - b,
+                    VBinOp::Mul => |a, b| a * b,
+                    VBinOp::Div => |a, b| a / b,
+                    VBinOp::Max => f32::max,
+                    VBinOp::Min => f32::min,
+                    VBinOp::And | VBinOp::Or => return false,
+                };
+                for (a, b) in x.iter_mut().zip(&y) {
+                    *a = f(*a, *b);
+                }
+                n
+            }
+            Instr::VScalar { op, .. } => {
+                let n = read_f32s(ub, at(1), ty, &mut x);
+                for a in x.iter_mut() {
+                    *a = match op {
+                        VScalarOp::Adds => *a + s,
+                        VScalarOp::Muls => *a * s,
+                        VScalarOp::Maxs => a.max(s),
+                    };
+                }
+                n
+            }
+            Instr::VUn { op, .. } => {
+                let n = read_f32s(ub, at(1), ty, &mut x);
+                for a in x.iter_mut() {
+                    *a = match op {
+                        VUnOp::Abs => a.abs(),
+                        _ if *a > 0.0 => *a,
+                        _ => 0.0,
+                    };
+                }
+                n
+            }
+            Instr::VDup { .. } => {
+                x = [s; 128];
+                if ty == DType::F16 {
+                    128
+                } else {
+                    64
+                }
+            }
+            _ => return false,
+        };
+        write_f32s(ub, at(0), ty, &x[..n]);
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

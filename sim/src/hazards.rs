@@ -30,6 +30,17 @@ pub(crate) struct Race {
     pub mem: Mem,
 }
 
+/// The pipes whose instructions can access a memory.
+fn accessors(mem: Mem) -> &'static [Pipe] {
+    match mem {
+        Mem::Gm => &[Pipe::Mte2, Pipe::Mte3],
+        Mem::L1 => &[Pipe::Mte1, Pipe::Mte2, Pipe::Mte3],
+        Mem::L0a | Mem::L0b => &[Pipe::Mte1, Pipe::M],
+        Mem::L0c => &[Pipe::M, Pipe::V],
+        Mem::Ub => &[Pipe::S, Pipe::V, Pipe::Mte2, Pipe::Mte3],
+    }
+}
+
 pub(crate) struct Hazards {
     pub clocks: [Clock; Pipe::COUNT],
     records: [Vec<Access>; Mem::COUNT],
@@ -96,13 +107,20 @@ impl Hazards {
         }
         // A newer access of the same pipe, range and kind subsumes the older one: any later
         // access unordered with the older is unordered with the newer too.
-        list.retain(|r| !(r.pipe == a.pipe && r.lo == a.lo && r.hi == a.hi && r.write == a.write));
+        // A newer access of the same pipe covering an older one subsumes it unless the older is
+        // a write and the newer a read: any later access unordered with the older one is
+        // unordered with the newer one too.
+        list.retain(|r| {
+            !(r.pipe == a.pipe && a.lo <= r.lo && r.hi <= a.hi && (a.write || !r.write))
+        });
         list.push(a);
         if list.len() > self.limits[mem as usize] {
             let clocks = &self.clocks;
-            // An access every other pipe has already seen can never race again.
+            let users = accessors(mem);
+            // An access that every other pipe able to touch this memory has already seen can
+            // never race again (clocks only grow, and later instructions inherit them).
             list.retain(|r| {
-                Pipe::ALL
+                users
                     .iter()
                     .any(|&p| p != r.pipe && clocks[p as usize][r.pipe as usize] < r.tick)
             });

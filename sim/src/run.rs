@@ -1037,6 +1037,11 @@ impl Machine<'_> {
             .first()
             .map(|&sv| exec::round_to(self.sval(b, sv).0, ty));
         let ub = &mut self.local[core][Mem::Ub as usize];
+        if exec::contiguous_full(&e.instr, ty, mask, cfg)
+            && exec::fast_vector(&e.instr, ty, ub, &addrs[..n_ops], cfg, scalar)
+        {
+            return Ok(());
+        }
         // A compare's strides describe its two sources only; its destination is a bit string.
         let shift = usize::from(matches!(e.instr, Instr::VCmp { .. }));
         let at = |i: usize, r: usize, l: usize| {
