@@ -8,6 +8,7 @@
 //! every address against its buffer, so slices here never go out of bounds.
 
 use half::f16;
+use half::slice::HalfFloatSliceExt;
 
 use crate::isa::*;
 
@@ -240,9 +241,12 @@ pub(crate) fn contiguous_full(instr: &Instr, ty: DType, mask: (u64, u64), cfg: &
 fn read_f32s(ub: &[u8], at: usize, ty: DType, out: &mut [f32; 128]) -> usize {
     match ty {
         DType::F16 => {
-            for (o, c) in out.iter_mut().zip(ub[at..at + 256].chunks_exact(2)) {
-                *o = f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32();
+            let mut h = [f16::ZERO; 128];
+            for (o, c) in h.iter_mut().zip(ub[at..at + 256].chunks_exact(2)) {
+                *o = f16::from_bits(u16::from_le_bytes([c[0], c[1]]));
             }
+            // Batch conversion (SIMD where the CPU has it); exact in this direction.
+            h.convert_to_f32_slice(out);
             128
         }
         _ => {
@@ -257,8 +261,11 @@ fn read_f32s(ub: &[u8], at: usize, ty: DType, out: &mut [f32; 128]) -> usize {
 fn write_f32s(ub: &mut [u8], at: usize, ty: DType, vals: &[f32]) {
     match ty {
         DType::F16 => {
-            for (c, v) in ub[at..at + 256].chunks_exact_mut(2).zip(vals) {
-                c.copy_from_slice(&f16::from_f32(*v).to_bits().to_le_bytes());
+            let mut h = [f16::ZERO; 128];
+            // Rounds to nearest even, like `f16::from_f32`.
+            h[..vals.len()].convert_from_f32_slice(vals);
+            for (c, v) in ub[at..at + 256].chunks_exact_mut(2).zip(&h[..vals.len()]) {
+                c.copy_from_slice(&v.to_bits().to_le_bytes());
             }
         }
         _ => {

@@ -506,3 +506,67 @@ fn unset_flags_at_the_end_are_reported() {
         vec!["block 0: flag V->MTE3 event 1 was set 1 more time(s) than waited for".to_string()]
     );
 }
+
+/// Unmasked contiguous operations take a whole-repeat path; a split mask forces the lane by
+/// lane path. Both must give the same bits.
+#[test]
+fn whole_repeat_and_lane_paths_agree() {
+    let x = ramp(256, |i| h((i as f64 * 0.731).sin() * 70.0));
+    let y = ramp(256, |i| h((i as f64 * 0.377).cos() * 3.0));
+    for ty in [DType::F16, DType::F32] {
+        let t = ty_name(ty);
+        let (lo, hi) = if ty == DType::F16 {
+            ("0x0, 0xffffffffffffffff", "0xffffffffffffffff, 0x0")
+        } else {
+            ("0x0, 0xffffffff", "0x0, 0xffffffff00000000")
+        };
+        for op in [
+            format!("vadd.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vsub.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vmul.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vdiv.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vmax.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vmin.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vadds.{t} u_z[0], u_x[0], 0.3, repeat=2"),
+            format!("vmuls.{t} u_z[0], u_x[0], -1.7, repeat=2"),
+            format!("vmaxs.{t} u_z[0], u_x[0], 0.5, repeat=2"),
+            format!("vabs.{t} u_z[0], u_x[0], repeat=2"),
+            format!("vrelu.{t} u_z[0], u_x[0], repeat=2"),
+            format!("vdup.{t} u_z[0], 0.1, repeat=2"),
+        ] {
+            let n = if ty == DType::F16 { 256 } else { 128 };
+            let xs: Vec<f64> = x[..n].to_vec();
+            let ys: Vec<f64> = y[..n].to_vec();
+            let inputs = [("x", ty, xs), ("y", ty, ys)];
+            let whole = run_vec(&inputs, ("z", ty, n), &op).unwrap();
+            let split = format!(
+                "set_vector_mask {lo}\n{op}\nset_vector_mask {hi}\n{op}\nset_vector_mask 0xffffffffffffffff, 0xffffffffffffffff"
+            );
+            let lanes = run_vec(&inputs, ("z", ty, n), &split).unwrap();
+            for i in 0..n {
+                assert_eq!(whole[i].to_bits(), lanes[i].to_bits(), "{op}: element {i}");
+            }
+        }
+    }
+}
+
+/// Simulator speed in release builds: `cargo test -p sim --release -- --ignored --nocapture`
+/// (or `cargo run -p sim --release --example simrun -- examples/stream.npuasm --throughput 20`).
+#[test]
+#[ignore]
+fn simulated_instructions_per_second() {
+    let text = include_str!("../examples/stream.npuasm");
+    let k = sim::load("stream", text, &Machine::default()).unwrap();
+    let inputs = sim::random_inputs(k.program(), 1);
+    let start = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..20 {
+        n += sim::simulate(&k, &inputs, &SimOptions::default())
+            .unwrap()
+            .report
+            .instructions;
+    }
+    let rate = n as f64 / start.elapsed().as_secs_f64();
+    println!("{:.2} M simulated instructions/s", rate / 1e6);
+    assert!(rate >= 5e6 || cfg!(debug_assertions), "{rate}");
+}
