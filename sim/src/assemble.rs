@@ -190,6 +190,9 @@ struct Asm<'a> {
     text: &'a str,
 }
 
+/// The largest GM image one simulation allocates.
+const MAX_GM_IMAGE: u64 = 1 << 30;
+
 pub(crate) fn assemble(
     program: &Program,
     machine: &Machine,
@@ -211,7 +214,21 @@ pub(crate) fn assemble(
     for p in &program.params {
         asm.check_unique(&p.name, p.span).map_err(fail)?;
         // The runtime pads every GM tensor to whole 32-byte blocks, as DMA moves whole blocks.
-        let size = p.bytes().div_ceil(32) * 32;
+        let bytes = p
+            .shape
+            .iter()
+            .try_fold(p.dtype.size(), |acc, &d| acc.checked_mul(d))
+            .filter(|&b| gm_size.saturating_add(b) <= MAX_GM_IMAGE)
+            .ok_or_else(|| {
+                fail(
+                    Diagnostic::new(
+                        p.span,
+                        format!("tensor `{}` is too large to simulate", p.name),
+                    )
+                    .with_hint("not supported yet: more than 1 GiB of GM tensors in one run"),
+                )
+            })?;
+        let size = bytes.div_ceil(32) * 32;
         asm.bufs.push(BufInfo {
             name: p.name.clone(),
             mem: Mem::Gm,

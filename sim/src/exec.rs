@@ -227,7 +227,12 @@ pub(crate) fn contiguous_full(instr: &Instr, ty: DType, mask: (u64, u64), cfg: &
         && matches!(
             instr,
             Instr::VBin {
-                op: VBinOp::Add | VBinOp::Sub | VBinOp::Mul | VBinOp::Div | VBinOp::Max | VBinOp::Min,
+                op: VBinOp::Add
+                    | VBinOp::Sub
+                    | VBinOp::Mul
+                    | VBinOp::Div
+                    | VBinOp::Max
+                    | VBinOp::Min,
                 ..
             } | Instr::VScalar { .. }
                 | Instr::VDup { .. }

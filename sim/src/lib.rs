@@ -135,6 +135,7 @@ pub fn run_command_on(
     };
     let options = SimOptions {
         timeline: timeline.is_some(),
+        ..SimOptions::default()
     };
     let outcome = simulate(&kernel, &tensors, &options).map_err(|e| e.render(false))?;
     if let (Some(out), Some(t)) = (timeline, &outcome.timeline) {

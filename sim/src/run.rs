@@ -27,10 +27,22 @@ pub struct Outcome {
 }
 
 /// Options of one run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SimOptions {
     /// Record per-pipe busy intervals and occupancy for an SVG timeline (core 0).
     pub timeline: bool,
+    /// Stop with an error after this many executed instructions (0: no limit), so that a
+    /// program that loops for too long ends with a diagnostic.
+    pub max_instructions: u64,
+}
+
+impl Default for SimOptions {
+    fn default() -> SimOptions {
+        SimOptions {
+            timeline: false,
+            max_instructions: 1 << 32,
+        }
+    }
 }
 
 struct FlagToken {
@@ -58,6 +70,7 @@ struct Machine<'k> {
     gm_share: u64,
     /// Reused staging buffer for copies between two memories.
     scratch: Vec<u8>,
+    max_instructions: u64,
 }
 
 /// Per-block state.
@@ -109,6 +122,7 @@ pub(crate) fn simulate(
         },
         gm_share: (machine.gm_bandwidth / cores_used as u64).max(1),
         scratch: Vec::new(),
+        max_instructions: options.max_instructions,
     };
     for (i, p) in k.program.params.iter().enumerate() {
         let buf = &k.bufs[i];
@@ -303,6 +317,22 @@ impl Machine<'_> {
             match &k.code[pc] {
                 Op::Exec(e) => {
                     self.stats.instructions += 1;
+                    if self.max_instructions != 0 && self.stats.instructions > self.max_instructions
+                    {
+                        let site = &self.k.sites[e.site as usize];
+                        return Err(self.error(
+                            Diagnostic::new(
+                                site.span,
+                                format!(
+                                    "stopped after {} instructions at `{}`{}",
+                                    self.max_instructions,
+                                    site.text,
+                                    self.context(b, e.site)
+                                ),
+                            )
+                            .with_hint("the program runs longer than the simulation allows; check its loop bounds"),
+                        ));
+                    }
                     self.exec(b, e)?;
                     pc += 1;
                 }
@@ -323,7 +353,7 @@ impl Machine<'_> {
                     body,
                 } => {
                     b.timing.scalar(issue, 0);
-                    let v = b.slots[*slot as usize] + step;
+                    let v = b.slots[*slot as usize].saturating_add(*step);
                     b.slots[*slot as usize] = v;
                     pc = if v < *end { *body as usize } else { pc + 1 };
                 }
@@ -1104,11 +1134,11 @@ impl Machine<'_> {
             instr => {
                 let mut out = [0f64; 128];
                 for r in 0..repeat {
-                    for l in 0..lanes {
+                    for (l, slot) in out.iter_mut().enumerate().take(lanes) {
                         if !exec::lane_on(mask, l) {
                             continue;
                         }
-                        let v = match instr {
+                        *slot = match instr {
                             Instr::VBin { op, .. } => exec::binary(
                                 *op,
                                 ty,
@@ -1136,7 +1166,6 @@ impl Machine<'_> {
                             }
                             _ => 0.0,
                         };
-                        out[l] = v;
                     }
                     for (l, &v) in out.iter().enumerate().take(lanes) {
                         if exec::lane_on(mask, l) {

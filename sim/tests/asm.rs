@@ -177,3 +177,24 @@ fn malformed_programs_do_not_panic() {
         }
     }
 }
+
+#[test]
+fn limits_end_with_diagnostics() {
+    let e = parse_err("kernel k\nparam x : f32[100000, 100000] in\n");
+    assert_eq!(e.message(), "tensor `x` is too large to simulate");
+    let k = sim::load(
+        "k",
+        "kernel k\nfor i in 0..1000000000 {\n    mov s0, i\n}\n",
+        &Machine::default(),
+    )
+    .unwrap();
+    let options = SimOptions {
+        max_instructions: 1000,
+        ..SimOptions::default()
+    };
+    let e = sim::simulate(&k, &Default::default(), &options).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "stopped after 1000 instructions at `mov s0, i` (at i=1000)"
+    );
+}

@@ -21,7 +21,14 @@ fn example(name: &str) -> (String, String) {
 fn run(name: &str, inputs: &BTreeMap<String, Tensor>) -> Result<Outcome, sim::Error> {
     let (file, text) = example(name);
     let kernel = sim::load(&file, &text, &Machine::default())?;
-    sim::simulate(&kernel, inputs, &SimOptions { timeline: true })
+    sim::simulate(
+        &kernel,
+        inputs,
+        &SimOptions {
+            timeline: true,
+            ..SimOptions::default()
+        },
+    )
 }
 
 fn h(x: f64) -> f64 {

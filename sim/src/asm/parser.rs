@@ -511,10 +511,10 @@ impl Parser {
                 .checked_mul(sign)
                 .ok_or_else(|| Diagnostic::new(self.span(), "coefficient out of range"))?;
             match var {
-                None => a.constant += coef,
+                None => a.constant = a.constant.wrapping_add(coef),
                 Some(v) => {
                     if let Some(t) = a.terms.iter_mut().find(|(n, _)| *n == v) {
-                        t.1 += coef;
+                        t.1 = t.1.wrapping_add(coef);
                     } else {
                         a.terms.push((v, coef));
                     }
