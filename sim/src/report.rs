@@ -264,7 +264,7 @@ impl Timeline {
         let mems: Vec<&Occupancy> = self.occupancy.iter().filter(|o| o.peak > 0).collect();
         let pipes_h = row * Pipe::COUNT as f64;
         let occ_h = 40.0;
-        let height = 30.0 + pipes_h + 20.0 + (occ_h + 10.0) * mems.len() as f64 + 30.0;
+        let height = 36.0 + pipes_h + (occ_h + 10.0) * mems.len() as f64 + 20.0;
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -309,7 +309,18 @@ impl Timeline {
                 );
             }
         }
-        let mut y = 30.0 + pipes_h;
+        // Ten ticks of the cycle axis under the pipes.
+        for i in 0..=10u64 {
+            let t = self.end * i / 10;
+            let _ = writeln!(
+                s,
+                r##"<line x1="{0:.2}" y1="20" x2="{0:.2}" y2="{1}" stroke="#bbb" stroke-width="0.5"/><text x="{0:.2}" y="{2}" text-anchor="middle">{t}</text>"##,
+                x(t),
+                20.0 + pipes_h,
+                30.0 + pipes_h
+            );
+        }
+        let mut y = 36.0 + pipes_h;
         for o in mems {
             let _ = writeln!(
                 s,
