@@ -50,6 +50,13 @@ fn vadd_with_masked_tail() {
         assert_eq!(z[i], h((x[i] as f32 + y[i] as f32) as f64), "element {i}");
     }
     let r = &out.report;
+    // By hand: S issues one instruction per cycle. copy x on MTE2 runs 1..45 (10 + 2016/60
+    // rounded up), copy y 45..89, set_flag 89..90; V waits until 90, vadd ×7 runs 91..102
+    // (4 + 7), the tail 102..107, set_flag 107..108; MTE3 waits until 108..109 and copies
+    // 109..138 (10 + 2016/110 rounded up).
+    assert_eq!(r.cycles, 138);
+    let busy = |p: &str| r.pipes.iter().find(|s| s.pipe == p).unwrap().busy_cycles;
+    assert_eq!((busy("MTE2"), busy("V"), busy("MTE3")), (89, 18, 30));
     assert_eq!(r.path_bytes["GM->UB"], 2 * 2016);
     assert_eq!(r.path_bytes["UB->GM"], 2016);
     assert!(r.cycles > 0 && r.instructions == 11, "{}", r.to_text());
