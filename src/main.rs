@@ -31,6 +31,27 @@ enum Command {
     Check(CheckArgs),
     /// Run a kernel on deterministic random inputs and print a checksum and samples per output.
     Run(RunArgs),
+    /// Simulate an accelerator program (`.npuasm`): cycles, pipe utilization, buffer usage.
+    Sim(SimArgs),
+}
+
+#[derive(Args)]
+struct SimArgs {
+    /// The accelerator program.
+    file: PathBuf,
+    /// Read kernel parameters from DIR (`NAME.bin`, raw little-endian, or `NAME.txt`) instead
+    /// of generating random inputs.
+    #[arg(long, value_name = "DIR")]
+    inputs: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write an SVG Gantt chart of the pipes with buffer occupancy below it.
+    #[arg(long, value_name = "OUT.svg")]
+    timeline: Option<PathBuf>,
+    /// A machine description file instead of the built-in 910-like core.
+    #[arg(long, value_name = "FILE")]
+    machine: Option<PathBuf>,
 }
 
 /// How a kernel is read: sizes, macros and include folders.
@@ -186,11 +207,25 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+fn simulate(args: &SimArgs) -> Result<(), Failure> {
+    let out = sim::run_command_on(
+        args.machine.as_deref(),
+        &args.file,
+        args.inputs.as_deref(),
+        args.json,
+        args.timeline.as_deref(),
+    )
+    .map_err(Failure)?;
+    print!("{out}");
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Check(args) => check(args),
         Command::Run(args) => run(args),
+        Command::Sim(args) => simulate(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
