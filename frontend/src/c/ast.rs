@@ -135,6 +135,9 @@ pub(crate) struct Decl {
     pub name: String,
     pub loc: Loc,
     pub ty: CType,
+    /// `char` or `short` data, held as `int`: reading it is exact, storing to it is not
+    /// (C would truncate), so the lowering refuses stores.
+    pub narrow: Option<&'static str>,
     /// Extents, outermost first; empty for a scalar. `None` for an extent left out (`A[]`).
     pub dims: Vec<Option<Expr>>,
     pub pointer: bool,

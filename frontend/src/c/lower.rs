@@ -946,6 +946,15 @@ impl<'a> Lowerer<'a> {
                 ));
             }
         }
+        if let ExprKind::Name { name, .. } = &root.kind {
+            if let Some(narrow) = self.decls.get(name.as_str()).and_then(|d| d.0.narrow) {
+                return Err(CError::new(
+                    target.loc,
+                    format!("store to `{narrow}` data `{name}` is not supported"),
+                    format!("polyfuse holds `{narrow}` data as 32-bit int, so it may only be read in a SCoP; declare `{name}` as int"),
+                ));
+            }
+        }
         let write = self.element(target)?;
         let elem = self.arrays[write.array.index()].0.elem;
         let mut b = Body {

@@ -102,13 +102,16 @@ pub(crate) fn parse_kernel(tokens: &[Token]) -> Result<Kernel, CError> {
             "put the SCoP inside the body of the kernel function",
         ));
     };
-    let (name, params) = parse_header(&tokens[decl_start..open], tokens[open].loc)?;
-    let locals = parse_locals(&tokens[open + 1..begin])?;
+    let typedefs = collect_typedefs(&tokens[..decl_start]);
+    let header = expand_typedefs(&tokens[decl_start..open], &typedefs);
+    let (name, params) = parse_header(&header, tokens[open].loc)?;
+    let locals = parse_locals(&expand_typedefs(&tokens[open + 1..begin], &typedefs))?;
     let mut p = Parser {
         tokens: &tokens[begin + 1..end],
         pos: 0,
         end_loc: tokens[end].loc,
         depth: 0,
+        narrow: None,
     };
     let mut body = Vec::new();
     while p.pos < p.tokens.len() {
@@ -175,6 +178,7 @@ fn parse_header(header: &[Token], open_loc: Loc) -> Result<(String, Vec<Decl>), 
             pos: 0,
             end_loc: piece[piece.len() - 1].loc,
             depth: 0,
+            narrow: None,
         };
         let ty = p.type_specifiers()?;
         let decl = p.declarator(ty)?;
@@ -201,6 +205,89 @@ fn split_top_level<'t>(tokens: &'t [Token], sep: &str) -> Vec<&'t [Token]> {
     }
     pieces.push(&tokens[start..]);
     pieces
+}
+
+/// `a = b = e;` as the statements `b = e; a = b;`, innermost first: C gives an assignment
+/// the value of its left operand after the store, so reading the inner target back is exact
+/// (both conversions happen as in C). Works for compound inner assignments (`a = b += e`)
+/// too. Anything else is pushed unchanged.
+fn split_chained_assignment(e: Expr, out: &mut Vec<Expr>) {
+    let Expr {
+        kind: ExprKind::Assign(op, target, rhs),
+        loc,
+    } = e
+    else {
+        out.push(e);
+        return;
+    };
+    if !matches!(rhs.kind, ExprKind::Assign(..)) {
+        out.push(Expr {
+            kind: ExprKind::Assign(op, target, rhs),
+            loc,
+        });
+        return;
+    }
+    let ExprKind::Assign(_, inner_target, _) = &rhs.kind else {
+        unreachable!("matched as an assignment just above")
+    };
+    let value = inner_target.as_ref().clone();
+    split_chained_assignment(*rhs, out);
+    out.push(Expr {
+        kind: ExprKind::Assign(op, target, Box::new(value)),
+        loc,
+    });
+}
+
+/// `typedef char base;` at file scope: the alias and the type words it stands for. Typedefs
+/// of structs, pointers, arrays or function types are not recorded; a kernel using one
+/// reports an unknown type.
+pub(crate) fn collect_typedefs(tokens: &[Token]) -> Vec<(String, Vec<Token>)> {
+    let mut out: Vec<(String, Vec<Token>)> = Vec::new();
+    let mut depth = 0usize;
+    let mut k = 0;
+    while k < tokens.len() {
+        let t = &tokens[k];
+        if t.is("{") {
+            depth += 1;
+        } else if t.is("}") {
+            depth = depth.saturating_sub(1);
+        } else if depth == 0 && t.is_ident("typedef") {
+            let Some(len) = tokens[k + 1..].iter().position(|t| t.is(";")) else {
+                break;
+            };
+            let words = &tokens[k + 1..k + 1 + len];
+            if let [spec @ .., name] = words {
+                let spec_ok = !spec.is_empty()
+                    && spec.iter().all(|w| {
+                        w.kind == TokKind::Ident
+                            && (is_type_word(&w.text) || out.iter().any(|(n, _)| *n == w.text))
+                    });
+                if spec_ok && name.kind == TokKind::Ident && !is_type_word(&name.text) {
+                    let expanded = expand_typedefs(spec, &out);
+                    out.push((name.text.clone(), expanded));
+                }
+            }
+            k += len + 1;
+        }
+        k += 1;
+    }
+    out
+}
+
+/// `tokens` with every typedef name replaced by the type words it stands for, located at the
+/// use.
+pub(crate) fn expand_typedefs(tokens: &[Token], typedefs: &[(String, Vec<Token>)]) -> Vec<Token> {
+    let mut out = Vec::with_capacity(tokens.len());
+    for t in tokens {
+        match typedefs.iter().rev().find(|(n, _)| t.kind == TokKind::Ident && *n == t.text) {
+            Some((_, words)) => out.extend(words.iter().map(|w| Token {
+                loc: t.loc,
+                ..w.clone()
+            })),
+            None => out.push(t.clone()),
+        }
+    }
+    out
 }
 
 /// Declarations at the top of the kernel body; other statements there are skipped.
@@ -235,6 +322,7 @@ fn parse_locals(tokens: &[Token]) -> Result<Vec<Decl>, CError> {
                 pos: 0,
                 end_loc: stmt[stmt.len() - 1].loc,
                 depth: 0,
+                narrow: None,
             };
             let ty = p.type_specifiers()?;
             loop {
@@ -262,6 +350,8 @@ struct Parser<'t> {
     /// Where "unexpected end" errors point.
     end_loc: Loc,
     depth: usize,
+    /// `char` or `short` when the last type specifiers named one (kept as `int` data).
+    narrow: Option<&'static str>,
 }
 
 impl Parser<'_> {
@@ -330,6 +420,7 @@ impl Parser<'_> {
         let start = self.loc();
         let mut ty = None;
         let mut any_int = false;
+        self.narrow = None;
         while let Some(t) = self.peek() {
             if t.kind != TokKind::Ident || !is_type_word(&t.text) {
                 break;
@@ -337,7 +428,15 @@ impl Parser<'_> {
             match t.text.as_str() {
                 "double" => ty = Some(CType::Double),
                 "float" => ty = Some(CType::Float),
-                "int" | "long" | "short" | "char" | "unsigned" | "signed" => any_int = true,
+                "char" => {
+                    any_int = true;
+                    self.narrow = Some("char");
+                }
+                "short" => {
+                    any_int = true;
+                    self.narrow = Some("short");
+                }
+                "int" | "long" | "unsigned" | "signed" => any_int = true,
                 "void" => {
                     return Err(CError::new(
                         t.loc,
@@ -404,6 +503,7 @@ impl Parser<'_> {
             name: name.text,
             loc: name.loc,
             ty,
+            narrow: self.narrow,
             dims,
             pointer,
         })
@@ -494,8 +594,26 @@ impl Parser<'_> {
         }
         let e = self.expr()?;
         self.expect(";")?;
+        let mut chain = Vec::new();
+        split_chained_assignment(e, &mut chain);
+        if chain.len() == 1 {
+            // One element was pushed just above.
+            let e = chain.pop().expect("one assignment");
+            return Ok(Stmt {
+                kind: StmtKind::Expr(e),
+                loc,
+            });
+        }
         Ok(Stmt {
-            kind: StmtKind::Expr(e),
+            kind: StmtKind::Block(
+                chain
+                    .into_iter()
+                    .map(|e| Stmt {
+                        loc: e.loc,
+                        kind: StmtKind::Expr(e),
+                    })
+                    .collect(),
+            ),
             loc,
         })
     }
