@@ -141,6 +141,9 @@ pub(crate) struct Decl {
     /// Extents, outermost first; empty for a scalar. `None` for an extent left out (`A[]`).
     pub dims: Vec<Option<Expr>>,
     pub pointer: bool,
+    /// A local's initializer (`double eps = 0.1;`): the expression, or where an initializer
+    /// that is not one expression starts.
+    pub init: Option<Result<Expr, Loc>>,
 }
 
 /// The function holding the SCoP.

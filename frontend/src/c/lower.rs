@@ -64,8 +64,13 @@ pub(crate) fn lower(
     for s in &kernel.body {
         collect_iterators(s, &mut l.iterator_names);
     }
-    let mut used = HashSet::new();
+    let mut body_used = HashSet::new();
     for s in &kernel.body {
+        collect_names_stmt(s, &mut body_used);
+    }
+    let inits = initializers(kernel, &body_used)?;
+    let mut used = body_used;
+    for s in &inits {
         collect_names_stmt(s, &mut used);
     }
     for (k, d) in kernel.params.iter().enumerate() {
@@ -84,7 +89,7 @@ pub(crate) fn lower(
             l.declare_array(d, is_param)?;
         }
     }
-    for s in &kernel.body {
+    for s in inits.iter().chain(&kernel.body) {
         l.statement(s)?;
     }
     let mut written = vec![false; l.arrays.len()];
@@ -125,6 +130,50 @@ pub(crate) fn lower(
         functions: Vec::new(),
         statements: l.statements,
     })
+}
+
+/// The initializers of the scalar locals the SCoP uses, as assignments that run before its
+/// first statement: C stores them before the SCoP starts, so the SCoP sees the values.
+fn initializers(kernel: &Kernel, used: &HashSet<&str>) -> Result<Vec<Stmt>, CError> {
+    let mut out = Vec::new();
+    for d in &kernel.locals {
+        let Some(init) = &d.init else { continue };
+        if !used.contains(d.name.as_str()) {
+            continue;
+        }
+        let value = match init {
+            Ok(e) if d.dims.is_empty() && !d.pointer => e.clone(),
+            Ok(e) => {
+                return Err(CError::new(
+                    e.loc,
+                    format!("initializer of array `{}` is not supported", d.name),
+                    "set the array's elements in the SCoP, or pass it as a parameter",
+                ))
+            }
+            Err(loc) => {
+                return Err(CError::new(
+                    *loc,
+                    format!("initializer of `{}` is not supported", d.name),
+                    "initialize a scalar the SCoP uses with one expression, e.g. double eps = 0.1;",
+                ))
+            }
+        };
+        let target = Expr {
+            kind: ExprKind::Name {
+                name: d.name.clone(),
+                size: None,
+            },
+            loc: d.loc,
+        };
+        out.push(Stmt {
+            loc: d.loc,
+            kind: StmtKind::Expr(Expr {
+                kind: ExprKind::Assign(None, Box::new(target), Box::new(value)),
+                loc: d.loc,
+            }),
+        });
+    }
+    Ok(out)
 }
 
 fn collect_iterators(s: &Stmt, out: &mut HashSet<String>) {

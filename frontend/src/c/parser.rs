@@ -290,6 +290,25 @@ pub(crate) fn expand_typedefs(tokens: &[Token], typedefs: &[(String, Vec<Token>)
     out
 }
 
+/// A local's initial value when it is one expression; otherwise where it starts (a brace
+/// list, a statement expression, …), for the error if the SCoP reads the local.
+fn parse_initializer(tokens: &[Token], at: Loc) -> Result<Expr, Loc> {
+    let Some(last) = tokens.last() else {
+        return Err(at);
+    };
+    let mut p = Parser {
+        tokens,
+        pos: 0,
+        end_loc: last.loc,
+        depth: 0,
+        narrow: None,
+    };
+    match p.expr() {
+        Ok(e) if p.pos == tokens.len() => Ok(e),
+        _ => Err(tokens[0].loc),
+    }
+}
+
 /// Declarations at the top of the kernel body; other statements there are skipped.
 fn parse_locals(tokens: &[Token]) -> Result<Vec<Decl>, CError> {
     let mut locals = Vec::new();
@@ -326,10 +345,10 @@ fn parse_locals(tokens: &[Token]) -> Result<Vec<Decl>, CError> {
             };
             let ty = p.type_specifiers()?;
             loop {
-                let decl = p.declarator(ty)?;
+                let mut decl = p.declarator(ty)?;
                 if p.eat("=") {
-                    // The initial value is set before the SCoP runs; skip it.
                     let rest = split_top_level(&p.tokens[p.pos..], ",");
+                    decl.init = Some(parse_initializer(rest[0], p.loc()));
                     p.pos += rest[0].len();
                 }
                 locals.push(decl);
@@ -506,6 +525,7 @@ impl Parser<'_> {
             narrow: self.narrow,
             dims,
             pointer,
+            init: None,
         })
     }
 
