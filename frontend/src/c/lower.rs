@@ -22,6 +22,11 @@
 //!
 //! Roles: a kernel parameter never written is an input; one written is in-out when the SCoP
 //! also reads it, output otherwise; locals are temporaries.
+//!
+//! A scalar local the SCoP uses that is initialized where it is declared (`double eps = 0.1;`)
+//! gets its initializer as an assignment before the SCoP's first statement, as C runs it.
+//! `char` and `short` data is held as `int`, which is exact for reading it; stores to it are
+//! refused, since C would truncate them.
 
 use std::collections::{HashMap, HashSet};
 
@@ -141,23 +146,22 @@ fn initializers(kernel: &Kernel, used: &HashSet<&str>) -> Result<Vec<Stmt>, CErr
         if !used.contains(d.name.as_str()) {
             continue;
         }
-        let value = match init {
-            Ok(e) if d.dims.is_empty() && !d.pointer => e.clone(),
-            Ok(e) => {
-                return Err(CError::new(
-                    e.loc,
-                    format!("initializer of array `{}` is not supported", d.name),
-                    "set the array's elements in the SCoP, or pass it as a parameter",
-                ))
-            }
-            Err(loc) => {
-                return Err(CError::new(
+        let value =
+            match init {
+                Ok(e) if d.dims.is_empty() && !d.pointer => e.clone(),
+                Ok(e) => {
+                    return Err(CError::new(
+                        e.loc,
+                        format!("initializer of array `{}` is not supported", d.name),
+                        "set the array's elements in the SCoP, or pass it as a parameter",
+                    ))
+                }
+                Err(loc) => return Err(CError::new(
                     *loc,
                     format!("initializer of `{}` is not supported", d.name),
                     "initialize a scalar the SCoP uses with one expression, e.g. double eps = 0.1;",
-                ))
-            }
-        };
+                )),
+            };
         let target = Expr {
             kind: ExprKind::Name {
                 name: d.name.clone(),

@@ -3,7 +3,9 @@
 //! Everything outside the function that holds `#pragma scop` is skipped by matching braces
 //! only, so arbitrary C (harness code, `main`, headers' declarations) never has to parse. Of
 //! the kernel function, the parameter list, the declarations before the SCoP and the SCoP
-//! itself are parsed; code after `#pragma endscop` is ignored.
+//! itself are parsed; code after `#pragma endscop` is ignored. File-scope `typedef`s of
+//! arithmetic types (`typedef char base;`) are recorded and expanded in the kernel's
+//! declarations. `a = b = e;` is split into `b = e; a = b;`.
 
 use super::ast::{BinOp, CType, Decl, Expr, ExprKind, Kernel, Stmt, StmtKind, UnOp};
 use super::cond::parse_int;
@@ -279,7 +281,11 @@ pub(crate) fn collect_typedefs(tokens: &[Token]) -> Vec<(String, Vec<Token>)> {
 pub(crate) fn expand_typedefs(tokens: &[Token], typedefs: &[(String, Vec<Token>)]) -> Vec<Token> {
     let mut out = Vec::with_capacity(tokens.len());
     for t in tokens {
-        match typedefs.iter().rev().find(|(n, _)| t.kind == TokKind::Ident && *n == t.text) {
+        match typedefs
+            .iter()
+            .rev()
+            .find(|(n, _)| t.kind == TokKind::Ident && *n == t.text)
+        {
             Some((_, words)) => out.extend(words.iter().map(|w| Token {
                 loc: t.loc,
                 ..w.clone()
