@@ -2,8 +2,10 @@
 //!
 //! - [`program`]: the Program IR every front end produces and every pass reads;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
+//! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
 pub mod interp;
+pub mod sets;
 pub mod program;
 
 pub use program::Program;
