@@ -16,8 +16,8 @@
 //! ```
 //! use polyhedral::sets::{Map, Set};
 //!
-//! // Exact integer emptiness: no integer x has 2 ≤ 3x ≤ 4.
-//! let s: Set = "{ [x] : 2 <= 3x <= 4 }".parse().unwrap();
+//! // Exact integer emptiness: no integer x has 1 ≤ 3x ≤ 2.
+//! let s: Set = "{ [x] : 1 <= 3x <= 2 }".parse().unwrap();
 //! assert!(s.is_empty().unwrap());
 //!
 //! // Image of a set under a map, and subtraction.

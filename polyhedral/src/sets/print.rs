@@ -112,11 +112,14 @@ fn write_basic(out: &mut String, params: &[String], b: &Basic) {
         locals.push(n);
     }
     names.extend(locals.iter().cloned());
+    let mut c = b.c.clone();
+    // Normal form only; a contradiction found here still prints as the rows it leaves.
+    let _ = c.normalize();
     let mut cs: Vec<String> = Vec::new();
-    for r in &b.c.eqs {
+    for r in &c.eqs {
         cs.push(constraint(r, &names, true));
     }
-    for r in &b.c.ineqs {
+    for r in &c.ineqs {
         cs.push(constraint(r, &names, false));
     }
     if cs.is_empty() && b.nd == 0 && tuple_printed {
