@@ -1,14 +1,13 @@
 //! Exact integer bounds and point enumeration for one conjunction.
 //!
 //! [`range_of_first`] gives the exact integer minimum and maximum of variable 0 over all
-//! integer solutions of a conjunction (the other variables existential): the conjunction is
-//! projected onto variable 0 exactly (see [`super::omega::project`]), and in every piece the
-//! bounds are moved inward to the nearest value that satisfies the piece's congruences.
+//! integer solutions of a conjunction (the other variables existential): rational bounds from
+//! Fourier–Motzkin, then galloping and bisection with the exact feasibility test.
 //! [`enumerate`] walks the leading variables dimension by dimension with those ranges, so it
 //! only visits values that lead to points.
 
-use super::conj::{ceil_div, floor_div, gcd, Conj};
-use super::omega::{is_feasible, project};
+use super::conj::Conj;
+use super::omega::{is_feasible, real_bounds_first};
 use super::Error;
 
 /// The integer range of a variable: `None` for empty, a bound of `None` for unbounded.
@@ -18,100 +17,83 @@ pub(crate) struct Range {
     pub hi: Option<i64>,
 }
 
-/// Congruences above this period are searched no further; the answer is then an error.
-const MAX_PERIOD: i64 = 1 << 20;
+/// Whether `c` has a solution with `x0 ≤ v` (`upper`) or `x0 ≥ v`.
+fn feasible_with(c: &Conj, v: i64, upper: bool) -> Result<bool, Error> {
+    let mut t = c.clone();
+    let mut r = vec![0; c.n + 1];
+    if upper {
+        r[0] = v;
+        r[1] = -1;
+    } else {
+        r[0] = v.checked_neg().ok_or(Error::Overflow)?;
+        r[1] = 1;
+    }
+    t.ineqs.push(r);
+    is_feasible(&t)
+}
 
-fn piece_range(p: &Conj) -> Result<Option<Range>, Error> {
-    let mut lo: Option<i64> = None;
-    let mut hi: Option<i64> = None;
-    let mut strides: Vec<(i64, i64, i64)> = Vec::new(); // c1·x + c0 ≡ 0 (mod m)
-    let tighten_lo = |lo: &mut Option<i64>, v: i64| *lo = Some(lo.map_or(v, |l| l.max(v)));
-    let tighten_hi = |hi: &mut Option<i64>, v: i64| *hi = Some(hi.map_or(v, |h| h.min(v)));
-    for e in &p.eqs {
-        if let Some(s) = (1..p.n).find(|&v| e[1 + v] != 0) {
-            strides.push((e[1], e[0], e[1 + s].abs()));
-        } else if e[1] != 0 {
-            if e[0] % e[1] != 0 {
-                return Ok(None);
+/// The extreme integer value of `x0` in direction `upper == false` (minimum) starting from a
+/// valid rational bound `start`, with `other` a rational bound on the far side if known.
+fn search(c: &Conj, start: i64, other: Option<i64>, min: bool) -> Result<i64, Error> {
+    // For the minimum, f(v) = feasible(x0 ≤ v) is monotone, false below `start`.
+    let f = |v: i64| feasible_with(c, v, min);
+    let step_dir: i64 = if min { 1 } else { -1 };
+    if f(start)? {
+        return Ok(start);
+    }
+    let mut bad = start;
+    let mut step: i64 = 1;
+    let good = loop {
+        let mut cand = start.checked_add(step_dir * step).ok_or(Error::Overflow)?;
+        if let Some(o) = other {
+            if (min && cand >= o) || (!min && cand <= o) {
+                cand = o;
             }
-            let v = -e[0] / e[1];
-            tighten_lo(&mut lo, v);
-            tighten_hi(&mut hi, v);
-        } else if e[0] != 0 {
-            return Ok(None);
         }
-    }
-    for r in &p.ineqs {
-        let a = r[1];
-        if a > 0 {
-            tighten_lo(&mut lo, ceil_div(-r[0], a));
-        } else if a < 0 {
-            tighten_hi(&mut hi, floor_div(r[0], -a));
-        } else if r[0] < 0 {
-            return Ok(None);
+        if f(cand)? {
+            break cand;
         }
-    }
-    if let (Some(l), Some(h)) = (lo, hi) {
-        if l > h {
-            return Ok(None);
-        }
-    }
-    if strides.is_empty() {
-        return Ok(Some(Range { lo, hi }));
-    }
-    let mut period: i64 = 1;
-    for &(_, _, m) in &strides {
-        period = period / gcd(period, m) * m;
-        if period > MAX_PERIOD {
+        if Some(cand) == other {
+            // The set is non-empty and lies within the rational bounds.
             return Err(Error::Overflow);
         }
+        bad = cand;
+        step = step.checked_mul(2).ok_or(Error::Overflow)?;
+    };
+    let (mut b, mut g) = (bad, good);
+    while (g - b).abs() > 1 {
+        let mid = b + (g - b) / 2;
+        if f(mid)? {
+            g = mid;
+        } else {
+            b = mid;
+        }
     }
-    let ok = |x: i64| {
-        strides.iter().all(|&(c1, c0, m)| {
-            (c1 as i128 * x as i128 + c0 as i128).rem_euclid(m as i128) == 0
-        })
-    };
-    let new_lo = match lo {
-        Some(l) => {
-            let top = hi.map_or(l + period - 1, |h| h.min(l + period - 1));
-            match (l..=top).find(|&x| ok(x)) {
-                Some(x) => Some(x),
-                None => return Ok(None),
-            }
-        }
-        None => None,
-    };
-    let new_hi = match hi {
-        Some(h) => {
-            let bottom = lo.map_or(h - period + 1, |l| l.max(h - period + 1));
-            match (bottom..=h).rev().find(|&x| ok(x)) {
-                Some(x) => Some(x),
-                None => return Ok(None),
-            }
-        }
-        None => None,
-    };
-    Ok(Some(Range {
-        lo: new_lo,
-        hi: new_hi,
-    }))
+    Ok(g)
 }
 
 /// The exact integer range of variable 0 of `c`; `None` when `c` has no integer point.
+///
+/// The rational shadow gives valid starting bounds; the integer optimum is then found by
+/// galloping and bisection on exact feasibility. An unbounded rational range means an
+/// unbounded integer range once the set has an integer point (the integer hull of a rational
+/// polyhedron has the polyhedron's recession cone).
 pub(crate) fn range_of_first(c: &Conj) -> Result<Option<Range>, Error> {
-    let mut acc: Option<Range> = None;
-    for p in project(c, 1)? {
-        if let Some(r) = piece_range(&p)? {
-            acc = Some(match acc {
-                None => r,
-                Some(a) => Range {
-                    lo: a.lo.zip(r.lo).map(|(x, y)| x.min(y)),
-                    hi: a.hi.zip(r.hi).map(|(x, y)| x.max(y)),
-                },
-            });
-        }
+    let Some((rlo, rhi)) = real_bounds_first(c)? else {
+        return Ok(None);
+    };
+    if !is_feasible(c)? {
+        return Ok(None);
     }
-    Ok(acc)
+    let lo = match rlo {
+        Some(l) => Some(search(c, l, rhi, true)?),
+        None => None,
+    };
+    let hi = match rhi {
+        Some(h) => Some(search(c, h, rlo, false)?),
+        None => None,
+    };
+    Ok(Some(Range { lo, hi }))
 }
 
 /// Calls `f` with every integer assignment of the first `nvis` variables of `c` that extends

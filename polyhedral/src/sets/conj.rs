@@ -46,15 +46,6 @@ pub(crate) fn floor_div(a: i64, b: i64) -> i64 {
     }
 }
 
-/// `ceil(a / b)` for `b > 0`.
-pub(crate) fn ceil_div(a: i64, b: i64) -> i64 {
-    let q = a / b;
-    if (a % b != 0) && (a > 0) {
-        q + 1
-    } else {
-        q
-    }
-}
 
 /// `ca · a + cb · b`, entry by entry.
 pub(crate) fn combine(a: &[i64], ca: i64, b: &[i64], cb: i64) -> Result<Row, Error> {

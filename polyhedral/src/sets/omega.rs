@@ -253,6 +253,21 @@ fn splinters(c: &Conj, q: usize, b: &Bounds) -> Result<Vec<Conj>, Error> {
     Ok(out)
 }
 
+/// Whether every pair of bounds on `q` leaves room for an integer whatever the other
+/// variables are: each pair `a·q ≥ L`, `b·q ≤ U` has `a·U − b·L` constant and at least
+/// `(a−1)(b−1)`. Then the dark shadow is the whole projection and no splinter is needed. This
+/// is the case of the two rows that define an integer division.
+fn dark_covers_all(c: &Conj, q: usize, b: &Bounds) -> bool {
+    b.lower.iter().all(|&l| {
+        b.upper.iter().all(|&u| {
+            let (lr, ur) = (&c.ineqs[l], &c.ineqs[u]);
+            let (a, bb) = (lr[1 + q] as i128, -ur[1 + q] as i128);
+            (1..lr.len()).all(|i| bb * lr[i] as i128 + a * ur[i] as i128 == 0)
+                && bb * lr[0] as i128 + a * ur[0] as i128 >= (a - 1) * (bb - 1)
+        })
+    })
+}
+
 /// Whether `c` has an integer solution.
 pub(crate) fn is_feasible(c: &Conj) -> Result<bool, Error> {
     feasible(c.clone())
@@ -269,6 +284,10 @@ fn feasible(mut c: Conj) -> Result<bool, Error> {
         };
         if exact {
             c = fourier_motzkin(&c, q, &b, false)?;
+            continue;
+        }
+        if dark_covers_all(&c, q, &b) {
+            c = fourier_motzkin(&c, q, &b, true)?;
             continue;
         }
         let real = fourier_motzkin(&c, q, &b, false)?;
@@ -309,6 +328,10 @@ fn project_into(mut c: Conj, keep: usize, out: &mut Vec<Conj>) -> Result<(), Err
             continue;
         }
         let dark = fourier_motzkin(&c, q, &b, true)?;
+        if dark_covers_all(&c, q, &b) {
+            c = dark;
+            continue;
+        }
         project_into(dark, keep, out)?;
         for s in splinters(&c, q, &b)? {
             project_into(s, keep, out)?;
@@ -324,4 +347,55 @@ fn project_into(mut c: Conj, keep: usize, out: &mut Vec<Conj>) -> Result<(), Err
         out.push(c);
     }
     Ok(())
+}
+
+/// Rational bounds on variable 0 (rounded inward to integers, which is valid because it is an
+/// integer variable): every other variable eliminated by real Fourier–Motzkin. `None` when
+/// the rational relaxation is already infeasible.
+pub(crate) fn real_bounds_first(c: &Conj) -> Result<Option<(Option<i64>, Option<i64>)>, Error> {
+    let mut c = c.clone();
+    for v in 1..c.n {
+        if !c.normalize()? {
+            return Ok(None);
+        }
+        if let Some(e) = c.eqs.iter().position(|r| r[1 + v] != 0) {
+            let row = c.eqs.remove(e);
+            let a = row[1 + v];
+            let (sa, aa) = (a.signum(), a.abs());
+            for r in c.eqs.iter_mut().chain(c.ineqs.iter_mut()) {
+                if r[1 + v] != 0 {
+                    let b = r[1 + v];
+                    *r = combine(r, aa, &row, -sa * b)?;
+                }
+            }
+            continue;
+        }
+        let b = bounds_of(&c, v);
+        if b.lower.is_empty() && b.upper.is_empty() {
+            continue;
+        }
+        c = fourier_motzkin(&c, v, &b, false)?;
+    }
+    if !c.normalize()? {
+        return Ok(None);
+    }
+    let (mut lo, mut hi): (Option<i64>, Option<i64>) = (None, None);
+    for r in &c.eqs {
+        // After normalisation a one-variable equality reads x0 + k = 0.
+        lo = Some(lo.map_or(-r[0], |l| l.max(-r[0])));
+        hi = Some(hi.map_or(-r[0], |h| h.min(-r[0])));
+    }
+    for r in &c.ineqs {
+        if r[1] > 0 {
+            lo = Some(lo.map_or(-r[0], |l| l.max(-r[0])));
+        } else {
+            hi = Some(hi.map_or(r[0], |h| h.min(r[0])));
+        }
+    }
+    if let (Some(l), Some(h)) = (lo, hi) {
+        if l > h {
+            return Ok(None);
+        }
+    }
+    Ok(Some((lo, hi)))
 }

@@ -161,6 +161,19 @@ fn subtract_basic(a: &Basic, b: &Basic) -> Result<Vec<Basic>, Error> {
                     negs.push(n);
                 }
             }
+            Piece::Stride(r, m) if *m <= 8 => {
+                // e mod m ≠ 0 as the congruences e ≡ k (mod m), k = 1 … m − 1: strides stay
+                // equalities, which later eliminations solve without splitting.
+                for k in 1..*m {
+                    let mut n = acc.clone();
+                    n.add_locals(1);
+                    let mut row = n.lift(r);
+                    row[0] -= k;
+                    row[n.c.n] = *m;
+                    n.c.eqs.push(row);
+                    negs.push(n);
+                }
+            }
             Piece::Stride(r, m) => {
                 // e mod m ≠ 0  ⇔  ∃τ: 1 ≤ e + m·τ ≤ m − 1.
                 let mut n = acc.clone();
@@ -176,10 +189,16 @@ fn subtract_basic(a: &Basic, b: &Basic) -> Result<Vec<Basic>, Error> {
                 negs.push(n);
             }
         }
+        let mut implied = true;
         for mut n in negs {
             if n.c.normalize()? && is_feasible(&n.c)? {
                 out.push(n);
+                implied = false;
             }
+        }
+        // A constraint `acc` already implies adds nothing to the remaining pieces.
+        if implied {
+            continue;
         }
         match p {
             Piece::Ineq(r) => {
