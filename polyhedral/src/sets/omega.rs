@@ -354,11 +354,29 @@ fn project_into(mut c: Conj, keep: usize, out: &mut Vec<Conj>) -> Result<(), Err
 /// the rational relaxation is already infeasible.
 pub(crate) fn real_bounds_first(c: &Conj) -> Result<Option<(Option<i64>, Option<i64>)>, Error> {
     let mut c = c.clone();
-    for v in 1..c.n {
+    if !c.normalize()? {
+        return Ok(None);
+    }
+    // Bounds written directly on x0 are valid starting points and spare the elimination.
+    let only_x0 = |r: &Row| r[2..].iter().all(|&x| x == 0) && r[1] != 0;
+    let direct = first_var_bounds(&Conj {
+        n: c.n,
+        eqs: c.eqs.iter().filter(|r| only_x0(r)).cloned().collect(),
+        ineqs: c.ineqs.iter().filter(|r| only_x0(r)).cloned().collect(),
+    });
+    if let Some((Some(l), Some(h))) = direct {
+        return Ok(if l > h { None } else { Some((Some(l), Some(h))) });
+    }
+    loop {
         if !c.normalize()? {
             return Ok(None);
         }
-        if let Some(e) = c.eqs.iter().position(|r| r[1 + v] != 0) {
+        if let Some((e, v)) = c
+            .eqs
+            .iter()
+            .enumerate()
+            .find_map(|(e, r)| (1..c.n).find(|&v| r[1 + v] != 0).map(|v| (e, v)))
+        {
             let row = c.eqs.remove(e);
             let a = row[1 + v];
             let (sa, aa) = (a.signum(), a.abs());
@@ -370,32 +388,48 @@ pub(crate) fn real_bounds_first(c: &Conj) -> Result<Option<(Option<i64>, Option<
             }
             continue;
         }
-        let b = bounds_of(&c, v);
-        if b.lower.is_empty() && b.upper.is_empty() {
-            continue;
-        }
+        // Greedy order: the variable whose elimination adds the fewest rows.
+        let best = (1..c.n)
+            .map(|v| (v, bounds_of(&c, v)))
+            .filter(|(_, b)| !b.lower.is_empty() || !b.upper.is_empty())
+            .min_by_key(|(_, b)| {
+                (b.lower.len() * b.upper.len()) as i64 - (b.lower.len() + b.upper.len()) as i64
+            });
+        let Some((v, b)) = best else { break };
         c = fourier_motzkin(&c, v, &b, false)?;
     }
-    if !c.normalize()? {
-        return Ok(None);
-    }
+    Ok(first_var_bounds(&c))
+}
+
+/// Bounds on x0 from rows that mention only x0; `None` if they contradict.
+fn first_var_bounds(c: &Conj) -> Option<(Option<i64>, Option<i64>)> {
     let (mut lo, mut hi): (Option<i64>, Option<i64>) = (None, None);
     for r in &c.eqs {
-        // After normalisation a one-variable equality reads x0 + k = 0.
-        lo = Some(lo.map_or(-r[0], |l| l.max(-r[0])));
-        hi = Some(hi.map_or(-r[0], |h| h.min(-r[0])));
+        if r[1] == 0 {
+            continue;
+        }
+        // x0 = −k / a, rounded outward: only a valid bound is needed here.
+        let (a, k) = (r[1], r[0]);
+        let l = (-k).div_euclid(a.abs()) * a.signum() - 1;
+        let h = l + 2;
+        lo = Some(lo.map_or(l, |x: i64| x.max(l)));
+        hi = Some(hi.map_or(h, |x: i64| x.min(h)));
     }
     for r in &c.ineqs {
-        if r[1] > 0 {
-            lo = Some(lo.map_or(-r[0], |l| l.max(-r[0])));
-        } else {
-            hi = Some(hi.map_or(r[0], |h| h.min(r[0])));
+        let a = r[1];
+        if a > 0 {
+            // a·x0 ≥ −k
+            let l = (-r[0]).div_euclid(a) + i64::from((-r[0]).rem_euclid(a) != 0);
+            lo = Some(lo.map_or(l, |x| x.max(l)));
+        } else if a < 0 {
+            let h = r[0].div_euclid(-a);
+            hi = Some(hi.map_or(h, |x| x.min(h)));
         }
     }
     if let (Some(l), Some(h)) = (lo, hi) {
         if l > h {
-            return Ok(None);
+            return None;
         }
     }
-    Ok(Some((lo, hi)))
+    Some((lo, hi))
 }
