@@ -5,7 +5,7 @@
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
 pub mod interp;
-pub mod sets;
 pub mod program;
+pub mod sets;
 
 pub use program::Program;

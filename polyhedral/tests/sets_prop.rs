@@ -4,12 +4,16 @@
 //! (`e mod m = r`) and integer divisions (`floor(e / m) <= k`) inside a box of at most 12
 //! values per dimension (up to 12³ points); they are written in isl notation, parsed, and
 //! every operation's result is compared point by point with the same operation done on the
-//! enumerated points. Each `proptest!` block states its case count: every set operation is
-//! checked in 10,000 cases; map operations in 3,000 and composition / lexicographic optima of
-//! maps in 600, which is what fits the test-time budget.
+//! enumerated points. Each `proptest!` block states its case count: every set operation and
+//! most map operations are checked in 10,000 cases; composition and lexicographic optima of
+//! maps, the slowest, in 1,500. The seed is fixed so the run time is predictable.
 
 use polyhedral::sets::{Map, Set};
 use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
+
+/// Fixed so that the suite's run time and inputs are the same on every run.
+const SEED: u64 = 0x005e_750f_1a7e;
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Debug)]
@@ -142,11 +146,12 @@ fn atom(d: usize) -> impl Strategy<Value = Atom> {
 
 fn rset_with(ext: Vec<i64>) -> impl Strategy<Value = RSet> {
     let d = ext.len();
-    proptest::collection::vec(proptest::collection::vec(atom(d), 0..=3), 1..=2)
-        .prop_map(move |disj| RSet {
+    proptest::collection::vec(proptest::collection::vec(atom(d), 0..=3), 1..=2).prop_map(
+        move |disj| RSet {
             ext: ext.clone(),
             disj,
-        })
+        },
+    )
 }
 
 /// Two sets in the same box of `d` dimensions, at most `max_points` points.
@@ -188,19 +193,34 @@ fn check_set_ops(a: &RSet, b: &RSet) {
     assert_eq!(sa.is_subset(&sb).unwrap(), pa.is_subset(&pb), "is_subset");
     assert_eq!(sa.is_equal(&sb).unwrap(), pa == pb, "is_equal");
     // lexmin / lexmax
-    assert_eq!(sa.lexmin_point().unwrap(), pa.iter().next().cloned(), "lexmin");
-    assert_eq!(sa.lexmax_point().unwrap(), pa.iter().next_back().cloned(), "lexmax");
+    assert_eq!(
+        sa.lexmin_point().unwrap(),
+        pa.iter().next().cloned(),
+        "lexmin"
+    );
+    assert_eq!(
+        sa.lexmax_point().unwrap(),
+        pa.iter().next_back().cloned(),
+        "lexmax"
+    );
     let d = a.ext.len();
     if d <= 2 {
         let lm = sa.lexmin().unwrap();
-        assert_eq!(pts(&lm), pa.iter().next().cloned().into_iter().collect::<Vec<_>>());
+        assert_eq!(
+            pts(&lm),
+            pa.iter().next().cloned().into_iter().collect::<Vec<_>>()
+        );
     }
     // per-dimension range and box hull
     for k in 0..d {
         let r = sa.dim_range(k).unwrap();
         let lo = pa.iter().map(|p| p[k]).min();
         let hi = pa.iter().map(|p| p[k]).max();
-        assert_eq!(r.map(|r| (r.min, r.max)), lo.map(|l| (Some(l), hi)), "dim_range");
+        assert_eq!(
+            r.map(|r| (r.min, r.max)),
+            lo.map(|l| (Some(l), hi)),
+            "dim_range"
+        );
     }
     let bh = sa.box_hull().unwrap();
     let n_box: usize = (0..d)
@@ -210,13 +230,19 @@ fn check_set_ops(a: &RSet, b: &RSet) {
             (hi - lo + 1).max(0) as usize
         })
         .product();
-    assert_eq!(if pa.is_empty() { 0 } else { pts(&bh).len() }, if pa.is_empty() { 0 } else { n_box });
+    assert_eq!(
+        if pa.is_empty() { 0 } else { pts(&bh).len() },
+        if pa.is_empty() { 0 } else { n_box }
+    );
     // simple hull contains the set
     let sh = sa.simple_hull().unwrap();
     assert!(sa.is_subset(&sh).unwrap(), "simple hull {sh} of {sa}");
     if !pa.is_empty() {
         let hp = pts(&sh);
-        assert!(hp.iter().all(|p| bh.contains(&[], p).unwrap()), "simple hull inside box hull");
+        assert!(
+            hp.iter().all(|p| bh.contains(&[], p).unwrap()),
+            "simple hull inside box hull"
+        );
     }
     // simplify keeps the points
     assert_eq!(pts(&sa.simplify().unwrap()), sorted(&pa), "simplify");
@@ -245,13 +271,34 @@ fn check_map_ops(m: &RSet, k: usize, s: &RSet, t: &RSet, heavy: bool) {
         m.pairs().unwrap().into_iter().map(|p| (p.1, p.3)).collect()
     };
     let sorted_pairs = |v: Vec<(Vec<i64>, Vec<i64>)>| {
-        v.into_iter().collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>()
+        v.into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
     };
-    let sorted = |v: Vec<Vec<i64>>| v.into_iter().collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>();
-    assert_eq!(map_pairs(&mm), sorted_pairs(pairs.clone()), "map points {}", m.map_text(k));
+    let sorted = |v: Vec<Vec<i64>>| {
+        v.into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        map_pairs(&mm),
+        sorted_pairs(pairs.clone()),
+        "map points {}",
+        m.map_text(k)
+    );
     // domain, range, reverse
-    assert_eq!(pts(&mm.domain()), sorted(pairs.iter().map(|p| p.0.clone()).collect()), "domain");
-    assert_eq!(pts(&mm.range()), sorted(pairs.iter().map(|p| p.1.clone()).collect()), "range");
+    assert_eq!(
+        pts(&mm.domain()),
+        sorted(pairs.iter().map(|p| p.0.clone()).collect()),
+        "domain"
+    );
+    assert_eq!(
+        pts(&mm.range()),
+        sorted(pairs.iter().map(|p| p.1.clone()).collect()),
+        "range"
+    );
     assert_eq!(
         map_pairs(&mm.reverse()),
         sorted_pairs(pairs.iter().map(|(x, y)| (y.clone(), x.clone())).collect()),
@@ -260,12 +307,24 @@ fn check_map_ops(m: &RSet, k: usize, s: &RSet, t: &RSet, heavy: bool) {
     // image and preimage
     assert_eq!(
         pts(&ss.apply(&mm)),
-        sorted(pairs.iter().filter(|p| ps.contains(&p.0)).map(|p| p.1.clone()).collect()),
+        sorted(
+            pairs
+                .iter()
+                .filter(|p| ps.contains(&p.0))
+                .map(|p| p.1.clone())
+                .collect()
+        ),
         "apply"
     );
     assert_eq!(
         pts(&ts.preimage(&mm)),
-        sorted(pairs.iter().filter(|p| pt.contains(&p.1)).map(|p| p.0.clone()).collect()),
+        sorted(
+            pairs
+                .iter()
+                .filter(|p| pt.contains(&p.1))
+                .map(|p| p.0.clone())
+                .collect()
+        ),
         "preimage"
     );
     assert_eq!(
@@ -291,10 +350,20 @@ fn check_map_ops(m: &RSet, k: usize, s: &RSet, t: &RSet, heavy: bool) {
         check_map_heavy(&mm, &pairs);
     }
     // subtract of maps
-    let m2 = parse_map(&RSet { ext: m.ext.clone(), disj: t.disj.iter().map(|c| {
-        // Reinterpret t's atoms over the range dims as constraints on the whole pair.
-        c.iter().map(|a| shift_atom(a, k, m.ext.len())).collect()
-    }).collect() }, k);
+    let m2 = parse_map(
+        &RSet {
+            ext: m.ext.clone(),
+            disj: t
+                .disj
+                .iter()
+                .map(|c| {
+                    // Reinterpret t's atoms over the range dims as constraints on the whole pair.
+                    c.iter().map(|a| shift_atom(a, k, m.ext.len())).collect()
+                })
+                .collect(),
+        },
+        k,
+    );
     let diff = mm.subtract(&m2).unwrap();
     let expect: Vec<(Vec<i64>, Vec<i64>)> = pairs
         .iter()
@@ -319,7 +388,11 @@ fn check_map_heavy(mm: &Map, pairs: &[(Vec<i64>, Vec<i64>)]) {
             }
         }
     }
-    assert_eq!(map_pairs(&comp), expect.into_iter().collect::<Vec<_>>(), "compose");
+    assert_eq!(
+        map_pairs(&comp),
+        expect.into_iter().collect::<Vec<_>>(),
+        "compose"
+    );
     // lexmin / lexmax per domain point
     let mut best: BTreeMap<Vec<i64>, (Vec<i64>, Vec<i64>)> = BTreeMap::new();
     for (x, y) in pairs {
@@ -333,12 +406,16 @@ fn check_map_heavy(mm: &Map, pairs: &[(Vec<i64>, Vec<i64>)]) {
     }
     assert_eq!(
         map_pairs(&mm.lexmin().unwrap()),
-        best.iter().map(|(x, (lo, _))| (x.clone(), lo.clone())).collect::<Vec<_>>(),
+        best.iter()
+            .map(|(x, (lo, _))| (x.clone(), lo.clone()))
+            .collect::<Vec<_>>(),
         "map lexmin of {mm}"
     );
     assert_eq!(
         map_pairs(&mm.lexmax().unwrap()),
-        best.iter().map(|(x, (_, hi))| (x.clone(), hi.clone())).collect::<Vec<_>>(),
+        best.iter()
+            .map(|(x, (_, hi))| (x.clone(), hi.clone()))
+            .collect::<Vec<_>>(),
         "map lexmax"
     );
 }
@@ -370,7 +447,7 @@ fn map_case(n_in: usize, n_out: usize, max_ext: i64) -> impl Strategy<Value = (R
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 8_500, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 8_500, failure_persistence: None, rng_seed: RngSeed::Fixed(SEED), ..ProptestConfig::default() })]
 
     /// 8,500 cases of every set operation on 1- and 2-dimensional boxes up to 12².
     #[test]
@@ -380,7 +457,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 1_500, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1_500, failure_persistence: None, rng_seed: RngSeed::Fixed(SEED), ..ProptestConfig::default() })]
 
     /// 1,500 cases of every set operation on 3-dimensional boxes up to 12³ (the parametric
     /// lexmin of sets only in 1 and 2 dimensions), completing 10,000 per operation.
@@ -391,24 +468,24 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3_000, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 10_000, failure_persistence: None, rng_seed: RngSeed::Fixed(SEED), ..ProptestConfig::default() })]
 
-    /// 3,000 cases of the map operations domain, range, reverse, apply, preimage,
+    /// 10,000 cases of the map operations domain, range, reverse, apply, preimage,
     /// intersect_domain / intersect_range, deltas and subtract: 1→1 relations in boxes up to
     /// 12², 2→1 / 1→2 up to 6³ and 2→2 up to 4⁴.
     #[test]
-    fn map_ops_3000_cases((m, s, t, k) in map_cases()) {
+    fn map_ops_10000_cases((m, s, t, k) in map_cases()) {
         check_map_ops(&m, k, &s, &t, false);
     }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 600, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1_500, failure_persistence: None, rng_seed: RngSeed::Fixed(SEED), ..ProptestConfig::default() })]
 
-    /// 600 cases of composition and per-domain-point lexmin / lexmax of maps (the slower
+    /// 1,500 cases of composition and per-domain-point lexmin / lexmax of maps (the slower
     /// operations), on the same inputs as the other map operations.
     #[test]
-    fn map_lexopt_compose_600_cases((m, s, t, k) in map_cases()) {
+    fn map_lexopt_compose_1500_cases((m, s, t, k) in map_cases()) {
         check_map_ops(&m, k, &s, &t, true);
     }
 }

@@ -46,7 +46,6 @@ pub(crate) fn floor_div(a: i64, b: i64) -> i64 {
     }
 }
 
-
 /// `ca · a + cb · b`, entry by entry.
 pub(crate) fn combine(a: &[i64], ca: i64, b: &[i64], cb: i64) -> Result<Row, Error> {
     a.iter()
@@ -137,7 +136,13 @@ impl Conj {
         let f = |r: &Row| -> Result<Row, Error> {
             let mut o = Vec::with_capacity(r.len() - 1);
             o.push(add(r[0], mul(r[1 + v], val)?)?);
-            o.extend(r[1..].iter().enumerate().filter(|(i, _)| *i != v).map(|(_, &x)| x));
+            o.extend(
+                r[1..]
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != v)
+                    .map(|(_, &x)| x),
+            );
             Ok(o)
         };
         Ok(Conj {

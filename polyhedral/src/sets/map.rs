@@ -8,6 +8,9 @@ use super::Error;
 use std::fmt;
 use std::str::FromStr;
 
+/// One element of a map: domain tuple and point, range tuple and point.
+pub type Pair = (Tuple, Vec<i64>, Tuple, Vec<i64>);
+
 /// A finite union of basic maps; see the [module docs](super).
 #[derive(Clone, Debug)]
 pub struct Map(pub(crate) Rel);
@@ -79,17 +82,31 @@ impl Map {
 
     /// `{ x -> y : x_0..depth−1 = y_0..depth−1 and x_depth < y_depth }`: `x` precedes `y`
     /// and they first differ at `depth`.
-    pub fn lex_lt_at(params: &[&str], dom: &Tuple, ran: &Tuple, depth: usize) -> Result<Map, Error> {
+    pub fn lex_lt_at(
+        params: &[&str],
+        dom: &Tuple,
+        ran: &Tuple,
+        depth: usize,
+    ) -> Result<Map, Error> {
         if depth >= dom.arity().min(ran.arity()) {
-            return Err(Error::Space(format!("depth {depth} beyond the tuples' common dimensions")));
+            return Err(Error::Space(format!(
+                "depth {depth} beyond the tuples' common dimensions"
+            )));
         }
         Ok(single(params, lex_at(params, dom, ran, depth, Cmp::Lt)))
     }
 
     /// Like [`Map::lex_lt_at`] with `x_depth > y_depth`.
-    pub fn lex_gt_at(params: &[&str], dom: &Tuple, ran: &Tuple, depth: usize) -> Result<Map, Error> {
+    pub fn lex_gt_at(
+        params: &[&str],
+        dom: &Tuple,
+        ran: &Tuple,
+        depth: usize,
+    ) -> Result<Map, Error> {
         if depth >= dom.arity().min(ran.arity()) {
-            return Err(Error::Space(format!("depth {depth} beyond the tuples' common dimensions")));
+            return Err(Error::Space(format!(
+                "depth {depth} beyond the tuples' common dimensions"
+            )));
         }
         Ok(single(params, lex_at(params, dom, ran, depth, Cmp::Gt)))
     }
@@ -136,8 +153,20 @@ impl Map {
                     parts: vec![u],
                 };
                 let m = m
-                    .intersect_side(&Rel { params: d.params.clone(), parts: vec![a.clone()] }, true)
-                    .intersect_side(&Rel { params: d.params.clone(), parts: vec![b.clone()] }, false);
+                    .intersect_side(
+                        &Rel {
+                            params: d.params.clone(),
+                            parts: vec![a.clone()],
+                        },
+                        true,
+                    )
+                    .intersect_side(
+                        &Rel {
+                            params: d.params.clone(),
+                            parts: vec![b.clone()],
+                        },
+                        false,
+                    );
                 out.parts.extend(m.parts);
             }
         }
@@ -252,14 +281,17 @@ impl Map {
 
     /// Every pair `(domain point, range point)` with its tuples. Needs a bounded map without
     /// parameters.
-    pub fn pairs(&self) -> Result<Vec<(Tuple, Vec<i64>, Tuple, Vec<i64>)>, Error> {
+    pub fn pairs(&self) -> Result<Vec<Pair>, Error> {
         if !self.0.params.is_empty() {
             return Err(Error::Parametric("pair enumeration"));
         }
         let mut out = Vec::new();
         self.0.for_each_point(&mut |b, x| {
             let ni = b.ni();
-            let dom = b.dom.clone().unwrap_or_else(|| Tuple::anonymous_dims(None, 0));
+            let dom = b
+                .dom
+                .clone()
+                .unwrap_or_else(|| Tuple::anonymous_dims(None, 0));
             out.push((dom, x[..ni].to_vec(), b.ran.clone(), x[ni..].to_vec()));
             Ok(())
         })?;

@@ -349,10 +349,13 @@ fn project_into(mut c: Conj, keep: usize, out: &mut Vec<Conj>) -> Result<(), Err
     Ok(())
 }
 
+/// Lower and upper bound, `None` where unbounded.
+pub(crate) type Interval = (Option<i64>, Option<i64>);
+
 /// Rational bounds on variable 0 (rounded inward to integers, which is valid because it is an
 /// integer variable): every other variable eliminated by real Fourier–Motzkin. `None` when
 /// the rational relaxation is already infeasible.
-pub(crate) fn real_bounds_first(c: &Conj) -> Result<Option<(Option<i64>, Option<i64>)>, Error> {
+pub(crate) fn real_bounds_first(c: &Conj) -> Result<Option<Interval>, Error> {
     let mut c = c.clone();
     if !c.normalize()? {
         return Ok(None);
@@ -365,7 +368,11 @@ pub(crate) fn real_bounds_first(c: &Conj) -> Result<Option<(Option<i64>, Option<
         ineqs: c.ineqs.iter().filter(|r| only_x0(r)).cloned().collect(),
     });
     if let Some((Some(l), Some(h))) = direct {
-        return Ok(if l > h { None } else { Some((Some(l), Some(h))) });
+        return Ok(if l > h {
+            None
+        } else {
+            Some((Some(l), Some(h)))
+        });
     }
     loop {
         if !c.normalize()? {
@@ -402,7 +409,7 @@ pub(crate) fn real_bounds_first(c: &Conj) -> Result<Option<(Option<i64>, Option<
 }
 
 /// Bounds on x0 from rows that mention only x0; `None` if they contradict.
-fn first_var_bounds(c: &Conj) -> Option<(Option<i64>, Option<i64>)> {
+fn first_var_bounds(c: &Conj) -> Option<Interval> {
     let (mut lo, mut hi): (Option<i64>, Option<i64>) = (None, None);
     for r in &c.eqs {
         if r[1] == 0 {

@@ -304,6 +304,9 @@ fn simplify_stride_basic(b: &Basic) -> Result<Basic, Error> {
     Ok(b)
 }
 
+/// A callback receiving a piece and one of its points.
+pub(crate) type PointFn<'a> = dyn FnMut(&Basic, &[i64]) -> Result<(), Error> + 'a;
+
 #[derive(Clone, Debug)]
 pub(crate) struct Rel {
     pub params: Vec<String>,
@@ -316,7 +319,9 @@ fn extend_params(b: &Basic, old: &[String], new: &[String]) -> Basic {
         .map(|v| {
             if v < old.len() {
                 // Invariant: `new` is a superset of `old`.
-                new.iter().position(|p| *p == old[v]).expect("param in merged list")
+                new.iter()
+                    .position(|p| *p == old[v])
+                    .expect("param in merged list")
             } else {
                 v + shift
             }
@@ -494,7 +499,10 @@ impl Rel {
                 .collect();
             Some(Basic {
                 dom: Some(b.ran.clone()),
-                ran: b.dom.clone().unwrap_or_else(|| Tuple::anonymous_dims(None, 0)),
+                ran: b
+                    .dom
+                    .clone()
+                    .unwrap_or_else(|| Tuple::anonymous_dims(None, 0)),
                 np,
                 nd: b.nd,
                 c: b.c.remap(b.c.n, &map),
@@ -525,7 +533,9 @@ impl Rel {
                 })
                 .collect();
             let tuple = if domain {
-                b.dom.clone().unwrap_or_else(|| Tuple::anonymous_dims(None, 0))
+                b.dom
+                    .clone()
+                    .unwrap_or_else(|| Tuple::anonymous_dims(None, 0))
             } else {
                 b.ran.clone()
             };
@@ -681,7 +691,9 @@ impl Rel {
                 return None;
             }
             let n = b.c.n + no;
-            let map: Vec<usize> = (0..b.c.n).map(|v| if v < np { v } else { v + no }).collect();
+            let map: Vec<usize> = (0..b.c.n)
+                .map(|v| if v < np { v } else { v + no })
+                .collect();
             let mut c = b.c.remap(n, &map);
             for j in 0..no {
                 // d_j − y_j + x_j = 0
@@ -765,10 +777,7 @@ impl Rel {
     }
 
     /// All non-local assignments (parameters, domain, range) of every piece, per piece.
-    pub fn for_each_point(
-        &self,
-        f: &mut dyn FnMut(&Basic, &[i64]) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    pub fn for_each_point(&self, f: &mut PointFn<'_>) -> Result<(), Error> {
         for b in &self.parts {
             let nf = b.nfix();
             enumerate(&b.c, nf, &mut |x| f(b, x))?;
