@@ -4,9 +4,11 @@
 //! - [`ast`]: the loop AST that AST generation produces and the back ends consume, with its
 //!   interpreter;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
+//! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
 pub mod ast;
 pub mod interp;
 pub mod program;
+pub mod sets;
 
 pub use program::Program;
