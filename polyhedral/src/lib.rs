@@ -1,9 +1,12 @@
 //! The polyhedral middle end of polyfuse.
 //!
 //! - [`program`]: the Program IR every front end produces and every pass reads;
+//! - [`ast`]: the loop AST that AST generation produces and the back ends consume, with its
+//!   interpreter;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
+pub mod ast;
 pub mod interp;
 pub mod sets;
 pub mod program;

@@ -1,1 +1,166 @@
-fn main() {}
+//! `cargo xtask …`: development tasks that are not tests.
+//!
+//! - `cargo xtask snapshot [--accept]`: run the snapshot tests; without `--accept`, list every
+//!   changed snapshot with its diff and fail; with it, bless the new outputs.
+//! - `cargo xtask fuzz [--seconds N] [TARGET…]`: feed random and mutated inputs to the parsers
+//!   for a bounded time (the stable toolchain cannot run cargo-fuzz, so the harness is an ignored
+//!   test driven by an environment variable); a panic fails the run and prints the input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("snapshot") => snapshot(&args[1..]),
+        Some("fuzz") => fuzz(&args[1..]),
+        _ => Err(USAGE.to_string()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <task>
+tasks:
+  snapshot [--accept]          run the snapshot tests; --accept blesses changed outputs
+  fuzz [--seconds N] [TARGET]  fuzz the parsers for N seconds each (default 60);
+                               targets: pf, c (default: all)";
+
+fn workspace_root() -> PathBuf {
+    // xtask lives one level below the workspace root.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask has a parent folder")
+        .to_path_buf()
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(workspace_root());
+    cmd
+}
+
+fn status(cmd: &mut Command) -> Result<bool, String> {
+    cmd.status()
+        .map(|s| s.success())
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))
+}
+
+/// Pending snapshot files (`*.snap.new`) under the workspace, sorted.
+fn pending_snapshots() -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![workspace_root()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if path.is_dir() {
+                if name != "target" && name != ".git" {
+                    stack.push(path);
+                }
+            } else if name.to_string_lossy().ends_with(".snap.new") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn snapshot(args: &[String]) -> Result<(), String> {
+    let accept = match args {
+        [] => false,
+        [flag] if flag == "--accept" => true,
+        _ => return Err(USAGE.to_string()),
+    };
+    for stale in pending_snapshots() {
+        std::fs::remove_file(&stale).map_err(|e| format!("{}: {e}", stale.display()))?;
+    }
+    let mode = if accept { "always" } else { "new" };
+    let passed = status(
+        cargo()
+            .args(["test", "--package", "snapshots", "--", "--test-threads=2"])
+            .env("INSTA_UPDATE", mode)
+            .env("INSTA_FORCE_PASS", "1")
+            .env_remove("CI"),
+    )?;
+    if !passed {
+        return Err("the snapshot tests failed to run".into());
+    }
+    let pending = pending_snapshots();
+    if accept {
+        println!("snapshots accepted");
+        return Ok(());
+    }
+    if pending.is_empty() {
+        println!("all snapshots match");
+        return Ok(());
+    }
+    for new in &pending {
+        let old = new.with_extension("");
+        println!("=== {}", old.display());
+        let _ = Command::new("diff")
+            .args(["-u"])
+            .arg(&old)
+            .arg(new)
+            .status();
+    }
+    Err(format!(
+        "{} snapshot(s) changed; review the diffs above, then run `cargo xtask snapshot --accept`",
+        pending.len()
+    ))
+}
+
+fn fuzz(args: &[String]) -> Result<(), String> {
+    let mut seconds = 60u64;
+    let mut targets = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--seconds" => {
+                seconds = it
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .ok_or("--seconds needs a number")?;
+            }
+            "pf" | "c" => targets.push(a.clone()),
+            other => return Err(format!("unknown fuzz target `{other}`\n{USAGE}")),
+        }
+    }
+    if targets.is_empty() {
+        targets = vec!["pf".into(), "c".into()];
+    }
+    for target in targets {
+        println!("fuzzing the {target} parser for {seconds} s");
+        let ok = status(
+            cargo()
+                .args([
+                    "test",
+                    "--release",
+                    "--package",
+                    "frontend",
+                    "--test",
+                    "fuzz",
+                    "--",
+                    "--ignored",
+                    "--nocapture",
+                    &format!("fuzz_{target}"),
+                ])
+                .env("POLYFUSE_FUZZ_SECONDS", seconds.to_string()),
+        )?;
+        if !ok {
+            return Err(format!(
+                "the {target} parser panicked on an input (see above)"
+            ));
+        }
+    }
+    Ok(())
+}

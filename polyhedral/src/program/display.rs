@@ -103,7 +103,7 @@ impl Program {
                 continue;
             }
             let upper_of = |b: &AffineExpr| {
-                if b.constant < 0 || (b.is_constant() && b.constant >= 0) {
+                if b.constant < 0 || b.is_constant() {
                     format!("< {}", name(&b.add(&AffineExpr::constant(1))))
                 } else {
                     format!("<= {}", name(b))

@@ -193,8 +193,11 @@ pub struct Access {
 }
 
 /// The reduction a statement performs, when it is the update of a reduction: the statement reads
-/// the element it writes and combines it with its body's other operand by `op`. Later passes may
-/// reorder the iterations of `reduction_iters` (a parallel reduction) only because of this.
+/// the element it writes (and no other element of that array) and combines it with its body's
+/// other operand by `op` (`x - e` counts as an `Add` of `-e`). `iters` is never empty. This is
+/// what lets later passes reorder the iterations of `iters` (a parallel reduction); which of them
+/// may really be reordered is for dependence analysis to say, since another statement may
+/// re-initialise the element between them (a scalar accumulator reset in an outer loop).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reduction {
     pub op: ReductionOp,

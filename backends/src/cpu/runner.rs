@@ -1,0 +1,277 @@
+//! The runner: builds a written kernel with a `main` harness, runs it, reads its outputs.
+//!
+//! The harness (`main.c`) includes the kernel's translation unit, reads every non-temporary
+//! array from an input file (raw little-endian elements in [`ArrayId`] order; `f16` as its
+//! bits), calls the kernel once between two `CLOCK_MONOTONIC` readings, writes every live-out
+//! array to an output file in the same encoding, and prints the kernel's time in seconds. The
+//! files live in a temporary folder removed afterwards.
+
+use std::path::Path;
+use std::process::Command;
+
+use polyhedral::ast::Ast;
+use polyhedral::interp::{self, Memory};
+use polyhedral::program::{ArrayId, ArrayRole, Program, ScalarType};
+
+use super::writer::{storage_type, KernelInterface, Writer};
+use super::{Error, Options};
+use crate::compare::{compare, Comparison};
+
+/// What a kernel run produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CpuRun {
+    /// Every live-out array's final contents, in [`ArrayId`] order.
+    pub outputs: Vec<(ArrayId, Vec<f64>)>,
+    /// Seconds the kernel call took, measured inside the harness.
+    pub kernel_seconds: f64,
+}
+
+/// Builds and runs the kernel of `ast` on `inputs` (the initial contents of every array).
+pub fn run(
+    program: &Program,
+    ast: &Ast,
+    inputs: &Memory,
+    options: &Options,
+) -> Result<CpuRun, Error> {
+    let (kernel, interface) = Writer::new(program, options).write_unit(ast)?;
+    let dir = tempfile::Builder::new()
+        .prefix("polyfuse-cpu-")
+        .tempdir()
+        .map_err(|e| io("create a temporary folder", e))?;
+    let path = |name: &str| dir.path().join(name);
+    write(&path("kernel.c"), kernel.as_bytes())?;
+    write(&path("main.c"), harness(program, &interface).as_bytes())?;
+    write(&path("input.bin"), &encode_inputs(program, inputs))?;
+    build(options, &path("main.c"), &path("kernel"))?;
+
+    let mut command = Command::new(path("kernel"));
+    command.arg(path("input.bin")).arg(path("output.bin"));
+    if let Some(n) = options.threads {
+        command.env("OMP_NUM_THREADS", n.to_string());
+    }
+    let result = command
+        .output()
+        .map_err(|e| io("start the built kernel", e))?;
+    if !result.status.success() {
+        return Err(Error::Kernel {
+            status: result.status.to_string(),
+            log: String::from_utf8_lossy(&result.stderr).into_owned(),
+        });
+    }
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    let kernel_seconds = stdout.trim().parse::<f64>().map_err(|_| Error::Kernel {
+        status: "no time reported".into(),
+        log: stdout.to_string(),
+    })?;
+    let bytes =
+        std::fs::read(path("output.bin")).map_err(|e| io("read the kernel's outputs", e))?;
+    let outputs = decode_outputs(program, &bytes)?;
+    Ok(CpuRun {
+        outputs,
+        kernel_seconds,
+    })
+}
+
+/// The result of [`check`]: the comparison with the interpreter and the kernel's time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheckReport {
+    pub comparison: Comparison,
+    pub kernel_seconds: f64,
+    pub seed: u64,
+    pub threads: Option<usize>,
+}
+
+impl CheckReport {
+    /// What `polyfuse run --target cpu` prints.
+    pub fn to_text(&self, program: &Program) -> String {
+        let threads = match self.threads {
+            Some(n) => format!("{n} threads"),
+            None => "default threads".to_string(),
+        };
+        let mut out = format!(
+            "kernel {} on cpu (seed {}, {threads})\n",
+            program.name, self.seed
+        );
+        out += &self.comparison.to_text(program);
+        out += &format!("kernel time: {:.6} s\n", self.kernel_seconds);
+        out += if self.comparison.passed() {
+            "result: matches the interpreter\n"
+        } else {
+            "result: MISMATCH with the interpreter\n"
+        };
+        out
+    }
+}
+
+/// Runs the interpreter and the kernel of `ast` on the random inputs of `seed` and compares
+/// every live-out array.
+pub fn check(
+    program: &Program,
+    ast: &Ast,
+    options: &Options,
+    seed: u64,
+) -> Result<CheckReport, Error> {
+    let inputs = interp::random_inputs(program, seed);
+    let mut expected = inputs.clone();
+    interp::run(program, &mut expected)?;
+    let cpu = run(program, ast, &inputs, options)?;
+    Ok(CheckReport {
+        comparison: compare(program, &expected, &cpu.outputs),
+        kernel_seconds: cpu.kernel_seconds,
+        seed,
+        threads: options.threads,
+    })
+}
+
+fn io(what: &str, source: std::io::Error) -> Error {
+    Error::Io {
+        what: what.to_string(),
+        source,
+    }
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    std::fs::write(path, bytes).map_err(|e| io(&format!("write {}", path.display()), e))
+}
+
+fn build(options: &Options, source: &Path, binary: &Path) -> Result<(), Error> {
+    let mut command = Command::new(&options.cc);
+    command
+        .args(&options.cflags)
+        .arg("-o")
+        .arg(binary)
+        .arg(source)
+        .arg("-lm");
+    let text = format!("{command:?}");
+    let result = command.output().map_err(|e| Error::CompilerMissing {
+        cc: options.cc.clone(),
+        source: e,
+    })?;
+    if result.status.success() {
+        Ok(())
+    } else {
+        Err(Error::Build {
+            command: text,
+            log: String::from_utf8_lossy(&result.stderr).into_owned(),
+        })
+    }
+}
+
+/// Arrays whose contents go to the kernel: all but temporaries.
+fn passed_arrays(program: &Program) -> impl Iterator<Item = ArrayId> + '_ {
+    program
+        .arrays
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.role != ArrayRole::Temporary)
+        .map(|(k, _)| ArrayId(k as u32))
+}
+
+fn live_outs(program: &Program) -> impl Iterator<Item = ArrayId> + '_ {
+    program
+        .arrays
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| a.role.is_live_out())
+        .map(|(k, _)| ArrayId(k as u32))
+}
+
+fn encode_inputs(program: &Program, inputs: &Memory) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    for id in passed_arrays(program) {
+        let ty = program.array(id).elem;
+        for &v in inputs.array(id) {
+            match ty {
+                ScalarType::F16 => {
+                    bytes.extend(half::f16::from_f64(v).to_bits().to_le_bytes());
+                }
+                ScalarType::F32 => bytes.extend((v as f32).to_le_bytes()),
+                ScalarType::F64 => bytes.extend(v.to_le_bytes()),
+                ScalarType::I32 => bytes.extend((v as i32).to_le_bytes()),
+                ScalarType::Bool => bytes.push((v != 0.0) as u8),
+            }
+        }
+    }
+    bytes
+}
+
+fn decode_outputs(program: &Program, bytes: &[u8]) -> Result<Vec<(ArrayId, Vec<f64>)>, Error> {
+    let mut rest = bytes;
+    let mut outputs = Vec::new();
+    for id in live_outs(program) {
+        let ty = program.array(id).elem;
+        let size = ty.size_in_bytes();
+        let len = program.array_len(id);
+        if rest.len() < len * size {
+            return Err(Error::Kernel {
+                status: "short output file".into(),
+                log: format!("{} bytes missing", len * size - rest.len()),
+            });
+        }
+        let (data, tail) = rest.split_at(len * size);
+        rest = tail;
+        let values = data
+            .chunks_exact(size)
+            .map(|c| match ty {
+                ScalarType::F16 => half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f64(),
+                ScalarType::F32 => f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
+                ScalarType::F64 => {
+                    f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+                }
+                ScalarType::I32 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
+                ScalarType::Bool => (c[0] != 0) as u8 as f64,
+            })
+            .collect();
+        outputs.push((id, values));
+    }
+    Ok(outputs)
+}
+
+/// The `main` harness; every identifier it declares starts with `pf_`, which no name of the
+/// kernel does.
+fn harness(program: &Program, kernel: &KernelInterface) -> String {
+    let mut out = String::from(
+        "#define _POSIX_C_SOURCE 199309L\n#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n#include \"kernel.c\"\n\n\
+static void *pf_load(FILE *pf_in, size_t pf_bytes)\n{\n    void *pf_p = malloc(pf_bytes ? pf_bytes : 1);\n    if (!pf_p || (pf_bytes && fread(pf_p, 1, pf_bytes, pf_in) != pf_bytes)) {\n        fprintf(stderr, \"cannot read the inputs\\n\");\n        exit(3);\n    }\n    return pf_p;\n}\n\n\
+static void pf_store(FILE *pf_out, const void *pf_p, size_t pf_bytes)\n{\n    if (pf_bytes && fwrite(pf_p, 1, pf_bytes, pf_out) != pf_bytes) {\n        fprintf(stderr, \"cannot write the outputs\\n\");\n        exit(3);\n    }\n}\n\n\
+int main(int pf_argc, char **pf_argv)\n{\n    if (pf_argc != 3)\n        return 2;\n    FILE *pf_in = fopen(pf_argv[1], \"rb\");\n    if (!pf_in)\n        return 3;\n",
+    );
+    let bytes = |id: ArrayId| program.array_len(id) * program.array(id).elem.size_in_bytes();
+    let by_value = |id: ArrayId| {
+        program.array(id).shape.is_empty() && program.array(id).role == ArrayRole::Input
+    };
+    for &id in &kernel.args {
+        let k = id.index();
+        if by_value(id) {
+            let store = storage_type(program.array(id).elem);
+            out += &format!(
+                "    {store} pf_a{k};\n    if (fread(&pf_a{k}, sizeof pf_a{k}, 1, pf_in) != 1)\n        return 3;\n"
+            );
+        } else {
+            out += &format!("    void *pf_a{k} = pf_load(pf_in, {});\n", bytes(id));
+        }
+    }
+    let args: Vec<String> = kernel
+        .args
+        .iter()
+        .map(|id| format!("pf_a{}", id.index()))
+        .collect();
+    out += &format!(
+        "    fclose(pf_in);\n    struct timespec pf_t0, pf_t1;\n    clock_gettime(CLOCK_MONOTONIC, &pf_t0);\n    int pf_status = {}({});\n    clock_gettime(CLOCK_MONOTONIC, &pf_t1);\n",
+        kernel.name,
+        args.join(", ")
+    );
+    out += "    if (pf_status != 0) {\n        fprintf(stderr, \"the kernel could not allocate its temporaries\\n\");\n        return 3;\n    }\n";
+    out += "    FILE *pf_out = fopen(pf_argv[2], \"wb\");\n    if (!pf_out)\n        return 3;\n";
+    for id in live_outs(program) {
+        out += &format!("    pf_store(pf_out, pf_a{}, {});\n", id.index(), bytes(id));
+    }
+    out += "    if (fclose(pf_out) != 0)\n        return 3;\n";
+    for &id in &kernel.args {
+        if !by_value(id) {
+            out += &format!("    free(pf_a{});\n", id.index());
+        }
+    }
+    out += "    printf(\"%.9f\\n\", (double)(pf_t1.tv_sec - pf_t0.tv_sec) + 1e-9 * (double)(pf_t1.tv_nsec - pf_t0.tv_nsec));\n    return 0;\n}\n";
+    out
+}

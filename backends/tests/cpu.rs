@@ -1,0 +1,230 @@
+//! The CPU target against the reference interpreter: hand-built programs with their original
+//! loop nests, annotated as a scheduler would annotate them, written as C, built, run and
+//! compared; snapshots of the written C; sanitizer runs; error reporting.
+
+mod common;
+
+use backends::cpu::{self, Error, Options};
+use polyhedral::ast::{original_ast, run_ast, Ast, AstExpr};
+use polyhedral::interp::{random_inputs, run};
+use polyhedral::Program;
+
+/// Loops to annotate, by variable name: (parallel, vectorizable).
+fn annotations(program: &Program) -> &'static [(&'static str, bool, bool)] {
+    match program.name.as_str() {
+        "gemm_bias_relu" => &[("i", true, false), ("j", false, true)],
+        "triangular" => &[("i", true, false)],
+        "jacobi_1d" => &[("i", true, true), ("j", true, true)],
+        "mandelbrot" => &[("y", true, false), ("x", false, true)],
+        _ => &[("i", true, true), ("k", true, true)],
+    }
+}
+
+/// The original loop nest with the annotations a scheduler would find for it.
+fn annotated_ast(program: &Program) -> Ast {
+    fn annotate(ast: &mut Ast, marks: &[(&str, bool, bool)]) {
+        match ast {
+            Ast::Block(items) => items.iter_mut().for_each(|a| annotate(a, marks)),
+            Ast::For {
+                var,
+                body,
+                annotations,
+                ..
+            } => {
+                let innermost = !body.contains_loop();
+                if let Some(&(_, p, v)) = marks.iter().find(|(n, _, _)| n == var) {
+                    annotations.parallel = p;
+                    annotations.vectorizable = v && innermost;
+                }
+                annotate(body, marks);
+            }
+            Ast::If {
+                then, otherwise, ..
+            } => {
+                annotate(then, marks);
+                if let Some(o) = otherwise {
+                    annotate(o, marks);
+                }
+            }
+            Ast::Mark { body, .. } => annotate(body, marks),
+            Ast::User { .. } => {}
+        }
+    }
+    let mut ast = original_ast(program).unwrap();
+    annotate(&mut ast, annotations(program));
+    ast
+}
+
+fn options() -> Options {
+    Options {
+        threads: Some(2),
+        ..Options::default()
+    }
+}
+
+#[test]
+fn original_ast_runs_like_the_interpreter() {
+    for p in common::all() {
+        let ast = original_ast(&p).unwrap();
+        let mut expected = random_inputs(&p, 5);
+        let mut actual = expected.clone();
+        run(&p, &mut expected).unwrap();
+        run_ast(&p, &ast, &mut actual).unwrap();
+        assert_eq!(actual, expected, "{}", p.name);
+    }
+}
+
+fn check_all(programs: Vec<Program>) {
+    for p in programs {
+        let ast = annotated_ast(&p);
+        let report = cpu::check(&p, &ast, &options(), 11).unwrap_or_else(|e| panic!("{e}"));
+        assert!(report.comparison.passed(), "{}", report.to_text(&p));
+        // The C reproduces the interpreter's rounding exactly.
+        for a in &report.comparison.arrays {
+            assert_eq!(a.max_abs, 0.0, "{}", report.to_text(&p));
+        }
+    }
+}
+
+#[test]
+fn float_kernels_match_the_interpreter() {
+    check_all(vec![
+        common::gemm_bias_relu(),
+        common::triangular(),
+        common::jacobi_1d(),
+    ]);
+}
+
+#[test]
+fn functions_f16_and_i32_match_the_interpreter() {
+    check_all(vec![
+        common::mandelbrot(),
+        common::f16_ops(),
+        common::i32_ops(),
+    ]);
+}
+
+#[test]
+fn written_c_is_stable() {
+    for p in common::all() {
+        let ast = annotated_ast(&p);
+        let text = cpu::Writer::new(&p, &options()).write(&ast).unwrap();
+        insta::assert_snapshot!(format!("cpu_{}", p.name), text);
+    }
+}
+
+/// Replaces the upper bound of the first loop over `var` by `upper - 1`.
+fn shrink_loop(ast: &mut Ast, var: &str) -> bool {
+    match ast {
+        Ast::Block(items) => items.iter_mut().any(|a| shrink_loop(a, var)),
+        Ast::For {
+            var: v,
+            upper,
+            body,
+            ..
+        } => {
+            if v == var {
+                *upper = AstExpr::plus(upper.clone(), AstExpr::Int(-1));
+                true
+            } else {
+                shrink_loop(body, var)
+            }
+        }
+        Ast::If { then, .. } => shrink_loop(then, var),
+        Ast::Mark { body, .. } => shrink_loop(body, var),
+        Ast::User { .. } => false,
+    }
+}
+
+#[test]
+fn a_wrong_loop_bound_is_caught() {
+    let p = common::gemm_bias_relu();
+    let mut ast = annotated_ast(&p);
+    assert!(shrink_loop(&mut ast, "k"));
+    let report = cpu::check(&p, &ast, &options(), 3).unwrap();
+    assert!(!report.comparison.passed());
+    let text = report.to_text(&p);
+    assert!(text.contains("MISMATCH"), "{text}");
+}
+
+#[test]
+fn build_failures_are_errors_with_the_compiler_message() {
+    let p = common::jacobi_1d();
+    let ast = original_ast(&p).unwrap();
+    let inputs = random_inputs(&p, 1);
+    let bad_flag = Options {
+        cflags: vec!["-fno-such-flag-for-polyfuse".into()],
+        ..Options::default()
+    };
+    match cpu::run(&p, &ast, &inputs, &bad_flag) {
+        Err(Error::Build { log, .. }) => assert!(log.contains("no-such-flag"), "{log}"),
+        other => panic!("expected a build error, got {other:?}"),
+    }
+    let no_cc = Options {
+        cc: "polyfuse-no-such-compiler".into(),
+        ..Options::default()
+    };
+    assert!(matches!(
+        cpu::run(&p, &ast, &inputs, &no_cc),
+        Err(Error::CompilerMissing { .. })
+    ));
+}
+
+const SANITIZE: &[&str] = &[
+    "-O1",
+    "-g",
+    "-fopenmp",
+    "-ffp-contract=off",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+];
+
+/// Whether the C compiler can build and run a sanitized program here.
+fn sanitizers_available() -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let src = dir.path().join("probe.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").map_err(|e| e.to_string())?;
+    let bin = dir.path().join("probe");
+    let built = std::process::Command::new("cc")
+        .args(SANITIZE)
+        .arg("-o")
+        .arg(&bin)
+        .arg(&src)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !built.status.success() {
+        return Err(String::from_utf8_lossy(&built.stderr).into_owned());
+    }
+    let ran = std::process::Command::new(&bin)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if ran.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&ran.stderr).into_owned())
+    }
+}
+
+#[test]
+fn generated_c_passes_address_and_undefined_behaviour_sanitizers() {
+    if let Err(reason) = sanitizers_available() {
+        println!("skipped: the sanitizer runtime is not usable here: {reason}");
+        return;
+    }
+    let options = Options {
+        cflags: SANITIZE.iter().map(|s| s.to_string()).collect(),
+        threads: Some(2),
+        ..Options::default()
+    };
+    for p in [
+        common::gemm_bias_relu(),
+        common::mandelbrot(),
+        common::f16_ops(),
+        common::i32_ops(),
+    ] {
+        let ast = annotated_ast(&p);
+        let report = cpu::check(&p, &ast, &options, 2).unwrap_or_else(|e| panic!("{e}"));
+        assert!(report.comparison.passed(), "{}", report.to_text(&p));
+    }
+}

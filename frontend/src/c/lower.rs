@@ -1,0 +1,1402 @@
+//! Lowering a parsed kernel to the Program IR: affine domains and accesses, typed bodies,
+//! array roles and the original 2d+1 schedule.
+//!
+//! Names in the SCoP resolve, in this order, to: an enclosing loop's iterator; a size (a size
+//! macro the preprocessor kept as a name, a `--size` name, or an `int` kernel parameter whose
+//! upper-cased name is a size, as PolyBench pairs `ni` with `NI`); a kernel parameter or local
+//! declared before the SCoP (an array, or a 0-d array for a scalar). Sizes become
+//! [`Param`]s in order of first use, keeping their macro names; `--size` overrides their
+//! values.
+//!
+//! Loops: `for (i = lb; cond; step)` with a step of `+1` or `-1`. A loop counting up keeps `i`
+//! as its iterator (`lb <= i`, plus the condition). A loop counting down is normalised to a
+//! fresh iterator counting up that keeps the C name: C's `i` is `lb - i'` (or `-i'` when `lb`
+//! is a `min`), substituted everywhere `i` appears, so domains stay increasing and the
+//! original schedule stays the textual order. Bounds may be `min`/`max` (functions, macros,
+//! or `a < b ? a : b`), each becoming several constraints; a bound that would need a
+//! disjunction (`i < max(a, b)`) is rejected.
+//!
+//! Bodies follow C's usual arithmetic conversions: operands are promoted to the wider of
+//! `int < float < double` with explicit casts, and the value assigned is converted to the
+//! element type. `x op= e` reads `x` first, so it is the statement's first read.
+//!
+//! Roles: a kernel parameter never written is an input; one written is in-out when the SCoP
+//! also reads it, output otherwise; locals are temporaries.
+
+use std::collections::{HashMap, HashSet};
+
+use polyhedral::program::{
+    Access, AffineExpr, Array, ArrayId, ArrayRole, BinaryOp, Constraint, ConstraintKind,
+    Expr as IrExpr, ExprArena, ExprId, Literal, MathFn, Param, ParamId, Program, Reduction,
+    ReductionOp, ScalarType, SourceKind, Span, Statement, UnaryOp, Var,
+};
+
+use super::ast::{BinOp, CType, Decl, Expr, ExprKind, Kernel, Stmt, StmtKind, UnOp};
+use super::preprocess::Preprocessed;
+use super::{CError, Loc};
+use crate::Options;
+
+const AFFINE_HINT: &str =
+    "bounds, conditions and subscripts must be affine in loop iterators and sizes, e.g. A[i + 1][2 * j]";
+/// Most pieces a `min` / `max` bound may have.
+const MAX_PIECES: usize = 64;
+const SIZE_HINT: &str = "define it with -D NAME=VALUE, --size NAME=VALUE, or #define in the file";
+
+pub(crate) fn lower(
+    kernel: &Kernel,
+    pp: &Preprocessed,
+    options: &Options,
+) -> Result<Program, CError> {
+    let mut l = Lowerer {
+        pp,
+        options,
+        params: Vec::new(),
+        decls: HashMap::new(),
+        iterator_names: HashSet::new(),
+        arrays: Vec::new(),
+        array_of: HashMap::new(),
+        statements: Vec::new(),
+        loops: Vec::new(),
+        domain: Vec::new(),
+        counters: vec![0],
+        positions: Vec::new(),
+    };
+    for s in &kernel.body {
+        collect_iterators(s, &mut l.iterator_names);
+    }
+    let mut used = HashSet::new();
+    for s in &kernel.body {
+        collect_names_stmt(s, &mut used);
+    }
+    for (k, d) in kernel.params.iter().enumerate() {
+        l.decls.insert(d.name.clone(), (d, true, k));
+    }
+    for (k, d) in kernel.locals.iter().enumerate() {
+        l.decls
+            .insert(d.name.clone(), (d, false, kernel.params.len() + k));
+    }
+    // Arrays in declaration order, so the Program lists them as the C function does.
+    let mut order: Vec<(&Decl, bool, usize)> = l.decls.values().copied().collect();
+    order.sort_by_key(|&(_, _, k)| k);
+    for (d, is_param, _) in order {
+        let data = !l.iterator_names.contains(&d.name) && l.size_alias(&d.name).is_none();
+        if used.contains(d.name.as_str()) && data {
+            l.declare_array(d, is_param)?;
+        }
+    }
+    for s in &kernel.body {
+        l.statement(s)?;
+    }
+    let mut written = vec![false; l.arrays.len()];
+    let mut read = vec![false; l.arrays.len()];
+    for s in &l.statements {
+        written[s.write.array.index()] = true;
+        for r in &s.reads {
+            read[r.array.index()] = true;
+        }
+    }
+    let arrays = l
+        .arrays
+        .into_iter()
+        .enumerate()
+        .map(|(k, (mut a, is_param))| {
+            a.role = match (is_param, written[k], read[k]) {
+                (false, _, _) => ArrayRole::Temporary,
+                (true, false, _) => ArrayRole::Input,
+                (true, true, true) => ArrayRole::InOut,
+                (true, true, false) => ArrayRole::Output,
+            };
+            a
+        })
+        .collect();
+    let name = kernel
+        .name
+        .strip_prefix("kernel_")
+        .filter(|n| !n.is_empty())
+        .unwrap_or(&kernel.name)
+        .to_string();
+    Ok(Program {
+        name,
+        source: SourceKind::CScop {
+            scop: kernel.scop.span,
+        },
+        params: l.params,
+        arrays,
+        functions: Vec::new(),
+        statements: l.statements,
+    })
+}
+
+fn collect_iterators(s: &Stmt, out: &mut HashSet<String>) {
+    match &s.kind {
+        StmtKind::For { init, body, .. } => {
+            if let Some(Expr {
+                kind: ExprKind::Assign(None, target, _),
+                ..
+            }) = init
+            {
+                if let ExprKind::Name { name, .. } = &target.kind {
+                    out.insert(name.clone());
+                }
+            }
+            collect_iterators(body, out);
+        }
+        StmtKind::If {
+            then, otherwise, ..
+        } => {
+            collect_iterators(then, out);
+            if let Some(o) = otherwise {
+                collect_iterators(o, out);
+            }
+        }
+        StmtKind::Block(b) => b.iter().for_each(|s| collect_iterators(s, out)),
+        StmtKind::Expr(_) | StmtKind::Empty => {}
+    }
+}
+
+fn collect_names_stmt<'a>(s: &'a Stmt, out: &mut HashSet<&'a str>) {
+    match &s.kind {
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            for e in [init, cond, step].into_iter().flatten() {
+                collect_names(e, out);
+            }
+            collect_names_stmt(body, out);
+        }
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+        } => {
+            collect_names(cond, out);
+            collect_names_stmt(then, out);
+            if let Some(o) = otherwise {
+                collect_names_stmt(o, out);
+            }
+        }
+        StmtKind::Block(b) => b.iter().for_each(|s| collect_names_stmt(s, out)),
+        StmtKind::Expr(e) => collect_names(e, out),
+        StmtKind::Empty => {}
+    }
+}
+
+fn collect_names<'a>(e: &'a Expr, out: &mut HashSet<&'a str>) {
+    match &e.kind {
+        ExprKind::Name { name, .. } => {
+            out.insert(name);
+        }
+        ExprKind::Int(_) | ExprKind::Float { .. } => {}
+        ExprKind::Index(a, b) | ExprKind::Binary(_, a, b) | ExprKind::Assign(_, a, b) => {
+            collect_names(a, out);
+            collect_names(b, out);
+        }
+        ExprKind::Call { args, .. } => args.iter().for_each(|a| collect_names(a, out)),
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) | ExprKind::Step { target: a, .. } => {
+            collect_names(a, out)
+        }
+        ExprKind::Cond(a, b, c) => {
+            collect_names(a, out);
+            collect_names(b, out);
+            collect_names(c, out);
+        }
+    }
+}
+
+fn scalar_type(ty: CType) -> ScalarType {
+    match ty {
+        CType::Int => ScalarType::I32,
+        CType::Float => ScalarType::F32,
+        CType::Double => ScalarType::F64,
+    }
+}
+
+/// An affine value, or the `min` / `max` of several (one piece is plain affine).
+#[derive(Clone, Debug)]
+enum Bound {
+    Min(Vec<AffineExpr>),
+    Max(Vec<AffineExpr>),
+}
+
+impl Bound {
+    fn affine(e: AffineExpr) -> Bound {
+        Bound::Min(vec![e])
+    }
+
+    fn single(&self) -> Option<&AffineExpr> {
+        match self {
+            Bound::Min(v) | Bound::Max(v) if v.len() == 1 => Some(&v[0]),
+            _ => None,
+        }
+    }
+
+    /// The pieces if this is a min (or plain affine).
+    fn as_min(&self) -> Option<&[AffineExpr]> {
+        match self {
+            Bound::Min(v) => Some(v),
+            Bound::Max(v) if v.len() == 1 => Some(v),
+            Bound::Max(_) => None,
+        }
+    }
+
+    fn as_max(&self) -> Option<&[AffineExpr]> {
+        match self {
+            Bound::Max(v) => Some(v),
+            Bound::Min(v) if v.len() == 1 => Some(v),
+            Bound::Min(_) => None,
+        }
+    }
+
+    fn negate(self) -> Bound {
+        match self {
+            Bound::Min(v) => Bound::Max(v.iter().map(|e| e.scale(-1)).collect()),
+            Bound::Max(v) => Bound::Min(v.iter().map(|e| e.scale(-1)).collect()),
+        }
+    }
+
+    fn scale(self, k: i64) -> Bound {
+        if k < 0 {
+            return self.negate().scale(-k);
+        }
+        match self {
+            Bound::Min(v) => Bound::Min(v.iter().map(|e| e.scale(k)).collect()),
+            Bound::Max(v) => Bound::Max(v.iter().map(|e| e.scale(k)).collect()),
+        }
+    }
+}
+
+struct LoopCtx {
+    name: String,
+    /// C's value of the loop variable, affine in the statement iterators.
+    value: AffineExpr,
+}
+
+struct Lowerer<'a> {
+    pp: &'a Preprocessed,
+    options: &'a Options,
+    params: Vec<Param>,
+    /// Declared names: the declaration, whether it is a kernel parameter, and its order.
+    decls: HashMap<String, (&'a Decl, bool, usize)>,
+    iterator_names: HashSet<String>,
+    /// Arrays and whether each is a kernel parameter.
+    arrays: Vec<(Array, bool)>,
+    array_of: HashMap<String, ArrayId>,
+    statements: Vec<Statement>,
+    loops: Vec<LoopCtx>,
+    domain: Vec<Constraint>,
+    /// Next textual position at each depth (`loops.len() + 1` entries).
+    counters: Vec<usize>,
+    /// Positions of the enclosing loops.
+    positions: Vec<usize>,
+}
+
+impl<'a> Lowerer<'a> {
+    fn declare_array(&mut self, d: &Decl, is_param: bool) -> Result<(), CError> {
+        if d.pointer {
+            return Err(CError::new(
+                d.loc,
+                format!("pointer `{}`: the SCoP needs the array's extents", d.name),
+                "declare it as an array, e.g. double A[N][M] or DATA_TYPE POLYBENCH_2D(A,N,M,n,m)",
+            ));
+        }
+        let mut shape = Vec::new();
+        for dim in &d.dims {
+            let Some(e) = dim else {
+                return Err(CError::new(
+                    d.loc,
+                    format!("array `{}` has an extent left out", d.name),
+                    "give every extent, e.g. double A[N][M]",
+                ));
+            };
+            let b = self.bound(e, "array extent")?;
+            let Some(a) = b.single().cloned() else {
+                return Err(CError::new(
+                    e.loc,
+                    "an array extent cannot be a min or max",
+                    "write the extent as a size expression",
+                ));
+            };
+            shape.push(a);
+        }
+        let id = ArrayId(self.arrays.len() as u32);
+        self.arrays.push((
+            Array {
+                name: d.name.clone(),
+                elem: scalar_type(d.ty),
+                shape,
+                role: ArrayRole::Input,
+                span: d.loc.span,
+            },
+            is_param,
+        ));
+        self.array_of.insert(d.name.clone(), id);
+        Ok(())
+    }
+
+    /// The parameter for size `name`, created on first use.
+    fn param(&mut self, name: &str, value: Option<i64>, loc: Loc) -> Result<ParamId, CError> {
+        if let Some(k) = self.params.iter().position(|p| p.name == name) {
+            return Ok(ParamId(k as u32));
+        }
+        let overridden = self
+            .options
+            .sizes
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|&(_, v)| v);
+        let Some(value) = overridden.or(value).or_else(|| self.pp.size_value(name)) else {
+            return Err(CError::new(
+                loc,
+                format!("undefined size `{name}`"),
+                SIZE_HINT,
+            ));
+        };
+        self.params.push(Param {
+            name: name.to_string(),
+            value,
+        });
+        Ok(ParamId(self.params.len() as u32 - 1))
+    }
+
+    /// The size an `int` kernel parameter stands for (`ni` → `NI`).
+    fn size_alias(&self, name: &str) -> Option<String> {
+        let (d, is_param, _) = self.decls.get(name)?;
+        if !is_param || d.ty != CType::Int || !d.dims.is_empty() || d.pointer {
+            return None;
+        }
+        let upper = name.to_uppercase();
+        let known = self.pp.size_value(&upper).is_some()
+            || self.options.sizes.iter().any(|(n, _)| *n == upper);
+        (known && upper != name).then_some(upper)
+    }
+
+    /// What a name means in a bound or subscript, if it is affine: a loop value or a size.
+    fn affine_name(
+        &mut self,
+        name: &str,
+        size: Option<i64>,
+        loc: Loc,
+    ) -> Result<Option<AffineExpr>, CError> {
+        if let Some(l) = self.loops.iter().rev().find(|l| l.name == name) {
+            return Ok(Some(l.value.clone()));
+        }
+        if self.iterator_names.contains(name) {
+            return Err(CError::new(
+                loc,
+                format!("`{name}` is used outside a loop over it"),
+                "a SCoP may use a loop iterator only inside its loop",
+            ));
+        }
+        if let Some(alias) = self.size_alias(name) {
+            let p = self.param(&alias, None, loc)?;
+            return Ok(Some(AffineExpr::var(Var::Param(p))));
+        }
+        if self.decls.contains_key(name) {
+            return Ok(None);
+        }
+        if size.is_some() || self.options.sizes.iter().any(|(n, _)| n == name) {
+            let p = self.param(name, size, loc)?;
+            return Ok(Some(AffineExpr::var(Var::Param(p))));
+        }
+        Err(CError::new(
+            loc,
+            format!("undefined size `{name}`"),
+            SIZE_HINT,
+        ))
+    }
+
+    fn not_affine(&self, e: &Expr, what: &str) -> CError {
+        CError::new(e.loc, format!("non-affine {what}"), AFFINE_HINT)
+    }
+
+    /// An affine expression with `min` / `max`, as loop bounds and conditions allow.
+    /// Coefficients stay within `i32` and pieces are few, so no arithmetic on them overflows.
+    fn bound(&mut self, e: &Expr, what: &str) -> Result<Bound, CError> {
+        let b = self.bound_unchecked(e, what)?;
+        let pieces = match &b {
+            Bound::Min(v) | Bound::Max(v) => v,
+        };
+        let limit = i64::from(i32::MAX);
+        let in_range = |a: &AffineExpr| {
+            a.constant.abs() <= limit && a.terms().iter().all(|&(_, c)| c.abs() <= limit)
+        };
+        if pieces.len() > MAX_PIECES || !pieces.iter().all(in_range) {
+            return Err(CError::new(
+                e.loc,
+                format!("{what} too large to handle"),
+                "keep coefficients and constants within int range and min/max nesting small",
+            ));
+        }
+        Ok(b)
+    }
+
+    fn bound_unchecked(&mut self, e: &Expr, what: &str) -> Result<Bound, CError> {
+        match &e.kind {
+            ExprKind::Int(v) => Ok(Bound::affine(AffineExpr::constant(*v))),
+            ExprKind::Name { name, size } => match self.affine_name(name, *size, e.loc)? {
+                Some(a) => Ok(Bound::affine(a)),
+                None => Err(CError::new(
+                    e.loc,
+                    format!("non-affine {what}: `{name}` is data, not an iterator or size"),
+                    AFFINE_HINT,
+                )),
+            },
+            ExprKind::Unary(UnOp::Neg, a) => Ok(self.bound(a, what)?.negate()),
+            ExprKind::Cast(CType::Int, a) => self.bound(a, what),
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, b) => {
+                let x = self.bound(a, what)?;
+                let mut y = self.bound(b, what)?;
+                if *op == BinOp::Sub {
+                    y = y.negate();
+                }
+                let sum = |xs: &[AffineExpr], ys: &[AffineExpr]| -> Vec<AffineExpr> {
+                    xs.iter()
+                        .flat_map(|p| ys.iter().map(move |q| p.add(q)))
+                        .collect()
+                };
+                if let (Some(p), Some(q)) = (x.as_min(), y.as_min()) {
+                    Ok(Bound::Min(sum(p, q)))
+                } else if let (Some(p), Some(q)) = (x.as_max(), y.as_max()) {
+                    Ok(Bound::Max(sum(p, q)))
+                } else {
+                    Err(CError::new(
+                        e.loc,
+                        format!("{what} mixing min and max is not supported yet"),
+                        "split the loop or condition so each bound is a min or a max",
+                    ))
+                }
+            }
+            ExprKind::Binary(BinOp::Mul, a, b) => {
+                let x = self.bound(a, what)?;
+                let y = self.bound(b, what)?;
+                let constant =
+                    |b: &Bound| b.single().filter(|a| a.is_constant()).map(|a| a.constant);
+                match (constant(&x), constant(&y)) {
+                    (Some(k), _) => Ok(y.scale(k)),
+                    (_, Some(k)) => Ok(x.scale(k)),
+                    _ => Err(self.not_affine(e, what)),
+                }
+            }
+            ExprKind::Binary(op @ (BinOp::Div | BinOp::Rem), a, b) => {
+                let x = self.bound(a, what)?;
+                let y = self.bound(b, what)?;
+                let constant =
+                    |b: &Bound| b.single().filter(|a| a.is_constant()).map(|a| a.constant);
+                match (constant(&x), constant(&y)) {
+                    (Some(p), Some(q)) if q != 0 => {
+                        let v = if *op == BinOp::Div {
+                            p.checked_div(q)
+                        } else {
+                            p.checked_rem(q)
+                        };
+                        v.map(|v| Bound::affine(AffineExpr::constant(v)))
+                            .ok_or_else(|| self.not_affine(e, what))
+                    }
+                    _ => Err(self.not_affine(e, what)),
+                }
+            }
+            ExprKind::Call { name, args }
+                if args.len() == 2 && matches!(name.as_str(), "min" | "max" | "MIN" | "MAX") =>
+            {
+                let is_min = name.eq_ignore_ascii_case("min");
+                self.min_max(is_min, &args[0], &args[1], e, what)
+            }
+            ExprKind::Cond(c, a, b) => {
+                // `x < y ? x : y` is min(x, y); `x > y ? x : y` is max(x, y).
+                if let ExprKind::Binary(op, l, r) = &c.kind {
+                    let lt = matches!(op, BinOp::Lt | BinOp::Le);
+                    let gt = matches!(op, BinOp::Gt | BinOp::Ge);
+                    if lt || gt {
+                        if l.same_as(a) && r.same_as(b) {
+                            return self.min_max(lt, l, r, e, what);
+                        }
+                        if l.same_as(b) && r.same_as(a) {
+                            return self.min_max(gt, l, r, e, what);
+                        }
+                    }
+                }
+                Err(self.not_affine(e, what))
+            }
+            _ => Err(self.not_affine(e, what)),
+        }
+    }
+
+    fn min_max(
+        &mut self,
+        is_min: bool,
+        a: &Expr,
+        b: &Expr,
+        whole: &Expr,
+        what: &str,
+    ) -> Result<Bound, CError> {
+        let x = self.bound(a, what)?;
+        let y = self.bound(b, what)?;
+        let joined = if is_min {
+            x.as_min()
+                .zip(y.as_min())
+                .map(|(p, q)| Bound::Min([p, q].concat()))
+        } else {
+            x.as_max()
+                .zip(y.as_max())
+                .map(|(p, q)| Bound::Max([p, q].concat()))
+        };
+        joined.ok_or_else(|| {
+            CError::new(
+                whole.loc,
+                format!("{what} nesting min and max is not supported yet"),
+                "split the loop or condition so each bound is a min or a max",
+            )
+        })
+    }
+
+    /// An affine expression without min / max (subscripts).
+    fn affine(&mut self, e: &Expr, what: &str) -> Result<AffineExpr, CError> {
+        let b = self.bound(e, what)?;
+        b.single().cloned().ok_or_else(|| {
+            CError::new(
+                e.loc,
+                format!("{what} with min or max is not supported"),
+                AFFINE_HINT,
+            )
+        })
+    }
+
+    /// The conjunction of constraints a SCoP condition stands for.
+    fn condition(&mut self, e: &Expr) -> Result<Vec<Constraint>, CError> {
+        match &e.kind {
+            ExprKind::Binary(BinOp::And, a, b) => {
+                let mut c = self.condition(a)?;
+                c.extend(self.condition(b)?);
+                Ok(c)
+            }
+            ExprKind::Binary(BinOp::Or, ..) => Err(CError::new(
+                e.loc,
+                "`||` in a SCoP condition is not supported yet",
+                "split the statement into one if per alternative",
+            )),
+            ExprKind::Binary(BinOp::Ne, ..) => Err(CError::new(
+                e.loc,
+                "`!=` in a SCoP condition is not supported yet",
+                "split into an if with `<` and an if with `>`",
+            )),
+            ExprKind::Binary(
+                op @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq),
+                a,
+                b,
+            ) => {
+                let (small, large, strict) = match op {
+                    BinOp::Lt => (a, b, true),
+                    BinOp::Le => (a, b, false),
+                    BinOp::Gt => (b, a, true),
+                    BinOp::Ge => (b, a, false),
+                    _ => {
+                        let x = self.affine(a, "condition")?;
+                        let y = self.affine(b, "condition")?;
+                        return Ok(vec![Constraint::eq(&x, &y)]);
+                    }
+                };
+                let s = self.bound(small, "condition")?;
+                let l = self.bound(large, "condition")?;
+                let (Some(ss), Some(ls)) = (s.as_max(), l.as_min()) else {
+                    return Err(CError::new(
+                        e.loc,
+                        "this comparison with min/max is a disjunction, not supported yet",
+                        "compare with min on the larger side and max on the smaller side",
+                    ));
+                };
+                let mut out = Vec::new();
+                for x in ss {
+                    for y in ls {
+                        out.push(if strict {
+                            Constraint::lt(x, y)
+                        } else {
+                            Constraint::le(x, y)
+                        });
+                    }
+                }
+                Ok(out)
+            }
+            ExprKind::Unary(UnOp::Not, a) => {
+                let inner = self.condition(a)?;
+                match inner.as_slice() {
+                    [c] if c.kind == ConstraintKind::NonNegative => Ok(vec![negate(c)]),
+                    _ => Err(CError::new(
+                        e.loc,
+                        "`!` of a compound condition or an equality is not supported yet",
+                        "write the negated comparison directly, e.g. i >= j for !(i < j)",
+                    )),
+                }
+            }
+            ExprKind::Int(v) => Ok(if *v != 0 {
+                Vec::new()
+            } else {
+                vec![Constraint::non_negative(AffineExpr::constant(-1))]
+            }),
+            _ => Err(CError::new(
+                e.loc,
+                "a SCoP condition must be affine comparisons joined by &&",
+                AFFINE_HINT,
+            )),
+        }
+    }
+
+    fn statement(&mut self, s: &Stmt) -> Result<(), CError> {
+        match &s.kind {
+            StmtKind::Block(b) => b.iter().try_for_each(|s| self.statement(s)),
+            StmtKind::Empty => Ok(()),
+            StmtKind::If {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let constraints = self.condition(cond)?;
+                let mark = self.domain.len();
+                self.domain.extend(constraints.iter().cloned());
+                self.statement(then)?;
+                self.domain.truncate(mark);
+                if let Some(o) = otherwise {
+                    let negated = match constraints.as_slice() {
+                        [c] if c.kind == ConstraintKind::NonNegative => negate(c),
+                        _ => return Err(CError::new(
+                            cond.loc,
+                            "`else` of a compound condition or an equality is not supported yet",
+                            "write the else branch as its own if with the opposite comparison",
+                        )),
+                    };
+                    self.domain.push(negated);
+                    self.statement(o)?;
+                    self.domain.truncate(mark);
+                }
+                Ok(())
+            }
+            StmtKind::For {
+                init,
+                cond,
+                step,
+                body,
+            } => self.for_loop(s, init.as_ref(), cond.as_ref(), step.as_ref(), body),
+            StmtKind::Expr(e) => self.assignment(e, s.loc),
+        }
+    }
+
+    fn for_loop(
+        &mut self,
+        s: &Stmt,
+        init: Option<&Expr>,
+        cond: Option<&Expr>,
+        step: Option<&Expr>,
+        body: &Stmt,
+    ) -> Result<(), CError> {
+        let (Some(init), Some(cond), Some(step)) = (init, cond, step) else {
+            return Err(CError::new(
+                s.loc,
+                "a SCoP loop needs an initialisation, a condition and a step",
+                "write for (i = lb; i < ub; i++)",
+            ));
+        };
+        let ExprKind::Assign(None, target, lb) = &init.kind else {
+            return Err(CError::new(
+                init.loc,
+                "a SCoP loop must start by assigning its iterator",
+                "write for (i = lb; i < ub; i++)",
+            ));
+        };
+        let ExprKind::Name { name, .. } = &target.kind else {
+            return Err(CError::new(
+                target.loc,
+                "a loop iterator must be a plain variable",
+                "write for (i = lb; i < ub; i++)",
+            ));
+        };
+        if self.loops.iter().any(|l| l.name == *name) {
+            return Err(CError::new(
+                target.loc,
+                format!("`{name}` is already the iterator of an enclosing loop"),
+                "give each loop of a nest its own iterator",
+            ));
+        }
+        if let Some((d, _, _)) = self.decls.get(name.as_str()) {
+            if d.ty != CType::Int || !d.dims.is_empty() {
+                return Err(CError::new(
+                    target.loc,
+                    format!("loop iterator `{name}` is not an int"),
+                    "declare loop iterators as int",
+                ));
+            }
+        }
+        let delta = self.step_of(step, name)?;
+        let lower = self.bound(lb, "loop bound")?;
+        let depth = self.loops.len();
+        let t = AffineExpr::var(Var::Iter(depth));
+        let mark = self.domain.len();
+        let value = if delta > 0 {
+            let Some(lbs) = lower.as_max() else {
+                return Err(CError::new(
+                    lb.loc,
+                    "a loop counting up from a min is not supported yet",
+                    "start the loop at an affine value or a max",
+                ));
+            };
+            for l in lbs {
+                self.domain.push(Constraint::le(l, &t));
+            }
+            t.clone()
+        } else if let Some(start) = lower.single() {
+            self.domain.push(Constraint::non_negative(t.clone()));
+            start.sub(&t)
+        } else {
+            let Some(starts) = lower.as_min() else {
+                return Err(CError::new(
+                    lb.loc,
+                    "a loop counting down from a max is not supported yet",
+                    "start the loop at an affine value or a min",
+                ));
+            };
+            let value = t.scale(-1);
+            for l in starts {
+                self.domain.push(Constraint::le(&value, l));
+            }
+            value
+        };
+        self.loops.push(LoopCtx {
+            name: name.clone(),
+            value,
+        });
+        let constraints = self.condition(cond)?;
+        let t_var = Var::Iter(depth);
+        let bounded = constraints.iter().any(|c| {
+            c.expr.coeff(t_var) < 0 || (c.kind == ConstraintKind::Zero && c.expr.coeff(t_var) != 0)
+        });
+        if !bounded {
+            return Err(CError::new(
+                cond.loc,
+                format!(
+                    "the loop condition does not bound `{name}` in the direction it {}",
+                    if delta > 0 {
+                        "counts up"
+                    } else {
+                        "counts down"
+                    }
+                ),
+                "count up with i < ub or i <= ub, down with i >= lb or i > lb",
+            ));
+        }
+        self.domain.extend(constraints);
+        let position = self.counters[depth];
+        self.counters[depth] += 1;
+        self.positions.push(position);
+        self.counters.push(0);
+        let result = self.statement(body);
+        self.counters.pop();
+        self.positions.pop();
+        self.loops.pop();
+        self.domain.truncate(mark);
+        result
+    }
+
+    /// `+1` or `-1` for a unit step of `name`, an error otherwise.
+    fn step_of(&self, step: &Expr, name: &str) -> Result<i64, CError> {
+        let is_iter = |e: &Expr| matches!(&e.kind, ExprKind::Name { name: n, .. } if n == name);
+        let int = |e: &Expr| match e.kind {
+            ExprKind::Int(v) => Some(v),
+            _ => None,
+        };
+        let delta = match &step.kind {
+            ExprKind::Step { target, delta } if is_iter(target) => Some(*delta),
+            ExprKind::Assign(Some(BinOp::Add), t, v) if is_iter(t) => int(v),
+            ExprKind::Assign(Some(BinOp::Sub), t, v) if is_iter(t) => int(v).map(|v| -v),
+            ExprKind::Assign(None, t, v) if is_iter(t) => match &v.kind {
+                ExprKind::Binary(BinOp::Add, a, b) if is_iter(a) => int(b),
+                ExprKind::Binary(BinOp::Add, a, b) if is_iter(b) => int(a),
+                ExprKind::Binary(BinOp::Sub, a, b) if is_iter(a) => int(b).map(|v| -v),
+                _ => None,
+            },
+            _ => {
+                return Err(CError::new(
+                    step.loc,
+                    format!("the loop step must change the iterator `{name}`"),
+                    "write i++, i--, i += 1 or i -= 1",
+                ))
+            }
+        };
+        match delta {
+            Some(d @ (1 | -1)) => Ok(d),
+            _ => Err(CError::new(
+                step.loc,
+                "non-unit loop stride is not supported yet",
+                "step the iterator by 1 (i++ or i--)",
+            )),
+        }
+    }
+
+    /// The array and subscripts an lvalue or a read names.
+    fn element(&mut self, e: &Expr) -> Result<Access, CError> {
+        let mut subs = Vec::new();
+        let mut cur = e;
+        while let ExprKind::Index(base, index) = &cur.kind {
+            subs.push(index.as_ref());
+            cur = base;
+        }
+        subs.reverse();
+        let ExprKind::Name { name, .. } = &cur.kind else {
+            return Err(CError::new(
+                cur.loc,
+                "only named arrays can be indexed",
+                "index arrays by name: A[i][j]",
+            ));
+        };
+        let Some(&array) = self.array_of.get(name) else {
+            let (message, hint) =
+                if self.iterator_names.contains(name) || self.size_alias(name).is_some() {
+                    (
+                        format!("`{name}` is not an array"),
+                        "only arrays and scalars declared before the SCoP hold data",
+                    )
+                } else if cur.kind != e.kind || !self.decls.contains_key(name.as_str()) {
+                    (
+                        format!("unknown identifier `{name}`"),
+                        "declare it as a kernel parameter or a local before #pragma scop",
+                    )
+                } else {
+                    (
+                        format!("`{name}` is not an array"),
+                        "only arrays and scalars declared before the SCoP hold data",
+                    )
+                };
+            return Err(CError::new(cur.loc, message, hint));
+        };
+        let dims = self.arrays[array.index()].0.shape.len();
+        if subs.len() != dims {
+            return Err(CError::new(
+                e.loc,
+                format!(
+                    "`{name}` has {dims} dimension{} but is used with {} subscript{}",
+                    if dims == 1 { "" } else { "s" },
+                    subs.len(),
+                    if subs.len() == 1 { "" } else { "s" }
+                ),
+                "give one subscript per dimension",
+            ));
+        }
+        let mut subscripts = Vec::new();
+        for s in subs {
+            subscripts.push(self.affine(s, "subscript")?);
+        }
+        Ok(Access {
+            array,
+            subscripts,
+            span: e.loc.span,
+        })
+    }
+
+    fn assignment(&mut self, e: &Expr, loc: Loc) -> Result<(), CError> {
+        let (op, target, rhs, one);
+        match &e.kind {
+            ExprKind::Assign(o, t, r) => {
+                op = *o;
+                target = t.as_ref();
+                rhs = r.as_ref();
+            }
+            ExprKind::Step { target: t, delta } => {
+                one = Expr {
+                    kind: ExprKind::Int(1),
+                    loc: e.loc,
+                };
+                op = Some(if *delta > 0 { BinOp::Add } else { BinOp::Sub });
+                target = t.as_ref();
+                rhs = &one;
+            }
+            ExprKind::Call { name, .. } => return Err(CError::new(
+                e.loc,
+                format!("call to `{name}` is not supported in a SCoP"),
+                "only math functions (sqrt, exp, pow, fabs, …) may be called, inside expressions",
+            )),
+            _ => {
+                return Err(CError::new(
+                    e.loc,
+                    "a SCoP statement must be an assignment",
+                    "write A[i][j] = expression; (or +=, -=, *=, /=)",
+                ))
+            }
+        }
+        let mut root = target;
+        while let ExprKind::Index(base, _) = &root.kind {
+            root = base;
+        }
+        if let ExprKind::Name { name, size } = &root.kind {
+            if self.iterator_names.contains(name) {
+                return Err(CError::new(
+                    target.loc,
+                    format!("assignment to loop iterator `{name}`"),
+                    "SCoP loops change their iterators only in the for header",
+                ));
+            }
+            let is_size = size.is_some()
+                || self.size_alias(name).is_some()
+                || self.options.sizes.iter().any(|(n, _)| n == name);
+            if is_size && !self.array_of.contains_key(name) {
+                return Err(CError::new(
+                    target.loc,
+                    format!("assignment to size `{name}`"),
+                    "sizes are constants",
+                ));
+            }
+        }
+        let write = self.element(target)?;
+        let elem = self.arrays[write.array.index()].0.elem;
+        let mut b = Body {
+            arena: ExprArena::new(),
+            reads: Vec::new(),
+        };
+        let mut reduction_op = None;
+        let value = match op {
+            None => {
+                let (v, ty) = self.value(&mut b, rhs)?;
+                if let IrExpr::Binary(bop @ (BinaryOp::Add | BinaryOp::Mul), x, y) = b.arena[v] {
+                    if ty == elem && (b.is_read_of(x, &write) || b.is_read_of(y, &write)) {
+                        reduction_op = Some(bop);
+                    }
+                }
+                b.convert(v, ty, elem)
+            }
+            Some(bop) => {
+                let r = b.read(write.clone());
+                let current = b.arena.push(IrExpr::Read(r));
+                let (v, ty) = self.value(&mut b, rhs)?;
+                let (id, ty) = self.arith(&mut b, bop, (current, elem), (v, ty), e)?;
+                if ty == elem && matches!(bop, BinOp::Add | BinOp::Mul) {
+                    reduction_op = Some(if bop == BinOp::Add {
+                        BinaryOp::Add
+                    } else {
+                        BinaryOp::Mul
+                    });
+                }
+                b.convert(id, ty, elem)
+            }
+        };
+        // A reduction reads the element it updates exactly once and nothing else of its array.
+        let reduction = reduction_op.and_then(|rop| {
+            let same_array = b.reads.iter().filter(|r| r.0 == write.array).count();
+            let self_reads = b
+                .arena
+                .iter()
+                .filter(|&(id, _)| b.is_read_of(id, &write))
+                .count();
+            let iters: Vec<usize> = (0..self.loops.len())
+                .filter(|&k| write.subscripts.iter().all(|s| s.coeff(Var::Iter(k)) == 0))
+                .collect();
+            (same_array == 1 && self_reads == 1 && !iters.is_empty()).then(|| Reduction {
+                op: if rop == BinaryOp::Add {
+                    ReductionOp::Add
+                } else {
+                    ReductionOp::Mul
+                },
+                iters,
+            })
+        });
+        let depth = self.loops.len();
+        let mut position = self.positions.clone();
+        position.push(self.counters[depth]);
+        self.counters[depth] += 1;
+        let reads = b
+            .reads
+            .into_iter()
+            .map(|(array, subscripts, span)| Access {
+                array,
+                subscripts,
+                span,
+            })
+            .collect();
+        self.statements.push(Statement {
+            name: format!("S{}", self.statements.len()),
+            iterators: self.loops.iter().map(|l| l.name.clone()).collect(),
+            domain: self.domain.clone(),
+            write,
+            reads,
+            exprs: b.arena,
+            body: value,
+            position,
+            reduction,
+            span: loc.span.join(e.loc.span),
+        });
+        Ok(())
+    }
+
+    /// Lowers an expression of a statement body to the arena: its handle and C type.
+    fn value(&mut self, b: &mut Body, e: &Expr) -> Result<(ExprId, ScalarType), CError> {
+        match &e.kind {
+            ExprKind::Int(v) => Ok((
+                b.arena.push(IrExpr::Literal(Literal {
+                    value: *v as f64,
+                    ty: ScalarType::I32,
+                })),
+                ScalarType::I32,
+            )),
+            ExprKind::Float { value, single } => {
+                let (value, ty) = if *single {
+                    (*value as f32 as f64, ScalarType::F32)
+                } else {
+                    (*value, ScalarType::F64)
+                };
+                Ok((b.arena.push(IrExpr::Literal(Literal { value, ty })), ty))
+            }
+            ExprKind::Name { name, size } => {
+                if self.array_of.contains_key(name) {
+                    let acc = self.element(e)?;
+                    let ty = self.arrays[acc.array.index()].0.elem;
+                    let r = b.read(acc);
+                    return Ok((b.arena.push(IrExpr::Read(r)), ty));
+                }
+                if !self.decls.contains_key(name.as_str())
+                    && size.is_none()
+                    && !self.iterator_names.contains(name)
+                    && !self.options.sizes.iter().any(|(n, _)| n == name)
+                {
+                    return Err(CError::new(
+                        e.loc,
+                        format!("unknown identifier `{name}`"),
+                        "declare it as a kernel parameter or a local before #pragma scop",
+                    ));
+                }
+                match self.affine_name(name, *size, e.loc)? {
+                    Some(a) => Ok((b.affine_value(&a), ScalarType::I32)),
+                    None => Err(CError::new(
+                        e.loc,
+                        format!("`{name}` cannot be used here"),
+                        "read arrays and scalars declared before the SCoP",
+                    )),
+                }
+            }
+            ExprKind::Index(..) => {
+                let acc = self.element(e)?;
+                let ty = self.arrays[acc.array.index()].0.elem;
+                let r = b.read(acc);
+                Ok((b.arena.push(IrExpr::Read(r)), ty))
+            }
+            ExprKind::Unary(UnOp::Neg, a) => {
+                let (v, ty) = self.value(b, a)?;
+                let (v, ty) = b.numeric(v, ty);
+                Ok((b.arena.push(IrExpr::Unary(UnaryOp::Neg, v)), ty))
+            }
+            ExprKind::Unary(UnOp::Not, a) => {
+                let (v, ty) = self.value(b, a)?;
+                let c = b.truth(v, ty);
+                Ok((
+                    b.arena.push(IrExpr::Unary(UnaryOp::Not, c)),
+                    ScalarType::Bool,
+                ))
+            }
+            ExprKind::Binary(op, x, y) => {
+                let l = self.value(b, x)?;
+                let r = self.value(b, y)?;
+                self.arith(b, *op, l, r, e)
+            }
+            ExprKind::Cond(c, x, y) => {
+                let (cv, ct) = self.value(b, c)?;
+                let cond = b.truth(cv, ct);
+                let (xv, xt) = self.value(b, x)?;
+                let (yv, yt) = self.value(b, y)?;
+                let (xv, xt) = b.numeric(xv, xt);
+                let (yv, yt) = b.numeric(yv, yt);
+                let ty = promote(xt, yt);
+                let then = b.convert(xv, xt, ty);
+                let otherwise = b.convert(yv, yt, ty);
+                Ok((
+                    b.arena.push(IrExpr::Select {
+                        cond,
+                        then,
+                        otherwise,
+                    }),
+                    ty,
+                ))
+            }
+            ExprKind::Cast(t, a) => {
+                let (v, ty) = self.value(b, a)?;
+                let (v, ty) = b.numeric(v, ty);
+                let to = scalar_type(*t);
+                Ok((b.convert(v, ty, to), to))
+            }
+            ExprKind::Call { name, args } => self.call(b, name, args, e),
+            ExprKind::Assign(..) | ExprKind::Step { .. } => Err(CError::new(
+                e.loc,
+                "assignment inside an expression is not supported in a SCoP",
+                "write one assignment per statement",
+            )),
+        }
+    }
+
+    fn arith(
+        &mut self,
+        b: &mut Body,
+        op: BinOp,
+        (x, xt): (ExprId, ScalarType),
+        (y, yt): (ExprId, ScalarType),
+        e: &Expr,
+    ) -> Result<(ExprId, ScalarType), CError> {
+        if matches!(op, BinOp::And | BinOp::Or) {
+            let p = b.truth(x, xt);
+            let q = b.truth(y, yt);
+            let bop = if op == BinOp::And {
+                BinaryOp::And
+            } else {
+                BinaryOp::Or
+            };
+            return Ok((b.arena.push(IrExpr::Binary(bop, p, q)), ScalarType::Bool));
+        }
+        let (x, xt) = b.numeric(x, xt);
+        let (y, yt) = b.numeric(y, yt);
+        let ty = promote(xt, yt);
+        if op == BinOp::Rem && ty != ScalarType::I32 {
+            return Err(CError::new(
+                e.loc,
+                "`%` needs integer operands",
+                "use % on int values only",
+            ));
+        }
+        let x = b.convert(x, xt, ty);
+        let y = b.convert(y, yt, ty);
+        let (bop, result) = match op {
+            BinOp::Add => (BinaryOp::Add, ty),
+            BinOp::Sub => (BinaryOp::Sub, ty),
+            BinOp::Mul => (BinaryOp::Mul, ty),
+            BinOp::Div => (BinaryOp::Div, ty),
+            BinOp::Rem => (BinaryOp::Rem, ty),
+            BinOp::Lt => (BinaryOp::Lt, ScalarType::Bool),
+            BinOp::Le => (BinaryOp::Le, ScalarType::Bool),
+            BinOp::Gt => (BinaryOp::Gt, ScalarType::Bool),
+            BinOp::Ge => (BinaryOp::Ge, ScalarType::Bool),
+            BinOp::Eq => (BinaryOp::Eq, ScalarType::Bool),
+            BinOp::Ne => (BinaryOp::Ne, ScalarType::Bool),
+            // Handled above.
+            BinOp::And | BinOp::Or => unreachable!("logical operators are lowered first"),
+        };
+        Ok((b.arena.push(IrExpr::Binary(bop, x, y)), result))
+    }
+
+    fn call(
+        &mut self,
+        b: &mut Body,
+        name: &str,
+        args: &[Expr],
+        e: &Expr,
+    ) -> Result<(ExprId, ScalarType), CError> {
+        enum Kind {
+            Math(MathFn, ScalarType),
+            MinMax(BinaryOp, Option<ScalarType>),
+        }
+        let kind = match name {
+            "min" | "MIN" => Kind::MinMax(BinaryOp::Min, None),
+            "max" | "MAX" => Kind::MinMax(BinaryOp::Max, None),
+            "fmin" => Kind::MinMax(BinaryOp::Min, Some(ScalarType::F64)),
+            "fmax" => Kind::MinMax(BinaryOp::Max, Some(ScalarType::F64)),
+            "fminf" => Kind::MinMax(BinaryOp::Min, Some(ScalarType::F32)),
+            "fmaxf" => Kind::MinMax(BinaryOp::Max, Some(ScalarType::F32)),
+            "abs" => Kind::Math(MathFn::Abs, ScalarType::I32),
+            "fabs" => Kind::Math(MathFn::Abs, ScalarType::F64),
+            "fabsf" => Kind::Math(MathFn::Abs, ScalarType::F32),
+            _ => {
+                let (base, ty) = match name.strip_suffix('f') {
+                    Some(base) if MathFn::from_name(base).is_some() => (base, ScalarType::F32),
+                    _ => (name, ScalarType::F64),
+                };
+                match MathFn::from_name(base).filter(|m| !matches!(m, MathFn::Abs | MathFn::Rsqrt)) {
+                    Some(m) => Kind::Math(m, ty),
+                    None => {
+                        return Err(CError::new(
+                            e.loc,
+                            format!("call to `{name}` is not supported in a SCoP"),
+                            "only math functions (sqrt, exp, log, pow, fabs, sin, cos, tanh, floor, ceil, min, max) may be called",
+                        ))
+                    }
+                }
+            }
+        };
+        let arity = match kind {
+            Kind::Math(m, _) => m.arity(),
+            Kind::MinMax(..) => 2,
+        };
+        if args.len() != arity {
+            return Err(CError::new(
+                e.loc,
+                format!(
+                    "`{name}` takes {arity} argument{} but is given {}",
+                    if arity == 1 { "" } else { "s" },
+                    args.len()
+                ),
+                "check the call",
+            ));
+        }
+        let mut vals = Vec::new();
+        for a in args {
+            let (v, ty) = self.value(b, a)?;
+            vals.push(b.numeric(v, ty));
+        }
+        let ty = match kind {
+            Kind::Math(_, ty) | Kind::MinMax(_, Some(ty)) => ty,
+            Kind::MinMax(_, None) => promote(vals[0].1, vals[1].1),
+        };
+        let ids: Vec<ExprId> = vals.iter().map(|&(v, t)| b.convert(v, t, ty)).collect();
+        let id = match kind {
+            Kind::Math(m, _) => b.arena.push(IrExpr::Math(m, ids)),
+            Kind::MinMax(op, _) => b.arena.push(IrExpr::Binary(op, ids[0], ids[1])),
+        };
+        Ok((id, ty))
+    }
+}
+
+/// `e >= 0` negated over the integers: `-e - 1 >= 0`.
+fn negate(c: &Constraint) -> Constraint {
+    Constraint::non_negative(c.expr.scale(-1).add(&AffineExpr::constant(-1)))
+}
+
+/// C's usual arithmetic conversions on `int`, `float` and `double`.
+fn promote(a: ScalarType, b: ScalarType) -> ScalarType {
+    let rank = |t: ScalarType| match t {
+        ScalarType::F64 => 3,
+        ScalarType::F32 => 2,
+        ScalarType::F16 => 1,
+        _ => 0,
+    };
+    if rank(a) >= rank(b) {
+        a
+    } else {
+        b
+    }
+}
+
+/// A statement body under construction.
+struct Body {
+    arena: ExprArena,
+    /// Distinct elements read, with their spans.
+    reads: Vec<(ArrayId, Vec<AffineExpr>, Span)>,
+}
+
+impl Body {
+    /// The index of a read of `acc`, shared with an earlier read of the same element.
+    fn read(&mut self, acc: Access) -> usize {
+        if let Some(k) = self
+            .reads
+            .iter()
+            .position(|r| r.0 == acc.array && r.1 == acc.subscripts)
+        {
+            return k;
+        }
+        self.reads.push((acc.array, acc.subscripts, acc.span));
+        self.reads.len() - 1
+    }
+
+    /// Whether `id` reads exactly the element `acc` names.
+    fn is_read_of(&self, id: ExprId, acc: &Access) -> bool {
+        match self.arena[id] {
+            IrExpr::Read(r) => self.reads[r].0 == acc.array && self.reads[r].1 == acc.subscripts,
+            _ => false,
+        }
+    }
+
+    /// An `i32` expression for an affine value of iterators and sizes.
+    fn affine_value(&mut self, a: &AffineExpr) -> ExprId {
+        let int = |v: i64| {
+            IrExpr::Literal(Literal {
+                value: v as f64,
+                ty: ScalarType::I32,
+            })
+        };
+        let mut acc: Option<ExprId> = None;
+        for &(v, c) in a.terms() {
+            let leaf = self.arena.push(match v {
+                Var::Iter(k) => IrExpr::Iter(k),
+                Var::Param(p) => IrExpr::Param(p),
+            });
+            let (term, negative) = match c {
+                1 => (leaf, false),
+                -1 if acc.is_some() => (leaf, true),
+                -1 => (self.arena.push(IrExpr::Unary(UnaryOp::Neg, leaf)), false),
+                _ if c < 0 && acc.is_some() => {
+                    let k = self.arena.push(int(-c));
+                    (
+                        self.arena.push(IrExpr::Binary(BinaryOp::Mul, k, leaf)),
+                        true,
+                    )
+                }
+                _ => {
+                    let k = self.arena.push(int(c));
+                    (
+                        self.arena.push(IrExpr::Binary(BinaryOp::Mul, k, leaf)),
+                        false,
+                    )
+                }
+            };
+            acc = Some(match acc {
+                None => term,
+                Some(prev) => {
+                    let op = if negative {
+                        BinaryOp::Sub
+                    } else {
+                        BinaryOp::Add
+                    };
+                    self.arena.push(IrExpr::Binary(op, prev, term))
+                }
+            });
+        }
+        let c = a.constant;
+        match acc {
+            None => self.arena.push(int(c)),
+            Some(prev) if c == 0 => prev,
+            Some(prev) => {
+                let (op, k) = if c > 0 {
+                    (BinaryOp::Add, c)
+                } else {
+                    (BinaryOp::Sub, -c)
+                };
+                let k = self.arena.push(int(k));
+                self.arena.push(IrExpr::Binary(op, prev, k))
+            }
+        }
+    }
+
+    /// A boolean as the `int` C makes of it; numbers unchanged.
+    fn numeric(&mut self, v: ExprId, ty: ScalarType) -> (ExprId, ScalarType) {
+        if ty != ScalarType::Bool {
+            return (v, ty);
+        }
+        let one = self.arena.push(IrExpr::Literal(Literal {
+            value: 1.0,
+            ty: ScalarType::I32,
+        }));
+        let zero = self.arena.push(IrExpr::Literal(Literal {
+            value: 0.0,
+            ty: ScalarType::I32,
+        }));
+        (
+            self.arena.push(IrExpr::Select {
+                cond: v,
+                then: one,
+                otherwise: zero,
+            }),
+            ScalarType::I32,
+        )
+    }
+
+    /// A number as a condition (`!= 0`); booleans unchanged.
+    fn truth(&mut self, v: ExprId, ty: ScalarType) -> ExprId {
+        if ty == ScalarType::Bool {
+            return v;
+        }
+        let zero = self.arena.push(IrExpr::Literal(Literal { value: 0.0, ty }));
+        self.arena.push(IrExpr::Binary(BinaryOp::Ne, v, zero))
+    }
+
+    /// `v` converted from `from` to `to`, with a cast only where they differ.
+    fn convert(&mut self, v: ExprId, from: ScalarType, to: ScalarType) -> ExprId {
+        let (v, from) = self.numeric(v, from);
+        if from == to {
+            v
+        } else {
+            self.arena.push(IrExpr::Cast(to, v))
+        }
+    }
+}

@@ -1,0 +1,576 @@
+//! Tests of the C SCoP front end: the kernels in `kernels/`, lowering of each construct,
+//! one test per error kind, and random inputs that must never panic.
+
+use std::path::{Path, PathBuf};
+
+use polyhedral::program::{ArrayRole, SourceKind};
+use polyhedral::Program;
+use proptest::prelude::*;
+
+use super::parse_scop;
+use crate::{Error, Options, SourceFile};
+
+fn kernels_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../kernels")
+}
+
+fn with_defines(defines: &[&str]) -> Options {
+    Options {
+        defines: defines.iter().map(|d| (d.to_string(), None)).collect(),
+        ..Options::default()
+    }
+}
+
+fn kernel(name: &str, options: &Options) -> Program {
+    let path = kernels_dir().join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let p = parse_scop(&SourceFile::new(&path, text), options)
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    p.verify().unwrap();
+    p
+}
+
+/// A kernel with sizes N = 10 and M = 8, arrays A, B (N x N), x (N), a scalar alpha, int
+/// iterators i, j, k and a local scalar t, around the given SCoP body.
+fn wrap(body: &str) -> String {
+    format!(
+        "#define N 10\n#define M 8\n\
+         void kernel_k(double A[N][N], double B[N][N], double x[N], double alpha) {{\n\
+         int i, j, k;\ndouble t;\n#pragma scop\n{body}\n#pragma endscop\n}}\n"
+    )
+}
+
+/// Line of the first line of `wrap`'s body.
+const BODY_LINE: usize = 7;
+
+fn parse(src: &str) -> Result<Program, Error> {
+    parse_scop(&SourceFile::new("test.c", src), &Options::default())
+}
+
+fn lower(body: &str) -> String {
+    let p = parse(&wrap(body)).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    p.verify().unwrap();
+    p.to_string()
+}
+
+/// The message and 1-based line and column of the error `src` gives.
+fn error(src: &str) -> (String, usize, usize) {
+    let e = parse(src).expect_err("an error");
+    assert!(e.diagnostic.hint.is_some(), "no hint: {e}");
+    let (line, col) = e.line_col();
+    (e.diagnostic.message, line, col)
+}
+
+fn body_error(body: &str) -> (String, usize, usize) {
+    let (m, line, col) = error(&wrap(body));
+    (m, line - BODY_LINE + 1, col)
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("polyfuse-cscop-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+// ---------------------------------------------------------------- kernels
+
+#[test]
+fn gemm_lowers_as_polybench_writes_it() {
+    let p = kernel("gemm.c", &with_defines(&["SMALL_DATASET"]));
+    let text = p.to_string();
+    assert_eq!(p.name, "gemm");
+    assert!(text.contains("params: NI = 60, NJ = 70, NK = 80"), "{text}");
+    assert!(text.contains("C: f64[NI, NJ] inout"), "{text}");
+    assert!(text.contains("alpha: f64 input"), "{text}");
+    assert!(text.contains("S0: C[i, j] = C[i, j] * beta[]"), "{text}");
+    assert!(
+        text.contains("S1: C[i, j] = C[i, j] + alpha[] * A[i, k] * B[k, j]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("{ S1[i, k, j] : 0 <= i < NI and 0 <= k < NK and 0 <= j < NJ }"),
+        "{text}"
+    );
+    assert!(text.contains("schedule: [0, i, 0, j, 0]"), "{text}");
+    assert!(text.contains("schedule: [0, i, 1, k, 0, j, 0]"), "{text}");
+    assert!(text.contains("reduction: + over k"), "{text}");
+    let SourceKind::CScop { scop } = p.source else {
+        panic!("not a C SCoP")
+    };
+    let src = std::fs::read_to_string(kernels_dir().join("gemm.c")).unwrap();
+    let region = &src[scop.start as usize..scop.end as usize];
+    assert!(region.starts_with("#pragma scop"), "{region}");
+    assert!(region.ends_with("#pragma endscop"), "{region}");
+}
+
+#[test]
+fn every_kernel_lowers_and_verifies() {
+    let expected = [
+        ("gemm.c", 2),
+        ("2mm.c", 4),
+        ("syrk.c", 2),
+        ("doitgen.c", 3),
+        ("gramschmidt.c", 7),
+        ("covariance.c", 8),
+        ("gemver.c", 4),
+        ("jacobi-2d.c", 2),
+    ];
+    for (name, statements) in expected {
+        let p = kernel(name, &with_defines(&["MINI_DATASET"]));
+        assert_eq!(p.statements.len(), statements, "{name}:\n{p}");
+        let mut memory = polyhedral::interp::random_inputs(&p, 3);
+        polyhedral::interp::run(&p, &mut memory).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+}
+
+#[test]
+fn dataset_macros_select_sizes_as_polybench_does() {
+    let size = |opts: &Options| kernel("gemm.c", opts).params[0].value;
+    assert_eq!(
+        size(&Options::default()),
+        1000,
+        "PolyBench defaults to LARGE"
+    );
+    assert_eq!(size(&with_defines(&["MINI_DATASET"])), 20);
+    assert_eq!(size(&with_defines(&["EXTRALARGE_DATASET"])), 2000);
+    let mut opts = with_defines(&["MINI_DATASET"]);
+    opts.sizes.push(("NJ".into(), 7));
+    let p = kernel("gemm.c", &opts);
+    assert_eq!(p.params[1].name, "NJ");
+    assert_eq!(p.params[1].value, 7);
+    let opts = Options {
+        defines: vec![
+            ("NI".into(), Some("3".into())),
+            ("NJ".into(), Some("4".into())),
+            ("NK".into(), Some("5".into())),
+        ],
+        ..Options::default()
+    };
+    assert_eq!(kernel("gemm.c", &opts).param_values(), [3, 4, 5]);
+}
+
+#[test]
+fn a_real_polybench_header_on_the_include_path_changes_nothing() {
+    for name in ["gemm.c", "gramschmidt.c", "covariance.c", "jacobi-2d.c"] {
+        let builtin = kernel(name, &with_defines(&["SMALL_DATASET"]));
+        let mut opts = with_defines(&["SMALL_DATASET"]);
+        opts.include_dirs.push(kernels_dir());
+        let real = kernel(name, &opts);
+        assert_eq!(builtin, real, "{name}");
+    }
+}
+
+#[test]
+fn float_data_type_gives_f32_and_float_math() {
+    let p = kernel(
+        "gramschmidt.c",
+        &with_defines(&["MINI_DATASET", "DATA_TYPE_IS_FLOAT"]),
+    );
+    let text = p.to_string();
+    assert!(text.contains("A: f32[M, N] inout"), "{text}");
+    assert!(text.contains("nrm: f32 temporary"), "{text}");
+    assert!(text.contains("= sqrt(nrm[])"), "{text}");
+    assert!(text.contains("nrm[] = 0.0f32"), "{text}");
+}
+
+#[test]
+fn roles_follow_reads_and_writes() {
+    let p = kernel("2mm.c", &with_defines(&["MINI_DATASET"]));
+    let role = |n: &str| p.array(p.array_by_name(n).unwrap()).role;
+    assert_eq!(role("tmp"), ArrayRole::InOut);
+    assert_eq!(role("D"), ArrayRole::InOut);
+    assert_eq!(role("A"), ArrayRole::Input);
+    let text = lower("for (i = 0; i < N; i++) { t = x[i]; B[0][i] = t * 2.0; }");
+    assert!(text.contains("B: f64[N, N] output"), "{text}");
+    assert!(text.contains("t: f64 temporary"), "{text}");
+    assert!(text.contains("x: f64[N] input"), "{text}");
+    assert!(!text.contains("  A:"), "unused arrays are left out: {text}");
+}
+
+// ---------------------------------------------------------------- lowering
+
+#[test]
+fn triangular_bounds() {
+    let text = lower("for (i = 0; i < N; i++) for (j = i + 1; j <= N - 1; j++) A[i][j] = A[j][i];");
+    assert!(
+        text.contains("{ S0[i, j] : 0 <= i < N and i + 1 <= j < N }"),
+        "{text}"
+    );
+}
+
+#[test]
+fn min_and_max_bounds_become_several_constraints() {
+    let text = lower(
+        "#define MIN(a, b) ((a) < (b) ? (a) : (b))\n\
+         for (i = 0; i < N; i++) for (j = max(0, i - 2); j < MIN(N, i + 3); j++) x[j] += A[i][j];",
+    );
+    assert!(
+        text.contains("{ S0[i, j] : 0 <= i < N and 0 <= j < N and i - 2 <= j <= i + 2 }"),
+        "{text}"
+    );
+}
+
+#[test]
+fn affine_ifs_and_else() {
+    let text = lower(
+        "for (i = 0; i < N; i++) for (j = 0; j < N; j++) {\
+         if (i > j && !(j < 1)) A[i][j] = 0.0; if (i > j) B[i][j] = 0.0; else if (i == j) B[i][j] = 1.0; }",
+    );
+    assert!(
+        text.contains("0 <= i < N and 0 <= j < N and j < i and j >= 1 }"),
+        "{text}"
+    );
+    assert!(
+        text.contains("0 <= i < N and 0 <= j < N and j < i }"),
+        "{text}"
+    );
+    assert!(text.contains("and j >= i and j = i }"), "{text}");
+    assert!(text.contains("schedule: [0, i, 0, j, 2]"), "{text}");
+}
+
+#[test]
+fn count_down_loops_are_normalised() {
+    let text = lower("for (i = N - 1; i >= 0; i--) for (j = i; j < N; j++) x[i] = x[i] + A[i][j];");
+    // C's i is N - 1 - i', with i' counting up from 0.
+    assert!(
+        text.contains("S0: x[-i + N - 1] = x[-i + N - 1] + A[-i + N - 1, j]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("0 <= i < N and -i + N - 1 <= j < N"),
+        "{text}"
+    );
+    let text = lower("for (i = min(N, M) - 1; i > 0; --i) x[i] = 1.0;");
+    assert!(text.contains("S0: x[-i] = 1.0"), "{text}");
+    // C's i is -i' here, i' counting up from -(min(N, M) - 1).
+    assert!(text.contains("-N + 1 <= i < 0 and i >= -M + 1"), "{text}");
+}
+
+#[test]
+fn loop_forms_and_scalar_temporaries() {
+    let text = lower(
+        "for (i = 0; i < N; i += 1) { t = 0.0; for (int q = 0; q <= M; q = q + 1) t += x[q]; x[i] = t; }",
+    );
+    assert!(text.contains("S0: t[] = 0.0"), "{text}");
+    assert!(text.contains("S1: t[] = t[] + x[q]"), "{text}");
+    assert!(
+        text.contains("{ S1[i, q] : 0 <= i < N and 0 <= q <= M }"),
+        "{text}"
+    );
+    // The written scalar does not depend on i either.
+    assert!(text.contains("reduction: + over i, q"), "{text}");
+    assert!(text.contains("schedule: [0, i, 2]"), "{text}");
+}
+
+#[test]
+fn conversions_follow_c() {
+    let text = lower(
+        "for (i = 0; i < N; i++) { x[i] = i * alpha + 0.5f; B[i][i] = (double) (i / 2) + 2; \
+         A[i][0] = i > 2 ? fabs(-x[i]) : sqrt(SCALAR_VAL(2.0)); A[0][i] = pow(x[i], 2) + min(i, 3); }",
+    );
+    assert!(
+        text.contains("S0: x[i] = f64(i) * alpha[] + f64(0.5f32)"),
+        "{text}"
+    );
+    assert!(text.contains("S1: B[i, i] = f64(i / 2) + f64(2)"), "{text}");
+    assert!(
+        text.contains("S2: A[i, 0] = select(i > 2, abs(-x[i]), sqrt(2.0))"),
+        "{text}"
+    );
+    assert!(
+        text.contains("S3: A[0, i] = pow(x[i], f64(2)) + f64(min(i, 3))"),
+        "{text}"
+    );
+}
+
+#[test]
+fn iterator_values_in_expressions() {
+    let text = lower("for (i = N - 1; i >= 1; i--) x[i] = i * 1.0 + N;");
+    assert!(
+        text.contains("x[-i + N - 1] = f64(-i + N - 1) * 1.0 + f64(N)"),
+        "{text}"
+    );
+    assert!(text.contains("{ S0[i] : 0 <= i < N - 1 }"), "{text}");
+}
+
+#[test]
+fn int_parameters_stand_for_their_sizes() {
+    let src = "#define N 12\nvoid kernel_v(int n, float v[N]) {\n int i;\n#pragma scop\n\
+               for (i = 1; i < n; i++) v[i] = v[i - 1] * 2;\n#pragma endscop\n}\n";
+    let p = parse(src).unwrap();
+    p.verify().unwrap();
+    let text = p.to_string();
+    assert!(text.contains("params: N = 12"), "{text}");
+    assert!(text.contains("1 <= i < N"), "{text}");
+    assert!(text.contains("v[i] = v[i - 1] * f32(2)"), "{text}");
+}
+
+// ---------------------------------------------------------------- errors
+
+#[test]
+fn error_no_scop() {
+    let (m, line, col) = error("int main(void) { return 0; }\n");
+    assert_eq!(m, "no `#pragma scop` in the file");
+    assert_eq!((line, col), (1, 1));
+}
+
+#[test]
+fn error_unterminated_scop() {
+    let (m, line, col) = error("void f(double x[4]) {\n int i;\n#pragma scop\n x[0] = 1.0;\n}\n");
+    assert!(m.starts_with("unterminated SCoP"), "{m}");
+    assert_eq!((line, col), (3, 1));
+}
+
+#[test]
+fn error_non_affine_subscript() {
+    let (m, line, col) =
+        body_error("for (i = 0; i < N; i++)\n for (j = 0; j < N; j++)\n  A[i * j][0] = 1.0;");
+    assert_eq!(m, "non-affine subscript");
+    assert_eq!((line, col), (3, 5));
+    let (m, line, col) = body_error("for (i = 0; i < N; i++) x[(int) x[i]] = 1.0;");
+    assert_eq!(m, "non-affine subscript");
+    assert_eq!((line, col), (1, 33));
+    let (m, _, _) = body_error("for (i = 0; i < N; i++) x[alpha] = 1.0;");
+    assert_eq!(
+        m,
+        "non-affine subscript: `alpha` is data, not an iterator or size"
+    );
+}
+
+#[test]
+fn error_non_affine_bound() {
+    let (m, line, col) = body_error("for (i = 0; i < N * N; i++) x[0] = 1.0;");
+    assert_eq!(m, "non-affine condition");
+    assert_eq!((line, col), (1, 17));
+    let (m, _, _) = body_error("for (i = 0; i < alpha; i++) x[0] = 1.0;");
+    assert_eq!(
+        m,
+        "non-affine condition: `alpha` is data, not an iterator or size"
+    );
+}
+
+#[test]
+fn error_non_unit_stride() {
+    let (m, line, col) = body_error("for (i = 0; i < N; i += 2) x[i] = 1.0;");
+    assert_eq!(m, "non-unit loop stride is not supported yet");
+    assert_eq!((line, col), (1, 20));
+}
+
+#[test]
+fn error_unsupported_control_flow() {
+    let (m, line, col) = body_error("for (i = 0; i < N; i++)\n  while (1) x[i] = 1.0;");
+    assert_eq!(m, "`while` is not supported in a SCoP");
+    assert_eq!((line, col), (2, 3));
+    let (m, _, _) = body_error("goto out;");
+    assert_eq!(m, "`goto` is not supported in a SCoP");
+}
+
+#[test]
+fn error_function_call() {
+    let (m, line, col) = body_error("x[0] = foo(x[1]);");
+    assert_eq!(m, "call to `foo` is not supported in a SCoP");
+    assert_eq!((line, col), (1, 8));
+    let (m, _, _) = body_error("print(x[1]);");
+    assert_eq!(m, "call to `print` is not supported in a SCoP");
+}
+
+#[test]
+fn error_unknown_identifier() {
+    let (m, line, col) = body_error("for (i = 0; i < N; i++)\n x[i] = y;");
+    assert_eq!(m, "unknown identifier `y`");
+    assert_eq!((line, col), (2, 9));
+}
+
+#[test]
+fn error_undefined_size() {
+    let (m, line, col) = body_error("for (i = 0; i < _PB_Q; i++) x[i] = 1.0;");
+    assert_eq!(m, "undefined size `_PB_Q`");
+    assert_eq!((line, col), (1, 17));
+}
+
+#[test]
+fn error_assignment_to_iterator() {
+    let (m, line, col) = body_error("for (i = 0; i < N; i++) {\n i = 3;\n}");
+    assert_eq!(m, "assignment to loop iterator `i`");
+    assert_eq!((line, col), (2, 2));
+}
+
+#[test]
+fn error_missing_include() {
+    let (m, line, col) = error("int a;\n#include \"no_such_header.h\"\n");
+    assert_eq!(m, "cannot find included file `no_such_header.h`");
+    assert_eq!((line, col), (2, 1));
+}
+
+#[test]
+fn error_bad_directive() {
+    let (m, line, col) = error("#define A 1\n#frobnicate x\n");
+    assert_eq!(m, "unknown preprocessor directive `#frobnicate`");
+    assert_eq!((line, col), (2, 2));
+    let (m, line, _) = error("#if 1\nint x;\n");
+    assert_eq!(m, "unterminated conditional group");
+    assert_eq!(line, 1);
+    let (m, _, _) = error("#if 1 +\n#endif\n");
+    assert_eq!(m, "expected a value in a preprocessor condition");
+}
+
+#[test]
+fn error_syntax() {
+    let (m, line, col) = body_error("for (i = 0; i < N; i++)\n  x[i] = (1.0 + ;");
+    assert_eq!(m, "expected an expression, found `;`");
+    assert_eq!((line, col), (2, 17));
+}
+
+#[test]
+fn error_disjunctions_not_supported_yet() {
+    let (m, _, _) = body_error("for (i = 0; i < N; i++) if (i < 2 || i > 5) x[i] = 1.0;");
+    assert_eq!(m, "`||` in a SCoP condition is not supported yet");
+    let (m, _, _) = body_error("for (i = 0; i < N; i++) if (i != 2) x[i] = 1.0;");
+    assert_eq!(m, "`!=` in a SCoP condition is not supported yet");
+}
+
+#[test]
+fn errors_in_a_header_point_into_the_header() {
+    let dir = temp_dir("header");
+    std::fs::write(dir.join("bad.h"), "#define OK 1\n#if\n#endif\n").unwrap();
+    let main = dir.join("main.c");
+    let src = "#include \"bad.h\"\nint x;\n";
+    let e = parse_scop(&SourceFile::new(&main, src), &Options::default()).unwrap_err();
+    assert_eq!(e.file.path, dir.join("bad.h"));
+    assert_eq!(e.line_col().0, 2);
+    // Found through -I as well, after the including file's folder.
+    let other = temp_dir("main");
+    let opts = Options {
+        include_dirs: vec![dir.clone()],
+        ..Options::default()
+    };
+    let e = parse_scop(&SourceFile::new(other.join("m.c"), src), &opts).unwrap_err();
+    assert_eq!(e.file.path, dir.join("bad.h"));
+}
+
+// ---------------------------------------------------------------- robustness
+
+fn must_not_panic(text: &str) {
+    let file = SourceFile::new(Path::new("fuzz.c"), text);
+    if let Ok(p) = parse_scop(&file, &Options::default()) {
+        p.verify().unwrap();
+    } else if let Err(e) = parse_scop(&file, &Options::default()) {
+        let _ = e.render(false);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_text_never_panics(text in "[ -~\n\t\u{e9}#]{0,200}") {
+        must_not_panic(&text);
+    }
+
+    #[test]
+    fn mutated_kernels_never_panic(
+        which in 0usize..3,
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), 0usize..6, "[-+*/()\\[\\];{}#a-z0-9 \n<>=!?:,.]{0,4}"), 1..4),
+    ) {
+        let sources = [
+            include_str!("../../../kernels/gemm.c"),
+            include_str!("../../../kernels/gramschmidt.c"),
+            include_str!("../../../kernels/jacobi-2d.c"),
+        ];
+        let mut text = sources[which].to_string();
+        // Mutate inside the kernel mostly: that is where the interesting code is.
+        let base = text.find("static\nvoid kernel").unwrap_or(0);
+        for (at, remove, insert) in edits {
+            let span = text.len() - base;
+            let start = base + at.index(span.max(1));
+            let mut start = start.min(text.len());
+            while !text.is_char_boundary(start) { start -= 1; }
+            let mut end = (start + remove).min(text.len());
+            while !text.is_char_boundary(end) { end -= 1; }
+            text.replace_range(start..end, &insert);
+        }
+        let path = kernels_dir().join("fuzz.c");
+        let file = SourceFile::new(&path, text);
+        let opts = with_defines(&["MINI_DATASET"]);
+        match parse_scop(&file, &opts) {
+            Ok(p) => p.verify().unwrap(),
+            Err(e) => { let _ = e.render(false); }
+        }
+    }
+}
+
+#[test]
+fn pathological_macros_are_bounded() {
+    let mut src = String::from("#define a0 x x\n");
+    for k in 1..40 {
+        src.push_str(&format!("#define a{k} a{} a{}\n", k - 1, k - 1));
+    }
+    src.push_str("a39\n");
+    let (m, _, _) = error(&src);
+    assert_eq!(m, "macro expansion too large");
+    let dir = temp_dir("recursive");
+    std::fs::write(dir.join("self.h"), "#include \"self.h\"\n").unwrap();
+    let e = parse_scop(
+        &SourceFile::new(dir.join("m.c"), "#include \"self.h\"\n"),
+        &Options::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.diagnostic.message, "#include nested too deeply");
+    must_not_panic("#define f(x) f(x) x\nf(f(f(1)))\n");
+    let (m, _, _) = body_error("x[2000000000 * 2000000000 * 2000000000] = 1.0;");
+    assert_eq!(m, "subscript too large to handle");
+    let (m, _, _) = body_error(&format!(
+        "for (i = 0; i < {}; i++) x[0] = 1.0;",
+        ["min(N, M)"; 8].join(" + ")
+    ));
+    assert_eq!(m, "condition too large to handle");
+    must_not_panic("void f(){\n#pragma scop\n((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1\n#pragma endscop\n}");
+}
+
+// ---------------------------------------------------------------- interpreter
+
+#[test]
+fn interpreter_runs_a_count_down_triangular_kernel() {
+    use polyhedral::interp;
+    let src = "#define N 3\n\
+               void kernel_t(double A[N][N], double x[N], double y[N], double alpha) {\n\
+               int i, j;\n#pragma scop\n\
+               for (i = N - 1; i >= 0; i--) {\n  y[i] = 0.0;\n\
+                 for (j = 0; j <= i; j++)\n    y[i] += alpha * A[i][j] * x[j];\n}\n\
+               #pragma endscop\n}\n";
+    let p = parse(src).unwrap();
+    p.verify().unwrap();
+    let mut memory = interp::random_inputs(&p, 1);
+    let id = |n: &str| p.array_by_name(n).unwrap().index();
+    memory.arrays[id("A")] = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0];
+    memory.arrays[id("x")] = vec![1.0, 2.0, 3.0];
+    memory.arrays[id("alpha")] = vec![2.0];
+    interp::run(&p, &mut memory).unwrap();
+    // y[0] = 2·1·1, y[1] = 2·(4·1 + 5·2), y[2] = 2·(7·1 + 8·2 + 9·3)
+    assert_eq!(memory.arrays[id("y")], [2.0, 28.0, 100.0]);
+}
+
+#[test]
+fn interpreter_runs_gemm_as_c_computes_it() {
+    use polyhedral::interp;
+    let p = kernel("gemm.c", &with_defines(&["MINI_DATASET"]));
+    let mut memory = interp::random_inputs(&p, 7);
+    let start = memory.clone();
+    interp::run(&p, &mut memory).unwrap();
+    let get = |m: &interp::Memory, n: &str| m.array(p.array_by_name(n).unwrap()).to_vec();
+    let (ni, nj, nk) = (20, 25, 30);
+    let (a, b) = (get(&start, "A"), get(&start, "B"));
+    let (alpha, beta) = (get(&start, "alpha")[0], get(&start, "beta")[0]);
+    let mut c = get(&start, "C");
+    for i in 0..ni {
+        for j in 0..nj {
+            c[i * nj + j] *= beta;
+        }
+        for k in 0..nk {
+            for j in 0..nj {
+                c[i * nj + j] += alpha * a[i * nk + k] * b[k * nj + j];
+            }
+        }
+    }
+    assert_eq!(get(&memory, "C"), c);
+}

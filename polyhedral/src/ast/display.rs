@@ -1,0 +1,239 @@
+//! The printed form of an [`Ast`]: pseudo-C, as `--emit ast` shows it and snapshots record it.
+//!
+//! The expression printer is shared with the C back end through [`CSyntax`], which says how
+//! variables, parameters and the integer helpers are spelled, so both print the same
+//! precedence-correct expressions.
+
+use std::fmt::{self, Write};
+
+use super::{Ast, AstCond, AstExpr};
+use crate::program::{ParamId, Program};
+
+/// How [`AstExpr::to_c`] spells names.
+pub struct CSyntax<'a> {
+    pub var: &'a dyn Fn(&str) -> String,
+    pub param: &'a dyn Fn(ParamId) -> String,
+    /// Prepended to `floord`, `ceild`, `mod`, `min` and `max`.
+    pub helper_prefix: &'a str,
+    /// Whether `min` / `max` take exactly two arguments (C helpers) rather than any number.
+    pub binary_min_max: bool,
+}
+
+const PREC_ADD: u8 = 1;
+const PREC_MUL: u8 = 2;
+const PREC_ATOM: u8 = 3;
+
+impl AstExpr {
+    /// The expression in C syntax, parenthesised only where precedence needs it.
+    pub fn to_c(&self, syntax: &CSyntax) -> String {
+        self.c_at(syntax, 0)
+    }
+
+    fn c_at(&self, s: &CSyntax, min_prec: u8) -> String {
+        let (text, prec) = match self {
+            AstExpr::Int(v) => (int_literal(*v), if *v < 0 { PREC_ADD } else { PREC_ATOM }),
+            AstExpr::Var(name) => ((s.var)(name), PREC_ATOM),
+            AstExpr::Param(p) => ((s.param)(*p), PREC_ATOM),
+            AstExpr::Add(a, b) => {
+                let left = a.c_at(s, PREC_ADD);
+                let text = match &**b {
+                    AstExpr::Int(c) if *c < 0 && *c != i64::MIN => format!("{left} - {}", -c),
+                    AstExpr::Mul(k, x) if *k < 0 && *k != i64::MIN => {
+                        let m = AstExpr::mul(-k, (**x).clone());
+                        format!("{left} - {}", m.c_at(s, PREC_MUL))
+                    }
+                    _ => format!("{left} + {}", b.c_at(s, PREC_MUL)),
+                };
+                (text, PREC_ADD)
+            }
+            AstExpr::Mul(-1, x) => (format!("-{}", x.c_at(s, PREC_ATOM)), PREC_ADD),
+            AstExpr::Mul(k, x) => (
+                format!("{} * {}", int_literal(*k), x.c_at(s, PREC_ATOM)),
+                if *k < 0 { PREC_ADD } else { PREC_MUL },
+            ),
+            AstExpr::FloorDiv(x, k) => (call(s, "floord", &[x, &AstExpr::Int(*k)]), PREC_ATOM),
+            AstExpr::CeilDiv(x, k) => (call(s, "ceild", &[x, &AstExpr::Int(*k)]), PREC_ATOM),
+            AstExpr::Mod(x, k) => (call(s, "mod", &[x, &AstExpr::Int(*k)]), PREC_ATOM),
+            AstExpr::Min(items) => (min_max(s, "min", items), PREC_ATOM),
+            AstExpr::Max(items) => (min_max(s, "max", items), PREC_ATOM),
+        };
+        if prec < min_prec {
+            format!("({text})")
+        } else {
+            text
+        }
+    }
+}
+
+fn int_literal(v: i64) -> String {
+    if v == i64::MIN {
+        "INT64_MIN".to_string()
+    } else if i32::try_from(v).is_ok() {
+        v.to_string()
+    } else {
+        format!("{v}LL")
+    }
+}
+
+fn call(s: &CSyntax, name: &str, args: &[&AstExpr]) -> String {
+    let args: Vec<String> = args.iter().map(|a| a.c_at(s, 0)).collect();
+    format!("{}{name}({})", s.helper_prefix, args.join(", "))
+}
+
+fn min_max(s: &CSyntax, name: &str, items: &[AstExpr]) -> String {
+    if !s.binary_min_max || items.len() <= 2 {
+        let refs: Vec<&AstExpr> = items.iter().collect();
+        return call(s, name, &refs);
+    }
+    // Nested to the right: min(a, min(b, c)).
+    let rest = match name {
+        "min" => AstExpr::Min(items[1..].to_vec()),
+        _ => AstExpr::Max(items[1..].to_vec()),
+    };
+    call(s, name, &[&items[0], &rest])
+}
+
+impl AstCond {
+    /// The condition in C syntax, with negative terms moved to the right: `i >= c1 + 1`,
+    /// `c0 == N`, `mod(e, k) == 0`.
+    pub fn to_c(&self, syntax: &CSyntax) -> String {
+        match self {
+            AstCond::NonNegative(e) => relation(syntax, e, ">="),
+            AstCond::Zero(e) => relation(syntax, e, "=="),
+            AstCond::Divisible(e, k) => {
+                format!("{} == 0", call(syntax, "mod", &[e, &AstExpr::Int(*k)]))
+            }
+        }
+    }
+}
+
+/// `e op 0` written as `positive terms op negative terms`.
+fn relation(s: &CSyntax, e: &AstExpr, op: &str) -> String {
+    let mut terms = Vec::new();
+    let mut constant = 0i64;
+    flatten(e, 1, &mut terms, &mut constant);
+    let side = |sign: i64, k: i64| {
+        let mut out = AstExpr::Int(0);
+        for (c, x) in &terms {
+            if c * sign > 0 {
+                out = AstExpr::plus(out, AstExpr::mul(c * sign, (*x).clone()));
+            }
+        }
+        if k > 0 {
+            out = AstExpr::plus(out, AstExpr::Int(k));
+        }
+        out.to_c(s)
+    };
+    format!("{} {op} {}", side(1, constant), side(-1, -constant))
+}
+
+/// Splits a sum into `coefficient · term` pairs and a constant.
+fn flatten<'a>(e: &'a AstExpr, k: i64, terms: &mut Vec<(i64, &'a AstExpr)>, constant: &mut i64) {
+    match e {
+        AstExpr::Int(v) => *constant = constant.wrapping_add(k.wrapping_mul(*v)),
+        AstExpr::Add(a, b) => {
+            flatten(a, k, terms, constant);
+            flatten(b, k, terms, constant);
+        }
+        AstExpr::Mul(m, x) => flatten(x, k.wrapping_mul(*m), terms, constant),
+        _ => terms.push((k, e)),
+    }
+}
+
+impl Ast {
+    /// The AST as pseudo-C, statement instances written `S0(c0, c1 + 1);`.
+    pub fn display<'a>(&'a self, program: &'a Program) -> impl fmt::Display + 'a {
+        DisplayAst { ast: self, program }
+    }
+}
+
+struct DisplayAst<'a> {
+    ast: &'a Ast,
+    program: &'a Program,
+}
+
+impl fmt::Display for DisplayAst<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let param = |p: ParamId| {
+            self.program
+                .params
+                .get(p.index())
+                .map_or_else(|| format!("param{}", p.0), |p| p.name.clone())
+        };
+        let syntax = CSyntax {
+            var: &|v| v.to_string(),
+            param: &param,
+            helper_prefix: "",
+            binary_min_max: false,
+        };
+        let mut out = String::new();
+        write_node(&mut out, self.ast, self.program, &syntax, 0);
+        f.write_str(&out)
+    }
+}
+
+fn write_node(out: &mut String, ast: &Ast, program: &Program, s: &CSyntax, indent: usize) {
+    let pad = "  ".repeat(indent);
+    match ast {
+        Ast::Block(items) => {
+            for item in items {
+                write_node(out, item, program, s, indent);
+            }
+        }
+        Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            body,
+            annotations,
+        } => {
+            let mut notes = Vec::new();
+            if annotations.parallel {
+                notes.push("parallel");
+            }
+            if annotations.vectorizable {
+                notes.push("vectorizable");
+            }
+            if !notes.is_empty() {
+                let _ = writeln!(out, "{pad}// {}", notes.join(", "));
+            }
+            let _ = writeln!(
+                out,
+                "{pad}for ({var} = {}; {var} <= {}; {var} += {step}) {{",
+                lower.to_c(s),
+                upper.to_c(s)
+            );
+            write_node(out, body, program, s, indent + 1);
+            let _ = writeln!(out, "{pad}}}");
+        }
+        Ast::If {
+            conds,
+            then,
+            otherwise,
+        } => {
+            let conds: Vec<String> = conds.iter().map(|c| c.to_c(s)).collect();
+            let _ = writeln!(out, "{pad}if ({}) {{", conds.join(" && "));
+            write_node(out, then, program, s, indent + 1);
+            if let Some(o) = otherwise {
+                let _ = writeln!(out, "{pad}}} else {{");
+                write_node(out, o, program, s, indent + 1);
+            }
+            let _ = writeln!(out, "{pad}}}");
+        }
+        Ast::User { stmt, args } => {
+            let name = program
+                .statements
+                .get(stmt.index())
+                .map_or_else(|| format!("S?{}", stmt.0), |st| st.name.clone());
+            let args: Vec<String> = args.iter().map(|a| a.to_c(s)).collect();
+            let _ = writeln!(out, "{pad}{name}({});", args.join(", "));
+        }
+        Ast::Mark { name, body } => {
+            let _ = writeln!(out, "{pad}// mark: {name}");
+            let _ = writeln!(out, "{pad}{{");
+            write_node(out, body, program, s, indent + 1);
+            let _ = writeln!(out, "{pad}}}");
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The AST interpreter: executes a generated [`Ast`] on a [`Memory`].
+//!
+//! Statement instances run through the reference interpreter's own statement executor, so a
+//! generated AST computes exactly what [`crate::interp::run`] computes whenever it runs the same
+//! instances in a dependence-respecting order. Every instance is checked against its
+//! statement's domain first: an AST that executes a point outside it is wrong, and is reported
+//! rather than silently run. Integer expressions are evaluated in `i64`, wrapping on overflow.
+
+use super::{Ast, AstCond, AstExpr};
+use crate::interp::{body_types, execute_instance, InterpError, Memory, RunStats};
+use crate::program::{Program, ScalarType};
+
+/// Runs `ast` on `memory`; the AST is verified first.
+pub fn run_ast(program: &Program, ast: &Ast, memory: &mut Memory) -> Result<RunStats, InterpError> {
+    super::verify(program, ast).map_err(InterpError::InvalidAst)?;
+    let mut runner = AstRunner {
+        program,
+        params: program.param_values(),
+        types: program
+            .statements
+            .iter()
+            .map(|s| body_types(program, s))
+            .collect(),
+        memory,
+        scope: Vec::new(),
+        stats: RunStats::default(),
+    };
+    runner.run(ast)?;
+    Ok(runner.stats)
+}
+
+struct AstRunner<'a> {
+    program: &'a Program,
+    params: Vec<i64>,
+    types: Vec<Vec<ScalarType>>,
+    memory: &'a mut Memory,
+    /// Bound loop variables, innermost last.
+    scope: Vec<(&'a str, i64)>,
+    stats: RunStats,
+}
+
+impl<'a> AstRunner<'a> {
+    fn run(&mut self, ast: &'a Ast) -> Result<(), InterpError> {
+        match ast {
+            Ast::Block(items) => items.iter().try_for_each(|item| self.run(item)),
+            Ast::For {
+                var,
+                lower,
+                upper,
+                step,
+                body,
+                ..
+            } => {
+                let lo = self.eval(lower);
+                let hi = self.eval(upper);
+                self.scope.push((var, lo));
+                let slot = self.scope.len() - 1;
+                let mut i = lo;
+                while i <= hi {
+                    self.scope[slot].1 = i;
+                    self.run(body)?;
+                    i = match i.checked_add(*step) {
+                        Some(next) => next,
+                        None => break,
+                    };
+                }
+                self.scope.pop();
+                Ok(())
+            }
+            Ast::If {
+                conds,
+                then,
+                otherwise,
+            } => {
+                if conds.iter().all(|c| self.holds(c)) {
+                    self.run(then)
+                } else if let Some(o) = otherwise {
+                    self.run(o)
+                } else {
+                    Ok(())
+                }
+            }
+            Ast::User { stmt, args } => {
+                let program = self.program;
+                let s = &program.statements[stmt.index()];
+                let iters: Vec<i64> = args.iter().map(|a| self.eval(a)).collect();
+                if !s.domain.iter().all(|c| c.holds(&iters, &self.params)) {
+                    let point: Vec<String> = iters.iter().map(|v| v.to_string()).collect();
+                    return Err(InterpError::OutsideDomain {
+                        stmt: s.name.clone(),
+                        point: point.join(", "),
+                    });
+                }
+                execute_instance(
+                    program,
+                    s,
+                    &self.types[stmt.index()],
+                    &iters,
+                    &self.params,
+                    self.memory,
+                )?;
+                self.stats.instances += 1;
+                Ok(())
+            }
+            Ast::Mark { body, .. } => self.run(body),
+        }
+    }
+
+    fn holds(&self, c: &AstCond) -> bool {
+        match c {
+            AstCond::NonNegative(e) => self.eval(e) >= 0,
+            AstCond::Zero(e) => self.eval(e) == 0,
+            AstCond::Divisible(e, k) => self.eval(e).rem_euclid(*k) == 0,
+        }
+    }
+
+    /// Evaluates a verified expression: every variable is bound, every divisor positive.
+    fn eval(&self, e: &AstExpr) -> i64 {
+        match e {
+            AstExpr::Int(v) => *v,
+            AstExpr::Var(name) => self
+                .scope
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map_or(0, |&(_, v)| v),
+            AstExpr::Param(p) => self.params[p.index()],
+            AstExpr::Add(a, b) => self.eval(a).wrapping_add(self.eval(b)),
+            AstExpr::Mul(k, x) => k.wrapping_mul(self.eval(x)),
+            AstExpr::FloorDiv(x, k) => self.eval(x).div_euclid(*k),
+            AstExpr::CeilDiv(x, k) => {
+                let v = self.eval(x);
+                v.div_euclid(*k) + i64::from(v.rem_euclid(*k) != 0)
+            }
+            AstExpr::Mod(x, k) => self.eval(x).rem_euclid(*k),
+            AstExpr::Min(items) => items.iter().map(|x| self.eval(x)).min().unwrap_or(0),
+            AstExpr::Max(items) => items.iter().map(|x| self.eval(x)).max().unwrap_or(0),
+        }
+    }
+}

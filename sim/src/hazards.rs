@@ -1,0 +1,184 @@
+//! Race detection by happens-before between pipes, with vector clocks.
+//!
+//! Each pipe has a clock vector; an instruction on pipe P ticks P's own entry. Issuing from the
+//! scalar pipe orders everything S has seen before the issued instruction; `set_flag` publishes
+//! the setter's clock with the flag and the matching `wait_flag` joins it; `pipe_barrier` joins
+//! the drained pipes' clocks into S. Two accesses from different pipes to overlapping bytes, at
+//! least one a write, race unless the earlier one's tick is covered by the later one's clock.
+//! Accesses of one pipe are ordered because each pipe executes in order.
+
+use crate::isa::{Mem, Pipe};
+
+pub(crate) type Clock = [u32; Pipe::COUNT];
+
+/// One recorded access.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Access {
+    pub lo: u64,
+    pub hi: u64,
+    pub pipe: Pipe,
+    pub tick: u32,
+    pub write: bool,
+    pub site: u32,
+}
+
+/// Two accesses that race: the earlier one and the later one.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Race {
+    pub first: Access,
+    pub second: Access,
+    pub mem: Mem,
+}
+
+/// The pipes whose instructions can access a memory.
+fn accessors(mem: Mem) -> &'static [Pipe] {
+    match mem {
+        Mem::Gm => &[Pipe::Mte2, Pipe::Mte3],
+        Mem::L1 => &[Pipe::Mte1, Pipe::Mte2, Pipe::Mte3],
+        Mem::L0a | Mem::L0b => &[Pipe::Mte1, Pipe::M],
+        Mem::L0c => &[Pipe::M, Pipe::V],
+        Mem::Ub => &[Pipe::S, Pipe::V, Pipe::Mte2, Pipe::Mte3],
+    }
+}
+
+pub(crate) struct Hazards {
+    pub clocks: [Clock; Pipe::COUNT],
+    records: [Vec<Access>; Mem::COUNT],
+    limits: [usize; Mem::COUNT],
+}
+
+impl Hazards {
+    pub(crate) fn new() -> Hazards {
+        Hazards {
+            clocks: [[0; Pipe::COUNT]; Pipe::COUNT],
+            records: Default::default(),
+            limits: [64; Mem::COUNT],
+        }
+    }
+
+    fn join(into: &mut Clock, from: &Clock) {
+        for (a, b) in into.iter_mut().zip(from) {
+            *a = (*a).max(*b);
+        }
+    }
+
+    /// An instruction issued by S to `pipe` starts: returns its tick.
+    pub(crate) fn begin(&mut self, pipe: Pipe) -> u32 {
+        if pipe != Pipe::S {
+            let s = self.clocks[Pipe::S as usize];
+            Self::join(&mut self.clocks[pipe as usize], &s);
+        }
+        let c = &mut self.clocks[pipe as usize][pipe as usize];
+        *c += 1;
+        *c
+    }
+
+    pub(crate) fn snapshot(&self, pipe: Pipe) -> Clock {
+        self.clocks[pipe as usize]
+    }
+
+    pub(crate) fn acquire(&mut self, pipe: Pipe, clock: &Clock) {
+        Self::join(&mut self.clocks[pipe as usize], clock);
+    }
+
+    /// S waited until `pipe` drained.
+    pub(crate) fn barrier(&mut self, pipe: Pipe) {
+        let c = self.clocks[pipe as usize];
+        Self::join(&mut self.clocks[Pipe::S as usize], &c);
+    }
+
+    /// Records an access, returning the first unordered conflicting one.
+    pub(crate) fn access(&mut self, mem: Mem, a: Access) -> Option<Race> {
+        let clock = self.clocks[a.pipe as usize];
+        let list = &mut self.records[mem as usize];
+        for r in list.iter() {
+            if r.pipe != a.pipe
+                && (r.write || a.write)
+                && r.lo < a.hi
+                && a.lo < r.hi
+                && clock[r.pipe as usize] < r.tick
+            {
+                return Some(Race {
+                    first: *r,
+                    second: a,
+                    mem,
+                });
+            }
+        }
+        // A newer access of the same pipe, range and kind subsumes the older one: any later
+        // access unordered with the older is unordered with the newer too.
+        // A newer access of the same pipe covering an older one subsumes it unless the older is
+        // a write and the newer a read: any later access unordered with the older one is
+        // unordered with the newer one too.
+        list.retain(|r| {
+            !(r.pipe == a.pipe && a.lo <= r.lo && r.hi <= a.hi && (a.write || !r.write))
+        });
+        list.push(a);
+        if list.len() > self.limits[mem as usize] {
+            let clocks = &self.clocks;
+            let users = accessors(mem);
+            // An access that every other pipe able to touch this memory has already seen can
+            // never race again (clocks only grow, and later instructions inherit them).
+            list.retain(|r| {
+                users
+                    .iter()
+                    .any(|&p| p != r.pipe && clocks[p as usize][r.pipe as usize] < r.tick)
+            });
+            self.limits[mem as usize] = (list.len() * 2).max(64);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acc(pipe: Pipe, tick: u32, write: bool) -> Access {
+        Access {
+            lo: 0,
+            hi: 32,
+            pipe,
+            tick,
+            write,
+            site: 0,
+        }
+    }
+
+    #[test]
+    fn flags_order_accesses_and_missing_flags_race() {
+        let mut h = Hazards::new();
+        let t = h.begin(Pipe::Mte2);
+        assert!(h.access(Mem::Ub, acc(Pipe::Mte2, t, true)).is_none());
+        let t2 = h.begin(Pipe::Mte2);
+        let flag = h.snapshot(Pipe::Mte2);
+        let _ = t2;
+        h.begin(Pipe::V);
+        h.acquire(Pipe::V, &flag);
+        let t = h.begin(Pipe::V);
+        assert!(h.access(Mem::Ub, acc(Pipe::V, t, false)).is_none());
+        // Without a flag back, a new MTE2 write races with V's read.
+        let t = h.begin(Pipe::Mte2);
+        let race = h.access(Mem::Ub, acc(Pipe::Mte2, t, true)).expect("race");
+        assert_eq!(race.first.pipe, Pipe::V);
+    }
+
+    #[test]
+    fn reads_do_not_race_with_reads() {
+        let mut h = Hazards::new();
+        let t = h.begin(Pipe::Mte2);
+        h.access(Mem::Ub, acc(Pipe::Mte2, t, false));
+        let t = h.begin(Pipe::V);
+        assert!(h.access(Mem::Ub, acc(Pipe::V, t, false)).is_none());
+    }
+
+    #[test]
+    fn barrier_orders_the_drained_pipe_before_later_issues() {
+        let mut h = Hazards::new();
+        let t = h.begin(Pipe::V);
+        h.access(Mem::Ub, acc(Pipe::V, t, true));
+        h.barrier(Pipe::V);
+        let t = h.begin(Pipe::Mte3);
+        assert!(h.access(Mem::Ub, acc(Pipe::Mte3, t, false)).is_none());
+    }
+}

@@ -1,0 +1,112 @@
+//! Kernel inputs: from a directory (one file per parameter) or generated from a seed.
+//!
+//! For parameter `NAME` the directory holds `NAME.bin` (raw little-endian elements of the
+//! parameter's type, row-major) or `NAME.txt` (numbers separated by whitespace or commas,
+//! row-major). Generated inputs are uniform in [-1, 1) for floats and in -8..=8 for i32, from
+//! a splitmix64 stream seeded by the seed and the parameter's name, so they are reproducible.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use half::f16;
+
+use crate::isa::{DType, Program, Role};
+use crate::Tensor;
+
+/// Reads every `in` / `inout` parameter from `dir`.
+pub fn load_inputs(program: &Program, dir: &Path) -> Result<BTreeMap<String, Tensor>, String> {
+    let mut out = BTreeMap::new();
+    for p in program.params.iter().filter(|p| p.role != Role::Out) {
+        let n = p.elements() as usize;
+        let bin = dir.join(format!("{}.bin", p.name));
+        let txt = dir.join(format!("{}.txt", p.name));
+        let values: Vec<f64> = if bin.exists() {
+            let bytes = std::fs::read(&bin)
+                .map_err(|e| format!("error: cannot read {}: {e}\n", bin.display()))?;
+            let es = p.dtype.size() as usize;
+            if bytes.len() != n * es {
+                return Err(format!(
+                    "error: {} has {} bytes; `{}` needs {} ({} elements of {})\n",
+                    bin.display(),
+                    bytes.len(),
+                    p.name,
+                    n * es,
+                    n,
+                    p.dtype.name()
+                ));
+            }
+            bytes
+                .chunks_exact(es)
+                .map(|c| match p.dtype {
+                    DType::F16 => f16::from_le_bytes([c[0], c[1]]).to_f64(),
+                    DType::F32 => f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
+                    DType::I32 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
+                })
+                .collect()
+        } else if txt.exists() {
+            let text = std::fs::read_to_string(&txt)
+                .map_err(|e| format!("error: cannot read {}: {e}\n", txt.display()))?;
+            let vals: Result<Vec<f64>, String> = text
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .filter(|s| !s.is_empty())
+                .map(|s| {
+                    s.parse::<f64>()
+                        .map_err(|_| format!("error: {}: `{s}` is not a number\n", txt.display()))
+                })
+                .collect();
+            let vals = vals?;
+            if vals.len() != n {
+                return Err(format!(
+                    "error: {} has {} numbers; `{}` needs {n}\n",
+                    txt.display(),
+                    vals.len(),
+                    p.name
+                ));
+            }
+            vals
+        } else {
+            return Err(format!(
+                "error: no input for `{}`: expected {} or {}\n",
+                p.name,
+                bin.display(),
+                txt.display()
+            ));
+        };
+        out.insert(
+            p.name.clone(),
+            Tensor::new(p.dtype, p.shape.clone(), values),
+        );
+    }
+    Ok(out)
+}
+
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e3779b97f4a7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
+    z ^ (z >> 31)
+}
+
+/// Deterministic inputs for every `in` / `inout` parameter.
+pub fn random_inputs(program: &Program, seed: u64) -> BTreeMap<String, Tensor> {
+    let mut out = BTreeMap::new();
+    for p in program.params.iter().filter(|p| p.role != Role::Out) {
+        let mut state = seed;
+        for b in p.name.bytes() {
+            state = (state ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+        let values = (0..p.elements()).map(|_| {
+            let r = splitmix(&mut state);
+            match p.dtype {
+                DType::I32 => (r % 17) as f64 - 8.0,
+                _ => (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0,
+            }
+        });
+        out.insert(
+            p.name.clone(),
+            Tensor::new(p.dtype, p.shape.clone(), values),
+        );
+    }
+    out
+}

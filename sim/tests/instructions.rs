@@ -1,0 +1,572 @@
+//! One test per instruction family: results against plain loops, including masks, block and
+//! repeat strides, repeats, fractal layouts and the runtime errors.
+
+// Index loops mirror the hardware's lane and element numbering the tests are written in.
+#![allow(clippy::needless_range_loop, clippy::type_complexity)]
+
+use std::collections::BTreeMap;
+
+use half::f16;
+use sim::{DType, Machine, SimOptions, Tensor};
+
+fn h(x: f64) -> f64 {
+    f16::from_f64(x).to_f64()
+}
+
+fn ty_name(t: DType) -> &'static str {
+    match t {
+        DType::F16 => "f16",
+        DType::F32 => "f32",
+        DType::I32 => "i32",
+    }
+}
+
+/// Runs `body` between "GM inputs -> UB" and "UB `out` -> GM". Each input `NAME` is in UB as
+/// `u_NAME`; the output buffer `u_OUT` starts as zeros unless `body` writes it.
+fn run_vec(
+    inputs: &[(&str, DType, Vec<f64>)],
+    out: (&str, DType, usize),
+    body: &str,
+) -> Result<Vec<f64>, String> {
+    let mut text = String::from("kernel t\n");
+    let blocks = |n: usize, t: DType| (n * t_size(t)).div_ceil(32);
+    for (name, t, v) in inputs {
+        text += &format!("param {name} : {}[{}] in\n", ty_name(*t), v.len());
+    }
+    text += &format!("param {} : {}[{}] out\n", out.0, ty_name(out.1), out.2);
+    for (name, t, v) in inputs {
+        text += &format!("buffer u_{name} : UB, {}\n", blocks(v.len(), *t) * 32);
+    }
+    text += &format!("buffer u_{} : UB, {}\n", out.0, blocks(out.2, out.1) * 32);
+    for (name, t, v) in inputs {
+        text += &format!("copy u_{name}[0], {name}[0], len={}\n", blocks(v.len(), *t));
+    }
+    text += "set_flag MTE2, V, 0\nwait_flag MTE2, V, 0\n";
+    text += body;
+    text += &format!(
+        "\nset_flag V, MTE3, 0\nwait_flag V, MTE3, 0\ncopy {o}[0], u_{o}[0], len={}\n",
+        blocks(out.2, out.1),
+        o = out.0
+    );
+    let kernel = sim::load("t.npuasm", &text, &Machine::default()).map_err(|e| e.render(false))?;
+    let mut tensors = BTreeMap::new();
+    for (name, t, v) in inputs {
+        tensors.insert(
+            name.to_string(),
+            Tensor::new(*t, vec![v.len() as u64], v.clone()),
+        );
+    }
+    let o =
+        sim::simulate(&kernel, &tensors, &SimOptions::default()).map_err(|e| e.render(false))?;
+    Ok(o.outputs[out.0].data.clone())
+}
+
+fn t_size(t: DType) -> usize {
+    match t {
+        DType::F16 => 2,
+        _ => 4,
+    }
+}
+
+fn ramp(n: usize, f: impl Fn(usize) -> f64) -> Vec<f64> {
+    (0..n).map(f).collect()
+}
+
+#[test]
+fn vadd_block_and_repeat_strides() {
+    // f32: 8 lanes per block. Source blocks 2 apart (every other block), 2 repeats 16 blocks
+    // apart; destination contiguous.
+    let x = ramp(512, |i| i as f64);
+    let y = ramp(512, |i| 1000.0 + i as f64);
+    let z = run_vec(
+        &[("x", DType::F32, x.clone()), ("y", DType::F32, y.clone())],
+        ("z", DType::F32, 128),
+        "vadd.f32 u_z[0], u_x[0], u_y[0], repeat=2, blk=(1, 2, 2), rep=(8, 16, 16)",
+    )
+    .unwrap();
+    for r in 0..2 {
+        for l in 0..64 {
+            let src = r * 16 * 8 + (l / 8) * 2 * 8 + l % 8;
+            assert_eq!(z[r * 64 + l], x[src] + y[src], "r{r} l{l}");
+        }
+    }
+}
+
+#[test]
+fn masked_lanes_keep_their_values() {
+    let x = ramp(128, |i| h(i as f64 / 8.0));
+    let z = run_vec(
+        &[("x", DType::F16, x.clone())],
+        ("z", DType::F16, 128),
+        "vdup.f16 u_z[0], 7.0\nset_vector_mask 0x8000000000000000, 0x5\nvmuls.f16 u_z[0], u_x[0], 2.0",
+    )
+    .unwrap();
+    for l in 0..128 {
+        let on = l == 0 || l == 2 || l == 127;
+        assert_eq!(z[l], if on { h(x[l] * 2.0) } else { 7.0 }, "lane {l}");
+    }
+}
+
+#[test]
+fn integer_binary_ops() {
+    let x = ramp(64, |i| i as f64 * 3.0 - 90.0);
+    let y = ramp(64, |i| (i % 7) as f64 - 3.0);
+    let ops: [(&str, fn(i32, i32) -> i32); 8] = [
+        ("vadd", |a, b| a + b),
+        ("vsub", |a, b| a - b),
+        ("vmul", |a, b| a * b),
+        ("vdiv", |a, b| a.checked_div(b).unwrap_or(0)),
+        ("vmax", |a, b| a.max(b)),
+        ("vmin", |a, b| a.min(b)),
+        ("vand", |a, b| a & b),
+        ("vor", |a, b| a | b),
+    ];
+    for (op, f) in ops {
+        let z = run_vec(
+            &[("x", DType::I32, x.clone()), ("y", DType::I32, y.clone())],
+            ("z", DType::I32, 64),
+            &format!("{op}.i32 u_z[0], u_x[0], u_y[0]"),
+        )
+        .unwrap();
+        for i in 0..64 {
+            assert_eq!(z[i], f(x[i] as i32, y[i] as i32) as f64, "{op} {i}");
+        }
+    }
+}
+
+#[test]
+fn f16_arithmetic_rounds_to_nearest_even() {
+    let x = ramp(128, |i| h(1.0 + i as f64 / 1024.0));
+    let y = ramp(128, |i| h(3.0 - i as f64 / 37.0));
+    for (op, f) in [
+        ("vadd", (|a, b| a + b) as fn(f32, f32) -> f32),
+        ("vsub", |a, b| a - b),
+        ("vmul", |a, b| a * b),
+        ("vdiv", |a, b| a / b),
+    ] {
+        let z = run_vec(
+            &[("x", DType::F16, x.clone()), ("y", DType::F16, y.clone())],
+            ("z", DType::F16, 128),
+            &format!("{op}.f16 u_z[0], u_x[0], u_y[0]"),
+        )
+        .unwrap();
+        for i in 0..128 {
+            let exact = f16::from_f32(f(x[i] as f32, y[i] as f32)).to_f64();
+            assert_eq!(z[i], exact, "{op} {i}");
+        }
+    }
+}
+
+#[test]
+fn vector_scalar_ops() {
+    let x = ramp(64, |i| i as f64 - 32.5);
+    for (op, s, f) in [
+        ("vadds", "1.25", (|a: f32| a + 1.25) as fn(f32) -> f32),
+        ("vmuls", "-2.0", |a| a * -2.0),
+        ("vmaxs", "0.0", |a| a.max(0.0)),
+    ] {
+        let z = run_vec(
+            &[("x", DType::F32, x.clone())],
+            ("z", DType::F32, 64),
+            &format!("{op}.f32 u_z[0], u_x[0], {s}"),
+        )
+        .unwrap();
+        for i in 0..64 {
+            assert_eq!(z[i], f(x[i] as f32) as f64, "{op} {i}");
+        }
+    }
+}
+
+#[test]
+fn unary_ops() {
+    let x = ramp(128, |i| h(0.05 + i as f64 / 16.0));
+    let neg = ramp(128, |i| h(i as f64 / 16.0 - 4.0));
+    let cases: [(&str, &Vec<f64>, fn(f64) -> f64); 7] = [
+        ("vexp", &neg, f64::exp),
+        ("vln", &x, f64::ln),
+        ("vrec", &x, |a| 1.0 / a),
+        ("vrsqrt", &x, |a| 1.0 / a.sqrt()),
+        ("vsqrt", &x, f64::sqrt),
+        ("vabs", &neg, f64::abs),
+        ("vrelu", &neg, |a| a.max(0.0)),
+    ];
+    for (op, input, f) in cases {
+        let z = run_vec(
+            &[("x", DType::F16, input.clone())],
+            ("z", DType::F16, 128),
+            &format!("{op}.f16 u_z[0], u_x[0]"),
+        )
+        .unwrap();
+        for i in 0..128 {
+            assert_eq!(z[i], h(f(input[i])), "{op} {i}");
+        }
+    }
+}
+
+#[test]
+fn duplicate_with_repeats_and_stride() {
+    // 3 repeats of 64 f32 lanes, each 16 blocks apart: blocks 8..16 of each stride stay 0.
+    let z = run_vec(
+        &[],
+        ("z", DType::F32, 64 * 6),
+        "vdup.f32 u_z[0], 2.5, repeat=3, rep=16",
+    )
+    .unwrap();
+    for i in 0..64 * 6 {
+        let expect = if (i / 64) % 2 == 0 { 2.5 } else { 0.0 };
+        assert_eq!(z[i], expect, "{i}");
+    }
+}
+
+#[test]
+fn compare_select_count_and_branch() {
+    // Lanes where x < y take x, the others y; s0 counts the x < y lanes; the branch writes
+    // that count into z[127] only when some lane is active.
+    let x = ramp(128, |i| h(i as f64));
+    let y = ramp(128, |i| h(100.0 - i as f64));
+    let body = "vcmp.lt.f16 u_m[0], u_x[0], u_y[0]
+vsel.f16 u_z[0], u_x[0], u_y[0], u_m[0]
+set_flag V, S, 0
+wait_flag V, S, 0
+count s0, u_m[0], bits=128
+if s0 != 0 {
+    st.f16 u_z[254], s0
+}";
+    let text_body = body.to_string();
+    // Declare the mask buffer through an extra input of 32 bytes.
+    let z = run_vec(
+        &[
+            ("x", DType::F16, x.clone()),
+            ("y", DType::F16, y.clone()),
+            ("m", DType::F16, vec![0.0; 16]),
+        ],
+        ("z", DType::F16, 128),
+        &text_body,
+    )
+    .unwrap();
+    let active = (0..128).filter(|&i| x[i] < y[i]).count();
+    assert_eq!(active, 50);
+    for i in 0..127 {
+        assert_eq!(z[i], if x[i] < y[i] { x[i] } else { y[i] }, "{i}");
+    }
+    assert_eq!(z[127], active as f64);
+}
+
+#[test]
+fn reductions_within_a_repeat() {
+    // 2 repeats of 64 f32 lanes; only lanes 0..9 are active; results 2 elements apart.
+    let x = ramp(128, |i| ((i * 37) % 50) as f64 - 20.0);
+    for (op, f) in [
+        (
+            "vcadd",
+            (|v: &[f64]| v.iter().fold(0f32, |a, &b| a + b as f32) as f64) as fn(&[f64]) -> f64,
+        ),
+        ("vcmax", |v| v.iter().copied().fold(f64::MIN, f64::max)),
+        ("vcmin", |v| v.iter().copied().fold(f64::MAX, f64::min)),
+    ] {
+        let z = run_vec(
+            &[("x", DType::F32, x.clone())],
+            ("z", DType::F32, 8),
+            &format!("set_vector_mask 0x0, 0x3ff\n{op}.f32 u_z[0], u_x[0], repeat=2, rep=(2, 8)"),
+        )
+        .unwrap();
+        assert_eq!(z[0], f(&x[0..10]), "{op}");
+        assert_eq!(z[1], 0.0);
+        assert_eq!(z[2], f(&x[64..74]), "{op}");
+    }
+}
+
+#[test]
+fn conversions() {
+    let x = ramp(64, |i| i as f64 * 0.5 - 10.0);
+    let z = run_vec(
+        &[("x", DType::F32, x.clone())],
+        ("z", DType::I32, 64),
+        "vconv.f32.i32 u_z[0], u_x[0]",
+    )
+    .unwrap();
+    for i in 0..64 {
+        assert_eq!(z[i], x[i].round_ties_even(), "{i}");
+    }
+    let xi = ramp(64, |i| (i as f64 - 32.0) * 1001.0);
+    let z = run_vec(
+        &[("x", DType::I32, xi.clone())],
+        ("z", DType::F16, 64),
+        "vconv.i32.f16 u_z[0], u_x[0]",
+    )
+    .unwrap();
+    for i in 0..64 {
+        assert_eq!(z[i], h(xi[i]), "{i}");
+    }
+    let x16 = ramp(128, |i| h(i as f64 / 3.0));
+    let z = run_vec(
+        &[("x", DType::F16, x16.clone())],
+        ("z", DType::F32, 128),
+        "vconv.f16.f32 u_z[0], u_x[0], repeat=2",
+    )
+    .unwrap();
+    assert_eq!(z, x16);
+}
+
+#[test]
+fn dma_bursts_with_gaps() {
+    // 4 bursts of 2 blocks, skipping 1 block in the source and 3 in the destination.
+    let x = ramp(16 * 12, |i| h(i as f64));
+    let z = run_vec(
+        &[("x", DType::F16, x.clone())],
+        ("z", DType::F16, 16 * 20),
+        "copy u_z[0], u_x[0], n_burst=4, len=2, src_gap=1, dst_gap=3",
+    )
+    .unwrap();
+    for burst in 0..4 {
+        for e in 0..32 {
+            assert_eq!(z[burst * 5 * 16 + e], x[burst * 3 * 16 + e]);
+        }
+    }
+    assert_eq!(z[2 * 16], 0.0);
+}
+
+/// A 32×32×48 matmul through the fractal layouts, with f16 output through copy_cc_to_ub's
+/// conversion and ReLU, checked element by element.
+#[test]
+fn load2d_mmad_fractal_layouts() {
+    let (m, k, n) = (32usize, 48usize, 32usize);
+    let a = ramp(m * k, |i| h(((i * 7) % 23) as f64 / 8.0 - 1.0));
+    let b = ramp(k * n, |i| h(((i * 5) % 19) as f64 / 8.0 - 1.0));
+    let text = "kernel mm
+param a : f16[32, 48] in
+param b : f16[48, 32] in
+param c : f16[32, 32] out
+buffer l1a : L1, 3072
+buffer l1b : L1, 3072
+buffer l0a : L0A, 3072
+buffer l0b : L0B, 3072
+buffer l0c : L0C, 4096
+buffer ub : UB, 2048
+// A into L1 as [K1=3][M=32][16]; B as [N1=2][K=48][16].
+for j in 0..3 {
+    copy l1a[j*1024], a[j*32], n_burst=32, len=1, src_gap=2
+}
+for j in 0..2 {
+    copy l1b[j*1536], b[j*32], n_burst=48, len=1, src_gap=1
+}
+set_flag MTE2, MTE1, 0
+wait_flag MTE2, MTE1, 0
+// zZ: per row of fractals m1, its 3 k-fractals, 2 apart in L1.
+for m1 in 0..2 {
+    load2d l0a[m1*1536], l1a[m1*512], repeat=3, src_stride=2
+}
+// zN: per k1, its 2 n-fractals (3 apart), transposed.
+for k1 in 0..3 {
+    load2d l0b[k1*1024], l1b[k1*512], repeat=2, src_stride=3, transpose
+}
+set_flag MTE1, M, 0
+wait_flag MTE1, M, 0
+mmad.f32 l0c[0], l0a[0], l0b[0], m=32, k=48, n=32, init
+set_flag M, V, 0
+wait_flag M, V, 0
+copy_cc_to_ub ub[0], l0c[0], len=4, f16, relu
+set_flag V, MTE3, 0
+wait_flag V, MTE3, 0
+// UB is [N1=2][M=32][16]: rows of 32 bytes go to GM rows 64 bytes apart.
+for n1 in 0..2 {
+    copy c[n1*32], ub[n1*1024], n_burst=32, len=1, dst_gap=1
+}
+";
+    let kernel = sim::load("mm", text, &Machine::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let mut inputs = BTreeMap::new();
+    inputs.insert("a".into(), Tensor::new(DType::F16, vec![32, 48], a.clone()));
+    inputs.insert("b".into(), Tensor::new(DType::F16, vec![48, 32], b.clone()));
+    let out = sim::simulate(&kernel, &inputs, &SimOptions::default()).unwrap();
+    let c = &out.outputs["c"].data;
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = 0f32;
+            for kk in 0..k {
+                acc += a[i * k + kk] as f32 * b[kk * n + j] as f32;
+            }
+            assert_eq!(c[i * n + j], h(acc.max(0.0) as f64), "c[{i}][{j}]");
+        }
+    }
+    assert_eq!(out.report.cube_fractal_macs, 2 * 3 * 2);
+    assert_eq!(out.report.path_bytes["L1->L0A"], 6 * 512);
+}
+
+#[test]
+fn pipe_barrier_orders_without_flags() {
+    let x = ramp(128, |i| h(i as f64));
+    let body = "pipe_barrier MTE2\nvadds.f16 u_z[0], u_x[0], 1.0";
+    // run_vec inserts the MTE2 -> V flag; build the program by hand without it.
+    let text = format!(
+        "kernel t\nparam x : f16[128] in\nparam z : f16[128] out\nbuffer u_x : UB, 256\nbuffer u_z : UB, 256\n\
+         copy u_x[0], x[0], len=8\n{body}\npipe_barrier V\ncopy z[0], u_z[0], len=8\n"
+    );
+    let kernel = sim::load("t", &text, &Machine::default()).unwrap();
+    let mut inputs = BTreeMap::new();
+    inputs.insert("x".into(), Tensor::new(DType::F16, vec![128], x.clone()));
+    let out = sim::simulate(&kernel, &inputs, &SimOptions::default()).unwrap();
+    for i in 0..128 {
+        assert_eq!(out.outputs["z"].data[i], h(x[i] + 1.0));
+    }
+}
+
+#[test]
+fn misaligned_and_out_of_bounds_operands_are_errors() {
+    let x = ramp(256, |i| i as f64);
+    let e = run_vec(
+        &[("x", DType::F16, x.clone())],
+        ("z", DType::F16, 256),
+        "vabs.f16 u_z[0], u_x[16]",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("misaligned operand: `vabs.f16 u_z[0], u_x[16]` reads UB byte 16 (`u_x` + 16), which is not a multiple of 32"),
+        "{e}"
+    );
+    let e = run_vec(
+        &[("x", DType::F16, x)],
+        ("z", DType::F16, 256),
+        "for i in 0..3 {\n    vabs.f16 u_z[i*256], u_z[0]\n}",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("`vabs.f16 u_z[i*256], u_z[0]` writes bytes 512..768 of `u_z` (512 bytes in UB) (at i=2)"),
+        "{e}"
+    );
+    assert!(e.contains("t.npuasm:"), "{e}");
+}
+
+#[test]
+fn scalar_registers_loops_and_stores() {
+    // z[i] = i*i for i < 10, through s-registers, a float register and scalar stores.
+    let body = "for i in 0..10 {
+    mul s1, i, i
+    mov f0, s1
+    mul s2, i, 4
+    st.f32 u_z[s2], f0
+}";
+    let z = run_vec(&[], ("z", DType::F32, 16), body).unwrap();
+    for i in 0..16 {
+        assert_eq!(z[i], if i < 10 { (i * i) as f64 } else { 0.0 });
+    }
+}
+
+#[test]
+fn blocks_run_on_cores_and_share_gm_bandwidth() {
+    let text = |blocks: u32| {
+        format!(
+            "kernel par blockdim={blocks}\nparam x : f32[{n}] in\nparam z : f32[{n}] out\nbuffer u : UB, 8192\n\
+             copy u[0], x[block_idx*8192], len=256\nset_flag MTE2, V, 0\nwait_flag MTE2, V, 0\n\
+             vmuls.f32 u[0], u[0], 3.0, repeat=32\nset_flag V, MTE3, 0\nwait_flag V, MTE3, 0\n\
+             copy z[block_idx*8192], u[0], len=256\n",
+            n = blocks * 2048
+        )
+    };
+    let run = |blocks: u32| {
+        let k = sim::load("par", &text(blocks), &Machine::default()).unwrap();
+        let x = ramp(blocks as usize * 2048, |i| i as f64);
+        let mut inputs = BTreeMap::new();
+        inputs.insert(
+            "x".into(),
+            Tensor::new(DType::F32, vec![x.len() as u64], x.clone()),
+        );
+        let o = sim::simulate(&k, &inputs, &SimOptions::default()).unwrap();
+        for (i, v) in o.outputs["z"].data.iter().enumerate() {
+            assert_eq!(*v, x[i] * 3.0);
+        }
+        o.report
+    };
+    let one = run(1);
+    let many = run(32);
+    let twice = run(64);
+    assert_eq!(
+        (one.cores_used, many.cores_used, twice.cores_used),
+        (1, 32, 32)
+    );
+    // 32 cores share 1024 bytes/cycle of GM: 32 each instead of 60 / 110 alone.
+    assert!(
+        many.cycles > one.cycles,
+        "{} vs {}",
+        many.cycles,
+        one.cycles
+    );
+    // Two blocks per core run one after the other.
+    assert_eq!(twice.cycles, 2 * many.cycles);
+}
+
+#[test]
+fn unset_flags_at_the_end_are_reported() {
+    let z = "set_flag V, MTE3, 1";
+    let text = format!("kernel t\nparam z : f16[16] out\nbuffer u : UB, 32\n{z}\n");
+    let k = sim::load("t", &text, &Machine::default()).unwrap();
+    let o = sim::simulate(&k, &BTreeMap::new(), &SimOptions::default()).unwrap();
+    assert_eq!(
+        o.report.warnings,
+        vec!["block 0: flag V->MTE3 event 1 was set 1 more time(s) than waited for".to_string()]
+    );
+}
+
+/// Unmasked contiguous operations take a whole-repeat path; a split mask forces the lane by
+/// lane path. Both must give the same bits.
+#[test]
+fn whole_repeat_and_lane_paths_agree() {
+    let x = ramp(256, |i| h((i as f64 * 0.731).sin() * 70.0));
+    let y = ramp(256, |i| h((i as f64 * 0.377).cos() * 3.0));
+    for ty in [DType::F16, DType::F32] {
+        let t = ty_name(ty);
+        let (lo, hi) = if ty == DType::F16 {
+            ("0x0, 0xffffffffffffffff", "0xffffffffffffffff, 0x0")
+        } else {
+            ("0x0, 0xffffffff", "0x0, 0xffffffff00000000")
+        };
+        for op in [
+            format!("vadd.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vsub.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vmul.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vdiv.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vmax.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vmin.{t} u_z[0], u_x[0], u_y[0], repeat=2"),
+            format!("vadds.{t} u_z[0], u_x[0], 0.3, repeat=2"),
+            format!("vmuls.{t} u_z[0], u_x[0], -1.7, repeat=2"),
+            format!("vmaxs.{t} u_z[0], u_x[0], 0.5, repeat=2"),
+            format!("vabs.{t} u_z[0], u_x[0], repeat=2"),
+            format!("vrelu.{t} u_z[0], u_x[0], repeat=2"),
+            format!("vdup.{t} u_z[0], 0.1, repeat=2"),
+        ] {
+            let n = if ty == DType::F16 { 256 } else { 128 };
+            let xs: Vec<f64> = x[..n].to_vec();
+            let ys: Vec<f64> = y[..n].to_vec();
+            let inputs = [("x", ty, xs), ("y", ty, ys)];
+            let whole = run_vec(&inputs, ("z", ty, n), &op).unwrap();
+            let split = format!(
+                "set_vector_mask {lo}\n{op}\nset_vector_mask {hi}\n{op}\nset_vector_mask 0xffffffffffffffff, 0xffffffffffffffff"
+            );
+            let lanes = run_vec(&inputs, ("z", ty, n), &split).unwrap();
+            for i in 0..n {
+                assert_eq!(whole[i].to_bits(), lanes[i].to_bits(), "{op}: element {i}");
+            }
+        }
+    }
+}
+
+/// Simulator speed in release builds: `cargo test -p sim --release -- --ignored --nocapture`
+/// (or `cargo run -p sim --release --example simrun -- examples/stream.npuasm --throughput 20`).
+#[test]
+#[ignore]
+fn simulated_instructions_per_second() {
+    let text = include_str!("../examples/stream.npuasm");
+    let k = sim::load("stream", text, &Machine::default()).unwrap();
+    let inputs = sim::random_inputs(k.program(), 1);
+    let start = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..20 {
+        n += sim::simulate(&k, &inputs, &SimOptions::default())
+            .unwrap()
+            .report
+            .instructions;
+    }
+    let rate = n as f64 / start.elapsed().as_secs_f64();
+    println!("{:.2} M simulated instructions/s", rate / 1e6);
+    assert!(rate >= 5e6 || cfg!(debug_assertions), "{rate}");
+}

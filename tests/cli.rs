@@ -1,0 +1,197 @@
+//! The command line as a user meets it: exit statuses, located diagnostics, JSON output.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn polyfuse(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_polyfuse"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the polyfuse binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Writes `text` to a fresh file named `name` in a temporary folder of this test.
+fn source(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("polyfuse-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn check_prints_domains_and_accesses() {
+    let o = polyfuse(&["check", "kernels/gemm.pf", "--size", "NI=64"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("params: NI = 64, NJ = 144, NK = 160"),
+        "{text}"
+    );
+    assert!(
+        text.contains("{ S1[i, j, k] : 0 <= i < NI and 0 <= j < NJ and 0 <= k < NK }"),
+        "{text}"
+    );
+}
+
+#[test]
+fn run_json_is_stable_and_complete() {
+    let args = [
+        "run",
+        "kernels/gemm.pf",
+        "--target",
+        "interp",
+        "--seed",
+        "3",
+        "--json",
+        "--size",
+        "NI=8",
+        "--size",
+        "NJ=9",
+        "--size",
+        "NK=10",
+    ];
+    let o = polyfuse(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["kernel"], "gemm");
+    assert_eq!(doc["target"], "interp");
+    assert_eq!(doc["seed"], 3);
+    assert_eq!(doc["params"]["NK"], 10);
+    let c = &doc["outputs"][0];
+    assert_eq!(c["name"], "C");
+    assert_eq!(c["type"], "f64");
+    assert_eq!(c["shape"], serde_json::json!([8, 9]));
+    assert_eq!(c["samples"][0]["index"], serde_json::json!([0, 0]));
+    assert_eq!(c["samples"].as_array().unwrap().len(), 4);
+    assert!(c["checksum"].is_f64() && c["abs_sum"].as_f64().unwrap() > 0.0);
+    // Deterministic: the same command prints the same bytes.
+    assert_eq!(polyfuse(&args).stdout, o.stdout);
+}
+
+#[test]
+fn c_and_pf_versions_agree_through_the_cli() {
+    let sizes = [
+        "--size", "NI=12", "--size", "NJ=13", "--size", "NK=14", "--json",
+    ];
+    let pf = polyfuse(&[&["run", "kernels/gemm.pf"][..], &sizes].concat());
+    let c = polyfuse(&[&["run", "kernels/gemm.c"][..], &sizes].concat());
+    let a: serde_json::Value = serde_json::from_slice(&pf.stdout).unwrap();
+    let b: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert_eq!(a["outputs"], b["outputs"]);
+}
+
+/// Malformed input of every kind: exit status 1, file:line:col, a caret, a hint, no panic.
+#[test]
+fn malformed_inputs_get_located_errors() {
+    let cases: &[(&str, &str, &str, &str)] = &[
+        ("lex.pf", "kernel k() -> (C: f32[4]) {\n  C(i) = 1.0 @ 2.0;\n}\n", ":2:14", "character"),
+        ("syntax.pf", "kernel k() -> (C: f32[4]) {\n  C(i) = ;\n}\n", ":2:10", "expected"),
+        ("unknown.pf", "kernel k() -> (C: f32[4]) {\n  C(i) = X(i);\n}\n", ":2:10", "unknown"),
+        (
+            "shape.pf",
+            "kernel k(A: f32[4]) -> (C: f32[4, 4]) {\n  C(i) = A(i);\n}\n",
+            ":2:3",
+            "subscript",
+        ),
+        (
+            "type.pf",
+            "kernel k(A: f32[4]) -> (C: f32[4]) {\n  C(i) = A(i) < 1.0;\n}\n",
+            ":2:10",
+            "bool",
+        ),
+        (
+            "affine.pf",
+            "kernel k(A: f32[16]) -> (C: f32[4, 4]) {\n  C(i, j) = A(i * j);\n}\n",
+            ":2:15",
+            "affine",
+        ),
+        (
+            "while.c",
+            "void k(int n, double A[10]) {\n  int i;\n#pragma scop\n  while (i < 10) A[i] = 0;\n#pragma endscop\n}\n",
+            ":4:3",
+            "while",
+        ),
+        (
+            "subscript.c",
+            "void k(double A[10], double B[10]) {\n  int i;\n#pragma scop\n  for (i = 0; i < 10; i++)\n    A[i * i] = B[i];\n#pragma endscop\n}\n",
+            ":5:7",
+            "affine",
+        ),
+        ("noscop.c", "int main(void) { return 0; }\n", ":1:1", "scop"),
+    ];
+    for (name, text, location, word) in cases {
+        let path = source(name, text);
+        let o = polyfuse(&["check", path.to_str().unwrap()]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(&format!("{name}{location}")), "{name}: {err}");
+        assert!(err.contains('^'), "{name}: {err}");
+        assert!(err.contains("hint:"), "{name}: {err}");
+        assert!(
+            err.to_lowercase().contains(word),
+            "{name}: expected `{word}` in {err}"
+        );
+        assert!(!err.contains("panicked"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn unreadable_and_unknown_files_exit_1() {
+    let o = polyfuse(&["check", "no/such/kernel.pf"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("cannot read no/such/kernel.pf"));
+    let path = source("kernel.txt", "kernel");
+    let o = polyfuse(&["run", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("unknown kind of file"));
+}
+
+#[test]
+fn bad_sizes_are_reported() {
+    let o = polyfuse(&["check", "kernels/gemm.pf", "--size", "Q=4"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains('Q'), "{}", stderr(&o));
+    let o = polyfuse(&["check", "kernels/gemm.pf", "--size", "NI=x"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("must be an integer"), "{}", stderr(&o));
+}
+
+#[test]
+fn c_kernels_read_datasets_and_includes() {
+    let o = polyfuse(&["check", "kernels/gemm.c", "-D", "MINI_DATASET"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("params: NI = 20, NJ = 25, NK = 30"),
+        "{}",
+        stdout(&o)
+    );
+    let o = polyfuse(&["check", "kernels/gemm.c"]);
+    assert!(
+        stdout(&o).contains("NI = 1000"),
+        "PolyBench's default is LARGE"
+    );
+    let copy = source(
+        "gemm_copy.c",
+        &std::fs::read_to_string("kernels/gemm.c").unwrap(),
+    );
+    let o = polyfuse(&["check", copy.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "gemm.h is not next to the copy");
+    let kernels = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+    let o = polyfuse(&[
+        "check",
+        copy.to_str().unwrap(),
+        "-I",
+        kernels.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
