@@ -22,11 +22,21 @@ fn integer_emptiness() {
     // Thin unbounded strip without integer points.
     assert!(set("{ [x, y] : 1 <= 3x - 3y <= 2 }").is_empty().unwrap());
     // Needs splinters: rationally non-empty, no integer point.
-    assert!(set("{ [x, y] : 27 <= 11x + 13y <= 45 and -10 <= 7x - 9y <= 4 }").is_empty().unwrap());
-    assert!(!set("{ [x, y] : 27 <= 11x + 13y <= 48 and -10 <= 7x - 9y <= 4 }")
-        .is_empty()
-        .unwrap());
-    assert!(set("{ [i] : exists (e : i = 2e) and exists (f : i = 2f + 1) }").is_empty().unwrap());
+    assert!(
+        set("{ [x, y] : 27 <= 11x + 13y <= 45 and -10 <= 7x - 9y <= 4 }")
+            .is_empty()
+            .unwrap()
+    );
+    assert!(
+        !set("{ [x, y] : 27 <= 11x + 13y <= 48 and -10 <= 7x - 9y <= 4 }")
+            .is_empty()
+            .unwrap()
+    );
+    assert!(
+        set("{ [i] : exists (e : i = 2e) and exists (f : i = 2f + 1) }")
+            .is_empty()
+            .unwrap()
+    );
 }
 
 #[test]
@@ -51,9 +61,7 @@ fn lexmin_of_sets_and_maps() {
     // Parametric: the last writer before a read at i among writes at 0..i-1 of step 2.
     let m = map("[N] -> { R[i] -> W[j] : 0 <= j < i < N and j mod 2 = 0 }");
     let last = m.lexmax().unwrap();
-    let expect = map(
-        "[N] -> { R[i] -> W[j] : 0 <= j < i < N and j mod 2 = 0 and j >= i - 2 }",
-    );
+    let expect = map("[N] -> { R[i] -> W[j] : 0 <= j < i < N and j mod 2 = 0 and j >= i - 2 }");
     assert!(last.is_equal(&expect).unwrap(), "{last}");
     let first = map("{ [i] -> [j, k] : 0 <= i < 4 and i <= j < 4 and j - i <= k < 3 }")
         .lexmin()
@@ -68,7 +76,9 @@ fn image_preimage_compose() {
     let d = set("[N] -> { S[i, j] : 0 <= i < N and 0 <= j < N }");
     let acc = map("{ S[i, j] -> A[i + j] }");
     let img = d.apply(&acc);
-    assert!(img.is_equal(&set("[N] -> { A[a] : 0 <= a <= 2N - 2 }")).unwrap());
+    assert!(img
+        .is_equal(&set("[N] -> { A[a] : 0 <= a <= 2N - 2 }"))
+        .unwrap());
     let pre = set("{ A[a] : a = 3 }").preimage(&acc);
     let expect = set("{ S[i, j] : i + j = 3 }");
     assert!(pre.is_equal(&expect).unwrap());
@@ -78,7 +88,10 @@ fn image_preimage_compose() {
         .apply_range(&m2)
         .is_equal(&map("{ S[i] -> U[2i + 1] }"))
         .unwrap());
-    assert!(m1.reverse().is_equal(&map("{ T[j] -> S[i] : j = 2i }")).unwrap());
+    assert!(m1
+        .reverse()
+        .is_equal(&map("{ T[j] -> S[i] : j = 2i }"))
+        .unwrap());
     let dom = map("{ S[i] -> T[j] : 0 <= i < 4 and i <= j < 2i }").domain();
     assert!(dom.is_equal(&set("{ S[i] : 1 <= i < 4 }")).unwrap());
 }
@@ -87,7 +100,10 @@ fn image_preimage_compose() {
 fn deltas_and_lex_order() {
     let dep = map("[N] -> { S[i, j] -> S[i + 1, j - 1] : 0 <= i < N and 0 < j < N }");
     let d = dep.deltas();
-    assert!(d.is_equal(&set("[N] -> { [1, -1] : N >= 2 }")).unwrap(), "{d}");
+    assert!(
+        d.is_equal(&set("[N] -> { [1, -1] : N >= 2 }")).unwrap(),
+        "{d}"
+    );
     let s = Tuple::anonymous_dims(Some("S"), 2);
     let lt = Map::lex_lt(&[], &s, &s);
     assert!(lt.contains(&[0, 5], &[1, 0]).unwrap());
@@ -102,7 +118,9 @@ fn deltas_and_lex_order() {
 fn hulls_and_ranges() {
     let s = set("{ [i, j] : 0 <= i <= 4 and i <= j <= 2i; [i, j] : i = 7 and j = 0 }");
     let b = s.box_hull().unwrap();
-    assert!(b.is_equal(&set("{ [i, j] : 0 <= i <= 7 and 0 <= j <= 8 }")).unwrap());
+    assert!(b
+        .is_equal(&set("{ [i, j] : 0 <= i <= 7 and 0 <= j <= 8 }"))
+        .unwrap());
     assert_eq!(
         s.dim_range(1).unwrap(),
         Some(DimRange {
@@ -112,7 +130,12 @@ fn hulls_and_ranges() {
     );
     let h = s.simple_hull().unwrap();
     assert!(s.is_subset(&h).unwrap());
-    assert!(set("{ [i] : i >= 3 }").dim_range(0).unwrap().unwrap().max.is_none());
+    assert!(set("{ [i] : i >= 3 }")
+        .dim_range(0)
+        .unwrap()
+        .unwrap()
+        .max
+        .is_none());
 }
 
 #[test]
@@ -125,7 +148,9 @@ fn counting_and_simplify() {
     let red = set("{ [i] : i >= 0 and i >= -3 and 2i >= 1 and i <= 5 and i <= 0 + 7 }");
     let s = red.simplify().unwrap();
     assert_eq!(s.to_string(), "{ [i] : i >= 1 and 5 >= i }");
-    let impl_eq = set("{ [i, j] : i <= j and j <= i and 0 <= i <= 3 }").simplify().unwrap();
+    let impl_eq = set("{ [i, j] : i <= j and j <= i and 0 <= i <= 3 }")
+        .simplify()
+        .unwrap();
     assert!(impl_eq.to_string().contains('='));
 }
 

@@ -67,9 +67,9 @@ fn piece_range(p: &Conj) -> Result<Option<Range>, Error> {
         }
     }
     let ok = |x: i64| {
-        strides.iter().all(|&(c1, c0, m)| {
-            (c1 as i128 * x as i128 + c0 as i128).rem_euclid(m as i128) == 0
-        })
+        strides
+            .iter()
+            .all(|&(c1, c0, m)| (c1 as i128 * x as i128 + c0 as i128).rem_euclid(m as i128) == 0)
     };
     let new_lo = match lo {
         Some(l) => {

@@ -146,7 +146,13 @@ impl Conj {
         let f = |r: &Row| -> Result<Row, Error> {
             let mut o = Vec::with_capacity(r.len() - 1);
             o.push(add(r[0], mul(r[1 + v], val)?)?);
-            o.extend(r[1..].iter().enumerate().filter(|(i, _)| *i != v).map(|(_, &x)| x));
+            o.extend(
+                r[1..]
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != v)
+                    .map(|(_, &x)| x),
+            );
             Ok(o)
         };
         Ok(Conj {

@@ -51,6 +51,27 @@ fn lex_at(params: &[&str], dom: &Tuple, ran: &Tuple, depth: usize, cmp: Cmp) -> 
 }
 
 impl Map {
+    /// Builds a basic map from constraint rows `[constant, params…, domain dims…, range
+    /// dims…] · (1, x) ≥ 0` (inequalities) and `= 0` (equalities).
+    pub fn from_constraints(
+        params: &[&str],
+        dom: Tuple,
+        ran: Tuple,
+        eqs: &[Vec<i64>],
+        ineqs: &[Vec<i64>],
+    ) -> Result<Map, Error> {
+        let mut b = Basic::universe(params.len(), Some(dom), ran);
+        let width = b.c.n + 1;
+        if eqs.iter().chain(ineqs).any(|r| r.len() != width) {
+            return Err(Error::Space(format!(
+                "constraint rows must have {width} entries"
+            )));
+        }
+        b.c.eqs = eqs.to_vec();
+        b.c.ineqs = ineqs.to_vec();
+        Ok(single(params, b))
+    }
+
     pub fn universe(params: &[&str], dom: Tuple, ran: Tuple) -> Map {
         single(params, Basic::universe(params.len(), Some(dom), ran))
     }
@@ -79,17 +100,31 @@ impl Map {
 
     /// `{ x -> y : x_0..depth−1 = y_0..depth−1 and x_depth < y_depth }`: `x` precedes `y`
     /// and they first differ at `depth`.
-    pub fn lex_lt_at(params: &[&str], dom: &Tuple, ran: &Tuple, depth: usize) -> Result<Map, Error> {
+    pub fn lex_lt_at(
+        params: &[&str],
+        dom: &Tuple,
+        ran: &Tuple,
+        depth: usize,
+    ) -> Result<Map, Error> {
         if depth >= dom.arity().min(ran.arity()) {
-            return Err(Error::Space(format!("depth {depth} beyond the tuples' common dimensions")));
+            return Err(Error::Space(format!(
+                "depth {depth} beyond the tuples' common dimensions"
+            )));
         }
         Ok(single(params, lex_at(params, dom, ran, depth, Cmp::Lt)))
     }
 
     /// Like [`Map::lex_lt_at`] with `x_depth > y_depth`.
-    pub fn lex_gt_at(params: &[&str], dom: &Tuple, ran: &Tuple, depth: usize) -> Result<Map, Error> {
+    pub fn lex_gt_at(
+        params: &[&str],
+        dom: &Tuple,
+        ran: &Tuple,
+        depth: usize,
+    ) -> Result<Map, Error> {
         if depth >= dom.arity().min(ran.arity()) {
-            return Err(Error::Space(format!("depth {depth} beyond the tuples' common dimensions")));
+            return Err(Error::Space(format!(
+                "depth {depth} beyond the tuples' common dimensions"
+            )));
         }
         Ok(single(params, lex_at(params, dom, ran, depth, Cmp::Gt)))
     }
@@ -136,8 +171,20 @@ impl Map {
                     parts: vec![u],
                 };
                 let m = m
-                    .intersect_side(&Rel { params: d.params.clone(), parts: vec![a.clone()] }, true)
-                    .intersect_side(&Rel { params: d.params.clone(), parts: vec![b.clone()] }, false);
+                    .intersect_side(
+                        &Rel {
+                            params: d.params.clone(),
+                            parts: vec![a.clone()],
+                        },
+                        true,
+                    )
+                    .intersect_side(
+                        &Rel {
+                            params: d.params.clone(),
+                            parts: vec![b.clone()],
+                        },
+                        false,
+                    );
                 out.parts.extend(m.parts);
             }
         }
@@ -259,7 +306,10 @@ impl Map {
         let mut out = Vec::new();
         self.0.for_each_point(&mut |b, x| {
             let ni = b.ni();
-            let dom = b.dom.clone().unwrap_or_else(|| Tuple::anonymous_dims(None, 0));
+            let dom = b
+                .dom
+                .clone()
+                .unwrap_or_else(|| Tuple::anonymous_dims(None, 0));
             out.push((dom, x[..ni].to_vec(), b.ran.clone(), x[ni..].to_vec()));
             Ok(())
         })?;

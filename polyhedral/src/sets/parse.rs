@@ -90,7 +90,10 @@ fn lex(s: &str) -> Result<Vec<(Tok, usize)>, ParseError> {
         }
         return Err(ParseError {
             pos: i,
-            message: format!("unexpected character {:?}", s[i..].chars().next().unwrap_or('?')),
+            message: format!(
+                "unexpected character {:?}",
+                s[i..].chars().next().unwrap_or('?')
+            ),
         });
     }
     out.push((Tok::End, s.len()));
@@ -112,7 +115,9 @@ enum Formula {
     Or(Vec<Formula>),
 }
 
-const KEYWORDS: [&str; 8] = ["and", "or", "exists", "floor", "ceil", "mod", "true", "false"];
+const KEYWORDS: [&str; 8] = [
+    "and", "or", "exists", "floor", "ceil", "mod", "true", "false",
+];
 const MAX_DEPTH: usize = 64;
 const MAX_DISJUNCTS: usize = 4096;
 
@@ -187,7 +192,11 @@ impl Parser {
     }
 
     fn lookup(&self, name: &str) -> Option<usize> {
-        self.scope.iter().rev().find(|(n, _)| n == name).map(|(_, v)| *v)
+        self.scope
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
     }
 
     fn fresh(&mut self) -> usize {
@@ -209,13 +218,21 @@ impl Parser {
 
     fn lin_add(&self, a: &Lin, b: &Lin, sb: i64) -> PResult<Lin> {
         let mut o = a.clone();
-        let Some(bc) = b.c.checked_mul(sb) else { return self.overflow() };
-        let Some(c) = o.c.checked_add(bc) else { return self.overflow() };
+        let Some(bc) = b.c.checked_mul(sb) else {
+            return self.overflow();
+        };
+        let Some(c) = o.c.checked_add(bc) else {
+            return self.overflow();
+        };
         o.c = c;
         for (v, x) in &b.t {
-            let Some(x) = x.checked_mul(sb) else { return self.overflow() };
+            let Some(x) = x.checked_mul(sb) else {
+                return self.overflow();
+            };
             let e = o.t.entry(*v).or_insert(0);
-            let Some(s) = e.checked_add(x) else { return self.overflow() };
+            let Some(s) = e.checked_add(x) else {
+                return self.overflow();
+            };
             *e = s;
         }
         o.t.retain(|_, x| *x != 0);

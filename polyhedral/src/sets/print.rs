@@ -13,7 +13,10 @@ fn valid_name(s: &str) -> bool {
     let mut ch = s.chars();
     matches!(ch.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && ch.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '\'')
-        && !["and", "or", "exists", "floor", "ceil", "mod", "true", "false"].contains(&s)
+        && ![
+            "and", "or", "exists", "floor", "ceil", "mod", "true", "false",
+        ]
+        .contains(&s)
 }
 
 fn term(out: &mut String, coef: i64, name: &str, first: &mut bool) {

@@ -297,7 +297,9 @@ fn extend_params(b: &Basic, old: &[String], new: &[String]) -> Basic {
         .map(|v| {
             if v < old.len() {
                 // Invariant: `new` is a superset of `old`.
-                new.iter().position(|p| *p == old[v]).expect("param in merged list")
+                new.iter()
+                    .position(|p| *p == old[v])
+                    .expect("param in merged list")
             } else {
                 v + shift
             }
@@ -475,7 +477,10 @@ impl Rel {
                 .collect();
             Some(Basic {
                 dom: Some(b.ran.clone()),
-                ran: b.dom.clone().unwrap_or_else(|| Tuple::anonymous_dims(None, 0)),
+                ran: b
+                    .dom
+                    .clone()
+                    .unwrap_or_else(|| Tuple::anonymous_dims(None, 0)),
                 np,
                 nd: b.nd,
                 c: b.c.remap(b.c.n, &map),
@@ -506,7 +511,9 @@ impl Rel {
                 })
                 .collect();
             let tuple = if domain {
-                b.dom.clone().unwrap_or_else(|| Tuple::anonymous_dims(None, 0))
+                b.dom
+                    .clone()
+                    .unwrap_or_else(|| Tuple::anonymous_dims(None, 0))
             } else {
                 b.ran.clone()
             };
@@ -662,7 +669,9 @@ impl Rel {
                 return None;
             }
             let n = b.c.n + no;
-            let map: Vec<usize> = (0..b.c.n).map(|v| if v < np { v } else { v + no }).collect();
+            let map: Vec<usize> = (0..b.c.n)
+                .map(|v| if v < np { v } else { v + no })
+                .collect();
             let mut c = b.c.remap(n, &map);
             for j in 0..no {
                 // d_j − y_j + x_j = 0

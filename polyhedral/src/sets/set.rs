@@ -48,7 +48,9 @@ impl Set {
         let mut b = Basic::universe(params.len(), None, tuple);
         let width = b.c.n + 1;
         if eqs.iter().chain(ineqs).any(|r| r.len() != width) {
-            return Err(Error::Space(format!("constraint rows must have {width} entries")));
+            return Err(Error::Space(format!(
+                "constraint rows must have {width} entries"
+            )));
         }
         b.c = Conj {
             n: b.c.n,
@@ -166,7 +168,9 @@ impl Set {
 
     fn lex_point(&self, max: bool) -> Result<Option<Vec<i64>>, Error> {
         if self.tuples().len() > 1 {
-            return Err(Error::Space("lexicographic point of a set over several tuples".into()));
+            return Err(Error::Space(
+                "lexicographic point of a set over several tuples".into(),
+            ));
         }
         let mut best: Option<Vec<i64>> = None;
         for b in &self.0.parts {
@@ -219,7 +223,9 @@ impl Set {
                 continue;
             }
             for d in 0..t.arity() {
-                let Some(r) = mine.dim_range(d)? else { continue };
+                let Some(r) = mine.dim_range(d)? else {
+                    continue;
+                };
                 let col = 1 + b.np + d;
                 if let Some(lo) = r.min {
                     let mut row = vec![0; b.c.n + 1];
@@ -295,7 +301,13 @@ impl Set {
     fn restrict_to(&self, t: &Tuple) -> Set {
         Set(Rel {
             params: self.0.params.clone(),
-            parts: self.0.parts.iter().filter(|b| b.ran == *t).cloned().collect(),
+            parts: self
+                .0
+                .parts
+                .iter()
+                .filter(|b| b.ran == *t)
+                .cloned()
+                .collect(),
         })
     }
 
