@@ -75,6 +75,17 @@ struct KernelArgs {
 struct CheckArgs {
     #[command(flatten)]
     kernel: KernelArgs,
+    /// What to print: the kernel as read (`program`) or its dependences (`deps`).
+    #[arg(long, value_enum, default_value = "program")]
+    emit: CheckEmit,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CheckEmit {
+    /// Arrays, statements, domains, schedules and accesses.
+    Program,
+    /// Memory-based and value-based dependences, live-in reads and live-out writes.
+    Deps,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -156,7 +167,14 @@ fn load(args: &KernelArgs) -> Result<polyhedral::Program, Failure> {
 
 fn check(args: &CheckArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    print!("{program}");
+    match args.emit {
+        CheckEmit::Program => print!("{program}"),
+        CheckEmit::Deps => {
+            let deps = polyhedral::deps::compute_dependences(&program)
+                .map_err(|e| Failure(format!("error: {e}\n")))?;
+            print!("{}", deps.display(&program));
+        }
+    }
     Ok(())
 }
 

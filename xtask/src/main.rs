@@ -14,6 +14,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("snapshot") => snapshot(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
+        Some("bench") => bench(&args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -29,7 +30,9 @@ const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   snapshot [--accept]          run the snapshot tests; --accept blesses changed outputs
   fuzz [--seconds N] [TARGET]  fuzz the parsers for N seconds each (default 60);
-                               targets: pf, c (default: all)";
+                               targets: pf, c (default: all)
+  bench deps                   time dependence analysis of every kernel; with islpy
+                               installed, recompute the answers with isl and compare";
 
 fn workspace_root() -> PathBuf {
     // xtask lives one level below the workspace root.
@@ -117,6 +120,45 @@ fn snapshot(args: &[String]) -> Result<(), String> {
         "{} snapshot(s) changed; review the diffs above, then run `cargo xtask snapshot --accept`",
         pending.len()
     ))
+}
+
+fn bench(args: &[String]) -> Result<(), String> {
+    match args {
+        [what] if what == "deps" => bench_deps(),
+        _ => Err(USAGE.to_string()),
+    }
+}
+
+fn bench_deps() -> Result<(), String> {
+    let export = workspace_root().join("target/deps-export");
+    let ok = status(
+        cargo()
+            .args(["bench", "--quiet", "--bench", "deps"])
+            .env("POLYFUSE_DEPS_EXPORT", &export),
+    )?;
+    if !ok {
+        return Err("the dependence benchmark failed".into());
+    }
+    let has_islpy = Command::new("python3")
+        .args(["-c", "import islpy"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has_islpy {
+        println!(
+            "
+islpy is not installed (pip install islpy): no comparison with isl"
+        );
+        return Ok(());
+    }
+    println!(
+        "
+the same analyses with isl (islpy), answers compared with polyfuse's:\n"
+    );
+    let script = workspace_root().join("xtask/isl_compare.py");
+    if !status(Command::new("python3").arg(script).arg(&export))? {
+        return Err("isl's answers differ from polyfuse's (see the table)".into());
+    }
+    Ok(())
 }
 
 fn fuzz(args: &[String]) -> Result<(), String> {

@@ -54,6 +54,27 @@ fn lex_at(params: &[&str], dom: &Tuple, ran: &Tuple, depth: usize, cmp: Cmp) -> 
 }
 
 impl Map {
+    /// Builds a basic map from constraint rows `[constant, params…, domain dims…, range
+    /// dims…] · (1, x) ≥ 0` (inequalities) and `= 0` (equalities).
+    pub fn from_constraints(
+        params: &[&str],
+        dom: Tuple,
+        ran: Tuple,
+        eqs: &[Vec<i64>],
+        ineqs: &[Vec<i64>],
+    ) -> Result<Map, Error> {
+        let mut b = Basic::universe(params.len(), Some(dom), ran);
+        let width = b.c.n + 1;
+        if eqs.iter().chain(ineqs).any(|r| r.len() != width) {
+            return Err(Error::Space(format!(
+                "constraint rows must have {width} entries"
+            )));
+        }
+        b.c.eqs = eqs.to_vec();
+        b.c.ineqs = ineqs.to_vec();
+        Ok(single(params, b))
+    }
+
     pub fn universe(params: &[&str], dom: Tuple, ran: Tuple) -> Map {
         single(params, Basic::universe(params.len(), Some(dom), ran))
     }
