@@ -277,27 +277,13 @@ impl Gen<'_> {
                 self.dims.pop();
                 return body;
             }
+        }
+        let (lowers, uppers) = if exact {
+            let (lo, hi) = self.bound_exprs(&sets[0], cur);
+            (vec![AstExpr::max(lo)], vec![AstExpr::min(hi)])
         } else {
-            // Rows every piece has hold on the whole hull.
-            let common = |get: &dyn Fn(&Bounds) -> &Vec<Row>| -> Vec<Row> {
-                get(&sets[0])
-                    .iter()
-                    .filter(|r| sets.iter().all(|s| get(s).contains(r)))
-                    .cloned()
-                    .collect()
-            };
-            let eqs = common(&|b| &b.eqs);
-            let ineqs = [common(&|b| &b.lower), common(&|b| &b.upper)].concat();
-            self.ctx.eqs.extend(eqs);
-            self.ctx.ineqs.extend(ineqs);
-        }
-        let mut lowers = Vec::new();
-        let mut uppers = Vec::new();
-        for b in &sets {
-            let (lo, hi) = self.bound_exprs(b, cur);
-            push_unique(&mut lowers, AstExpr::max(lo));
-            push_unique(&mut uppers, AstExpr::min(hi));
-        }
+            self.hull(&sets, cur)?
+        };
         let var = self.fresh_name(d);
         self.dims.push(AstExpr::Var(var.clone()));
         let body = self.members(coincident, idx + 1, actives, cont);
@@ -311,8 +297,8 @@ impl Gen<'_> {
         let vectorizable = parallel && innermost && self.unit_stride(&body, &var);
         Ok(vec![Ast::For {
             var,
-            lower: AstExpr::min(lowers),
-            upper: AstExpr::max(uppers),
+            lower: fold(AstExpr::min(lowers)),
+            upper: fold(AstExpr::max(uppers)),
             step: 1,
             body: Box::new(Ast::Block(body)),
             annotations: LoopAnnotations {
@@ -320,6 +306,81 @@ impl Gen<'_> {
                 vectorizable,
             },
         }])
+    }
+
+    /// Bounds of a loop that scans the union of several pieces' ranges. Rows that every
+    /// piece implies are valid on the whole union: when there are such lower (upper) rows,
+    /// their maximum (minimum) is the bound and they join the context; otherwise the bound
+    /// is the smallest of the pieces' lower bounds (the largest of their upper bounds).
+    fn hull(&mut self, sets: &[Bounds], cur: usize) -> Result<(Vec<AstExpr>, Vec<AstExpr>), ScheduleError> {
+        let mut cands: Vec<Row> = Vec::new();
+        for b in sets {
+            for r in b.lower.iter().chain(&b.upper) {
+                if !cands.contains(r) {
+                    cands.push(r.clone());
+                }
+            }
+            for r in &b.eqs {
+                let neg: Row = r.iter().map(|&x| -x).collect();
+                for x in [r.clone(), neg] {
+                    if !cands.contains(&x) {
+                        cands.push(x);
+                    }
+                }
+            }
+        }
+        let mut valid: Vec<Row> = Vec::new();
+        for r in cands {
+            let mut all = true;
+            for b in sets {
+                let mut c = self.ctx.clone();
+                c.eqs.extend(b.eqs.iter().cloned());
+                c.ineqs.extend(b.lower.iter().cloned());
+                c.ineqs.extend(b.upper.iter().cloned());
+                if !implied(&c, &r)? {
+                    all = false;
+                    break;
+                }
+            }
+            if all {
+                valid.push(r);
+            }
+        }
+        // Keep the tightest: drop a valid row the others imply.
+        let mut keep = vec![true; valid.len()];
+        for i in 0..valid.len() {
+            let mut c = self.ctx.clone();
+            for (j, r) in valid.iter().enumerate() {
+                if j != i && keep[j] {
+                    c.ineqs.push(r.clone());
+                }
+            }
+            if implied(&c, &valid[i])? {
+                keep[i] = false;
+            }
+        }
+        let valid: Vec<Row> = valid
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(r, k)| k.then_some(r))
+            .collect();
+        let hull = Bounds {
+            eqs: Vec::new(),
+            lower: valid.iter().filter(|r| r[1 + cur] > 0).cloned().collect(),
+            upper: valid.iter().filter(|r| r[1 + cur] < 0).cloned().collect(),
+        };
+        self.ctx.ineqs.extend(valid.iter().cloned());
+        let (hull_lo, hull_hi) = self.bound_exprs(&hull, cur);
+        let mut lowers = Vec::new();
+        let mut uppers = Vec::new();
+        for b in sets {
+            let (lo, hi) = self.bound_exprs(b, cur);
+            push_unique(&mut lowers, AstExpr::max(lo));
+            push_unique(&mut uppers, AstExpr::min(hi));
+        }
+        let lowers = if hull_lo.is_empty() { lowers } else { vec![AstExpr::max(hull_lo)] };
+        let uppers = if hull_hi.is_empty() { uppers } else { vec![AstExpr::min(hull_hi)] };
+        Ok((lowers, uppers))
     }
 
     /// The bounds a piece of a projection (over `k` kept variables plus stride locals) puts
@@ -534,6 +595,26 @@ impl Gen<'_> {
             });
         }
         ok
+    }
+}
+
+/// `min`/`max` of integer constants folded to one constant.
+fn fold(e: AstExpr) -> AstExpr {
+    match e {
+        AstExpr::Min(items) if items.iter().all(|x| matches!(x, AstExpr::Int(_))) => {
+            AstExpr::Int(items.iter().map(int_of).min().unwrap_or(0))
+        }
+        AstExpr::Max(items) if items.iter().all(|x| matches!(x, AstExpr::Int(_))) => {
+            AstExpr::Int(items.iter().map(int_of).max().unwrap_or(0))
+        }
+        e => e,
+    }
+}
+
+fn int_of(e: &AstExpr) -> i64 {
+    match e {
+        AstExpr::Int(v) => *v,
+        _ => 0,
     }
 }
 
