@@ -146,7 +146,7 @@ impl Gen<'_> {
                 for c in &node.children {
                     out.extend(self.node(c, actives.clone())?);
                 }
-                Ok(out)
+                Ok(merge_guards(out))
             }
             NodeKind::Filter(f) => {
                 let mut kept = Vec::with_capacity(actives.len());
@@ -192,7 +192,7 @@ impl Gen<'_> {
                         (0..n).map(|j| QuasiAffine::var(Var::Iter(j))).collect();
                     out.extend(self.members(&vec![false; n], 0, vec![(a, identity)], Cont::User)?);
                 }
-                Ok(out)
+                Ok(merge_guards(out))
             }
         }
     }
@@ -596,6 +596,38 @@ impl Gen<'_> {
         }
         ok
     }
+}
+
+/// Consecutive guards with the same conditions (and no `else`) as one guard.
+fn merge_guards(items: Vec<Ast>) -> Vec<Ast> {
+    let mut out: Vec<Ast> = Vec::with_capacity(items.len());
+    for item in items {
+        if let (
+            Some(Ast::If {
+                conds: prev,
+                then,
+                otherwise: None,
+            }),
+            Ast::If {
+                conds,
+                then: next,
+                otherwise: None,
+            },
+        ) = (out.last_mut(), &item)
+        {
+            if prev == conds {
+                let mut body = match std::mem::replace(then.as_mut(), Ast::Block(Vec::new())) {
+                    Ast::Block(b) => b,
+                    other => vec![other],
+                };
+                body.push((**next).clone());
+                **then = Ast::Block(body);
+                continue;
+            }
+        }
+        out.push(item);
+    }
+    out
 }
 
 /// `min`/`max` of integer constants folded to one constant.

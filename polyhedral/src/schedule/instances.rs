@@ -162,6 +162,24 @@ pub(crate) fn lower(
             return Err(ScheduleError::Invalid("division by a non-positive number".into()));
         }
         let mut num = lower(&f.num, col, c)?;
+        // The same division twice is one local: `floor(i/4)` in a tile member and in
+        // `i - 4*floor(i/4)` of its point member must be equal for `i` to be recovered.
+        let existing = (0..c.n).find(|&l| {
+            num[1 + l] == 0 && {
+                let mut lo = num.clone();
+                lo[1 + l] = -f.den;
+                c.ineqs.contains(&lo) && {
+                    let mut hi: Row = num.iter().map(|&x| -x).collect();
+                    hi[1 + l] = f.den;
+                    hi[0] += f.den - 1;
+                    c.ineqs.contains(&hi)
+                }
+            }
+        });
+        if let Some(l) = existing {
+            row[1 + l] = checked_add(row[1 + l], f.coeff)?;
+            continue;
+        }
         c.add_vars(1);
         let l = c.n - 1;
         num.resize(c.n + 1, 0);
