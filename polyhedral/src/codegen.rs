@@ -83,7 +83,11 @@ struct Gen<'a> {
 }
 
 impl Gen<'_> {
-    fn children(&mut self, node: &Node, actives: Vec<Instances>) -> Result<Vec<Ast>, ScheduleError> {
+    fn children(
+        &mut self,
+        node: &Node,
+        actives: Vec<Instances>,
+    ) -> Result<Vec<Ast>, ScheduleError> {
         match node.children.first() {
             Some(c) => self.node(c, actives),
             None => Ok(Vec::new()),
@@ -190,7 +194,12 @@ impl Gen<'_> {
                     let n = a.n_iter;
                     let identity: Vec<QuasiAffine> =
                         (0..n).map(|j| QuasiAffine::var(Var::Iter(j))).collect();
-                    out.extend(self.members(&vec![false; n], 0, vec![(a, identity)], Cont::User)?);
+                    out.extend(self.members(
+                        &vec![false; n],
+                        0,
+                        vec![(a, identity)],
+                        Cont::User,
+                    )?);
                 }
                 Ok(merge_guards(out))
             }
@@ -312,7 +321,11 @@ impl Gen<'_> {
     /// piece implies are valid on the whole union: when there are such lower (upper) rows,
     /// their maximum (minimum) is the bound and they join the context; otherwise the bound
     /// is the smallest of the pieces' lower bounds (the largest of their upper bounds).
-    fn hull(&mut self, sets: &[Bounds], cur: usize) -> Result<(Vec<AstExpr>, Vec<AstExpr>), ScheduleError> {
+    fn hull(
+        &mut self,
+        sets: &[Bounds],
+        cur: usize,
+    ) -> Result<(Vec<AstExpr>, Vec<AstExpr>), ScheduleError> {
         let mut cands: Vec<Row> = Vec::new();
         for b in sets {
             for r in b.lower.iter().chain(&b.upper) {
@@ -378,15 +391,28 @@ impl Gen<'_> {
             push_unique(&mut lowers, AstExpr::max(lo));
             push_unique(&mut uppers, AstExpr::min(hi));
         }
-        let lowers = if hull_lo.is_empty() { lowers } else { vec![AstExpr::max(hull_lo)] };
-        let uppers = if hull_hi.is_empty() { uppers } else { vec![AstExpr::min(hull_hi)] };
+        let lowers = if hull_lo.is_empty() {
+            lowers
+        } else {
+            vec![AstExpr::max(hull_lo)]
+        };
+        let uppers = if hull_hi.is_empty() {
+            uppers
+        } else {
+            vec![AstExpr::min(hull_hi)]
+        };
         Ok((lowers, uppers))
     }
 
     /// The bounds a piece of a projection (over `k` kept variables plus stride locals) puts
     /// on variable `cur`, without those the context and the piece's other bounds imply;
     /// `None` when the piece contradicts the context.
-    fn bounds_of(&self, piece: &Conj, cur: usize, k: usize) -> Result<Option<Bounds>, ScheduleError> {
+    fn bounds_of(
+        &self,
+        piece: &Conj,
+        cur: usize,
+        k: usize,
+    ) -> Result<Option<Bounds>, ScheduleError> {
         let plain = |r: &Row| r[1 + k..].iter().all(|&x| x == 0);
         let mut b = Bounds::default();
         let mut check = self.ctx.clone();
@@ -588,7 +614,11 @@ impl Gen<'_> {
                             .enumerate()
                             .map(|(j, dj)| sub.coeff(Var::Iter(j)) * dj)
                             .sum();
-                        let fine = if t + 1 == n { step == 0 || step == 1 } else { step == 0 };
+                        let fine = if t + 1 == n {
+                            step == 0 || step == 1
+                        } else {
+                            step == 0
+                        };
                         ok &= fine;
                     }
                 }

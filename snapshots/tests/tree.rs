@@ -64,8 +64,15 @@ fn original_trees_run_like_the_interpreter() {
 fn trees_and_asts_of_some_kernels() {
     for path in kernels() {
         let name = snapshot_name(&path);
-        if !["gemm_pf", "jacobi2d_pf", "lu_pf", "trmm_pf", "2mm_c", "softmax_pf"]
-            .contains(&name.as_str())
+        if ![
+            "gemm_pf",
+            "jacobi2d_pf",
+            "lu_pf",
+            "trmm_pf",
+            "2mm_c",
+            "softmax_pf",
+        ]
+        .contains(&name.as_str())
         {
             continue;
         }
@@ -117,7 +124,10 @@ fn band(schedule: Vec<(StmtId, Vec<QuasiAffine>)>, coincident: Vec<bool>, child:
 
 fn tree(stmts: &[u32], child: Node) -> ScheduleTree {
     ScheduleTree {
-        root: Node::with_child(NodeKind::Domain(stmts.iter().map(|&k| s(k)).collect()), child),
+        root: Node::with_child(
+            NodeKind::Domain(stmts.iter().map(|&k| s(k)).collect()),
+            child,
+        ),
     }
 }
 
@@ -136,8 +146,8 @@ fn seq(parts: Vec<(&[u32], Node)>) -> Node {
 /// Generates `tree`, runs it, and compares with the interpreter bit for bit.
 fn check(program: &Program, tree: &ScheduleTree) -> Ast {
     polyhedral::schedule::verify(program, tree).unwrap_or_else(|e| panic!("{e}"));
-    let ast = generate_ast(program, tree)
-        .unwrap_or_else(|e| panic!("{e}\n{}", tree.display(program)));
+    let ast =
+        generate_ast(program, tree).unwrap_or_else(|e| panic!("{e}\n{}", tree.display(program)));
     verify(program, &ast).unwrap_or_else(|e| panic!("{e}\n{}", ast.display(program)));
     let mut expected = random_inputs(program, 5);
     let mut actual = expected.clone();
@@ -162,7 +172,14 @@ fn permuted_gemm() {
     let t = tree(
         &[0, 1],
         seq(vec![
-            (&[0], band(vec![(s(0), vec![v(1), v(0)])], vec![true, true], Node::leaf())),
+            (
+                &[0],
+                band(
+                    vec![(s(0), vec![v(1), v(0)])],
+                    vec![true, true],
+                    Node::leaf(),
+                ),
+            ),
             (
                 &[1],
                 band(
@@ -303,7 +320,11 @@ fn distributed_2mm() {
         Node::sequence(vec![
             (
                 Filter::of_statements(&[s(0)]),
-                band(vec![(s(0), vec![v(0), v(1)])], vec![true, true], Node::leaf()),
+                band(
+                    vec![(s(0), vec![v(0), v(1)])],
+                    vec![true, true],
+                    Node::leaf(),
+                ),
             ),
             (
                 Filter::of_statements(&[s(1)]),
@@ -342,10 +363,7 @@ fn extension_mark_and_split() {
     // S0[i, j] for c0 = i.
     let ext = Extension {
         outer: 1,
-        stmts: vec![(
-            s(0),
-            vec![QuasiConstraint::eq(&v(1), &v(0))],
-        )],
+        stmts: vec![(s(0), vec![QuasiConstraint::eq(&v(1), &v(0))])],
     };
     let scaling = band(vec![(s(0), vec![v(1)])], vec![true], Node::leaf());
     t.split_band(&[0, 0], 1).unwrap();
@@ -374,8 +392,18 @@ fn annotations_follow_the_band() {
         tree(
             &[0, 1],
             seq(vec![
-                (&[0], band(vec![(s(0), vec![v(0), v(1)])], vec![true, true], Node::leaf())),
-                (&[1], band(vec![(s(1), order)], vec![true, false, true], Node::leaf())),
+                (
+                    &[0],
+                    band(
+                        vec![(s(0), vec![v(0), v(1)])],
+                        vec![true, true],
+                        Node::leaf(),
+                    ),
+                ),
+                (
+                    &[1],
+                    band(vec![(s(1), order)], vec![true, false, true], Node::leaf()),
+                ),
             ]),
         )
     };
@@ -391,7 +419,13 @@ fn annotations_follow_the_band() {
     let ast = check(&p, &make(vec![v(0), v(2), v(1)]));
     assert_eq!(
         flags(&ast),
-        vec![(true, false), (true, true), (true, false), (false, false), (true, true)]
+        vec![
+            (true, false),
+            (true, true),
+            (true, false),
+            (false, false),
+            (true, true)
+        ]
     );
     let ast = check(&p, &make(vec![v(1), v(2), v(0)]));
     assert_eq!(flags(&ast)[4], (true, false));
@@ -420,10 +454,7 @@ fn verifier_rejects_bad_trees() {
             (s(1), vec![]),
         ],
     };
-    bad(tree(
-        &[0, 1],
-        Node::sequence(vec![(half, Node::leaf())]),
-    ));
+    bad(tree(&[0, 1], Node::sequence(vec![(half, Node::leaf())])));
     // A band that does not schedule S1.
     bad(tree(
         &[0, 1],

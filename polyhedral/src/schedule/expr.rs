@@ -142,7 +142,9 @@ impl fmt::Display for DisplayQuasi<'_> {
             write!(
                 f,
                 "{}",
-                self.expr.affine.display_with(self.iter_name, self.param_name)
+                self.expr
+                    .affine
+                    .display_with(self.iter_name, self.param_name)
             )?;
         }
         for (k, t) in self.expr.floors.iter().enumerate() {

@@ -59,7 +59,9 @@ impl Instances {
     ) -> Result<Instances, ScheduleError> {
         let mut inst = Instances::domain(program, stmt)?;
         let np = inst.np;
-        let map: Vec<usize> = (0..np).chain((np..np + inst.n_iter).map(|v| v + d)).collect();
+        let map: Vec<usize> = (0..np)
+            .chain((np..np + inst.n_iter).map(|v| v + d))
+            .collect();
         inst.rel = inst.rel.remap(np + d + inst.n_iter, &map);
         inst.d = d;
         let n_iter = inst.n_iter;
@@ -159,7 +161,9 @@ pub(crate) fn lower(
     }
     for f in &q.floors {
         if f.den <= 0 {
-            return Err(ScheduleError::Invalid("division by a non-positive number".into()));
+            return Err(ScheduleError::Invalid(
+                "division by a non-positive number".into(),
+            ));
         }
         let mut num = lower(&f.num, col, c)?;
         // The same division twice is one local: `floor(i/4)` in a tile member and in

@@ -45,7 +45,12 @@ impl Printer<'_> {
         if self.program.params.is_empty() {
             String::new()
         } else {
-            let names: Vec<&str> = self.program.params.iter().map(|p| p.name.as_str()).collect();
+            let names: Vec<&str> = self
+                .program
+                .params
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect();
             format!("[{}] -> ", names.join(", "))
         }
     }
@@ -129,11 +134,9 @@ impl Printer<'_> {
                             .map(|(s, fs)| {
                                 let st = &self.program.statements[s.index()];
                                 let name = |j: usize| st.iterators[j].clone();
-                                let f = fs
-                                    .get(m)
-                                    .map_or(String::from("?"), |f| {
-                                        f.display_with(&name, &pn).to_string()
-                                    });
+                                let f = fs.get(m).map_or(String::from("?"), |f| {
+                                    f.display_with(&name, &pn).to_string()
+                                });
                                 format!("{} -> [({f})]", self.tuple(*s))
                             })
                             .collect();
@@ -193,7 +196,11 @@ impl Printer<'_> {
             NodeKind::Sequence | NodeKind::Set => {
                 for c in &node.children {
                     for (i, l) in self.lines(c).into_iter().enumerate() {
-                        out.push(if i == 0 { format!("- {l}") } else { format!("  {l}") });
+                        out.push(if i == 0 {
+                            format!("- {l}")
+                        } else {
+                            format!("  {l}")
+                        });
                     }
                 }
             }

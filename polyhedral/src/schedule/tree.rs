@@ -169,7 +169,12 @@ impl ScheduleTree {
 
     /// The paths of every node of the given kind, parents first.
     pub fn find(&self, pred: &dyn Fn(&NodeKind) -> bool) -> Vec<Vec<usize>> {
-        fn rec(n: &Node, path: &mut Vec<usize>, pred: &dyn Fn(&NodeKind) -> bool, out: &mut Vec<Vec<usize>>) {
+        fn rec(
+            n: &Node,
+            path: &mut Vec<usize>,
+            pred: &dyn Fn(&NodeKind) -> bool,
+            out: &mut Vec<Vec<usize>>,
+        ) {
             if pred(&n.kind) {
                 out.push(path.clone());
             }
@@ -203,9 +208,10 @@ impl ScheduleTree {
                 _ => {}
             }
             if depth < path.len() {
-                n = n.children.get(path[depth]).ok_or_else(|| {
-                    ScheduleError::Rewrite(format!("no node at path {path:?}"))
-                })?;
+                n = n
+                    .children
+                    .get(path[depth])
+                    .ok_or_else(|| ScheduleError::Rewrite(format!("no node at path {path:?}")))?;
             }
         }
         stmts.sort();
@@ -273,7 +279,9 @@ impl ScheduleTree {
     ) -> Result<(), ScheduleError> {
         let node = self.node_or_err(path)?;
         let NodeKind::Band(band) = &mut node.kind else {
-            return Err(ScheduleError::Rewrite("set_band_schedule: not a band".into()));
+            return Err(ScheduleError::Rewrite(
+                "set_band_schedule: not a band".into(),
+            ));
         };
         if schedule.iter().any(|(_, f)| f.len() != band.n_members()) {
             return Err(ScheduleError::Rewrite(
@@ -304,11 +312,7 @@ impl ScheduleTree {
             )));
         }
         let old_stmts = self.statements_at(path)?;
-        if extension
-            .stmts
-            .iter()
-            .any(|(s, _)| old_stmts.contains(s))
-        {
+        if extension.stmts.iter().any(|(s, _)| old_stmts.contains(s)) {
             return Err(ScheduleError::Rewrite(
                 "insert_extension: the statement already reaches the node".into(),
             ));

@@ -21,7 +21,9 @@ use crate::sets::{Set, Tuple};
 /// Checks `tree` against `program`; see the module docs for the rules.
 pub fn verify(program: &Program, tree: &ScheduleTree) -> Result<(), ScheduleError> {
     let NodeKind::Domain(stmts) = &tree.root.kind else {
-        return Err(ScheduleError::Invalid("the root is not a domain node".into()));
+        return Err(ScheduleError::Invalid(
+            "the root is not a domain node".into(),
+        ));
     };
     let mut seen = Vec::new();
     for &s in stmts {

@@ -12,6 +12,9 @@ use std::str::FromStr;
 #[derive(Clone, Debug)]
 pub struct Map(pub(crate) Rel);
 
+/// One point of a map: domain tuple and values, range tuple and values.
+pub type Pair = (Tuple, Vec<i64>, Tuple, Vec<i64>);
+
 fn params_of(p: &[&str]) -> Vec<String> {
     p.iter().map(|s| (*s).to_owned()).collect()
 }
@@ -299,7 +302,7 @@ impl Map {
 
     /// Every pair `(domain point, range point)` with its tuples. Needs a bounded map without
     /// parameters.
-    pub fn pairs(&self) -> Result<Vec<(Tuple, Vec<i64>, Tuple, Vec<i64>)>, Error> {
+    pub fn pairs(&self) -> Result<Vec<Pair>, Error> {
         if !self.0.params.is_empty() {
             return Err(Error::Parametric("pair enumeration"));
         }

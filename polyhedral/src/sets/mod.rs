@@ -48,7 +48,7 @@ pub(crate) mod rel;
 mod set;
 mod space;
 
-pub use map::Map;
+pub use map::{Map, Pair};
 pub use parse::ParseError;
 pub use set::{DimRange, Set};
 pub use space::Tuple;

@@ -466,11 +466,8 @@ impl Parser {
     fn chain(&mut self) -> PResult<Formula> {
         let mut lhs = self.expr()?;
         let mut parts = Vec::new();
-        loop {
-            let op = match self.peek() {
-                Tok::Sym(s @ ("<" | "<=" | ">" | ">=" | "=" | "==" | "!=")) => *s,
-                _ => break,
-            };
+        while let Tok::Sym(op @ ("<" | "<=" | ">" | ">=" | "=" | "==" | "!=")) = self.peek() {
+            let op = *op;
             self.bump();
             let rhs = self.expr()?;
             let d = self.lin_add(&rhs, &lhs, -1)?; // rhs − lhs

@@ -18,6 +18,9 @@ use super::omega::{is_feasible, project};
 use super::space::Tuple;
 use super::Error;
 
+/// A callback on one point of a basic relation.
+pub(crate) type PointFn<'a> = dyn FnMut(&Basic, &[i64]) -> Result<(), Error> + 'a;
+
 #[derive(Clone, Debug)]
 pub(crate) struct Basic {
     pub dom: Option<Tuple>,
@@ -755,10 +758,7 @@ impl Rel {
     }
 
     /// All non-local assignments (parameters, domain, range) of every piece, per piece.
-    pub fn for_each_point(
-        &self,
-        f: &mut dyn FnMut(&Basic, &[i64]) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    pub fn for_each_point(&self, f: &mut PointFn<'_>) -> Result<(), Error> {
         for b in &self.parts {
             let nf = b.nfix();
             enumerate(&b.c, nf, &mut |x| f(b, x))?;
