@@ -409,3 +409,62 @@ fn item(node: &NestNode) -> Node {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_member_band() -> ScheduleTree {
+        let f = |j| QuasiAffine::var(Var::Iter(j));
+        let band = Band {
+            schedule: vec![(StmtId(0), vec![f(0), f(1)])],
+            permutable: true,
+            coincident: vec![true, false],
+        };
+        ScheduleTree {
+            root: Node::with_child(
+                NodeKind::Domain(vec![StmtId(0)]),
+                Node::with_child(NodeKind::Band(band), Node::leaf()),
+            ),
+        }
+    }
+
+    #[test]
+    fn split_band_keeps_members_in_order() {
+        let mut t = two_member_band();
+        t.split_band(&[0], 1).unwrap();
+        let NodeKind::Band(outer) = &t.node(&[0]).unwrap().kind else {
+            panic!("a band stays at the path")
+        };
+        let NodeKind::Band(inner) = &t.node(&[0, 0]).unwrap().kind else {
+            panic!("the rest of the band is its child")
+        };
+        assert_eq!(outer.coincident, vec![true]);
+        assert_eq!(inner.coincident, vec![false]);
+        assert_eq!(
+            inner.functions(StmtId(0)).unwrap()[0],
+            QuasiAffine::var(Var::Iter(1))
+        );
+        assert_eq!(t.node(&[0, 0, 0]).unwrap().kind, NodeKind::Leaf);
+    }
+
+    #[test]
+    fn bad_rewrites_are_errors() {
+        let mut t = two_member_band();
+        assert!(t.split_band(&[0], 0).is_err());
+        assert!(t.split_band(&[0], 2).is_err());
+        assert!(t.split_band(&[0, 0], 1).is_err());
+        assert!(t.split_band(&[5], 1).is_err());
+        assert!(t.insert_mark(&[], "root").is_err());
+        assert!(t.insert_above(&[0], NodeKind::Sequence).is_err());
+        assert!(t
+            .set_band_schedule(&[0], vec![(StmtId(0), vec![QuasiAffine::constant(0)])])
+            .is_err());
+        let ext = Extension {
+            outer: 0,
+            stmts: vec![(StmtId(0), Vec::new())],
+        };
+        assert!(t.insert_extension(&[0], ext, Node::leaf(), true).is_err());
+        assert_eq!(t, two_member_band());
+    }
+}
