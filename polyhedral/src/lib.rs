@@ -3,14 +3,21 @@
 //! - [`program`]: the Program IR every front end produces and every pass reads;
 //! - [`ast`]: the loop AST that AST generation produces and the back ends consume, with its
 //!   interpreter;
+//! - [`schedule`]: schedule trees (isl's node kinds), the original-order tree, rewrites, the
+//!   verifier and the printer;
+//! - [`codegen`]: AST generation from a schedule tree;
 //! - [`deps`]: dependence analysis under the original schedule;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
 pub mod ast;
+pub mod codegen;
 pub mod deps;
 pub mod interp;
 pub mod program;
+pub mod schedule;
 pub mod sets;
 
+pub use codegen::generate_ast;
 pub use program::Program;
+pub use schedule::{schedule_tree_of, ScheduleTree};

@@ -39,12 +39,12 @@
 //! input (malformed notation is a [`ParseError`] with a byte offset).
 
 mod bounds;
-mod conj;
+pub(crate) mod conj;
 mod map;
-mod omega;
+pub(crate) mod omega;
 mod parse;
 mod print;
-mod rel;
+pub(crate) mod rel;
 mod set;
 mod space;
 

@@ -18,6 +18,9 @@ use super::omega::{is_feasible, project};
 use super::space::Tuple;
 use super::Error;
 
+/// A callback on one point of a basic relation.
+pub(crate) type PointFn<'a> = dyn FnMut(&Basic, &[i64]) -> Result<(), Error> + 'a;
+
 #[derive(Clone, Debug)]
 pub(crate) struct Basic {
     pub dom: Option<Tuple>,

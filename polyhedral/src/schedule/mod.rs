@@ -1,0 +1,41 @@
+//! Schedule trees: the IR every scheduling pass rewrites and AST generation reads.
+//!
+//! - [`tree`]: the node kinds of isl (domain, context, band, sequence, set, filter, extension,
+//!   mark, leaf), the tree of a program's original order ([`schedule_tree_of`]) and rewrites
+//!   (split a band, insert a mark or an extension, replace a band's functions);
+//! - [`expr`]: quasi-affine functions and constraints (affine plus `floor(e/k)`), what bands,
+//!   filters and extensions are written in;
+//! - [`verify`]: the structural rules and the exactly-once property (every instance reaches
+//!   exactly one leaf, every band schedules every statement below it);
+//! - the printer ([`ScheduleTree::display`]) writes isl's YAML-like form.
+//!
+//! AST generation from a tree is [`crate::codegen::generate_ast`].
+
+pub mod expr;
+pub(crate) mod instances;
+mod print;
+pub mod tree;
+mod verify;
+
+pub use expr::{FloorTerm, QuasiAffine, QuasiConstraint};
+pub use tree::{schedule_tree_of, Band, Extension, Filter, Node, NodeKind, NodePath, ScheduleTree};
+pub use verify::verify;
+
+/// What can go wrong building, rewriting, checking or generating code from a schedule tree.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScheduleError {
+    /// The program itself cannot be scheduled (its original nest is malformed).
+    #[error("program: {0}")]
+    Program(String),
+    /// A rewrite was asked for something the tree does not have.
+    #[error("rewrite: {0}")]
+    Rewrite(String),
+    /// The tree breaks a rule of the module docs or schedules an instance other than once.
+    #[error("invalid schedule tree: {0}")]
+    Invalid(String),
+    /// A loop of the generated code would have no lower or upper bound.
+    #[error("unbounded loop: {0}")]
+    Unbounded(String),
+    #[error(transparent)]
+    Sets(#[from] crate::sets::Error),
+}
