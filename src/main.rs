@@ -86,6 +86,10 @@ enum CheckEmit {
     Program,
     /// Memory-based and value-based dependences, live-in reads and live-out writes.
     Deps,
+    /// The schedule tree of the original order.
+    Tree,
+    /// The loop AST generated from that tree.
+    Ast,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -165,6 +169,18 @@ fn load(args: &KernelArgs) -> Result<polyhedral::Program, Failure> {
     Ok(frontend::load(&args.file, &options)?)
 }
 
+fn original_tree(
+    program: &polyhedral::Program,
+) -> Result<polyhedral::schedule::ScheduleTree, Failure> {
+    polyhedral::schedule_tree_of(program).map_err(|e| Failure(format!("error: {e}\n")))
+}
+
+/// The loops of the original order, generated from its schedule tree.
+fn original_loops(program: &polyhedral::Program) -> Result<polyhedral::ast::Ast, Failure> {
+    let tree = original_tree(program)?;
+    polyhedral::generate_ast(program, &tree).map_err(|e| Failure(format!("error: {e}\n")))
+}
+
 fn check(args: &CheckArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
     match args.emit {
@@ -174,6 +190,8 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
                 .map_err(|e| Failure(format!("error: {e}\n")))?;
             print!("{}", deps.display(&program));
         }
+        CheckEmit::Tree => print!("{}", original_tree(&program)?.display(&program)),
+        CheckEmit::Ast => print!("{}", original_loops(&program)?.display(&program)),
     }
     Ok(())
 }
@@ -206,8 +224,7 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
                     "error: --json is not supported yet for --target cpu\n".into(),
                 ));
             }
-            let ast = polyhedral::ast::original_ast(&program)
-                .map_err(|e| Failure(format!("error: {e}\n")))?;
+            let ast = original_loops(&program)?;
             let options = backends::cpu::Options {
                 threads: args.threads,
                 ..Default::default()

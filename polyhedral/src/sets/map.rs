@@ -15,9 +15,6 @@ pub type Pair = (Tuple, Vec<i64>, Tuple, Vec<i64>);
 #[derive(Clone, Debug)]
 pub struct Map(pub(crate) Rel);
 
-/// One point of a map: domain tuple and values, range tuple and values.
-pub type Pair = (Tuple, Vec<i64>, Tuple, Vec<i64>);
-
 fn params_of(p: &[&str]) -> Vec<String> {
     p.iter().map(|s| (*s).to_owned()).collect()
 }

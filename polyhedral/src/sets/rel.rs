@@ -307,9 +307,6 @@ fn simplify_stride_basic(b: &Basic) -> Result<Basic, Error> {
     Ok(b)
 }
 
-/// A callback receiving a piece and one of its points.
-pub(crate) type PointFn<'a> = dyn FnMut(&Basic, &[i64]) -> Result<(), Error> + 'a;
-
 #[derive(Clone, Debug)]
 pub(crate) struct Rel {
     pub params: Vec<String>,
