@@ -4,11 +4,13 @@
 //! - [`ast`]: the loop AST that AST generation produces and the back ends consume, with its
 //!   interpreter;
 //! - [`deps`]: dependence analysis under the original schedule;
+//! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
 pub mod ast;
 pub mod deps;
+pub mod ilp;
 pub mod interp;
 pub mod program;
 pub mod sets;
