@@ -5,6 +5,7 @@
 //!   interpreter;
 //! - [`deps`]: dependence analysis under the original schedule;
 //! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
+//! - [`schedule`]: the Pluto scheduler, its schedules and tiling;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
@@ -13,6 +14,7 @@ pub mod deps;
 pub mod ilp;
 pub mod interp;
 pub mod program;
+pub mod schedule;
 pub mod sets;
 
 pub use program::Program;
