@@ -15,13 +15,14 @@
 //!   band, linearised with the affine form of Farkas' lemma and the multipliers eliminated by
 //!   Gaussian elimination and Fourier–Motzkin (an exact rational projection);
 //! - bounding: `u · n + w − (φ_T(j) − φ_S(i)) ≥ 0` on those dependences and, for locality only,
-//!   on input dependences;
+//!   `u' · n + w' − (φ_T(j) − φ_S(i)) ≥ 0` on input dependences;
 //! - all coefficients non-negative, iterator coefficients at most a bound;
 //! - linear independence per statement: Pluto's orthogonal-subspace constraints `h · c_S ≥ 0`
 //!   for the rows `h` of the projection onto the complement of the hyperplanes found so far,
 //!   and `Σ h · c_S ≥ 1` (which also makes the hyperplane non-trivial);
 //!
-//! and takes the lexicographic minimum of `(Σu, w, c_S…, u)`, each statement's iterator
+//! and takes the lexicographic minimum of `(Σu, w, Σu', w', c_S…, u, u')` (primes: the bound
+//! on input dependences, a tie-breaker for locality), each statement's iterator
 //! coefficients innermost first, so that ties keep the original loop order. Hyperplanes are
 //! found under one dependence set until none exists or every statement has full rank: they
 //! form a permutable band. The dependence pairs on which the band's distances are all zero
@@ -498,6 +499,10 @@ pub fn schedule(
 const U_SUM_VAR: usize = 0;
 /// ILP variable of `w`.
 const W_VAR: usize = 1;
+/// ILP variables of the bound on input dependences: it only breaks ties between hyperplanes
+/// that bound the legality dependences equally well, so parallelism comes before reuse.
+const U_INPUT_SUM_VAR: usize = 2;
+const W_INPUT_VAR: usize = 3;
 
 /// A dependence as the scheduler tracks it: the pairs not yet satisfied.
 struct DepState {
@@ -521,7 +526,8 @@ struct Scheduler<'a> {
     depth: Vec<usize>,
     /// ILP variable of statement `s`'s first column; see [`Scheduler::coeff_var`].
     base: Vec<usize>,
-    /// ILP variable of the first parameter's `u`.
+    /// ILP variable of the first parameter's `u` of the legality bound; the input bound's
+    /// follow.
     u_base: usize,
     n_vars: usize,
     /// Iterator parts of the loop hyperplanes found per statement.
@@ -541,15 +547,16 @@ impl<'a> Scheduler<'a> {
         let np = program.params.len();
         let names: Vec<&str> = program.params.iter().map(|p| p.name.as_str()).collect();
         let depth: Vec<usize> = program.statements.iter().map(Statement::depth).collect();
-        // Variables: Σu, w, the statements' coefficients, then u per parameter.
+        // Variables: Σu, w of legality dependences, Σu, w of input dependences, the
+        // statements' coefficients, then u per parameter for each of the two bounds.
         let mut base = Vec::with_capacity(depth.len());
-        let mut n_vars = 2;
+        let mut n_vars = 4;
         for &d in &depth {
             base.push(n_vars);
             n_vars += d + 1;
         }
         let u_base = n_vars;
-        n_vars += np;
+        n_vars += 2 * np;
         let mut states = Vec::new();
         for d in &deps.memory {
             if !d.kind.is_legality() && !options.input_deps {
@@ -632,8 +639,8 @@ impl<'a> Scheduler<'a> {
                 self.restrict_deps(start)?;
                 continue;
             }
-            let progress = (self.options.fuse == Fusion::SmartFuse && self.cut(true)?)
-                || self.cut(false)?;
+            let progress =
+                (self.options.fuse == Fusion::SmartFuse && self.cut(true)?) || self.cut(false)?;
             if !progress {
                 let stuck: HashSet<usize> = self
                     .deps
@@ -651,14 +658,52 @@ impl<'a> Scheduler<'a> {
         }
     }
 
-    /// Legality and bounding constraints of the current dependence set, Farkas multipliers
-    /// eliminated, deduplicated.
-    fn band_constraints(&self) -> Result<Rows, Error> {
-        let mut eqs: HashSet<Vec<i64>> = HashSet::new();
-        let mut ineqs: HashSet<Vec<i64>> = HashSet::new();
+    /// Statements linked by a remaining dependence (of any kind), each list sorted. Separate
+    /// components get separate integer programs, so that one component's bound `u · n + w`
+    /// does not steer another's hyperplanes.
+    fn components(&self) -> Vec<Vec<usize>> {
+        let n = self.depth.len();
+        let mut parent: Vec<usize> = (0..n).collect();
+        fn find(parent: &mut [usize], mut x: usize) -> usize {
+            while parent[x] != x {
+                parent[x] = parent[parent[x]];
+                x = parent[x];
+            }
+            x
+        }
+        for d in &self.deps {
+            let (a, b) = (find(&mut parent, d.src), find(&mut parent, d.dst));
+            parent[a] = b;
+        }
+        let mut comps: Vec<Vec<usize>> = Vec::new();
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for s in 0..n {
+            let r = find(&mut parent, s);
+            let k = *index.entry(r).or_insert_with(|| {
+                comps.push(Vec::new());
+                comps.len() - 1
+            });
+            comps[k].push(s);
+        }
+        comps
+    }
+
+    /// Legality and bounding constraints of the current dependence set per component, Farkas
+    /// multipliers eliminated, deduplicated.
+    fn band_constraints(&self) -> Result<Vec<(Vec<usize>, Rows)>, Error> {
+        let comps = self.components();
+        let mut of = vec![0usize; self.depth.len()];
+        for (k, c) in comps.iter().enumerate() {
+            for &s in c {
+                of[s] = k;
+            }
+        }
+        let mut eqs: Vec<HashSet<Vec<i64>>> = vec![HashSet::new(); comps.len()];
+        let mut ineqs: Vec<HashSet<Vec<i64>>> = vec![HashSet::new(); comps.len()];
         let nv = self.n_vars;
         for dep in &self.deps {
             let (s, t) = (dep.src, dep.dst);
+            let k = of[s];
             let (ds, dt) = (self.depth[s], self.depth[t]);
             for piece in &dep.relation.0.parts {
                 let ny = piece.c.n;
@@ -688,31 +733,68 @@ impl<'a> Scheduler<'a> {
                 diff0[1 + self.coeff_var(s, ds)] -= 1;
                 if dep.legality {
                     let rows = farkas(&piece.c.eqs, &piece_ineqs, &diff0, &diff, nv)?;
-                    eqs.extend(rows.eqs);
-                    ineqs.extend(rows.ineqs);
+                    eqs[k].extend(rows.eqs);
+                    ineqs[k].extend(rows.ineqs);
                 }
-                let mut bound: Vec<Vec<i64>> =
-                    diff.iter().map(|f| f.iter().map(|x| -x).collect()).collect();
+                let mut bound: Vec<Vec<i64>> = diff
+                    .iter()
+                    .map(|f| f.iter().map(|x| -x).collect())
+                    .collect();
+                let (u, w) = if dep.legality {
+                    (self.u_base, W_VAR)
+                } else {
+                    (self.u_base + self.np, W_INPUT_VAR)
+                };
                 for (p, b) in bound.iter_mut().enumerate().take(self.np) {
-                    b[1 + self.u_base + p] += 1;
+                    b[1 + u + p] += 1;
                 }
                 let mut bound0: Vec<i64> = diff0.iter().map(|x| -x).collect();
-                bound0[1 + W_VAR] += 1;
+                bound0[1 + w] += 1;
                 let rows = farkas(&piece.c.eqs, &piece_ineqs, &bound0, &bound, nv)?;
-                eqs.extend(rows.eqs);
-                ineqs.extend(rows.ineqs);
+                eqs[k].extend(rows.eqs);
+                ineqs[k].extend(rows.ineqs);
             }
         }
-        let mut eqs: Vec<Vec<i64>> = eqs.into_iter().collect();
-        let mut ineqs: Vec<Vec<i64>> = ineqs.into_iter().collect();
-        eqs.sort();
-        ineqs.sort();
-        Ok(Rows { eqs, ineqs })
+        Ok(comps
+            .into_iter()
+            .zip(eqs.into_iter().zip(ineqs))
+            .map(|(c, (e, i))| {
+                let mut eqs: Vec<Vec<i64>> = e.into_iter().collect();
+                let mut ineqs: Vec<Vec<i64>> = i.into_iter().collect();
+                eqs.sort();
+                ineqs.sort();
+                (c, Rows { eqs, ineqs })
+            })
+            .collect())
     }
 
-    /// The next hyperplane under `constraints`: per statement, iterator coefficients then the
-    /// constant.
-    fn find_hyperplane(&self, constraints: &Rows) -> Result<Option<Vec<Vec<i64>>>, Error> {
+    /// The next hyperplane, one integer program per component: per statement, iterator
+    /// coefficients then the constant. `None` when some component has none.
+    fn find_hyperplane(
+        &self,
+        constraints: &[(Vec<usize>, Rows)],
+    ) -> Result<Option<Vec<Vec<i64>>>, Error> {
+        let mut out: Vec<Vec<i64>> = self.depth.iter().map(|&d| vec![0; d + 1]).collect();
+        for (comp, rows) in constraints {
+            match self.solve_component(comp, rows)? {
+                Some(x) => {
+                    for &s in comp {
+                        out[s] = (0..=self.depth[s])
+                            .map(|k| x[self.coeff_var(s, k)])
+                            .collect();
+                    }
+                }
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
+    fn solve_component(
+        &self,
+        comp: &[usize],
+        constraints: &Rows,
+    ) -> Result<Option<Vec<i64>>, Error> {
         let nv = self.n_vars;
         let mut p = Problem::new(nv);
         for r in &constraints.eqs {
@@ -726,15 +808,20 @@ impl<'a> Scheduler<'a> {
             r[1 + v] = 1;
             p.add_ineq(&r)?;
         }
-        // The first objective is the total growth Σu of the bound, so that no parameter is
+        // The objectives are the total growth Σu of each bound, so that no parameter is
         // preferred over another; the individual u come last.
-        let mut total = vec![0; nv + 1];
-        total[1 + U_SUM_VAR] = -1;
-        for q in 0..self.np {
-            total[1 + self.u_base + q] = 1;
+        for (sum, first) in [
+            (U_SUM_VAR, self.u_base),
+            (U_INPUT_SUM_VAR, self.u_base + self.np),
+        ] {
+            let mut total = vec![0; nv + 1];
+            total[1 + sum] = -1;
+            for q in 0..self.np {
+                total[1 + first + q] = 1;
+            }
+            p.add_eq(&total)?;
         }
-        p.add_eq(&total)?;
-        for s in 0..self.depth.len() {
+        for &s in comp {
             for k in 0..self.depth[s] {
                 let mut r = vec![0; nv + 1];
                 r[0] = self.options.coeff_bound;
@@ -757,40 +844,12 @@ impl<'a> Scheduler<'a> {
             }
             p.add_ineq(&sum)?;
         }
-        let dbg = p.lexmin()?;
-        if let Ok(c) = std::env::var("PLUTO_CAND") {
-            let x: Vec<i64> = c.split(',').map(|v| v.parse().unwrap()).collect();
-            for r in &constraints.ineqs {
-                let v: i64 = r[0] + r[1..].iter().zip(&x).map(|(a, b)| a * b).sum::<i64>();
-                if v < 0 { eprintln!("violated ineq {r:?}"); }
-            }
-            for r in &constraints.eqs {
-                let v: i64 = r[0] + r[1..].iter().zip(&x).map(|(a, b)| a * b).sum::<i64>();
-                if v != 0 { eprintln!("violated eq {r:?}"); }
-            }
-        }
-        if std::env::var("PLUTO_DEBUG").is_ok() {
-            eprintln!("rank {:?} -> {:?} lp {:?}", self.rank, dbg.integer_point(), p.lp_lexmin()?);
-        }
-        match dbg {
+        match p.lexmin()? {
             LexMin::Empty => Ok(None),
-            LexMin::Unbounded => Err(Error::Invalid(
-                "the hyperplane problem is unbounded".into(),
-            )),
-            sol @ LexMin::Point(_) => {
-                let x = sol.integer_point().ok_or_else(|| {
-                    Error::Invalid("hyperplane coefficients do not fit in 64 bits".into())
-                })?;
-                Ok(Some(
-                    (0..self.depth.len())
-                        .map(|s| {
-                            (0..=self.depth[s])
-                                .map(|k| x[self.coeff_var(s, k)])
-                                .collect()
-                        })
-                        .collect(),
-                ))
-            }
+            LexMin::Unbounded => Err(Error::Invalid("the hyperplane problem is unbounded".into())),
+            sol @ LexMin::Point(_) => sol.integer_point().map(Some).ok_or_else(|| {
+                Error::Invalid("hyperplane coefficients do not fit in 64 bits".into())
+            }),
         }
     }
 
@@ -819,7 +878,12 @@ impl<'a> Scheduler<'a> {
 
     /// Keeps only the dependence pairs on which every dimension from `start` on has distance 0.
     fn restrict_deps(&mut self, start: usize) -> Result<(), Error> {
-        let params: Vec<&str> = self.program.params.iter().map(|p| p.name.as_str()).collect();
+        let params: Vec<&str> = self
+            .program
+            .params
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
         let np = self.np;
         let mut kept = Vec::new();
         for dep in std::mem::take(&mut self.deps) {
@@ -1017,16 +1081,16 @@ fn orthogonal_rows(h: &[Vec<i64>], d: usize) -> Vec<Vec<i64>> {
         if row.iter().all(Zero::is_zero) {
             continue;
         }
-        let lcm = row
-            .iter()
-            .fold(num_bigint::BigInt::one(), |l, x| num_integer::Integer::lcm(&l, x.denom()));
+        let lcm = row.iter().fold(num_bigint::BigInt::one(), |l, x| {
+            num_integer::Integer::lcm(&l, x.denom())
+        });
         let ints: Vec<num_bigint::BigInt> = row
             .iter()
             .map(|x| (x * BigRational::from_integer(lcm.clone())).to_integer())
             .collect();
-        let g = ints
-            .iter()
-            .fold(num_bigint::BigInt::zero(), |g, x| num_integer::Integer::gcd(&g, x));
+        let g = ints.iter().fold(num_bigint::BigInt::zero(), |g, x| {
+            num_integer::Integer::gcd(&g, x)
+        });
         let ints: Vec<i64> = ints
             .iter()
             .map(|x| (x / &g).to_i64().unwrap_or(i64::MAX))
@@ -1103,7 +1167,9 @@ fn farkas(
 /// Normalises a row over integer variables: divides by the gcd of the coefficients, rounding
 /// an inequality's constant down; `None` for a trivially true row, `[-1, 0…]` for a false one.
 fn tighten(mut r: Vec<i64>, eq: bool) -> Option<Vec<i64>> {
-    let g = r[1..].iter().fold(0i64, |g, &x| num_integer::Integer::gcd(&g, &x));
+    let g = r[1..]
+        .iter()
+        .fold(0i64, |g, &x| num_integer::Integer::gcd(&g, &x));
     if g == 0 {
         let ok = if eq { r[0] == 0 } else { r[0] >= 0 };
         if ok {
@@ -1128,7 +1194,9 @@ fn tighten(mut r: Vec<i64>, eq: bool) -> Option<Vec<i64>> {
 /// Divides a row by the gcd of all its entries (a rational scaling, valid while rational
 /// multipliers remain in it).
 fn scale_down(r: &mut [i64]) {
-    let g = r.iter().fold(0i64, |g, &x| num_integer::Integer::gcd(&g, &x));
+    let g = r
+        .iter()
+        .fold(0i64, |g, &x| num_integer::Integer::gcd(&g, &x));
     if g > 1 {
         for x in r.iter_mut() {
             *x /= g;
@@ -1154,7 +1222,11 @@ fn eliminate(
     // Gaussian elimination through the equalities first: it never grows the system.
     loop {
         let Some((ei, c)) = eqs.iter().enumerate().find_map(|(i, r)| {
-            remaining.iter().copied().find(|&c| r[c] != 0).map(|c| (i, c))
+            remaining
+                .iter()
+                .copied()
+                .find(|&c| r[c] != 0)
+                .map(|c| (i, c))
         }) else {
             break;
         };
@@ -1184,8 +1256,7 @@ fn eliminate(
             .min_by_key(|(_, &c)| cost(c))
             .expect("the loop runs while variables remain");
         remaining.swap_remove(idx);
-        let (pos, rest): (Vec<Vec<i64>>, Vec<Vec<i64>>) =
-            ineqs.into_iter().partition(|r| r[c] > 0);
+        let (pos, rest): (Vec<Vec<i64>>, Vec<Vec<i64>>) = ineqs.into_iter().partition(|r| r[c] > 0);
         let (neg, mut zero): (Vec<Vec<i64>>, Vec<Vec<i64>>) =
             rest.into_iter().partition(|r| r[c] < 0);
         for a in &pos {
@@ -1233,19 +1304,16 @@ mod tests {
 
     #[test]
     fn orthogonal_rows_of_textbook_cases() {
+        assert_eq!(orthogonal_rows(&[], 2), vec![vec![1, 0], vec![0, 1]]);
         assert_eq!(
-            orthogonal_rows(&[], 2),
-            vec![vec![1, 0], vec![0, 1]]
+            orthogonal_rows(&[vec![1, 0, 0]], 3),
+            vec![vec![0, 1, 0], vec![0, 0, 1]]
         );
-        assert_eq!(orthogonal_rows(&[vec![1, 0, 0]], 3), vec![vec![0, 1, 0], vec![0, 0, 1]]);
         assert_eq!(
             orthogonal_rows(&[vec![1, 0, 0], vec![2, 1, 0]], 3),
             vec![vec![0, 0, 1]]
         );
-        assert_eq!(
-            orthogonal_rows(&[vec![1, 1]], 2),
-            vec![vec![1, -1]]
-        );
+        assert_eq!(orthogonal_rows(&[vec![1, 1]], 2), vec![vec![1, -1]]);
     }
 
     #[test]

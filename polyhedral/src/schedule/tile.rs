@@ -74,11 +74,7 @@ pub fn tile(
     let mut bands: Vec<Band> = Vec::new();
     let mut d = 0;
     while d < schedule.dims.len() {
-        let band = schedule
-            .bands
-            .iter()
-            .find(|b| b.start == d)
-            .copied();
+        let band = schedule.bands.iter().find(|b| b.start == d).copied();
         let Some(band) = band else {
             dims.push(schedule.dims[d].clone());
             d += 1;
@@ -109,9 +105,9 @@ pub fn tile(
                 .exprs
                 .iter()
                 .map(|e| {
-                    let a = e.as_affine().ok_or_else(|| {
-                        Error::Invalid("only affine bands can be tiled".into())
-                    })?;
+                    let a = e
+                        .as_affine()
+                        .ok_or_else(|| Error::Invalid("only affine bands can be tiled".into()))?;
                     Ok(QuasiAffine::floor_div(a, t))
                 })
                 .collect::<Result<Vec<_>, Error>>()?;
@@ -287,7 +283,10 @@ pub fn footprint(
     let mut total: u64 = 0;
     for (a, b) in boxes.iter().enumerate() {
         if let Some(b) = b {
-            let elems: u64 = b.iter().map(|&(lo, hi)| (hi - lo + 1).max(0) as u64).product();
+            let elems: u64 = b
+                .iter()
+                .map(|&(lo, hi)| (hi - lo + 1).max(0) as u64)
+                .product();
             let size = program.arrays[a].elem.size_in_bytes() as u64;
             total = total.saturating_add(elems.saturating_mul(size));
         }
@@ -318,7 +317,14 @@ fn interior_point(set: &Set, depth: usize) -> Result<Option<Vec<i64>>, Error> {
 fn bind(row: &[i64], values: &[i64]) -> Vec<i64> {
     let np = values.len();
     let mut out = Vec::with_capacity(row.len() - np);
-    out.push(row[0] + row[1..=np].iter().zip(values).map(|(a, v)| a * v).sum::<i64>());
+    out.push(
+        row[0]
+            + row[1..=np]
+                .iter()
+                .zip(values)
+                .map(|(a, v)| a * v)
+                .sum::<i64>(),
+    );
     out.extend_from_slice(&row[1 + np..]);
     out
 }
