@@ -548,8 +548,8 @@ impl<T: Int> Lp<T> {
             }
             let f = obj[b].clone();
             let dr = &self.den[r];
-            for j in 0..=self.cols {
-                obj[j] = obj[j].mul(dr)?.sub(&f.mul(&self.rows[r][j])?)?;
+            for (x, y) in obj.iter_mut().zip(&self.rows[r]) {
+                *x = x.mul(dr)?.sub(&f.mul(y)?)?;
             }
             den = den.mul(dr)?;
             normalise(&mut obj, Some(&mut den));
@@ -677,7 +677,7 @@ impl<T: Int> Lp<T> {
 }
 
 /// Divides a row and its denominator (when it has one) by their common gcd.
-fn normalise<T: Int>(row: &mut [T], mut den: Option<&mut T>) {
+fn normalise<T: Int>(row: &mut [T], den: Option<&mut T>) {
     let mut g = den.as_deref().cloned().unwrap_or_else(T::zero);
     for x in row.iter() {
         if g.is_one() {
@@ -693,7 +693,7 @@ fn normalise<T: Int>(row: &mut [T], mut den: Option<&mut T>) {
     for x in row.iter_mut() {
         *x = x.div_exact(&g);
     }
-    if let Some(d) = den.as_deref_mut() {
+    if let Some(d) = den {
         *d = d.div_exact(&g);
     }
 }

@@ -934,12 +934,11 @@ impl<'a> Scheduler<'a> {
             reach[d.src][d.dst] = true;
         }
         for k in 0..n {
-            for i in 0..n {
-                if reach[i][k] {
-                    for j in 0..n {
-                        if reach[k][j] {
-                            reach[i][j] = true;
-                        }
+            let via = reach[k].clone();
+            for row in reach.iter_mut() {
+                if row[k] {
+                    for (x, &y) in row.iter_mut().zip(&via) {
+                        *x |= y;
                     }
                 }
             }
@@ -1212,24 +1211,24 @@ fn combine(x: &[i64], a: i64, y: &[i64], b: i64) -> Result<Vec<i64>, Error> {
         .collect()
 }
 
+/// Equalities and inequalities as rows.
+type System = (Vec<Vec<i64>>, Vec<Vec<i64>>);
+
 /// Projects the variables `elim` out of `{ eqs = 0, ineqs ≥ 0 }` over the rationals.
 fn eliminate(
     mut eqs: Vec<Vec<i64>>,
     mut ineqs: Vec<Vec<i64>>,
     elim: &[usize],
-) -> Result<(Vec<Vec<i64>>, Vec<Vec<i64>>), Error> {
+) -> Result<System, Error> {
     let mut remaining: Vec<usize> = elim.to_vec();
     // Gaussian elimination through the equalities first: it never grows the system.
-    loop {
-        let Some((ei, c)) = eqs.iter().enumerate().find_map(|(i, r)| {
-            remaining
-                .iter()
-                .copied()
-                .find(|&c| r[c] != 0)
-                .map(|c| (i, c))
-        }) else {
-            break;
-        };
+    while let Some((ei, c)) = eqs.iter().enumerate().find_map(|(i, r)| {
+        remaining
+            .iter()
+            .copied()
+            .find(|&c| r[c] != 0)
+            .map(|c| (i, c))
+    }) {
         let piv = eqs.swap_remove(ei);
         let p = piv[c];
         for r in eqs.iter_mut().chain(ineqs.iter_mut()) {
