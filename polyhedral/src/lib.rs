@@ -4,15 +4,17 @@
 //! - [`ast`]: the loop AST that AST generation produces and the back ends consume, with its
 //!   interpreter;
 //! - [`schedule`]: schedule trees (isl's node kinds), the original-order tree, rewrites, the
-//!   verifier and the printer;
+//!   verifier and the printer; the Pluto scheduler and tiling;
 //! - [`codegen`]: AST generation from a schedule tree;
 //! - [`deps`]: dependence analysis under the original schedule;
+//! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
 pub mod ast;
 pub mod codegen;
 pub mod deps;
+pub mod ilp;
 pub mod interp;
 pub mod program;
 pub mod schedule;

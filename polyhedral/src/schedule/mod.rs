@@ -7,13 +7,20 @@
 //!   filters and extensions are written in;
 //! - [`verify`]: the structural rules and the exactly-once property (every instance reaches
 //!   exactly one leaf, every band schedules every statement below it);
-//! - the printer ([`ScheduleTree::display`]) writes isl's YAML-like form.
+//! - the printer ([`ScheduleTree::display`]) writes isl's YAML-like form;
+//! - [`pluto`]: the Pluto scheduler (affine hyperplanes per level by integer programming,
+//!   permutable bands, coincident members, SCC cuts and fusion strategies), the flat
+//!   multi-dimensional schedule it produces, and an exact legality checker;
+//! - [`tile`]: tiling of permutable bands into tile and point bands, tile sizes from a
+//!   capacity rule, and the tile-level wavefront.
 //!
 //! AST generation from a tree is [`crate::codegen::generate_ast`].
 
 pub mod expr;
 pub(crate) mod instances;
+pub mod pluto;
 mod print;
+pub mod tile;
 pub mod tree;
 mod verify;
 

@@ -1,0 +1,702 @@
+//! An exact integer linear programming solver: lexicographic minima and emptiness of the integer
+//! points of a polyhedron `{ x : A x + b ≥ 0, C x + d = 0 }`.
+//!
+//! The rational relaxation is solved by a two-phase primal simplex on a fraction-free tableau
+//! (every row holds integers over one positive common denominator, divided by its gcd after each
+//! pivot) with Bland's rule, so it never cycles. A lexicographic minimum is found one objective
+//! at a time: after minimising `x_k`, every non-basic column with a positive reduced cost is
+//! fixed at zero, which confines the next objective to the optimal face. Integrality comes from
+//! a depth-first branch and bound ordered lexicographically: a node whose relaxed lexmin is not
+//! smaller than the best integer point so far cannot contain a smaller one.
+//!
+//! Arithmetic is exact. The tableau is generic over its integer type: a solve starts on checked
+//! `i64`, restarts on `i128` when a product overflows, and on big integers after that, so the
+//! answer never depends on the size of the numbers.
+//!
+//! Variables may be marked rational (not required to be integral); they take part in the
+//! lexicographic order like the others but are never branched on. This is what Farkas
+//! multipliers need.
+//!
+//! Invariants: constraint rows have `1 + n` entries, entry 0 the constant; a returned point
+//! satisfies every constraint exactly and its integer variables are integral.
+
+use num_bigint::BigInt;
+use num_integer::Integer;
+use num_rational::BigRational;
+use num_traits::{One, Signed, ToPrimitive, Zero};
+use std::cmp::Ordering;
+use std::fmt;
+
+/// What can go wrong when solving.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A constraint row has the wrong number of entries.
+    #[error("constraint row has {got} entries, expected {expected}")]
+    RowLength { got: usize, expected: usize },
+    /// Branch and bound explored its node limit without settling the answer (only possible
+    /// when the integer variables are unbounded).
+    #[error("branch and bound exceeded {0} nodes")]
+    NodeLimit(usize),
+}
+
+/// The answer to a lexicographic minimisation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LexMin {
+    /// No point satisfies the constraints.
+    Empty,
+    /// The rational relaxation has no lexicographic minimum (some variable decreases without
+    /// bound on the optimal face of the variables before it). When the problem has integer
+    /// points, its integer lexmin does not exist either.
+    Unbounded,
+    /// The lexicographically smallest point.
+    Point(Vec<BigRational>),
+}
+
+impl LexMin {
+    /// The point as `i64`s, when there is one and every coordinate is an integer that fits.
+    pub fn integer_point(&self) -> Option<Vec<i64>> {
+        match self {
+            LexMin::Point(p) => p
+                .iter()
+                .map(|v| {
+                    if v.is_integer() {
+                        v.to_integer().to_i64()
+                    } else {
+                        None
+                    }
+                })
+                .collect(),
+            _ => None,
+        }
+    }
+}
+
+/// A system of affine constraints over `n` variables, integer unless marked rational.
+#[derive(Clone, Debug, Default)]
+pub struct Problem {
+    n: usize,
+    rational: Vec<bool>,
+    ineqs: Vec<Vec<i64>>,
+    eqs: Vec<Vec<i64>>,
+    node_limit: usize,
+}
+
+const DEFAULT_NODE_LIMIT: usize = 5_000;
+
+impl Problem {
+    /// A problem over `n` integer variables without constraints.
+    pub fn new(n: usize) -> Problem {
+        Problem {
+            n,
+            rational: vec![false; n],
+            ineqs: Vec::new(),
+            eqs: Vec::new(),
+            node_limit: DEFAULT_NODE_LIMIT,
+        }
+    }
+
+    pub fn n_vars(&self) -> usize {
+        self.n
+    }
+
+    /// Lets variable `v` take rational values.
+    pub fn set_rational(&mut self, v: usize) {
+        self.rational[v] = true;
+    }
+
+    /// Bounds how many branch-and-bound nodes a solve may explore.
+    pub fn set_node_limit(&mut self, limit: usize) {
+        self.node_limit = limit;
+    }
+
+    fn check(&self, row: &[i64]) -> Result<(), Error> {
+        if row.len() != self.n + 1 {
+            return Err(Error::RowLength {
+                got: row.len(),
+                expected: self.n + 1,
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds `row[0] + Σ row[1 + v]·x_v ≥ 0`.
+    pub fn add_ineq(&mut self, row: &[i64]) -> Result<(), Error> {
+        self.check(row)?;
+        self.ineqs.push(row.to_vec());
+        Ok(())
+    }
+
+    /// Adds `row[0] + Σ row[1 + v]·x_v = 0`.
+    pub fn add_eq(&mut self, row: &[i64]) -> Result<(), Error> {
+        self.check(row)?;
+        self.eqs.push(row.to_vec());
+        Ok(())
+    }
+
+    /// The lexicographic minimum over the integer points (rational variables excepted).
+    pub fn lexmin(&self) -> Result<LexMin, Error> {
+        self.branch_and_bound(true)
+    }
+
+    /// The lexicographic minimum of the rational relaxation.
+    pub fn lp_lexmin(&self) -> Result<LexMin, Error> {
+        Ok(relaxed(self, &[], true))
+    }
+
+    /// Whether the problem has no point with integral integer variables.
+    pub fn is_empty(&self) -> Result<bool, Error> {
+        Ok(matches!(self.branch_and_bound(false)?, LexMin::Empty))
+    }
+
+    /// Any point with integral integer variables (a lexicographic minimum when one exists).
+    pub fn find_point(&self) -> Result<Option<Vec<BigRational>>, Error> {
+        match self.branch_and_bound(false)? {
+            LexMin::Point(p) => Ok(Some(p)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Whether an equality over integer variables only has a constant that the gcd of its
+    /// coefficients does not divide (no integer point, whatever the bounds).
+    fn equality_gcd_infeasible(&self) -> bool {
+        self.eqs.iter().any(|r| {
+            let integral = r[1..]
+                .iter()
+                .enumerate()
+                .all(|(v, &a)| a == 0 || !self.rational[v]);
+            let g = r[1..].iter().fold(0i64, |g, &a| Integer::gcd(&g, &a));
+            integral && g != 0 && r[0] % g != 0
+        })
+    }
+
+    /// Depth-first branch and bound. With `lex`, nodes are solved for their relaxed lexmin and
+    /// the best point wins; without it, any vertex will do and the first integral one is
+    /// returned.
+    fn branch_and_bound(&self, lex: bool) -> Result<LexMin, Error> {
+        if self.equality_gcd_infeasible() {
+            return Ok(LexMin::Empty);
+        }
+        // A node is the extra bound rows added by branching.
+        let mut stack: Vec<Vec<Vec<i64>>> = vec![Vec::new()];
+        let mut best: Option<Vec<BigRational>> = None;
+        let mut nodes = 0usize;
+        while let Some(extra) = stack.pop() {
+            nodes += 1;
+            if nodes > self.node_limit {
+                return Err(Error::NodeLimit(self.node_limit));
+            }
+            let point = match relaxed(self, &extra, lex) {
+                LexMin::Empty => continue,
+                LexMin::Unbounded => {
+                    if nodes == 1 {
+                        // Unboundedness of the relaxed lexmin is inherited by every node (their
+                        // recession cones are contained in the root's), so only the root sees it.
+                        return Ok(LexMin::Unbounded);
+                    }
+                    continue;
+                }
+                LexMin::Point(p) => p,
+            };
+            if let Some(b) = &best {
+                if lex_cmp(&point, b) != Ordering::Less {
+                    continue;
+                }
+            }
+            let fractional = (0..self.n).find(|&v| !self.rational[v] && !point[v].is_integer());
+            let Some(v) = fractional else {
+                if !lex {
+                    return Ok(LexMin::Point(point));
+                }
+                best = Some(point);
+                continue;
+            };
+            let floor = point[v].floor().to_integer();
+            let (Some(lo), Some(hi)) = (floor.to_i64(), (floor.clone() + BigInt::one()).to_i64())
+            else {
+                return Err(Error::NodeLimit(self.node_limit));
+            };
+            // x_v ≥ lo + 1, pushed first so that x_v ≤ lo is explored first.
+            let mut up = extra.clone();
+            let mut row = vec![0; self.n + 1];
+            row[0] = -hi;
+            row[1 + v] = 1;
+            up.push(row);
+            stack.push(up);
+            let mut down = extra;
+            let mut row = vec![0; self.n + 1];
+            row[0] = lo;
+            row[1 + v] = -1;
+            down.push(row);
+            stack.push(down);
+        }
+        Ok(match best {
+            Some(p) => LexMin::Point(p),
+            None => LexMin::Empty,
+        })
+    }
+}
+
+fn lex_cmp(a: &[BigRational], b: &[BigRational]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        match x.cmp(y) {
+            Ordering::Equal => continue,
+            o => return o,
+        }
+    }
+    Ordering::Equal
+}
+
+/// Solves the relaxation with the widest integer type needed.
+fn relaxed(p: &Problem, extra: &[Vec<i64>], lex: bool) -> LexMin {
+    if let Ok(r) = Lp::<i64>::solve(p, extra, lex) {
+        return r;
+    }
+    if let Ok(r) = Lp::<i128>::solve(p, extra, lex) {
+        return r;
+    }
+    match Lp::<BigInt>::solve(p, extra, lex) {
+        Ok(r) => r,
+        // Big integers never overflow.
+        Err(Overflow) => unreachable!("big-integer arithmetic cannot overflow"),
+    }
+}
+
+/// An intermediate value did not fit the integer type.
+#[derive(Debug)]
+struct Overflow;
+
+/// The integer types a tableau can run on.
+trait Int: Clone + fmt::Debug + PartialEq {
+    fn from_i64(v: i64) -> Self;
+    fn zero() -> Self {
+        Self::from_i64(0)
+    }
+    fn sub(&self, o: &Self) -> Result<Self, Overflow>;
+    fn mul(&self, o: &Self) -> Result<Self, Overflow>;
+    fn neg(&self) -> Result<Self, Overflow>;
+    /// Non-negative gcd.
+    fn gcd(&self, o: &Self) -> Self;
+    fn div_exact(&self, o: &Self) -> Self;
+    fn signum(&self) -> i32;
+    fn is_one(&self) -> bool;
+    fn to_big(&self) -> BigInt;
+}
+
+macro_rules! machine_int {
+    ($t:ty) => {
+        impl Int for $t {
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            fn sub(&self, o: &Self) -> Result<Self, Overflow> {
+                self.checked_sub(*o).ok_or(Overflow)
+            }
+            fn mul(&self, o: &Self) -> Result<Self, Overflow> {
+                self.checked_mul(*o).ok_or(Overflow)
+            }
+            fn neg(&self) -> Result<Self, Overflow> {
+                self.checked_neg().ok_or(Overflow)
+            }
+            fn gcd(&self, o: &Self) -> Self {
+                let (mut a, mut b) = (self.unsigned_abs(), o.unsigned_abs());
+                while b != 0 {
+                    let t = a % b;
+                    a = b;
+                    b = t;
+                }
+                // The gcd of two values of which one is not MIN fits; a MIN-sized gcd only
+                // arises from MIN itself and is caught by the next checked operation.
+                <$t>::try_from(a).unwrap_or(<$t>::MAX)
+            }
+            fn div_exact(&self, o: &Self) -> Self {
+                self / o
+            }
+            fn signum(&self) -> i32 {
+                (*self).signum() as i32
+            }
+            fn is_one(&self) -> bool {
+                *self == 1
+            }
+            fn to_big(&self) -> BigInt {
+                BigInt::from(*self)
+            }
+        }
+    };
+}
+
+machine_int!(i64);
+machine_int!(i128);
+
+impl Int for BigInt {
+    fn from_i64(v: i64) -> Self {
+        BigInt::from(v)
+    }
+    fn sub(&self, o: &Self) -> Result<Self, Overflow> {
+        Ok(self - o)
+    }
+    fn mul(&self, o: &Self) -> Result<Self, Overflow> {
+        Ok(self * o)
+    }
+    fn neg(&self) -> Result<Self, Overflow> {
+        Ok(-self)
+    }
+    fn gcd(&self, o: &Self) -> Self {
+        Integer::gcd(self, o)
+    }
+    fn div_exact(&self, o: &Self) -> Self {
+        self / o
+    }
+    fn signum(&self) -> i32 {
+        if self.is_positive() {
+            1
+        } else if self.is_negative() {
+            -1
+        } else {
+            0
+        }
+    }
+    fn is_one(&self) -> bool {
+        One::is_one(self)
+    }
+    fn to_big(&self) -> BigInt {
+        self.clone()
+    }
+}
+
+/// How a problem variable maps to tableau columns: `x = offset + col` (a variable with an
+/// integral lower bound) or `x = col⁺ − col⁻` (a free variable).
+#[derive(Clone, Copy)]
+enum VarCols {
+    Shifted { col: usize, offset: i64 },
+    Split { pos: usize, neg: usize },
+}
+
+/// A tableau in standard form: `rows[r] · (z, 1)` with `z ≥ 0`, each row meaning
+/// `Σ_j rows[r][j]·z_j = rows[r][rhs]` over the denominator `den[r]`, its basic column having
+/// entry `den[r]`.
+struct Lp<T> {
+    cols: usize,
+    rows: Vec<Vec<T>>,
+    den: Vec<T>,
+    basis: Vec<usize>,
+    alive: Vec<bool>,
+    vars: Vec<VarCols>,
+}
+
+impl<T: Int> Lp<T> {
+    fn solve(p: &Problem, extra: &[Vec<i64>], lex: bool) -> Result<LexMin, Overflow> {
+        let n = p.n;
+        // A single-variable row `a·x_v + b ≥ 0` with `a > 0` and `a | b` is an integral lower
+        // bound; the largest one per variable lets the variable use one column.
+        let mut lower: Vec<Option<i64>> = vec![None; n];
+        let ineqs: Vec<&Vec<i64>> = p.ineqs.iter().chain(extra).collect();
+        for r in &ineqs {
+            let mut nz = r[1..].iter().enumerate().filter(|(_, &a)| a != 0);
+            if let (Some((v, &a)), None) = (nz.next(), nz.next()) {
+                if a > 0 && r[0] % a == 0 {
+                    let lb = -(r[0] / a);
+                    lower[v] = Some(lower[v].map_or(lb, |l: i64| l.max(lb)));
+                }
+            }
+        }
+        let mut cols = 0;
+        let vars: Vec<VarCols> = lower
+            .iter()
+            .map(|l| match l {
+                Some(offset) => {
+                    cols += 1;
+                    VarCols::Shifted {
+                        col: cols - 1,
+                        offset: *offset,
+                    }
+                }
+                None => {
+                    cols += 2;
+                    VarCols::Split {
+                        pos: cols - 2,
+                        neg: cols - 1,
+                    }
+                }
+            })
+            .collect();
+        // Rows over the structural columns: Σ a_v x_v + b {≥, =} 0 becomes
+        // Σ a_v (col terms) − s = −b − Σ a_v offset_v.
+        let n_struct = cols;
+        let mut body: Vec<(Vec<i64>, i64, bool)> = Vec::new();
+        let mut add_row = |r: &[i64], ineq: bool| -> Result<(), Overflow> {
+            let mut coeffs = vec![0i64; n_struct];
+            let mut rhs = r[0].checked_neg().ok_or(Overflow)?;
+            for (v, &a) in r[1..].iter().enumerate() {
+                if a == 0 {
+                    continue;
+                }
+                match vars[v] {
+                    VarCols::Shifted { col, offset } => {
+                        coeffs[col] = a;
+                        rhs = rhs
+                            .checked_sub(a.checked_mul(offset).ok_or(Overflow)?)
+                            .ok_or(Overflow)?;
+                    }
+                    VarCols::Split { pos, neg } => {
+                        coeffs[pos] = a;
+                        coeffs[neg] = a.checked_neg().ok_or(Overflow)?;
+                    }
+                }
+            }
+            if ineq && coeffs.iter().filter(|&&a| a != 0).count() == 1 {
+                // A single-column row: a bound that the shift may already imply.
+                // Only a shifted variable owns a column alone (a split one has two), so the
+                // column is non-negative and `a·z ≥ rhs` holds whenever `a > 0 ≥ rhs`.
+                let a = coeffs.iter().copied().find(|&a| a != 0).unwrap_or(0);
+                if a > 0 && rhs <= 0 {
+                    return Ok(());
+                }
+            }
+            body.push((coeffs, rhs, ineq));
+            Ok(())
+        };
+        for r in &ineqs {
+            add_row(r, true)?;
+        }
+        for r in &p.eqs {
+            add_row(r, false)?;
+        }
+        let n_slack = body.iter().filter(|b| b.2).count();
+        let n_rows = body.len();
+        let total = n_struct + n_slack + n_rows; // structural, slacks, artificials
+        let rhs_col = total;
+        let mut rows = Vec::with_capacity(n_rows + 1);
+        let mut slack = n_struct;
+        for (k, (coeffs, rhs, ineq)) in body.iter().enumerate() {
+            let mut row = vec![T::zero(); total + 1];
+            for (j, &a) in coeffs.iter().enumerate() {
+                row[j] = T::from_i64(a);
+            }
+            if *ineq {
+                row[slack] = T::from_i64(-1);
+                slack += 1;
+            }
+            row[rhs_col] = T::from_i64(*rhs);
+            if *rhs < 0 {
+                for x in row.iter_mut() {
+                    *x = x.neg()?;
+                }
+            }
+            row[n_struct + n_slack + k] = T::from_i64(1);
+            rows.push(row);
+        }
+        let mut lp = Lp {
+            cols: total,
+            den: vec![T::from_i64(1); n_rows],
+            basis: (0..n_rows).map(|k| n_struct + n_slack + k).collect(),
+            rows,
+            alive: vec![true; total],
+            vars,
+        };
+        // Phase 1: minimise the sum of the artificials.
+        let mut obj = vec![T::zero(); total + 1];
+        for x in obj.iter_mut().take(total).skip(n_struct + n_slack) {
+            *x = T::from_i64(1);
+        }
+        let obj = lp.price(obj)?;
+        let (_, obj) = lp.optimise(obj)?;
+        if obj[rhs_col].signum() != 0 {
+            return Ok(LexMin::Empty);
+        }
+        lp.drive_out_artificials(n_struct + n_slack)?;
+        for a in n_struct + n_slack..total {
+            lp.alive[a] = false;
+        }
+        if lex {
+            for v in 0..n {
+                let mut obj = vec![T::zero(); total + 1];
+                match lp.vars[v] {
+                    VarCols::Shifted { col, .. } => obj[col] = T::from_i64(1),
+                    VarCols::Split { pos, neg } => {
+                        obj[pos] = T::from_i64(1);
+                        obj[neg] = T::from_i64(-1);
+                    }
+                }
+                let obj = lp.price(obj)?;
+                let (bounded, obj) = lp.optimise(obj)?;
+                if !bounded {
+                    return Ok(LexMin::Unbounded);
+                }
+                let basic: Vec<bool> = {
+                    let mut b = vec![false; total];
+                    for &c in &lp.basis {
+                        b[c] = true;
+                    }
+                    b
+                };
+                for j in 0..total {
+                    if lp.alive[j] && !basic[j] && obj[j].signum() > 0 {
+                        lp.alive[j] = false;
+                    }
+                }
+            }
+        }
+        Ok(LexMin::Point(lp.point()))
+    }
+
+    /// Reduced costs of an objective row for the current basis.
+    fn price(&self, mut obj: Vec<T>) -> Result<Vec<T>, Overflow> {
+        let mut den = T::from_i64(1);
+        for (r, &b) in self.basis.iter().enumerate() {
+            if obj[b].signum() == 0 {
+                continue;
+            }
+            let f = obj[b].clone();
+            let dr = &self.den[r];
+            for (x, y) in obj.iter_mut().zip(&self.rows[r]) {
+                *x = x.mul(dr)?.sub(&f.mul(y)?)?;
+            }
+            den = den.mul(dr)?;
+            normalise(&mut obj, Some(&mut den));
+        }
+        Ok(obj)
+    }
+
+    /// Primal simplex with Bland's rule on the live columns; the objective row's sign is all
+    /// that matters (its denominator is positive). Returns whether the optimum is bounded.
+    fn optimise(&mut self, mut obj: Vec<T>) -> Result<(bool, Vec<T>), Overflow> {
+        let rhs = self.cols;
+        loop {
+            let Some(c) = (0..self.cols).find(|&j| self.alive[j] && obj[j].signum() < 0) else {
+                return Ok((true, obj));
+            };
+            let mut leave: Option<usize> = None;
+            for r in 0..self.rows.len() {
+                if self.rows[r][c].signum() <= 0 {
+                    continue;
+                }
+                leave = Some(match leave {
+                    None => r,
+                    Some(l) => {
+                        // Compare rhs_r / a_rc with rhs_l / a_lc (denominators cancel).
+                        let a = self.rows[r][rhs].mul(&self.rows[l][c])?;
+                        let b = self.rows[l][rhs].mul(&self.rows[r][c])?;
+                        match a.sub(&b)?.signum() {
+                            s if s < 0 => r,
+                            0 if self.basis[r] < self.basis[l] => r,
+                            _ => l,
+                        }
+                    }
+                });
+            }
+            let Some(r) = leave else {
+                return Ok((false, obj));
+            };
+            self.pivot(r, c, &mut obj)?;
+        }
+    }
+
+    fn pivot(&mut self, r: usize, c: usize, obj: &mut [T]) -> Result<(), Overflow> {
+        let width = self.cols + 1;
+        if self.rows[r][c].signum() < 0 {
+            for x in self.rows[r].iter_mut() {
+                *x = x.neg()?;
+            }
+        }
+        self.den[r] = self.rows[r][c].clone();
+        let pr = self.rows[r].clone();
+        let p = pr[c].clone();
+        let update = |row: &mut [T], den: Option<&mut T>| -> Result<(), Overflow> {
+            if row[c].signum() == 0 {
+                return Ok(());
+            }
+            let f = row[c].clone();
+            for j in 0..width {
+                row[j] = row[j].mul(&p)?.sub(&f.mul(&pr[j])?)?;
+            }
+            match den {
+                Some(d) => {
+                    *d = d.mul(&p)?;
+                    normalise(row, Some(d));
+                }
+                None => normalise(row, None),
+            }
+            Ok(())
+        };
+        for i in 0..self.rows.len() {
+            if i != r {
+                let (row, den) = (&mut self.rows[i], &mut self.den[i]);
+                update(row, Some(den))?;
+            }
+        }
+        // The objective row's positive denominator is irrelevant to signs; keep it scaled.
+        update(obj, None)?;
+        let (row, den) = (&mut self.rows[r], &mut self.den[r]);
+        normalise(row, Some(den));
+        self.basis[r] = c;
+        Ok(())
+    }
+
+    /// After phase 1 every artificial is zero; pivot the basic ones out or drop their rows
+    /// (which are then linear combinations of the others).
+    fn drive_out_artificials(&mut self, first_artificial: usize) -> Result<(), Overflow> {
+        let mut r = 0;
+        while r < self.rows.len() {
+            if self.basis[r] < first_artificial {
+                r += 1;
+                continue;
+            }
+            let col =
+                (0..first_artificial).find(|&j| self.alive[j] && self.rows[r][j].signum() != 0);
+            match col {
+                Some(c) => {
+                    let mut dummy = vec![T::zero(); self.cols + 1];
+                    self.pivot(r, c, &mut dummy)?;
+                    r += 1;
+                }
+                None => {
+                    self.rows.remove(r);
+                    self.den.remove(r);
+                    self.basis.remove(r);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn point(&self) -> Vec<BigRational> {
+        let mut z = vec![BigRational::zero(); self.cols];
+        for (r, &b) in self.basis.iter().enumerate() {
+            z[b] = BigRational::new(self.rows[r][self.cols].to_big(), self.den[r].to_big());
+        }
+        self.vars
+            .iter()
+            .map(|v| match *v {
+                VarCols::Shifted { col, offset } => {
+                    &z[col] + BigRational::from(BigInt::from(offset))
+                }
+                VarCols::Split { pos, neg } => &z[pos] - &z[neg],
+            })
+            .collect()
+    }
+}
+
+/// Divides a row and its denominator (when it has one) by their common gcd.
+fn normalise<T: Int>(row: &mut [T], den: Option<&mut T>) {
+    let mut g = den.as_deref().cloned().unwrap_or_else(T::zero);
+    for x in row.iter() {
+        if g.is_one() {
+            return;
+        }
+        if x.signum() != 0 {
+            g = g.gcd(x);
+        }
+    }
+    if g.signum() == 0 || g.is_one() {
+        return;
+    }
+    for x in row.iter_mut() {
+        *x = x.div_exact(&g);
+    }
+    if let Some(d) = den {
+        *d = d.div_exact(&g);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,330 @@
+//! Tiling of permutable bands (Pluto's second stage).
+//!
+//! A permutable band `(φ_1, …, φ_n)` of at least two members becomes a *tile band*
+//! `(floor(φ_1 / T_1), …, floor(φ_n / T_n))` followed by a *point band* `(φ_1, …, φ_n)`. Since
+//! every dependence distance of a permutable band is non-negative on each member, tiles are
+//! executed in an order that respects them (rectangular tiles of the band's space, which are
+//! parallelograms in the original iteration space). Both bands are permutable.
+//!
+//! When the outermost tile member carries a dependence, the tile band is turned into a
+//! wavefront (the seed's figure 10): its first member becomes the sum of the tile members, so
+//! every dependence between different tiles is carried by that first member and the remaining
+//! tile members become parallel.
+//!
+//! Tile sizes are given, or chosen by a capacity rule: the largest uniform size whose tile
+//! footprint — the bounding boxes of the array elements one tile touches, computed exactly
+//! from the access relations at the program's parameter values — fits a cache of the given
+//! size.
+//!
+//! Invariants: the output is a [`PlutoSchedule`] whose coincident flags are recomputed exactly
+//! for the new dimensions; bands that are not tiled are copied unchanged.
+
+use crate::deps::Dependences;
+use crate::program::{AffineExpr, ConstraintKind, Program};
+use crate::sets::{Map, Set, Tuple};
+
+use super::pluto::{
+    affine_row, coincident_dims, stmt_tuple, Band, BandKind, DimKind, Error, FloorTerm,
+    PlutoSchedule, QuasiAffine, ScheduleDim,
+};
+
+/// Where tile sizes come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TileSizes {
+    /// One size per band member, outermost first; a band longer than the list repeats the
+    /// last size.
+    Fixed(Vec<i64>),
+    /// The largest uniform size (a power of two from 2 to 256) whose footprint fits in this
+    /// many bytes.
+    Capacity { bytes: u64 },
+}
+
+/// Tiling options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TileOptions {
+    pub sizes: TileSizes,
+    /// Turn tile bands whose first member is not parallel into wavefronts.
+    pub wavefront: bool,
+}
+
+impl Default for TileOptions {
+    fn default() -> TileOptions {
+        TileOptions {
+            sizes: TileSizes::Fixed(vec![32]),
+            wavefront: true,
+        }
+    }
+}
+
+/// Tiles every permutable band of at least two loop members of `schedule`.
+pub fn tile(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    options: &TileOptions,
+) -> Result<PlutoSchedule, Error> {
+    if let TileSizes::Fixed(v) = &options.sizes {
+        if v.is_empty() || v.iter().any(|&t| t < 1) {
+            return Err(Error::Invalid(
+                "tile sizes must be a non-empty list of positive integers".into(),
+            ));
+        }
+    }
+    let mut dims: Vec<ScheduleDim> = Vec::new();
+    let mut bands: Vec<Band> = Vec::new();
+    let mut d = 0;
+    while d < schedule.dims.len() {
+        let band = schedule.bands.iter().find(|b| b.start == d).copied();
+        let Some(band) = band else {
+            dims.push(schedule.dims[d].clone());
+            d += 1;
+            continue;
+        };
+        let members = &schedule.dims[band.start..band.start + band.len];
+        let tileable = band.permutable
+            && band.kind == BandKind::Plain
+            && band.len >= 2
+            && members.iter().all(|m| m.kind == DimKind::Loop);
+        let sizes = if tileable {
+            band_sizes(program, schedule, &band, &options.sizes)?
+        } else {
+            Vec::new()
+        };
+        if !tileable || sizes.iter().all(|&t| t == 1) {
+            bands.push(Band {
+                start: dims.len(),
+                ..band
+            });
+            dims.extend(members.iter().cloned());
+            d += band.len;
+            continue;
+        }
+        let tile_start = dims.len();
+        for (m, &t) in members.iter().zip(&sizes) {
+            let exprs = m
+                .exprs
+                .iter()
+                .map(|e| {
+                    let a = e
+                        .as_affine()
+                        .ok_or_else(|| Error::Invalid("only affine bands can be tiled".into()))?;
+                    Ok(QuasiAffine::floor_div(a, t))
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
+            dims.push(ScheduleDim {
+                kind: DimKind::Loop,
+                exprs,
+                coincident: false,
+            });
+        }
+        bands.push(Band {
+            start: tile_start,
+            len: band.len,
+            permutable: true,
+            kind: BandKind::Tile,
+        });
+        bands.push(Band {
+            start: dims.len(),
+            len: band.len,
+            permutable: true,
+            kind: BandKind::Point,
+        });
+        dims.extend(members.iter().cloned());
+        d += band.len;
+    }
+    let mut out = PlutoSchedule { dims, bands };
+    refresh_coincidence(program, deps, &mut out)?;
+    if options.wavefront {
+        let mut changed = false;
+        for b in out.bands.clone() {
+            if b.kind == BandKind::Tile && b.len >= 2 && !out.dims[b.start].coincident {
+                make_wavefront(&mut out, &b);
+                changed = true;
+            }
+        }
+        if changed {
+            refresh_coincidence(program, deps, &mut out)?;
+        }
+    }
+    Ok(out)
+}
+
+fn refresh_coincidence(
+    program: &Program,
+    deps: &Dependences,
+    s: &mut PlutoSchedule,
+) -> Result<(), Error> {
+    let flags = coincident_dims(program, deps, s)?;
+    for (d, f) in s.dims.iter_mut().zip(flags) {
+        d.coincident = f;
+    }
+    Ok(())
+}
+
+/// The first member of tile band `b` becomes the sum of its members.
+fn make_wavefront(s: &mut PlutoSchedule, b: &Band) {
+    let n_stmts = s.dims[b.start].exprs.len();
+    for st in 0..n_stmts {
+        let terms: Vec<FloorTerm> = (b.start..b.start + b.len)
+            .flat_map(|d| s.dims[d].exprs[st].terms.clone())
+            .collect();
+        s.dims[b.start].exprs[st] = QuasiAffine { terms };
+    }
+}
+
+fn band_sizes(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    sizes: &TileSizes,
+) -> Result<Vec<i64>, Error> {
+    match sizes {
+        TileSizes::Fixed(v) => Ok((0..band.len)
+            .map(|k| *v.get(k).unwrap_or(v.last().unwrap_or(&1)))
+            .collect()),
+        TileSizes::Capacity { bytes } => {
+            for t in [256i64, 128, 64, 32, 16, 8, 4, 2] {
+                let sizes = vec![t; band.len];
+                if footprint(program, schedule, band, &sizes)? <= *bytes {
+                    return Ok(sizes);
+                }
+            }
+            Ok(vec![1; band.len])
+        }
+    }
+}
+
+/// Bytes of the bounding boxes of the array elements touched by one interior tile of `band`,
+/// at the program's parameter values.
+pub fn footprint(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    sizes: &[i64],
+) -> Result<u64, Error> {
+    let np = program.params.len();
+    let values = program.param_values();
+    let mut boxes: Vec<Option<Vec<(i64, i64)>>> = vec![None; program.arrays.len()];
+    for (si, s) in program.statements.iter().enumerate() {
+        let ds = s.depth();
+        let phis: Vec<AffineExpr> = (band.start..band.start + band.len)
+            .map(|d| {
+                schedule.dims[d].exprs[si]
+                    .as_affine()
+                    .ok_or_else(|| Error::Invalid("only affine bands can be tiled".into()))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut eqs = Vec::new();
+        let mut ineqs = Vec::new();
+        for c in &s.domain {
+            let r = bind(&affine_row(&c.expr, np, ds), &values);
+            match c.kind {
+                ConstraintKind::Zero => eqs.push(r),
+                ConstraintKind::NonNegative => ineqs.push(r),
+            }
+        }
+        let domain = Set::from_constraints(&[], stmt_tuple(s), &eqs, &ineqs)?;
+        let Some(point) = interior_point(&domain, ds)? else {
+            continue;
+        };
+        for (phi, &t) in phis.iter().zip(sizes) {
+            if phi.terms().is_empty() {
+                continue;
+            }
+            let origin = phi.eval(&point, &values).div_euclid(t) * t;
+            let mut lo = bind(&affine_row(phi, np, ds), &values);
+            lo[0] -= origin;
+            let mut hi: Vec<i64> = lo.iter().map(|x| -x).collect();
+            hi[0] += t - 1;
+            ineqs.push(lo);
+            ineqs.push(hi);
+        }
+        let tile = Set::from_constraints(&[], stmt_tuple(s), &eqs, &ineqs)?;
+        for (_, acc) in s.accesses() {
+            let k = acc.subscripts.len();
+            let mut rows = Vec::new();
+            for (j, e) in acc.subscripts.iter().enumerate() {
+                let mut r = bind(&affine_row(e, np, ds + k), &values);
+                r[1 + ds + j] = -1;
+                rows.push(r);
+            }
+            let map = Map::from_constraints(
+                &[],
+                stmt_tuple(s),
+                Tuple::anonymous_dims(Some(&program.array(acc.array).name), k),
+                &rows,
+                &[],
+            )?;
+            let image = tile.apply(&map);
+            let mut b = Vec::with_capacity(k);
+            for j in 0..k {
+                match image.dim_range(j)? {
+                    Some(r) => match (r.min, r.max) {
+                        (Some(lo), Some(hi)) => b.push((lo, hi)),
+                        _ => return Err(Error::Sets(crate::sets::Error::Unbounded)),
+                    },
+                    None => break,
+                }
+            }
+            if b.len() < k {
+                continue;
+            }
+            let slot = &mut boxes[acc.array.index()];
+            *slot = Some(match slot.take() {
+                None => b,
+                Some(old) => old
+                    .iter()
+                    .zip(&b)
+                    .map(|(&(a, bb), &(c, d))| (a.min(c), bb.max(d)))
+                    .collect(),
+            });
+        }
+    }
+    let mut total: u64 = 0;
+    for (a, b) in boxes.iter().enumerate() {
+        if let Some(b) = b {
+            let elems: u64 = b
+                .iter()
+                .map(|&(lo, hi)| (hi - lo + 1).max(0) as u64)
+                .product();
+            let size = program.arrays[a].elem.size_in_bytes() as u64;
+            total = total.saturating_add(elems.saturating_mul(size));
+        }
+    }
+    Ok(total)
+}
+
+/// A point of a parameter-free set near the middle of its bounding box (the middle itself when
+/// it belongs to the set, else the lexicographic minimum).
+fn interior_point(set: &Set, depth: usize) -> Result<Option<Vec<i64>>, Error> {
+    let mut mid = Vec::with_capacity(depth);
+    for k in 0..depth {
+        match set.dim_range(k)? {
+            Some(r) => match (r.min, r.max) {
+                (Some(lo), Some(hi)) => mid.push(lo + (hi - lo) / 2),
+                _ => return Err(Error::Sets(crate::sets::Error::Unbounded)),
+            },
+            None => return Ok(None),
+        }
+    }
+    if set.contains(&[], &mid).unwrap_or(false) {
+        return Ok(Some(mid));
+    }
+    Ok(set.lexmin_point()?)
+}
+
+/// A row with parameter columns replaced by their values (folded into the constant).
+fn bind(row: &[i64], values: &[i64]) -> Vec<i64> {
+    let np = values.len();
+    let mut out = Vec::with_capacity(row.len() - np);
+    out.push(
+        row[0]
+            + row[1..=np]
+                .iter()
+                .zip(values)
+                .map(|(a, v)| a * v)
+                .sum::<i64>(),
+    );
+    out.extend_from_slice(&row[1 + np..]);
+    out
+}

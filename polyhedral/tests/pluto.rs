@@ -1,0 +1,335 @@
+//! The Pluto scheduler and tiling on the kernels in `kernels/`: every schedule and every tiled
+//! schedule is checked exactly for legality, and the textbook answers are asserted.
+
+use polyhedral::deps::{compute_dependences, Dependences};
+use polyhedral::program::{AffineExpr, Program, StmtId, Var};
+use polyhedral::schedule::pluto::{
+    self, check_legality, BandKind, DimKind, Fusion, Options, PlutoSchedule,
+};
+use polyhedral::schedule::tile::{footprint, tile, TileOptions, TileSizes};
+use std::path::{Path, PathBuf};
+
+fn kernels_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels")
+}
+
+fn load(name: &str) -> (Program, Dependences) {
+    let options = frontend::Options {
+        defines: vec![("MINI_DATASET".into(), None)],
+        ..Default::default()
+    };
+    let p = frontend::load(&kernels_dir().join(name), &options)
+        .unwrap_or_else(|e| panic!("{name}: {e:?}"));
+    let d = compute_dependences(&p).unwrap();
+    (p, d)
+}
+
+fn sched(p: &Program, d: &Dependences, fuse: Fusion) -> PlutoSchedule {
+    let s = pluto::schedule(
+        p,
+        d,
+        &Options {
+            fuse,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", p.name));
+    check_legality(p, d, &s)
+        .unwrap_or_else(|e| panic!("{} {}: {e}\n{}", p.name, fuse.name(), s.display(p)));
+    s
+}
+
+/// `Σ c·iter + constant` of one statement's dimension.
+fn affine(s: &PlutoSchedule, stmt: u32, d: usize) -> AffineExpr {
+    s.dims[d].exprs[stmt as usize].as_affine().unwrap()
+}
+
+fn expr(terms: &[(usize, i64)], c: i64) -> AffineExpr {
+    AffineExpr::from_terms(terms.iter().map(|&(k, v)| (Var::Iter(k), v)), c)
+}
+
+#[test]
+fn every_kernel_every_strategy_is_legal_and_tiles_legally() {
+    let mut names: Vec<String> = std::fs::read_dir(kernels_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".pf") || n.ends_with(".c"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10);
+    for name in &names {
+        let (p, d) = load(name);
+        for fuse in [Fusion::NoFuse, Fusion::SmartFuse, Fusion::MaxFuse] {
+            let s = sched(&p, &d, fuse);
+            for st in p.statement_ids() {
+                // Every statement gets a full-rank schedule: its loop rows span its iterators.
+                let depth = p.statements[st.index()].depth();
+                let rows: Vec<Vec<i64>> = s
+                    .dims
+                    .iter()
+                    .filter(|x| x.kind == DimKind::Loop)
+                    .map(|x| {
+                        let e = x.exprs[st.index()].as_affine().unwrap();
+                        (0..depth).map(|k| e.coeff(Var::Iter(k))).collect()
+                    })
+                    .collect();
+                assert_eq!(
+                    rank(&rows),
+                    depth,
+                    "{name} {}: {}",
+                    fuse.name(),
+                    s.display(&p)
+                );
+            }
+            let t = tile(
+                &p,
+                &d,
+                &s,
+                &TileOptions {
+                    sizes: TileSizes::Fixed(vec![4]),
+                    wavefront: true,
+                },
+            )
+            .unwrap();
+            check_legality(&p, &d, &t)
+                .unwrap_or_else(|e| panic!("{name} {} tiled: {e}\n{}", fuse.name(), t.display(&p)));
+        }
+    }
+}
+
+fn rank(rows: &[Vec<i64>]) -> usize {
+    let mut m: Vec<Vec<i128>> = rows
+        .iter()
+        .map(|r| r.iter().map(|&x| x as i128).collect())
+        .collect();
+    let cols = m.first().map_or(0, Vec::len);
+    let mut r = 0;
+    for c in 0..cols {
+        let Some(p) = (r..m.len()).find(|&i| m[i][c] != 0) else {
+            continue;
+        };
+        m.swap(r, p);
+        for i in 0..m.len() {
+            if i != r && m[i][c] != 0 {
+                let (a, b) = (m[r][c], m[i][c]);
+                let pr = m[r].clone();
+                for (x, y) in m[i].iter_mut().zip(&pr) {
+                    *x = *x * a - *y * b;
+                }
+            }
+        }
+        r += 1;
+    }
+    r
+}
+
+#[test]
+fn gemm_keeps_a_permutable_3d_band_with_i_and_j_coincident() {
+    for name in ["gemm.c", "gemm.pf"] {
+        let (p, d) = load(name);
+        for fuse in [Fusion::SmartFuse, Fusion::MaxFuse, Fusion::NoFuse] {
+            let s = sched(&p, &d, fuse);
+            let band = s.bands.iter().find(|b| b.len == 3).expect("a 3-D band");
+            assert!(band.permutable);
+            let flags: Vec<bool> = (band.start..band.start + 3)
+                .map(|k| s.dims[k].coincident)
+                .collect();
+            assert_eq!(flags, [true, true, false], "{name}\n{}", s.display(&p));
+            // The update statement's band is (i, j, k) whatever the loop order of the source.
+            let upd = &p.statements[1];
+            let it = |n: &str| upd.iterators.iter().position(|x| x == n).unwrap();
+            let got: Vec<AffineExpr> = (band.start..band.start + 3)
+                .map(|k| affine(&s, 1, k))
+                .collect();
+            assert_eq!(
+                got,
+                [
+                    expr(&[(it("i"), 1)], 0),
+                    expr(&[(it("j"), 1)], 0),
+                    expr(&[(it("k"), 1)], 0)
+                ]
+            );
+        }
+    }
+}
+
+#[test]
+fn jacobi_2d_gets_a_skewed_band_and_a_tile_wavefront() {
+    for name in ["jacobi-2d.c", "jacobi2d.pf"] {
+        let (p, d) = load(name);
+        let s = sched(&p, &d, Fusion::SmartFuse);
+        assert_eq!(s.bands.len(), 1);
+        assert_eq!(
+            (s.bands[0].start, s.bands[0].len, s.bands[0].permutable),
+            (0, 3, true)
+        );
+        // (t, 2t + i, 2t + j) and the second statement shifted by one.
+        assert_eq!(affine(&s, 0, 0), expr(&[(0, 1)], 0));
+        assert_eq!(affine(&s, 0, 1), expr(&[(0, 2), (1, 1)], 0));
+        assert_eq!(affine(&s, 0, 2), expr(&[(0, 2), (2, 1)], 0));
+        assert_eq!(affine(&s, 1, 1), expr(&[(0, 2), (1, 1)], 1));
+        assert_eq!(affine(&s, 1, 2), expr(&[(0, 2), (2, 1)], 1));
+        assert!(s.dims.iter().all(|x| !x.coincident));
+
+        let t = tile(
+            &p,
+            &d,
+            &s,
+            &TileOptions {
+                sizes: TileSizes::Fixed(vec![8, 16, 16]),
+                wavefront: true,
+            },
+        )
+        .unwrap();
+        check_legality(&p, &d, &t).unwrap();
+        assert_eq!(t.dims.len(), 6);
+        let kinds: Vec<BandKind> = t.bands.iter().map(|b| b.kind).collect();
+        assert_eq!(kinds, [BandKind::Tile, BandKind::Point]);
+        // The wavefront: the first tile dimension is the sum of the three tile dimensions,
+        // and the next tile dimension is parallel.
+        assert_eq!(t.dims[0].exprs[0].terms.len(), 3);
+        assert!(!t.dims[0].coincident);
+        assert!(t.dims[1].coincident, "{}", t.display(&p));
+        let one = t.eval(StmtId(0), &[3, 20, 40], &p.param_values());
+        assert_eq!(
+            &one[..3],
+            &[3 / 8 + (2 * 3 + 20) / 16 + (2 * 3 + 40) / 16, 1, 2]
+        );
+        assert_eq!(&one[3..], &[3, 26, 46]);
+
+        let flat = tile(
+            &p,
+            &d,
+            &s,
+            &TileOptions {
+                sizes: TileSizes::Fixed(vec![8]),
+                wavefront: false,
+            },
+        )
+        .unwrap();
+        check_legality(&p, &d, &flat).unwrap();
+        assert!(!flat.dims[1].coincident);
+    }
+}
+
+#[test]
+fn lu_and_trmm_get_legal_permutable_bands() {
+    for name in ["lu.pf", "trmm.pf"] {
+        let (p, d) = load(name);
+        for fuse in [Fusion::SmartFuse, Fusion::MaxFuse, Fusion::NoFuse] {
+            let s = sched(&p, &d, fuse);
+            assert!(
+                s.bands.iter().any(|b| b.permutable && b.len >= 2),
+                "{name}\n{}",
+                s.display(&p)
+            );
+        }
+    }
+    let (p, d) = load("lu.pf");
+    let s = sched(&p, &d, Fusion::SmartFuse);
+    assert_eq!(
+        (s.bands[0].start, s.bands[0].len),
+        (0, 3),
+        "{}",
+        s.display(&p)
+    );
+}
+
+#[test]
+fn two_and_three_mm_are_fused_or_distributed_by_strategy() {
+    for name in ["2mm.c", "3mm.pf"] {
+        let (p, d) = load(name);
+        let n = p.statements.len();
+        let s = sched(&p, &d, Fusion::NoFuse);
+        assert_eq!(s.dims[0].kind, DimKind::Scalar);
+        let mut groups: Vec<i64> = (0..n).map(|k| affine(&s, k as u32, 0).constant).collect();
+        groups.dedup();
+        assert_eq!(
+            groups.len(),
+            n,
+            "{name}: every statement apart\n{}",
+            s.display(&p)
+        );
+
+        let s = sched(&p, &d, Fusion::MaxFuse);
+        assert_eq!(
+            s.dims[0].kind,
+            DimKind::Loop,
+            "{name}: fused outer loop\n{}",
+            s.display(&p)
+        );
+        assert_eq!(s.bands[0].start, 0);
+        assert!(s.bands[0].len >= 2);
+    }
+    // Smart fusion distributes the initialisations (depth 2) from the products (depth 3).
+    let (p, d) = load("2mm.c");
+    let s = sched(&p, &d, Fusion::SmartFuse);
+    assert_eq!(s.dims[0].kind, DimKind::Scalar);
+}
+
+#[test]
+fn capacity_rule_picks_the_largest_fitting_tile() {
+    let (p, d) = load("gemm.pf");
+    let s = sched(&p, &d, Fusion::NoFuse);
+    let band = *s.bands.iter().find(|b| b.len == 3).unwrap();
+    // A 16×16×16 tile of C += A·B touches three 16×16 blocks of f64.
+    // (and the scalars alpha and beta).
+    assert_eq!(
+        footprint(&p, &s, &band, &[16, 16, 16]).unwrap(),
+        3 * 16 * 16 * 8 + 2 * 8
+    );
+    let t = tile(
+        &p,
+        &d,
+        &s,
+        &TileOptions {
+            sizes: TileSizes::Capacity { bytes: 32 * 1024 },
+            wavefront: true,
+        },
+    )
+    .unwrap();
+    let tb = t
+        .bands
+        .iter()
+        .find(|b| b.kind == BandKind::Tile && b.len == 3)
+        .unwrap();
+    // 32³ needs 24 KiB, 64³ 96 KiB.
+    assert_eq!(t.dims[tb.start].exprs[1].terms[0].div, 32);
+    check_legality(&p, &d, &t).unwrap();
+    // gemm's outer tile member is parallel: no wavefront.
+    assert_eq!(t.dims[tb.start].exprs[1].terms.len(), 1);
+    assert!(t.dims[tb.start].coincident);
+}
+
+#[test]
+fn bad_tile_sizes_are_errors() {
+    let (p, d) = load("gemm.pf");
+    let s = sched(&p, &d, Fusion::SmartFuse);
+    for sizes in [vec![], vec![0], vec![32, -1]] {
+        assert!(tile(
+            &p,
+            &d,
+            &s,
+            &TileOptions {
+                sizes: TileSizes::Fixed(sizes),
+                wavefront: true
+            }
+        )
+        .is_err());
+    }
+}
+
+#[test]
+fn an_illegal_schedule_is_reported() {
+    let (p, d) = load("jacobi2d.pf");
+    let mut s = sched(&p, &d, Fusion::SmartFuse);
+    // (t, i, j) for the first statement and (t, i − 1, j − 1) for the second runs a read of
+    // B before the write it needs.
+    for st in 0..2 {
+        for k in 1..3 {
+            s.dims[k].exprs[st as usize] =
+                pluto::QuasiAffine::affine(expr(&[(k, 1)], -(st as i64)));
+        }
+    }
+    assert!(check_legality(&p, &d, &s).is_err());
+}
