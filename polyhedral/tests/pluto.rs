@@ -190,11 +190,10 @@ fn jacobi_2d_gets_a_skewed_band_and_a_tile_wavefront() {
         assert_eq!(t.dims[0].exprs[0].terms.len(), 3);
         assert!(!t.dims[0].coincident);
         assert!(t.dims[1].coincident, "{}", t.display(&p));
-        let one = t.eval(StmtId(0), &[3, 20, 40], &p.param_values());
-        assert_eq!(
-            &one[..3],
-            &[3 / 8 + (2 * 3 + 20) / 16 + (2 * 3 + 40) / 16, 1, 2]
-        );
+        let (time, i, j) = (3, 20, 40);
+        let one = t.eval(StmtId(0), &[time, i, j], &p.param_values());
+        let tiles = [time / 8, (2 * time + i) / 16, (2 * time + j) / 16];
+        assert_eq!(&one[..3], &[tiles.iter().sum(), tiles[1], tiles[2]]);
         assert_eq!(&one[3..], &[3, 26, 46]);
 
         let flat = tile(
