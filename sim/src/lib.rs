@@ -17,6 +17,7 @@ mod asm;
 mod assemble;
 mod diagnostic;
 mod exec;
+mod gmbus;
 mod hazards;
 mod inputs;
 pub mod isa;

@@ -227,7 +227,7 @@ fn wait_without_set_is_a_deadlock() {
     assert_eq!(
         e.message(),
         "deadlock: `wait_flag MTE1, M, 1` (line 18) waits on pipe M for event 1 from pipe MTE1, \
-         which no earlier `set_flag MTE1, M, 1` sets; pipe M would stall forever"
+         which no `set_flag MTE1, M, 1` sets; pipe M would stall forever"
     );
     assert!(e
         .render(false)
