@@ -310,9 +310,7 @@ pub(crate) fn simulate(
         // The core furthest behind in issue time runs next, up to the next core's time, so GM
         // transfers are arbitrated in about the order they are issued.
         let now = |c: usize, running: &[Option<Block>]| {
-            running[c]
-                .as_ref()
-                .map_or(core_time[c], |b| b.timing.issue)
+            running[c].as_ref().map_or(core_time[c], |b| b.timing.issue)
         };
         let mut order: Vec<(u64, usize)> = (0..cores_used)
             .filter(|&c| running[c].is_some() || next_block[c] < blockdim)
@@ -529,7 +527,11 @@ impl Machine<'_> {
                 } => {
                     b.timing.scalar(issue, 0);
                     b.slots[*slot as usize] = *start;
-                    b.pc = if start < end { b.pc + 1 } else { *exit as usize };
+                    b.pc = if start < end {
+                        b.pc + 1
+                    } else {
+                        *exit as usize
+                    };
                 }
                 Op::LoopNext {
                     slot,
@@ -759,17 +761,19 @@ impl Machine<'_> {
         };
         let site = &k.sites[e.site as usize];
         // A matching set that was issued but is stuck behind another wait.
-        let queued = b.queues[src as usize].iter().find_map(|p| match &k.code[p.pc as usize] {
-            Op::Exec(x) => match x.instr {
-                Instr::SetFlag {
-                    src: s2,
-                    dst: d2,
-                    event: e2,
-                } if (s2, d2, e2) == (src, dst, event) => Some(&k.sites[x.site as usize]),
+        let queued = b.queues[src as usize]
+            .iter()
+            .find_map(|p| match &k.code[p.pc as usize] {
+                Op::Exec(x) => match x.instr {
+                    Instr::SetFlag {
+                        src: s2,
+                        dst: d2,
+                        event: e2,
+                    } if (s2, d2, e2) == (src, dst, event) => Some(&k.sites[x.site as usize]),
+                    _ => None,
+                },
                 _ => None,
-            },
-            _ => None,
-        });
+            });
         let why = match queued {
             Some(set) => format!(
                 "whose `{}` (line {}) is queued on pipe {} behind a wait that never ends",
@@ -826,7 +830,7 @@ impl Machine<'_> {
         let Some(mut log) = self.gm_log.take() else {
             return Ok(());
         };
-        log.sort_unstable_by_key(|a| (a.lo, a.hi));
+        log.sort_unstable_by_key(|a| (a.lo, a.block, a.hi));
         let mut active: Vec<GmAccess> = Vec::new();
         for a in log {
             active.retain(|x| x.hi > a.lo);
@@ -835,7 +839,10 @@ impl Machine<'_> {
                 .find(|x| x.block != a.block && (x.write || a.write))
             {
                 let (lo, hi) = (a.lo, x.hi.min(a.hi));
-                let (s1, s2) = (&self.k.sites[x.site as usize], &self.k.sites[a.site as usize]);
+                let (s1, s2) = (
+                    &self.k.sites[x.site as usize],
+                    &self.k.sites[a.site as usize],
+                );
                 let owner = self
                     .k
                     .bufs

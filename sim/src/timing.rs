@@ -98,7 +98,13 @@ impl Timing {
     }
 
     /// Runs an instruction of fixed `cost`: returns (start, end).
-    pub(crate) fn run(&mut self, pipe: Pipe, issued: u64, cost: u64, not_before: u64) -> (u64, u64) {
+    pub(crate) fn run(
+        &mut self,
+        pipe: Pipe,
+        issued: u64,
+        cost: u64,
+        not_before: u64,
+    ) -> (u64, u64) {
         let start = self.start_time(pipe, issued, not_before);
         self.occupy(pipe, start, start + cost);
         (start, start + cost)
