@@ -484,7 +484,7 @@ fn blocks_run_on_cores_and_share_gm_bandwidth() {
         (one.cores_used, many.cores_used, twice.cores_used),
         (1, 32, 32)
     );
-    // 32 cores share 1024 bytes/cycle of GM: 32 each instead of 60 / 110 alone.
+    // 32 cores copy at the same time and share 1024 bytes/cycle of GM, less than 60 each.
     assert!(
         many.cycles > one.cycles,
         "{} vs {}",
