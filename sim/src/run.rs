@@ -191,7 +191,7 @@ fn pipe_of(k: &Kernel, e: &Exec) -> Pipe {
             // The assembler accepted only paths that exist.
             CopyPath::between(src, dst).map_or(Pipe::V, |p| p.pipe())
         }
-        Instr::Load2d { .. } => Pipe::Mte1,
+        Instr::Load2d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
         Instr::Mmad { .. } => Pipe::M,
         Instr::CopyCcToUb { .. }
         | Instr::VBin { .. }
@@ -1293,6 +1293,59 @@ impl Machine<'_> {
                     }
                     let d = (dst + i * 512) as usize;
                     self.local[core][dst_mem as usize][d..d + 512].copy_from_slice(&frac);
+                }
+            }
+            Instr::Img2col {
+                h,
+                w,
+                c1,
+                kh,
+                kw,
+                stride,
+                pad,
+                pos,
+                m1,
+                ..
+            } => {
+                let (h, w, c1, kh, kw) = (*h as i64, *w as i64, *c1 as i64, *kh as i64, *kw as i64);
+                let (stride, pad, pos, m1) = (*stride as i64, *pad as i64, *pos as i64, *m1 as i64);
+                // The parser checked that the kernel fits the padded map.
+                let oh = (h + 2 * pad - kh) / stride + 1;
+                let ow = (w + 2 * pad - kw) / stride + 1;
+                let k1 = c1 * kh * kw;
+                let dst_len = (m1 * k1 * 512) as u64;
+                let src_len = (c1 * h * w * 32) as u64;
+                let (_, dst) = self.resolve(b, e, 0, dst_len, mc.mem(Mem::L0a).align, "writes")?;
+                let (_, src) = self.resolve(b, e, 1, src_len, mc.mem(Mem::L1).align, "reads")?;
+                let (s, t) = self.copy_time(b, CopyPath::L1L0a, dst_len);
+                let tick = b.begin(Pipe::Mte1);
+                self.check(
+                    b,
+                    e,
+                    Pipe::Mte1,
+                    tick,
+                    &[(1, src, src + src_len, false), (0, dst, dst + dst_len, true)],
+                )?;
+                self.touch(b, e, 0, s, t);
+                self.touch(b, e, 1, s, t);
+                self.stats.path_bytes[CopyPath::L1L0a as usize] += dst_len;
+                let [_, l1, l0a, _, _, _] = &mut self.local[core];
+                for m in 0..m1 {
+                    for k in 0..k1 {
+                        let (c, i, j) = (k / (kh * kw), (k / kw) % kh, k % kw);
+                        for r in 0..16 {
+                            let p = pos + m * 16 + r;
+                            let (y, x) = ((p / ow) * stride + i - pad, (p % ow) * stride + j - pad);
+                            let d = dst as usize + (((m * k1 + k) * 16 + r) * 32) as usize;
+                            let row = &mut l0a[d..d + 32];
+                            if p < oh * ow && (0..h).contains(&y) && (0..w).contains(&x) {
+                                let from = src as usize + (((c * h + y) * w + x) * 32) as usize;
+                                row.copy_from_slice(&l1[from..from + 32]);
+                            } else {
+                                row.fill(0);
+                            }
+                        }
+                    }
                 }
             }
             Instr::Mmad {
