@@ -1324,7 +1324,10 @@ impl Machine<'_> {
                     e,
                     Pipe::Mte1,
                     tick,
-                    &[(1, src, src + src_len, false), (0, dst, dst + dst_len, true)],
+                    &[
+                        (1, src, src + src_len, false),
+                        (0, dst, dst + dst_len, true),
+                    ],
                 )?;
                 self.touch(b, e, 0, s, t);
                 self.touch(b, e, 1, s, t);

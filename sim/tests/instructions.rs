@@ -492,7 +492,12 @@ fn blocks_run_on_cores_and_share_gm_bandwidth() {
         one.cycles
     );
     // Two blocks per core run one after the other, each core's second as its first ends.
-    assert!(twice.cycles > many.cycles * 3 / 2, "{} vs {}", twice.cycles, many.cycles);
+    assert!(
+        twice.cycles > many.cycles * 3 / 2,
+        "{} vs {}",
+        twice.cycles,
+        many.cycles
+    );
     // Nothing beats the shared bus: 8 KiB in and 8 KiB out per block at 1024 bytes/cycle.
     assert!(many.cycles >= 32 * 16384 / 1024 && twice.cycles >= 64 * 16384 / 1024);
 }

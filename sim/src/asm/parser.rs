@@ -858,8 +858,7 @@ impl Parser {
                 let pos = kw.int("pos", Some(0), 65535).map_err(fix)? as u32;
                 let m1 = kw.int("m1", None, 255).map_err(fix)? as u32;
                 kw.finish(&full)?;
-                if h == 0 || w == 0 || c1 == 0 || kh == 0 || kwidth == 0 || stride == 0 || m1 == 0
-                {
+                if h == 0 || w == 0 || c1 == 0 || kh == 0 || kwidth == 0 || stride == 0 || m1 == 0 {
                     return Err(Diagnostic::new(
                         start,
                         "`img2col` sizes, kernel, stride and m1 must be positive",
