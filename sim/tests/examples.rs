@@ -62,6 +62,24 @@ fn vadd_with_masked_tail() {
     assert!(r.cycles > 0 && r.instructions == 11, "{}", r.to_text());
 }
 
+/// `x` (row-major `rows × cols`) as `[R1][C1][16][16]`: 16×16 blocks in row-major block order,
+/// each block row-major. For A (rows m, columns k) this is the zZ format `[M1][K1][16 m][16 k]`;
+/// for B (rows k, columns n) the `[K1][N1][16 k][16 n]` format the matmul examples read.
+fn to_fractals(x: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for r1 in 0..rows / 16 {
+        for c1 in 0..cols / 16 {
+            for i in 0..16 {
+                for j in 0..16 {
+                    out.push(x[(r1 * 16 + i) * cols + c1 * 16 + j]);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Row-major A and B, and the kernel inputs holding them in the examples' fractal formats.
 fn matmul_inputs() -> (BTreeMap<String, Tensor>, Vec<f64>, Vec<f64>) {
     let a: Vec<f64> = (0..256 * 256)
         .map(|i| h((((i * 37) % 101) as f64 - 50.0) / 64.0))
@@ -72,13 +90,24 @@ fn matmul_inputs() -> (BTreeMap<String, Tensor>, Vec<f64>, Vec<f64>) {
     let mut inputs = BTreeMap::new();
     inputs.insert(
         "a".into(),
-        Tensor::new(DType::F16, vec![256, 256], a.clone()),
+        Tensor::new(DType::F16, vec![16, 16, 16, 16], to_fractals(&a, 256, 256)),
     );
     inputs.insert(
         "b".into(),
-        Tensor::new(DType::F16, vec![256, 256], b.clone()),
+        Tensor::new(DType::F16, vec![16, 16, 16, 16], to_fractals(&b, 256, 256)),
     );
     (inputs, a, b)
+}
+
+#[test]
+fn fractal_format_places_blocks() {
+    let x: Vec<f64> = (0..32 * 48).map(|i| i as f64).collect();
+    let f = to_fractals(&x, 32, 48);
+    // Block (1, 2) starts at element (16, 32) and is row-major inside.
+    let base = (3 + 2) * 256;
+    assert_eq!(f[base], x[16 * 48 + 32]);
+    assert_eq!(f[base + 17], x[17 * 48 + 33]);
+    assert_eq!(f[255], x[15 * 48 + 15]);
 }
 
 /// f32 accumulation in increasing k, rounded to f16 at the end, as the cube and
