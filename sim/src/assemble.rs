@@ -140,6 +140,7 @@ pub(crate) fn addrs_of(i: &Instr) -> Vec<&Addr> {
     match i {
         Instr::Copy { dst, src, .. }
         | Instr::Load2d { dst, src, .. }
+        | Instr::Img2col { dst, src, .. }
         | Instr::CopyCcToUb { dst, src, .. }
         | Instr::VScalar { dst, src, .. }
         | Instr::VUn { dst, src, .. }
@@ -524,6 +525,17 @@ impl Asm<'_> {
                         "copy paths: GM->L1, GM->UB, UB->GM, UB->L1, UB->UB; L1->L0A/L0B is `load2d`, L0C->UB is `copy_cc_to_ub`",
                     ));
                 }
+            }
+            Instr::Img2col { .. } => {
+                if mems[0] == Mem::L0b {
+                    return Err(Diagnostic::new(
+                        addrs[0].span,
+                        "`img2col` into L0B is not supported yet",
+                    )
+                    .with_hint("img2col builds the feature-map operand in L0A; load weights into L0B with `load2d`"));
+                }
+                want(0, &[Mem::L0a], "the img2col destination")?;
+                want(1, &[Mem::L1], "the img2col source")?;
             }
             Instr::Load2d { .. } => {
                 want(0, &[Mem::L0a, Mem::L0b], "the load2d destination")?;

@@ -1,7 +1,7 @@
 //! Race detection by happens-before between pipes, with vector clocks.
 //!
 //! Each pipe has a clock vector; an instruction on pipe P ticks P's own entry. Issuing from the
-//! scalar pipe orders everything S has seen before the issued instruction; `set_flag` publishes
+//! scalar pipe orders everything S had seen at the issue before the issued instruction; `set_flag` publishes
 //! the setter's clock with the flag and the matching `wait_flag` joins it; `pipe_barrier` joins
 //! the drained pipes' clocks into S. Two accesses from different pipes to overlapping bytes, at
 //! least one a write, race unless the earlier one's tick is covered by the later one's clock.
@@ -62,15 +62,18 @@ impl Hazards {
         }
     }
 
-    /// An instruction issued by S to `pipe` starts: returns its tick.
+    /// An instruction runs on S: returns its tick.
     pub(crate) fn begin(&mut self, pipe: Pipe) -> u32 {
-        if pipe != Pipe::S {
-            let s = self.clocks[Pipe::S as usize];
-            Self::join(&mut self.clocks[pipe as usize], &s);
-        }
         let c = &mut self.clocks[pipe as usize][pipe as usize];
         *c += 1;
         *c
+    }
+
+    /// An instruction S issued when its clock was `issued` starts on `pipe`: returns its tick.
+    /// S runs ahead of the pipes, so the clock it had at the issue is what orders the two.
+    pub(crate) fn begin_at(&mut self, pipe: Pipe, issued: &Clock) -> u32 {
+        Self::join(&mut self.clocks[pipe as usize], issued);
+        self.begin(pipe)
     }
 
     pub(crate) fn snapshot(&self, pipe: Pipe) -> Clock {
@@ -148,17 +151,17 @@ mod tests {
     #[test]
     fn flags_order_accesses_and_missing_flags_race() {
         let mut h = Hazards::new();
-        let t = h.begin(Pipe::Mte2);
+        let s = h.snapshot(Pipe::S);
+        let t = h.begin_at(Pipe::Mte2, &s);
         assert!(h.access(Mem::Ub, acc(Pipe::Mte2, t, true)).is_none());
-        let t2 = h.begin(Pipe::Mte2);
+        h.begin_at(Pipe::Mte2, &s);
         let flag = h.snapshot(Pipe::Mte2);
-        let _ = t2;
-        h.begin(Pipe::V);
+        h.begin_at(Pipe::V, &s);
         h.acquire(Pipe::V, &flag);
-        let t = h.begin(Pipe::V);
+        let t = h.begin_at(Pipe::V, &s);
         assert!(h.access(Mem::Ub, acc(Pipe::V, t, false)).is_none());
         // Without a flag back, a new MTE2 write races with V's read.
-        let t = h.begin(Pipe::Mte2);
+        let t = h.begin_at(Pipe::Mte2, &s);
         let race = h.access(Mem::Ub, acc(Pipe::Mte2, t, true)).expect("race");
         assert_eq!(race.first.pipe, Pipe::V);
     }
@@ -178,7 +181,8 @@ mod tests {
         let t = h.begin(Pipe::V);
         h.access(Mem::Ub, acc(Pipe::V, t, true));
         h.barrier(Pipe::V);
-        let t = h.begin(Pipe::Mte3);
+        let s = h.snapshot(Pipe::S);
+        let t = h.begin_at(Pipe::Mte3, &s);
         assert!(h.access(Mem::Ub, acc(Pipe::Mte3, t, false)).is_none());
     }
 }

@@ -357,6 +357,24 @@ pub enum Instr {
         src_stride: u32,
         transpose: bool,
     },
+    /// L1 → L0A for convolution: the im2col matrix of an f16 feature map laid out
+    /// [c1][h][w][16] in L1, written zZ. Row p of the matrix is output position `pos + p`
+    /// (raster order over the output's `oh × ow`), column `((c·kh + i)·kw + j)·16 + c0` is input
+    /// channel `16c + c0` at kernel offset (i, j); taps in the padding and positions past the
+    /// output read 0. `m1` row fractals, `c1·kh·kw` column fractals.
+    Img2col {
+        dst: Addr,
+        src: Addr,
+        h: u32,
+        w: u32,
+        c1: u32,
+        kh: u32,
+        kw: u32,
+        stride: u32,
+        pad: u32,
+        pos: u32,
+        m1: u32,
+    },
     /// Cube: C(m×n) = or += A(m×k)·B(k×n) with A zZ in L0A, B zN in L0B, C nZ in L0C.
     Mmad {
         out: DType,

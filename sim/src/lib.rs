@@ -10,13 +10,15 @@
 //! - `isa`: memories, pipes, instructions, the program tree
 //! - `asm`: lexer, parser with located errors, printer (`parse(print(p)) == p`)
 //! - `assemble`: name resolution, buffer placement, operand checks, flattening
-//! - `exec`: numerics; `timing`: pipes and flags; `hazards`: happens-before race detection
+//! - `exec`: numerics; `timing`: pipe clocks and issue queues; `gmbus`: GM bandwidth shared
+//!   over time; `hazards`: happens-before race detection
 //! - `run`: the driver; `report`: text, JSON and SVG output; `inputs`: tensors from files
 
 mod asm;
 mod assemble;
 mod diagnostic;
 mod exec;
+mod gmbus;
 mod hazards;
 mod inputs;
 pub mod isa;

@@ -46,6 +46,8 @@ pub struct Machine {
     pub scalar_issue: u64,
     pub scalar_mem: u64,
     pub sync_cost: u64,
+    /// Instructions each pipe's queue holds between issue and start.
+    pub queue_depth: u64,
 }
 
 impl Default for Machine {
@@ -161,6 +163,7 @@ impl Machine {
             scalar_issue: number("scalar.issue")?,
             scalar_mem: number("scalar.mem")?,
             sync_cost: number("sync.cost")?,
+            queue_depth: number("queue.depth")?,
         };
         if let Some((key, (_, span))) = values.into_iter().next() {
             return Err(err(
@@ -169,10 +172,10 @@ impl Machine {
                 "see machines/davinci910.machine for the keys",
             ));
         }
-        if machine.cores == 0 || machine.gm_bandwidth == 0 {
+        if machine.cores == 0 || machine.gm_bandwidth == 0 || machine.queue_depth == 0 {
             return Err(err(
                 whole,
-                "`cores` and `gm.bandwidth` must be positive".into(),
+                "`cores`, `gm.bandwidth` and `queue.depth` must be positive".into(),
                 "a machine needs at least one core",
             ));
         }

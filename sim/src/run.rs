@@ -1,17 +1,25 @@
 //! The simulator driver: runs every block of a kernel, executing each instruction's numerics in
 //! program order while the timing model and the hazard checker follow along.
 //!
-//! Program order is the order the scalar pipe issues in; a race-free program computes the same
-//! values in any schedule the pipes allow, so executing in program order is exact for every
-//! program that passes the hazard check, and a program that does not pass it is rejected.
-//! Blocks on one core run one after another; cores run side by side and share GM bandwidth
-//! (each core's GM paths get at most `gm.bandwidth / active cores` bytes per cycle).
+//! The scalar pipe S runs the program in order: it executes scalar instructions itself and
+//! issues every other instruction, with its operand values of that moment, into its pipe's
+//! bounded queue. A pipe runs its queue in order as soon as the head can run: a `wait_flag`
+//! head waits until a matching `set_flag` has run, which may come later in program order. So
+//! instructions execute (numerics, hazard checks, timing) in an order consistent with
+//! happens-before; a race-free program computes the same values in every such order, and a
+//! program that is not race-free is rejected. S stalls on a full queue, on a `wait_flag` to S
+//! and on `pipe_barrier`; when nothing can run any more while work is left, that is a deadlock.
+//!
+//! Blocks on one core run one after another; cores run side by side, interleaved by issue
+//! time, and their GM copies share the total GM bandwidth over time (`gmbus`). GM accesses of
+//! different blocks to overlapping bytes, one a write, are races: nothing orders blocks.
 
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::assemble::{Exec, Kernel, Lin, Op, SVal, Var};
 use crate::diagnostic::{Diagnostic, Error};
 use crate::exec;
+use crate::gmbus::GmBus;
 use crate::hazards::{Access, Clock, Hazards};
 use crate::isa::*;
 use crate::report::{Occupancy, Report, Timeline};
@@ -62,12 +70,42 @@ struct Stats {
     warnings: Vec<String>,
 }
 
+/// A GM byte range one block read or wrote (adjacent accesses of one kind merged).
+#[derive(Clone, Copy)]
+struct GmAccess {
+    lo: u64,
+    hi: u64,
+    write: bool,
+    block: u32,
+    site: u32,
+}
+
+/// The operand values an instruction had when S issued it, and where it stands.
+struct Frame {
+    offs: [i64; 4],
+    scalar: Option<SVal>,
+    mask: (u64, u64),
+    /// The loop counters (slot 0: the block index), for messages.
+    slots: Vec<i64>,
+    issued: u64,
+    clock: Clock,
+}
+
+/// An instruction issued to a pipe that has not run yet.
+struct Pending {
+    pc: u32,
+    frame: Frame,
+}
+
 struct Machine<'k> {
     k: &'k Kernel,
     gm: Vec<u8>,
     local: Vec<[Vec<u8>; Mem::COUNT]>,
     stats: Stats,
-    gm_share: u64,
+    /// The shared GM bandwidth, when the cores can ask for more than it gives.
+    bus: Option<GmBus>,
+    /// Every block's GM accesses, when there is more than one block.
+    gm_log: Option<Vec<GmAccess>>,
     /// Reused staging buffer for copies between two memories.
     scratch: Vec<u8>,
     max_instructions: u64,
@@ -75,7 +113,10 @@ struct Machine<'k> {
 
 /// Per-block state.
 struct Block {
+    id: usize,
     core: usize,
+    /// S's next operation.
+    pc: usize,
     slots: Vec<i64>,
     sregs: [i64; REGS as usize],
     fregs: [f32; REGS as usize],
@@ -83,6 +124,92 @@ struct Block {
     timing: Timing,
     hazards: Hazards,
     flags: Vec<VecDeque<FlagToken>>,
+    queues: [VecDeque<Pending>; Pipe::COUNT],
+    /// The frame of the instruction executing now.
+    f: Frame,
+    /// Slot vectors of finished frames, for reuse.
+    pool: Vec<Vec<i64>>,
+}
+
+impl Block {
+    fn new(k: &Kernel, id: usize, core: usize, start: u64, record: bool) -> Block {
+        let mut slots = vec![0; k.slots.max(1)];
+        slots[0] = id as i64;
+        Block {
+            id,
+            core,
+            pc: 0,
+            f: Frame {
+                offs: [0; 4],
+                scalar: None,
+                mask: (u64::MAX, u64::MAX),
+                slots: slots.clone(),
+                issued: start,
+                clock: [0; Pipe::COUNT],
+            },
+            slots,
+            sregs: [0; REGS as usize],
+            fregs: [0.0; REGS as usize],
+            mask: (u64::MAX, u64::MAX),
+            timing: Timing::new(start, k.machine.queue_depth as usize, record),
+            hazards: Hazards::new(),
+            flags: (0..Pipe::COUNT * Pipe::COUNT * 8)
+                .map(|_| VecDeque::new())
+                .collect(),
+            queues: Default::default(),
+            pool: Vec::new(),
+        }
+    }
+
+    /// Runs an instruction of the current frame on `pipe`.
+    fn dispatch(&mut self, pipe: Pipe, cost: u64, not_before: u64) -> (u64, u64) {
+        self.timing.run(pipe, self.f.issued, cost, not_before)
+    }
+
+    /// The current frame's instruction starts on `pipe`: its hazard tick.
+    fn begin(&mut self, pipe: Pipe) -> u32 {
+        if pipe == Pipe::S {
+            self.hazards.begin(Pipe::S)
+        } else {
+            self.hazards.begin_at(pipe, &self.f.clock)
+        }
+    }
+
+    fn pending(&self) -> bool {
+        self.queues.iter().any(|q| !q.is_empty())
+    }
+}
+
+/// The pipe an instruction runs on.
+fn pipe_of(k: &Kernel, e: &Exec) -> Pipe {
+    match &e.instr {
+        Instr::SetFlag { src, .. } => *src,
+        Instr::WaitFlag { dst, .. } => *dst,
+        Instr::Copy { .. } => {
+            let dst = k.bufs[e.ops[0].buf as usize].mem;
+            let src = k.bufs[e.ops[1].buf as usize].mem;
+            // The assembler accepted only paths that exist.
+            CopyPath::between(src, dst).map_or(Pipe::V, |p| p.pipe())
+        }
+        Instr::Load2d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
+        Instr::Mmad { .. } => Pipe::M,
+        Instr::CopyCcToUb { .. }
+        | Instr::VBin { .. }
+        | Instr::VCmp { .. }
+        | Instr::VSel { .. }
+        | Instr::VScalar { .. }
+        | Instr::VUn { .. }
+        | Instr::VDup { .. }
+        | Instr::VRed { .. }
+        | Instr::VConv { .. } => Pipe::V,
+        Instr::SetMask { .. }
+        | Instr::Barrier { .. }
+        | Instr::Mov { .. }
+        | Instr::SBin { .. }
+        | Instr::Ld { .. }
+        | Instr::St { .. }
+        | Instr::Count { .. } => Pipe::S,
+    }
 }
 
 fn flag_index(src: Pipe, dst: Pipe, ev: u8) -> usize {
@@ -120,7 +247,21 @@ pub(crate) fn simulate(
             touch: vec![vec![None; k.bufs.len()]; cores_used],
             warnings: Vec::new(),
         },
-        gm_share: (machine.gm_bandwidth / cores_used as u64).max(1),
+        bus: {
+            // Contention is possible only if the cores' GM paths together can ask for more
+            // than the bus gives; otherwise every copy runs at its path's bandwidth.
+            let demand: u64 = CopyPath::ALL
+                .iter()
+                .filter(|p| {
+                    let (from, to) = p.ends();
+                    from == Mem::Gm || to == Mem::Gm
+                })
+                .map(|p| machine.path(*p).bandwidth)
+                .sum();
+            (demand.saturating_mul(cores_used as u64) > machine.gm_bandwidth)
+                .then(|| GmBus::new(machine.gm_bandwidth))
+        },
+        gm_log: (k.program.blockdim > 1).then(Vec::new),
         scratch: Vec::new(),
         max_instructions: options.max_instructions,
     };
@@ -161,24 +302,55 @@ pub(crate) fn simulate(
         }
     }
     let mut core_time = vec![0u64; cores_used];
+    let mut running: Vec<Option<Block>> = (0..cores_used).map(|_| None).collect();
+    let mut next_block: Vec<usize> = (0..cores_used).collect();
+    let blockdim = k.program.blockdim as usize;
     let mut timeline: Option<Timeline> = None;
-    for b in 0..k.program.blockdim as usize {
-        let core = b % cores_used;
-        let record = options.timeline && core == 0;
-        let mut block = Block {
-            core,
-            slots: vec![0; k.slots],
-            sregs: [0; REGS as usize],
-            fregs: [0.0; REGS as usize],
-            mask: (u64::MAX, u64::MAX),
-            timing: Timing::new(core_time[core], record),
-            hazards: Hazards::new(),
-            flags: (0..Pipe::COUNT * Pipe::COUNT * 8)
-                .map(|_| VecDeque::new())
-                .collect(),
+    loop {
+        // The core furthest behind in issue time runs next, up to the next core's time, so GM
+        // transfers are arbitrated in about the order they are issued.
+        let now = |c: usize, running: &[Option<Block>]| {
+            running[c].as_ref().map_or(core_time[c], |b| b.timing.issue)
         };
-        block.slots[0] = b as i64;
-        m.run_block(&mut block)?;
+        let mut order: Vec<(u64, usize)> = (0..cores_used)
+            .filter(|&c| running[c].is_some() || next_block[c] < blockdim)
+            .map(|c| (now(c, &running), c))
+            .collect();
+        if order.is_empty() {
+            break;
+        }
+        order.sort_unstable();
+        let core = order[0].1;
+        let limit = order.get(1).map_or(u64::MAX, |o| o.0);
+        if let Some(bus) = &mut m.bus {
+            let horizon = (0..cores_used)
+                .map(|c| match &running[c] {
+                    Some(b) => b
+                        .queues
+                        .iter()
+                        .filter_map(|q| q.front().map(|p| p.frame.issued))
+                        .fold(b.timing.issue, u64::min),
+                    None => core_time[c],
+                })
+                .min()
+                .unwrap_or(0);
+            bus.forget_before(horizon);
+        }
+        let mut block = match running[core].take() {
+            Some(b) => b,
+            None => {
+                let id = next_block[core];
+                next_block[core] += cores_used;
+                let record = options.timeline && core == 0;
+                Block::new(k, id, core, core_time[core], record)
+            }
+        };
+        let finished = m.run_block(&mut block, limit)?;
+        if !finished {
+            running[core] = Some(block);
+            continue;
+        }
+        let b = block.id;
         for (i, q) in block.flags.iter().enumerate() {
             if !q.is_empty() {
                 let (src, rest) = (i / (Pipe::COUNT * 8), i % (Pipe::COUNT * 8));
@@ -206,6 +378,7 @@ pub(crate) fn simulate(
             }
         }
     }
+    m.cross_block_races()?;
     let total = core_time.iter().copied().max().unwrap_or(0);
     let occupancy = m.occupancy(cores_used);
     if let Some(t) = &mut timeline {
@@ -256,13 +429,13 @@ impl Machine<'_> {
         Error::shared(&self.k.file, &self.k.text, d)
     }
 
-    fn context(&self, b: &Block, site: u32) -> String {
+    fn context(&self, slots: &[i64], site: u32) -> String {
         let mut parts = Vec::new();
         if self.k.program.blockdim > 1 {
-            parts.push(format!("block_idx={}", b.slots[0]));
+            parts.push(format!("block_idx={}", slots[0]));
         }
         for (name, slot) in &self.k.sites[site as usize].scope {
-            parts.push(format!("{name}={}", b.slots[*slot as usize]));
+            parts.push(format!("{name}={}", slots[*slot as usize]));
         }
         if parts.is_empty() {
             String::new()
@@ -309,12 +482,16 @@ impl Machine<'_> {
         }
     }
 
-    fn run_block(&mut self, b: &mut Block) -> Result<(), Error> {
+    /// Runs S until its issue time passes `limit` or the program ends; returns whether the
+    /// block finished (every queue drained).
+    fn run_block(&mut self, b: &mut Block, limit: u64) -> Result<bool, Error> {
         let k = self.k;
         let issue = k.machine.scalar_issue;
-        let mut pc = 0usize;
-        while pc < k.code.len() {
-            match &k.code[pc] {
+        while b.pc < k.code.len() {
+            if b.timing.issue > limit {
+                return Ok(false);
+            }
+            match &k.code[b.pc] {
                 Op::Exec(e) => {
                     self.stats.instructions += 1;
                     if self.max_instructions != 0 && self.stats.instructions > self.max_instructions
@@ -327,14 +504,20 @@ impl Machine<'_> {
                                     "stopped after {} instructions at `{}`{}",
                                     self.max_instructions,
                                     site.text,
-                                    self.context(b, e.site)
+                                    self.context(&b.slots, e.site)
                                 ),
                             )
                             .with_hint("the program runs longer than the simulation allows; check its loop bounds"),
                         ));
                     }
-                    self.exec(b, e)?;
-                    pc += 1;
+                    let pipe = pipe_of(k, e);
+                    if pipe == Pipe::S {
+                        self.load_frame(b, e);
+                        self.exec(b, e)?;
+                    } else {
+                        self.issue(b, e, pipe)?;
+                    }
+                    b.pc += 1;
                 }
                 Op::LoopInit {
                     slot,
@@ -344,7 +527,11 @@ impl Machine<'_> {
                 } => {
                     b.timing.scalar(issue, 0);
                     b.slots[*slot as usize] = *start;
-                    pc = if start < end { pc + 1 } else { *exit as usize };
+                    b.pc = if start < end {
+                        b.pc + 1
+                    } else {
+                        *exit as usize
+                    };
                 }
                 Op::LoopNext {
                     slot,
@@ -355,7 +542,7 @@ impl Machine<'_> {
                     b.timing.scalar(issue, 0);
                     let v = b.slots[*slot as usize].saturating_add(*step);
                     b.slots[*slot as usize] = v;
-                    pc = if v < *end { *body as usize } else { pc + 1 };
+                    b.pc = if v < *end { *body as usize } else { b.pc + 1 };
                 }
                 Op::Branch {
                     lhs,
@@ -366,16 +553,352 @@ impl Machine<'_> {
                     b.timing.scalar(issue, 0);
                     let (x, _) = self.sval(b, *lhs);
                     let (y, _) = self.sval(b, *rhs);
-                    pc = if exec::compare(*op, x, y) {
-                        pc + 1
+                    b.pc = if exec::compare(*op, x, y) {
+                        b.pc + 1
                     } else {
                         *otherwise as usize
                     };
                 }
-                Op::Jump(t) => pc = *t as usize,
+                Op::Jump(t) => b.pc = *t as usize,
             }
         }
+        self.pump(b)?;
+        if b.pending() {
+            return Err(self.deadlock(b, None));
+        }
+        Ok(true)
+    }
+
+    /// The operand values of `e` in S's current state.
+    fn frame_values(&self, b: &Block, e: &Exec, f: &mut Frame) {
+        for (i, op) in e.ops.iter().enumerate().take(4) {
+            f.offs[i] = self.eval(b, &op.off);
+        }
+        f.scalar = e.scalars.first().map(|&sv| match self.sval(b, sv) {
+            (v, true) => SVal::Float(v as f32),
+            (v, false) => SVal::Int(v as i64),
+        });
+        f.mask = b.mask;
+        f.slots.clear();
+        f.slots.extend_from_slice(&b.slots);
+        f.issued = b.timing.issue;
+        f.clock = b.hazards.snapshot(Pipe::S);
+    }
+
+    /// Makes S's current state the frame of a scalar instruction S executes now.
+    fn load_frame(&self, b: &mut Block, e: &Exec) {
+        let mut f = std::mem::replace(
+            &mut b.f,
+            Frame {
+                offs: [0; 4],
+                scalar: None,
+                mask: (0, 0),
+                slots: Vec::new(),
+                issued: 0,
+                clock: [0; Pipe::COUNT],
+            },
+        );
+        self.frame_values(b, e, &mut f);
+        b.f = f;
+    }
+
+    /// S issues `e` into `pipe`'s queue, stalling while the queue is full.
+    fn issue(&mut self, b: &mut Block, e: &Exec, pipe: Pipe) -> Result<(), Error> {
+        let slot = match b.timing.slot_free(pipe, b.queues[pipe as usize].len()) {
+            Some(t) => t,
+            None => {
+                self.pump(b)?;
+                match b.timing.slot_free(pipe, b.queues[pipe as usize].len()) {
+                    Some(t) => t,
+                    None => return Err(self.deadlock(b, Some((e, pipe)))),
+                }
+            }
+        };
+        b.timing.issue(self.k.machine.scalar_issue, slot);
+        let mut frame = Frame {
+            offs: [0; 4],
+            scalar: None,
+            mask: (0, 0),
+            slots: b.pool.pop().unwrap_or_default(),
+            issued: 0,
+            clock: [0; Pipe::COUNT],
+        };
+        self.frame_values(b, e, &mut frame);
+        b.queues[pipe as usize].push_back(Pending {
+            pc: b.pc as u32,
+            frame,
+        });
+        self.pump(b)
+    }
+
+    /// Runs queued instructions on every pipe until none can run.
+    fn pump(&mut self, b: &mut Block) -> Result<(), Error> {
+        let k = self.k;
+        loop {
+            let mut progress = false;
+            for pipe in &Pipe::ALL[1..] {
+                let q = *pipe as usize;
+                while let Some(head) = b.queues[q].front() {
+                    let Op::Exec(e) = &k.code[head.pc as usize] else {
+                        // Only instructions are queued.
+                        break;
+                    };
+                    if let Instr::WaitFlag { src, dst, event } = e.instr {
+                        if b.flags[flag_index(src, dst, event)].is_empty() {
+                            break;
+                        }
+                    }
+                    let Some(p) = b.queues[q].pop_front() else {
+                        break;
+                    };
+                    let old = std::mem::replace(&mut b.f, p.frame);
+                    b.pool.push(old.slots);
+                    self.exec(b, e)?;
+                    progress = true;
+                }
+            }
+            if !progress {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The flag and barrier instructions, on S or on their pipe.
+    fn sync(&mut self, b: &mut Block, e: &Exec) -> Result<(), Error> {
+        let sync = self.k.machine.sync_cost;
+        match &e.instr {
+            Instr::SetFlag { src, dst, event } => {
+                let (_, end) = if *src == Pipe::S {
+                    b.timing.scalar(sync, 0)
+                } else {
+                    b.dispatch(*src, sync, 0)
+                };
+                b.begin(*src);
+                let clock = b.hazards.snapshot(*src);
+                b.flags[flag_index(*src, *dst, *event)].push_back(FlagToken { time: end, clock });
+            }
+            Instr::WaitFlag { src, dst, event } => {
+                let i = flag_index(*src, *dst, *event);
+                if b.flags[i].is_empty() {
+                    // Only S runs into an unset flag here; the queues hold other waits back.
+                    self.pump(b)?;
+                }
+                let Some(token) = b.flags[i].pop_front() else {
+                    return Err(self.wait_deadlock(b, e, ""));
+                };
+                if *dst == Pipe::S {
+                    b.timing.scalar(sync, token.time);
+                } else {
+                    b.dispatch(*dst, sync, token.time);
+                }
+                b.begin(*dst);
+                b.hazards.acquire(*dst, &token.clock);
+            }
+            Instr::Barrier { pipe } => {
+                self.pump(b)?;
+                let pipes: Vec<Pipe> = match pipe {
+                    Some(p) => vec![*p],
+                    None => Pipe::ALL.to_vec(),
+                };
+                if pipes.iter().any(|p| !b.queues[*p as usize].is_empty()) {
+                    return Err(self.deadlock(b, None));
+                }
+                let drained = pipes
+                    .iter()
+                    .map(|p| b.timing.free[*p as usize])
+                    .max()
+                    .unwrap_or(0);
+                b.timing.scalar(sync, drained);
+                for p in pipes {
+                    b.hazards.barrier(p);
+                }
+                b.hazards.begin(Pipe::S);
+            }
+            _ => {}
+        }
         Ok(())
+    }
+
+    /// Nothing can run any more while work is left: names the wait that blocks it (a queue
+    /// head waiting on a flag) and, when S is stuck on a full queue, the instruction it holds.
+    fn deadlock(&self, b: &Block, stuck: Option<(&Exec, Pipe)>) -> Error {
+        let k = self.k;
+        let head = b.queues[1..].iter().find_map(|q| {
+            q.front().and_then(|p| match &k.code[p.pc as usize] {
+                Op::Exec(e) if matches!(e.instr, Instr::WaitFlag { .. }) => Some((e, p)),
+                _ => None,
+            })
+        });
+        let Some((e, p)) = head else {
+            // Queues drain unless a wait blocks them, so a head wait always exists here.
+            let site = &k.sites[0];
+            return self.error(Diagnostic::new(site.span, "deadlock".to_string()));
+        };
+        let extra = match stuck {
+            Some((s, pipe)) => {
+                let site = &k.sites[s.site as usize];
+                format!(
+                    "; the scalar unit cannot issue `{}` (line {}) because pipe {}'s queue is full (depth {})",
+                    site.text,
+                    site.line,
+                    pipe.name(),
+                    k.machine.queue_depth
+                )
+            }
+            None => String::new(),
+        };
+        self.wait_message(b, e, &p.frame.slots, &extra)
+    }
+
+    fn wait_deadlock(&self, b: &Block, e: &Exec, extra: &str) -> Error {
+        self.wait_message(b, e, &b.slots, extra)
+    }
+
+    fn wait_message(&self, b: &Block, e: &Exec, slots: &[i64], extra: &str) -> Error {
+        let k = self.k;
+        let Instr::WaitFlag { src, dst, event } = e.instr else {
+            return self.error(Diagnostic::new(k.sites[e.site as usize].span, "deadlock"));
+        };
+        let site = &k.sites[e.site as usize];
+        // A matching set that was issued but is stuck behind another wait.
+        let queued = b.queues[src as usize]
+            .iter()
+            .find_map(|p| match &k.code[p.pc as usize] {
+                Op::Exec(x) => match x.instr {
+                    Instr::SetFlag {
+                        src: s2,
+                        dst: d2,
+                        event: e2,
+                    } if (s2, d2, e2) == (src, dst, event) => Some(&k.sites[x.site as usize]),
+                    _ => None,
+                },
+                _ => None,
+            });
+        let why = match queued {
+            Some(set) => format!(
+                "whose `{}` (line {}) is queued on pipe {} behind a wait that never ends",
+                set.text,
+                set.line,
+                src.name()
+            ),
+            None => format!(
+                "which no `set_flag {}, {}, {}` sets",
+                src.name(),
+                dst.name(),
+                event
+            ),
+        };
+        let pending: Vec<String> = (0..8u8)
+            .filter(|ev| !b.flags[flag_index(src, dst, *ev)].is_empty())
+            .map(|ev| format!("event {ev}"))
+            .collect();
+        let hint = if pending.is_empty() {
+            format!(
+                "set the flag on pipe {} (for ping-pong loops, set it once before the loop)",
+                src.name()
+            )
+        } else {
+            format!(
+                "{}->{} {} is set and not waited for: did you mean that id?",
+                src.name(),
+                dst.name(),
+                pending.join(", ")
+            )
+        };
+        self.error(
+            Diagnostic::new(
+                site.span,
+                format!(
+                    "deadlock: `{}` (line {}) waits on pipe {} for event {} from pipe {}, {why}; pipe {} would stall forever{extra}{}",
+                    site.text,
+                    site.line,
+                    dst.name(),
+                    event,
+                    src.name(),
+                    dst.name(),
+                    self.context(slots, e.site)
+                ),
+            )
+            .with_label("waits forever")
+            .with_hint(hint),
+        )
+    }
+
+    /// GM accesses of different blocks to overlapping bytes, one a write: nothing orders
+    /// blocks (there is no cross-core synchronisation), so each such pair is a race.
+    fn cross_block_races(&mut self) -> Result<(), Error> {
+        let Some(mut log) = self.gm_log.take() else {
+            return Ok(());
+        };
+        log.sort_unstable_by_key(|a| (a.lo, a.block, a.hi));
+        let mut active: Vec<GmAccess> = Vec::new();
+        for a in log {
+            active.retain(|x| x.hi > a.lo);
+            if let Some(x) = active
+                .iter()
+                .find(|x| x.block != a.block && (x.write || a.write))
+            {
+                let (lo, hi) = (a.lo, x.hi.min(a.hi));
+                let (s1, s2) = (
+                    &self.k.sites[x.site as usize],
+                    &self.k.sites[a.site as usize],
+                );
+                let owner = self
+                    .k
+                    .bufs
+                    .iter()
+                    .filter(|buf| buf.mem == Mem::Gm && buf.base <= lo && lo < buf.base + buf.size)
+                    .map(|buf| format!(" (`{}` + {}..{})", buf.name, lo - buf.base, hi - buf.base))
+                    .next()
+                    .unwrap_or_default();
+                let verb = |w: bool| if w { "writes" } else { "reads" };
+                return Err(self.error(
+                    Diagnostic::new(
+                        s2.span,
+                        format!(
+                            "race on GM bytes {lo}..{hi}{owner} between blocks: `{}` (line {}) of block {} {} them and `{}` (line {}) of block {} {} them, and nothing orders two blocks",
+                            s1.text,
+                            s1.line,
+                            x.block,
+                            verb(x.write),
+                            s2.text,
+                            s2.line,
+                            a.block,
+                            verb(a.write),
+                        ),
+                    )
+                    .with_label(format!("block {} {} here", a.block, verb(a.write)))
+                    .with_secondary(s1.span, format!("block {} {} here", x.block, verb(x.write)))
+                    .with_hint("give each block its own part of every tensor it writes, or run the two parts as separate kernels"),
+                ));
+            }
+            active.push(a);
+        }
+        Ok(())
+    }
+
+    /// Notes a GM access of the current block for the cross-block race check.
+    fn log_gm(&mut self, b: &Block, lo: u64, hi: u64, write: bool, site: u32) {
+        let Some(log) = &mut self.gm_log else {
+            return;
+        };
+        if lo == hi {
+            return;
+        }
+        let block = b.id as u32;
+        if let Some(last) = log.last_mut() {
+            if last.block == block && last.write == write && last.hi == lo {
+                last.hi = hi;
+                return;
+            }
+        }
+        log.push(GmAccess {
+            lo,
+            hi,
+            write,
+            block,
+            site,
+        });
     }
 
     /// Resolves operand `i` to an absolute byte address, checking it lies in its buffer with
@@ -393,7 +916,7 @@ impl Machine<'_> {
         let buf = &self.k.bufs[op.buf as usize];
         let site = &self.k.sites[e.site as usize];
         let addr_span = e.spans[i];
-        let off = self.eval(b, &op.off);
+        let off = b.f.offs[i];
         if off < 0 || off as u64 + len > buf.size {
             return Err(self.error(
                 Diagnostic::new(
@@ -406,7 +929,7 @@ impl Machine<'_> {
                         buf.name,
                         buf.size,
                         buf.mem.name(),
-                        self.context(b, e.site)
+                        self.context(&b.f.slots, e.site)
                     ),
                 )
                 .with_label("outside the buffer")
@@ -426,7 +949,7 @@ impl Machine<'_> {
                         site.text,
                         buf.mem.name(),
                         buf.name,
-                        self.context(b, e.site)
+                        self.context(&b.f.slots, e.site)
                     ),
                 )
                 .with_label(format!("must be {align}-byte aligned"))
@@ -490,7 +1013,7 @@ impl Machine<'_> {
                             s2.line,
                             race.second.pipe.name(),
                             verb(race.second.write),
-                            self.context(b, e.site)
+                            self.context(&b.f.slots, e.site)
                         ),
                     )
                     .with_label(format!("pipe {} {} here", race.second.pipe.name(), verb(race.second.write)))
@@ -508,15 +1031,21 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn copy_cost(&self, path: CopyPath, bytes: u64) -> u64 {
+    /// Runs a copy of the current frame: `startup` cycles, then the bytes at the path's
+    /// bandwidth, or at what the shared GM bus leaves of it. Returns (start, end).
+    fn copy_time(&mut self, b: &mut Block, path: CopyPath, bytes: u64) -> (u64, u64) {
         let spec = self.k.machine.path(path);
         let (from, to) = path.ends();
-        let bw = if from == Mem::Gm || to == Mem::Gm {
-            spec.bandwidth.min(self.gm_share)
-        } else {
-            spec.bandwidth
+        let pipe = path.pipe();
+        let start = b.timing.start_time(pipe, b.f.issued, 0);
+        let end = match &mut self.bus {
+            Some(bus) if from == Mem::Gm || to == Mem::Gm => {
+                bus.transfer(start + spec.startup, bytes, spec.bandwidth)
+            }
+            _ => start + spec.startup + bytes.div_ceil(spec.bandwidth),
         };
-        spec.startup + bytes.div_ceil(bw)
+        b.timing.occupy(pipe, start, end);
+        (start, end)
     }
 
     fn mem_mut(&mut self, core: usize, mem: Mem) -> &mut Vec<u8> {
@@ -550,7 +1079,6 @@ impl Machine<'_> {
     fn exec(&mut self, b: &mut Block, e: &Exec) -> Result<(), Error> {
         let mc = &self.k.machine;
         let issue = mc.scalar_issue;
-        let sync = mc.sync_cost;
         let core = b.core;
         match &e.instr {
             Instr::SetMask { hi, lo } => {
@@ -581,7 +1109,7 @@ impl Machine<'_> {
                                         format!(
                                             "`{}` divides by zero{}",
                                             site.text,
-                                            self.context(b, e.site)
+                                            self.context(&b.f.slots, e.site)
                                         ),
                                     )
                                     .with_hint("guard the division with `if`"),
@@ -610,7 +1138,7 @@ impl Machine<'_> {
                 let es = ty.size();
                 let (mem, addr) = self.resolve(b, e, 0, es, es, "reads")?;
                 let (s, t) = b.timing.scalar(mc.scalar_mem, 0);
-                let tick = b.hazards.begin(Pipe::S);
+                let tick = b.begin(Pipe::S);
                 self.check(b, e, Pipe::S, tick, &[(0, addr, addr + es, false)])?;
                 self.touch(b, e, 0, s, t);
                 let v = exec::load(self.mem_ref(core, mem), addr as usize, *ty);
@@ -623,7 +1151,7 @@ impl Machine<'_> {
                 let es = ty.size();
                 let (mem, addr) = self.resolve(b, e, 0, es, es, "writes")?;
                 let (s, t) = b.timing.scalar(mc.scalar_mem, 0);
-                let tick = b.hazards.begin(Pipe::S);
+                let tick = b.begin(Pipe::S);
                 self.check(b, e, Pipe::S, tick, &[(0, addr, addr + es, true)])?;
                 self.touch(b, e, 0, s, t);
                 let v = self.sval(b, e.scalars[0]).0;
@@ -633,7 +1161,7 @@ impl Machine<'_> {
                 let len = (*bits as u64).div_ceil(8);
                 let (mem, addr) = self.resolve(b, e, 0, len, 1, "reads")?;
                 let (s, t) = b.timing.scalar(mc.scalar_mem, 0);
-                let tick = b.hazards.begin(Pipe::S);
+                let tick = b.begin(Pipe::S);
                 self.check(b, e, Pipe::S, tick, &[(0, addr, addr + len, false)])?;
                 self.touch(b, e, 0, s, t);
                 let m = self.mem_ref(core, mem);
@@ -646,72 +1174,8 @@ impl Machine<'_> {
                     Reg::F(r) => b.fregs[*r as usize] = n as f32,
                 }
             }
-            Instr::SetFlag { src, dst, event } => {
-                let (_, end) = if *src == Pipe::S {
-                    b.timing.scalar(sync, 0)
-                } else {
-                    b.timing.dispatch(*src, issue, sync, 0)
-                };
-                b.hazards.begin(*src);
-                let clock = b.hazards.snapshot(*src);
-                b.flags[flag_index(*src, *dst, *event)].push_back(FlagToken { time: end, clock });
-            }
-            Instr::WaitFlag { src, dst, event } => {
-                let Some(token) = b.flags[flag_index(*src, *dst, *event)].pop_front() else {
-                    let site = &self.k.sites[e.site as usize];
-                    let pending: Vec<String> = (0..8u8)
-                        .filter(|ev| !b.flags[flag_index(*src, *dst, *ev)].is_empty())
-                        .map(|ev| format!("event {ev}"))
-                        .collect();
-                    let hint = if pending.is_empty() {
-                        format!(
-                            "set the flag on pipe {} before this wait (for ping-pong loops, set it once before the loop)",
-                            src.name()
-                        )
-                    } else {
-                        format!(
-                            "{}->{} {} is set and not waited for: did you mean that id?",
-                            src.name(),
-                            dst.name(),
-                            pending.join(", ")
-                        )
-                    };
-                    return Err(self.error(
-                        Diagnostic::new(
-                            site.span,
-                            format!(
-                                "deadlock: `{}` (line {}) waits on pipe {} for event {} from pipe {}, which no earlier `set_flag {}, {}, {}` sets; pipe {} would stall forever{}",
-                                site.text,
-                                site.line,
-                                dst.name(),
-                                event,
-                                src.name(),
-                                src.name(),
-                                dst.name(),
-                                event,
-                                dst.name(),
-                                self.context(b, e.site)
-                            ),
-                        )
-                        .with_label("waits forever")
-                        .with_hint(hint),
-                    ));
-                };
-                if *dst == Pipe::S {
-                    b.timing.scalar(sync, token.time);
-                } else {
-                    b.timing.dispatch(*dst, issue, sync, token.time);
-                }
-                b.hazards.begin(*dst);
-                b.hazards.acquire(*dst, &token.clock);
-            }
-            Instr::Barrier { pipe } => {
-                b.timing.barrier(*pipe, sync);
-                match pipe {
-                    Some(p) => b.hazards.barrier(*p),
-                    None => Pipe::ALL.iter().for_each(|p| b.hazards.barrier(*p)),
-                }
-                b.hazards.begin(Pipe::S);
+            Instr::SetFlag { .. } | Instr::WaitFlag { .. } | Instr::Barrier { .. } => {
+                self.sync(b, e)?;
             }
             Instr::Copy {
                 n_burst,
@@ -738,10 +1202,9 @@ impl Machine<'_> {
                 // The assembler accepted only paths that exist.
                 let path = CopyPath::between(src_mem, dst_mem).unwrap_or(CopyPath::UbUb);
                 let bytes = nb * ln;
-                let cost = self.copy_cost(path, bytes);
                 let pipe = path.pipe();
-                let (s, t) = b.timing.dispatch(pipe, issue, cost, 0);
-                let tick = b.hazards.begin(pipe);
+                let (s, t) = self.copy_time(b, path, bytes);
+                let tick = b.begin(pipe);
                 self.check(
                     b,
                     e,
@@ -760,6 +1223,17 @@ impl Machine<'_> {
                 }
                 if dst_mem == Mem::Gm {
                     self.stats.gm_written += bytes;
+                }
+                if self.gm_log.is_some() && (src_mem == Mem::Gm || dst_mem == Mem::Gm) {
+                    let (base, gap, write) = if dst_mem == Mem::Gm {
+                        (dst, *dst_gap as u64 * 32, true)
+                    } else {
+                        (src, *src_gap as u64 * 32, false)
+                    };
+                    for i in 0..nb {
+                        let lo = base + i * (ln + gap);
+                        self.log_gm(b, lo, lo + ln, write, e.site);
+                    }
                 }
                 let mut tmp = std::mem::take(&mut self.scratch);
                 tmp.resize(ln as usize, 0);
@@ -787,9 +1261,8 @@ impl Machine<'_> {
                 } else {
                     CopyPath::L1L0b
                 };
-                let cost = self.copy_cost(path, r * 512);
-                let (s, t) = b.timing.dispatch(Pipe::Mte1, issue, cost, 0);
-                let tick = b.hazards.begin(Pipe::Mte1);
+                let (s, t) = self.copy_time(b, path, r * 512);
+                let tick = b.begin(Pipe::Mte1);
                 self.check(
                     b,
                     e,
@@ -822,6 +1295,62 @@ impl Machine<'_> {
                     self.local[core][dst_mem as usize][d..d + 512].copy_from_slice(&frac);
                 }
             }
+            Instr::Img2col {
+                h,
+                w,
+                c1,
+                kh,
+                kw,
+                stride,
+                pad,
+                pos,
+                m1,
+                ..
+            } => {
+                let (h, w, c1, kh, kw) = (*h as i64, *w as i64, *c1 as i64, *kh as i64, *kw as i64);
+                let (stride, pad, pos, m1) = (*stride as i64, *pad as i64, *pos as i64, *m1 as i64);
+                // The parser checked that the kernel fits the padded map.
+                let oh = (h + 2 * pad - kh) / stride + 1;
+                let ow = (w + 2 * pad - kw) / stride + 1;
+                let k1 = c1 * kh * kw;
+                let dst_len = (m1 * k1 * 512) as u64;
+                let src_len = (c1 * h * w * 32) as u64;
+                let (_, dst) = self.resolve(b, e, 0, dst_len, mc.mem(Mem::L0a).align, "writes")?;
+                let (_, src) = self.resolve(b, e, 1, src_len, mc.mem(Mem::L1).align, "reads")?;
+                let (s, t) = self.copy_time(b, CopyPath::L1L0a, dst_len);
+                let tick = b.begin(Pipe::Mte1);
+                self.check(
+                    b,
+                    e,
+                    Pipe::Mte1,
+                    tick,
+                    &[
+                        (1, src, src + src_len, false),
+                        (0, dst, dst + dst_len, true),
+                    ],
+                )?;
+                self.touch(b, e, 0, s, t);
+                self.touch(b, e, 1, s, t);
+                self.stats.path_bytes[CopyPath::L1L0a as usize] += dst_len;
+                let [_, l1, l0a, _, _, _] = &mut self.local[core];
+                for m in 0..m1 {
+                    for k in 0..k1 {
+                        let (c, i, j) = (k / (kh * kw), (k / kw) % kh, k % kw);
+                        for r in 0..16 {
+                            let p = pos + m * 16 + r;
+                            let (y, x) = ((p / ow) * stride + i - pad, (p % ow) * stride + j - pad);
+                            let d = dst as usize + (((m * k1 + k) * 16 + r) * 32) as usize;
+                            let row = &mut l0a[d..d + 32];
+                            if p < oh * ow && (0..h).contains(&y) && (0..w).contains(&x) {
+                                let from = src as usize + (((c * h + y) * w + x) * 32) as usize;
+                                row.copy_from_slice(&l1[from..from + 32]);
+                            } else {
+                                row.fill(0);
+                            }
+                        }
+                    }
+                }
+            }
             Instr::Mmad {
                 out, m, k, n, init, ..
             } => {
@@ -838,8 +1367,8 @@ impl Machine<'_> {
                     self.resolve(b, e, 2, k1 * n1 * 512, mc.mem(Mem::L0b).align, "reads")?;
                 let fr = m1 * k1 * n1;
                 let cost = mc.cube_startup + mc.cube_per_fractal * fr;
-                let (s, t) = b.timing.dispatch(Pipe::M, issue, cost, 0);
-                let tick = b.hazards.begin(Pipe::M);
+                let (s, t) = b.dispatch(Pipe::M, cost, 0);
+                let tick = b.begin(Pipe::M);
                 let mut acc = vec![
                     (1, a, a + m1 * k1 * 512, false),
                     (2, bb, bb + k1 * n1 * 512, false),
@@ -898,9 +1427,8 @@ impl Machine<'_> {
                 let (_, src) =
                     self.resolve(b, e, 1, src_ext, sf.min(mc.mem(Mem::L0c).align), "reads")?;
                 let bytes = nb * ln * sf;
-                let cost = self.copy_cost(CopyPath::L0cUb, bytes);
-                let (s, t) = b.timing.dispatch(Pipe::V, issue, cost, 0);
-                let tick = b.hazards.begin(Pipe::V);
+                let (s, t) = self.copy_time(b, CopyPath::L0cUb, bytes);
+                let tick = b.begin(Pipe::V);
                 self.check(
                     b,
                     e,
@@ -940,15 +1468,15 @@ impl Machine<'_> {
             }
             Instr::VConv { from, to, cfg, .. } => {
                 let lanes = 256 / from.size().max(to.size()) as usize;
-                let mask = b.mask;
+                let mask = b.f.mask;
                 let ub_align = mc.mem(Mem::Ub).align;
                 let de = Self::vec_extent(mask, lanes, to.size() as usize, cfg, 0);
                 let se = Self::vec_extent(mask, lanes, from.size() as usize, cfg, 1);
                 let (_, dst) = self.resolve(b, e, 0, de, ub_align, "writes")?;
                 let (_, src) = self.resolve(b, e, 1, se, ub_align, "reads")?;
                 let cost = mc.vector_startup + mc.vector_per_repeat * cfg.repeat as u64;
-                let (s, t) = b.timing.dispatch(Pipe::V, issue, cost, 0);
-                let tick = b.hazards.begin(Pipe::V);
+                let (s, t) = b.dispatch(Pipe::V, cost, 0);
+                let tick = b.begin(Pipe::V);
                 self.check(
                     b,
                     e,
@@ -1005,7 +1533,7 @@ impl Machine<'_> {
         let core = b.core;
         let es = ty.size() as usize;
         let lanes = 256 / es;
-        let mask = b.mask;
+        let mask = b.f.mask;
         let ub_align = mc.mem(Mem::Ub).align;
         let repeat = cfg.repeat as usize;
         let slow = matches!(
@@ -1056,16 +1584,13 @@ impl Machine<'_> {
         let accesses = &mut accesses[..n_ops];
         // Reads before the write, so an in-place operation is not reported against itself.
         accesses.rotate_left(1);
-        let (s, t) = b.timing.dispatch(Pipe::V, mc.scalar_issue, cost, 0);
-        let tick = b.hazards.begin(Pipe::V);
+        let (s, t) = b.dispatch(Pipe::V, cost, 0);
+        let tick = b.begin(Pipe::V);
         self.check(b, e, Pipe::V, tick, accesses)?;
         for i in 0..n_ops {
             self.touch(b, e, i, s, t);
         }
-        let scalar = e
-            .scalars
-            .first()
-            .map(|&sv| exec::round_to(self.sval(b, sv).0, ty));
+        let scalar = b.f.scalar.map(|sv| exec::round_to(self.sval(b, sv).0, ty));
         let ub = &mut self.local[core][Mem::Ub as usize];
         if exec::contiguous_full(&e.instr, ty, mask, cfg)
             && exec::fast_vector(&e.instr, ty, ub, &addrs[..n_ops], cfg, scalar)

@@ -62,6 +62,24 @@ fn vadd_with_masked_tail() {
     assert!(r.cycles > 0 && r.instructions == 11, "{}", r.to_text());
 }
 
+/// `x` (row-major `rows × cols`) as `[R1][C1][16][16]`: 16×16 blocks in row-major block order,
+/// each block row-major. For A (rows m, columns k) this is the zZ format `[M1][K1][16 m][16 k]`;
+/// for B (rows k, columns n) the `[K1][N1][16 k][16 n]` format the matmul examples read.
+fn to_fractals(x: &[f64], rows: usize, cols: usize) -> Vec<f64> {
+    let mut out = Vec::with_capacity(x.len());
+    for r1 in 0..rows / 16 {
+        for c1 in 0..cols / 16 {
+            for i in 0..16 {
+                for j in 0..16 {
+                    out.push(x[(r1 * 16 + i) * cols + c1 * 16 + j]);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Row-major A and B, and the kernel inputs holding them in the examples' fractal formats.
 fn matmul_inputs() -> (BTreeMap<String, Tensor>, Vec<f64>, Vec<f64>) {
     let a: Vec<f64> = (0..256 * 256)
         .map(|i| h((((i * 37) % 101) as f64 - 50.0) / 64.0))
@@ -72,13 +90,24 @@ fn matmul_inputs() -> (BTreeMap<String, Tensor>, Vec<f64>, Vec<f64>) {
     let mut inputs = BTreeMap::new();
     inputs.insert(
         "a".into(),
-        Tensor::new(DType::F16, vec![256, 256], a.clone()),
+        Tensor::new(DType::F16, vec![16, 16, 16, 16], to_fractals(&a, 256, 256)),
     );
     inputs.insert(
         "b".into(),
-        Tensor::new(DType::F16, vec![256, 256], b.clone()),
+        Tensor::new(DType::F16, vec![16, 16, 16, 16], to_fractals(&b, 256, 256)),
     );
     (inputs, a, b)
+}
+
+#[test]
+fn fractal_format_places_blocks() {
+    let x: Vec<f64> = (0..32 * 48).map(|i| i as f64).collect();
+    let f = to_fractals(&x, 32, 48);
+    // Block (1, 2) starts at element (16, 32) and is row-major inside.
+    let base = (3 + 2) * 256;
+    assert_eq!(f[base], x[16 * 48 + 32]);
+    assert_eq!(f[base + 17], x[17 * 48 + 33]);
+    assert_eq!(f[255], x[15 * 48 + 15]);
 }
 
 /// f32 accumulation in increasing k, rounded to f16 at the end, as the cube and
@@ -97,6 +126,16 @@ fn matmul_reference(a: &[f64], b: &[f64]) -> Vec<f64> {
     c
 }
 
+/// The double-buffered matmul against the single-buffered baseline, both reading A and B in
+/// the fractal GM formats (`to_fractals`) and writing C row-major.
+///
+/// The double-buffered schedule reaches 84% cube utilization (4887 cycles; 80% is 5120).
+/// Where the cycles go, with the default machine's numbers: the cube is busy 4530 cycles
+/// (4096 fractal products, 6 per mmad, 1 per flag instruction) from cycle 252, when A's first
+/// k-slice and half of B's are in L0A / L0B; MTE2 moves 256 KiB at 80 bytes/cycle plus 10 per
+/// DMA and is busy without a gap to cycle 3717; C's write-back (L0C -> UB at 128 bytes/cycle
+/// of f32, 2048 cycles) overlaps the cube's second half of k, piece by piece, so only the
+/// last 64×16 piece's conversion and write-back (68 cycles) follow the cube.
 #[test]
 fn matmul_single_and_double_buffered() {
     let (inputs, a, b) = matmul_inputs();
@@ -120,16 +159,15 @@ fn matmul_single_and_double_buffered() {
         s.to_text(),
         d.to_text()
     );
-    // GM->L1 at 80 bytes/cycle needs 3277 cycles for A and B against the cube's 4096, and the
-    // cube can only start on the first slices; the schedule reaches about two thirds.
-    assert!(d.cube_utilization >= 0.65, "{}", d.to_text());
+    assert!(d.cube_utilization >= 0.80, "{}", d.to_text());
+    assert!(d.cycles <= 4900, "{}", d.to_text());
     assert!(s.cube_utilization < 0.35, "{}", s.to_text());
     // Both move every byte of A and B from GM exactly once and C back once.
     assert_eq!(d.gm_read_bytes, 2 * 131072);
     assert_eq!(d.gm_written_bytes, 131072);
     let mte2 = d.pipes.iter().find(|p| p.pipe == "MTE2").expect("pipe");
     let cube = d.pipes.iter().find(|p| p.pipe == "M").expect("pipe");
-    assert!(mte2.utilization > 0.5 && cube.utilization > 0.65);
+    assert!(mte2.utilization > 0.7 && cube.utilization > 0.8);
     // The timeline shows MTE2 and the cube busy at the same time.
     let t = double.timeline.as_ref().expect("timeline recorded");
     let overlap: u64 = t.pipes[sim::isa::Pipe::M as usize]
@@ -141,7 +179,7 @@ fn matmul_single_and_double_buffered() {
         })
         .sum();
     assert!(
-        overlap > 1000,
+        overlap > 3000,
         "MTE2 and cube overlap only {overlap} cycles"
     );
 }
@@ -227,7 +265,7 @@ fn wait_without_set_is_a_deadlock() {
     assert_eq!(
         e.message(),
         "deadlock: `wait_flag MTE1, M, 1` (line 18) waits on pipe M for event 1 from pipe MTE1, \
-         which no earlier `set_flag MTE1, M, 1` sets; pipe M would stall forever"
+         which no `set_flag MTE1, M, 1` sets; pipe M would stall forever"
     );
     assert!(e
         .render(false)

@@ -484,15 +484,22 @@ fn blocks_run_on_cores_and_share_gm_bandwidth() {
         (one.cores_used, many.cores_used, twice.cores_used),
         (1, 32, 32)
     );
-    // 32 cores share 1024 bytes/cycle of GM: 32 each instead of 60 / 110 alone.
+    // 32 cores copy at the same time and share 1024 bytes/cycle of GM, less than 60 each.
     assert!(
         many.cycles > one.cycles,
         "{} vs {}",
         many.cycles,
         one.cycles
     );
-    // Two blocks per core run one after the other.
-    assert_eq!(twice.cycles, 2 * many.cycles);
+    // Two blocks per core run one after the other, each core's second as its first ends.
+    assert!(
+        twice.cycles > many.cycles * 3 / 2,
+        "{} vs {}",
+        twice.cycles,
+        many.cycles
+    );
+    // Nothing beats the shared bus: 8 KiB in and 8 KiB out per block at 1024 bytes/cycle.
+    assert!(many.cycles >= 32 * 16384 / 1024 && twice.cycles >= 64 * 16384 / 1024);
 }
 
 #[test]
@@ -569,4 +576,107 @@ fn simulated_instructions_per_second() {
     let rate = n as f64 / start.elapsed().as_secs_f64();
     println!("{:.2} M simulated instructions/s", rate / 1e6);
     assert!(rate >= 5e6 || cfg!(debug_assertions), "{rate}");
+}
+
+/// Runs `img2col` on an f16 feature map [c1][h][w][16] and reads the L0A matrix back through
+/// the cube (A·I, exact) and L0C -> UB -> GM, against a plain-loop im2col.
+fn img2col_case(h: usize, w: usize, c1: usize, k: usize, stride: usize, pad: usize, pos: usize) {
+    let oh = (h + 2 * pad - k) / stride + 1;
+    let ow = (w + 2 * pad - k) / stride + 1;
+    let k1 = c1 * k * k;
+    let m1 = (oh * ow - pos).div_ceil(16).min(2);
+    let fmap = ramp(c1 * h * w * 16, |i| ((i * 37) % 101) as f64 - 50.0);
+    // B = I (144 × 144 at most) in zN, fractal by fractal.
+    let mut eye = vec![0.0; k1 * k1 * 256];
+    for f in 0..k1 {
+        for d in 0..16 {
+            eye[(f * k1 + f) * 256 + d * 16 + d] = 1.0;
+        }
+    }
+    let text = format!(
+        "kernel im2col
+param x : f16[{xs}] in
+param eye : f16[{es}] in
+param y : f16[{ys}] out
+buffer l1 : L1, {l1}
+buffer l1e : L1, {eb}
+buffer l0a : L0A, {ab}
+buffer l0b : L0B, {eb}
+buffer l0c : L0C, {cb}
+buffer ub : UB, {ub}
+copy l1[0], x[0], len={xl}
+copy l1e[0], eye[0], len={el}
+set_flag MTE2, MTE1, 0
+wait_flag MTE2, MTE1, 0
+img2col l0a[0], l1[0], h={h}, w={w}, c1={c1}, kh={k}, kw={k}, stride={stride}, pad={pad}, pos={pos}, m1={m1}
+load2d l0b[0], l1e[0], repeat={kk}
+set_flag MTE1, M, 0
+wait_flag MTE1, M, 0
+mmad.f32 l0c[0], l0a[0], l0b[0], m={m}, k={kn}, n={kn}, init
+set_flag M, V, 0
+wait_flag M, V, 0
+copy_cc_to_ub ub[0], l0c[0], len={cf}, f16
+set_flag V, MTE3, 0
+wait_flag V, MTE3, 0
+copy y[0], ub[0], len={yl}
+",
+        xs = fmap.len(),
+        es = eye.len(),
+        ys = m1 * k1 * 256,
+        l1 = fmap.len() * 2,
+        eb = eye.len() * 2,
+        ab = m1 * k1 * 512,
+        cb = m1 * k1 * 1024,
+        ub = m1 * k1 * 512,
+        xl = fmap.len() / 16,
+        el = eye.len() / 16,
+        kk = k1 * k1,
+        m = m1 * 16,
+        kn = k1 * 16,
+        cf = m1 * k1,
+        yl = m1 * k1 * 16,
+    );
+    let kernel = sim::load("im2col", &text, &Machine::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "x".into(),
+        Tensor::new(DType::F16, vec![fmap.len() as u64], fmap.clone()),
+    );
+    inputs.insert(
+        "eye".into(),
+        Tensor::new(DType::F16, vec![eye.len() as u64], eye),
+    );
+    let out = sim::simulate(&kernel, &inputs, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let y = &out.outputs["y"].data;
+    // C is nZ: [N1][M1][16][16]; column n of the im2col matrix is (c, i, j, c0).
+    for row in 0..m1 * 16 {
+        for col in 0..k1 * 16 {
+            let (f, c0) = (col / 16, col % 16);
+            let (c, i, j) = (f / (k * k), (f / k) % k, f % k);
+            let p = pos + row;
+            let expect = if p < oh * ow {
+                let y0 = (p / ow * stride + i) as i64 - pad as i64;
+                let x0 = (p % ow * stride + j) as i64 - pad as i64;
+                if (0..h as i64).contains(&y0) && (0..w as i64).contains(&x0) {
+                    fmap[((c * h + y0 as usize) * w + x0 as usize) * 16 + c0]
+                } else {
+                    0.0
+                }
+            } else {
+                0.0
+            };
+            let got = y[((f * m1 + row / 16) * 16 + row % 16) * 16 + c0];
+            assert_eq!(got, expect, "row {row} column {col}");
+        }
+    }
+}
+
+#[test]
+fn img2col_matches_a_plain_loop_im2col() {
+    // 3×3 kernel, padding 1: the padded border and the positions past the output read 0.
+    img2col_case(4, 5, 1, 3, 1, 1, 0);
+    // Two channel slices, stride 2, no padding, starting at output position 3.
+    img2col_case(7, 6, 2, 2, 2, 0, 3);
 }

@@ -46,6 +46,7 @@ fn every_mnemonic_has_an_example() {
     let mnemonics = [
         "copy",
         "load2d",
+        "img2col",
         "mmad",
         "copy_cc_to_ub",
         "vadd",

@@ -843,6 +843,51 @@ impl Parser {
                     transpose,
                 })
             }
+            "img2col" => {
+                let dst = self.addr()?;
+                self.comma()?;
+                let src = self.addr()?;
+                let mut kw = self.kwargs()?;
+                let h = kw.int("h", None, 4096).map_err(fix)? as u32;
+                let w = kw.int("w", None, 4096).map_err(fix)? as u32;
+                let c1 = kw.int("c1", Some(1), 256).map_err(fix)? as u32;
+                let kh = kw.int("kh", None, 255).map_err(fix)? as u32;
+                let kwidth = kw.int("kw", None, 255).map_err(fix)? as u32;
+                let stride = kw.int("stride", Some(1), 63).map_err(fix)? as u32;
+                let pad = kw.int("pad", Some(0), 255).map_err(fix)? as u32;
+                let pos = kw.int("pos", Some(0), 65535).map_err(fix)? as u32;
+                let m1 = kw.int("m1", None, 255).map_err(fix)? as u32;
+                kw.finish(&full)?;
+                if h == 0 || w == 0 || c1 == 0 || kh == 0 || kwidth == 0 || stride == 0 || m1 == 0 {
+                    return Err(Diagnostic::new(
+                        start,
+                        "`img2col` sizes, kernel, stride and m1 must be positive",
+                    )
+                    .with_hint("a feature map and a kernel have at least one element"));
+                }
+                if h + 2 * pad < kh || w + 2 * pad < kwidth {
+                    return Err(Diagnostic::new(
+                        start,
+                        format!(
+                            "the {kh}×{kwidth} kernel does not fit the padded {h}×{w} feature map"
+                        ),
+                    )
+                    .with_hint("pad the feature map or use a smaller kernel"));
+                }
+                Ok(Instr::Img2col {
+                    dst,
+                    src,
+                    h,
+                    w,
+                    c1,
+                    kh,
+                    kw: kwidth,
+                    stride,
+                    pad,
+                    pos,
+                    m1,
+                })
+            }
             "mmad" => {
                 let out = self.dtype_suffix(parts, 1, start)?;
                 if out == DType::I32 {

@@ -193,6 +193,31 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             kw(&mut s, "dst_gap", *dst_gap, Some(0));
             s
         }
+        Instr::Img2col {
+            dst,
+            src,
+            h,
+            w,
+            c1,
+            kh,
+            kw: kwidth,
+            stride,
+            pad,
+            pos,
+            m1,
+        } => {
+            let mut s = format!("img2col {}, {}", addr(dst), addr(src));
+            kw(&mut s, "h", *h, None);
+            kw(&mut s, "w", *w, None);
+            kw(&mut s, "c1", *c1, Some(1));
+            kw(&mut s, "kh", *kh, None);
+            kw(&mut s, "kw", *kwidth, None);
+            kw(&mut s, "stride", *stride, Some(1));
+            kw(&mut s, "pad", *pad, Some(0));
+            kw(&mut s, "pos", *pos, Some(0));
+            kw(&mut s, "m1", *m1, None);
+            s
+        }
         Instr::Load2d {
             dst,
             src,
