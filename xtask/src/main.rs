@@ -32,7 +32,9 @@ tasks:
   fuzz [--seconds N] [TARGET]  fuzz the parsers for N seconds each (default 60);
                                targets: pf, c (default: all)
   bench deps                   time dependence analysis of every kernel; with islpy
-                               installed, recompute the answers with isl and compare";
+                               installed, recompute the answers with isl and compare
+  bench sim                    simulated instructions per second of the accelerator
+                               simulator (release build)";
 
 fn workspace_root() -> PathBuf {
     // xtask lives one level below the workspace root.
@@ -125,7 +127,29 @@ fn snapshot(args: &[String]) -> Result<(), String> {
 fn bench(args: &[String]) -> Result<(), String> {
     match args {
         [what] if what == "deps" => bench_deps(),
+        [what] if what == "sim" => bench_sim(),
         _ => Err(USAGE.to_string()),
+    }
+}
+
+fn bench_sim() -> Result<(), String> {
+    let ok = status(cargo().args([
+        "run",
+        "--quiet",
+        "--release",
+        "--package",
+        "sim",
+        "--example",
+        "simrun",
+        "--",
+        "sim/examples/stream.npuasm",
+        "--throughput",
+        "20",
+    ]))?;
+    if ok {
+        Ok(())
+    } else {
+        Err("the simulator benchmark failed".into())
     }
 }
 
