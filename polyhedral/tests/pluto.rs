@@ -41,7 +41,7 @@ fn sched(p: &Program, d: &Dependences, fuse: Fusion) -> PlutoSchedule {
 
 /// `Σ c·iter + constant` of one statement's dimension.
 fn affine(s: &PlutoSchedule, stmt: u32, d: usize) -> AffineExpr {
-    s.dims[d].exprs[stmt as usize].as_affine().unwrap()
+    s.dims[d].exprs[stmt as usize].as_affine().unwrap().clone()
 }
 
 fn expr(terms: &[(usize, i64)], c: i64) -> AffineExpr {
@@ -187,7 +187,7 @@ fn jacobi_2d_gets_a_skewed_band_and_a_tile_wavefront() {
         assert_eq!(kinds, [BandKind::Tile, BandKind::Point]);
         // The wavefront: the first tile dimension is the sum of the three tile dimensions,
         // and the next tile dimension is parallel.
-        assert_eq!(t.dims[0].exprs[0].terms.len(), 3);
+        assert_eq!(t.dims[0].exprs[0].floors.len(), 3);
         assert!(!t.dims[0].coincident);
         assert!(t.dims[1].coincident, "{}", t.display(&p));
         let (time, i, j) = (3, 20, 40);
@@ -293,10 +293,10 @@ fn capacity_rule_picks_the_largest_fitting_tile() {
         .find(|b| b.kind == BandKind::Tile && b.len == 3)
         .unwrap();
     // 32³ needs 24 KiB, 64³ 96 KiB.
-    assert_eq!(t.dims[tb.start].exprs[1].terms[0].div, 32);
+    assert_eq!(t.dims[tb.start].exprs[1].floors[0].den, 32);
     check_legality(&p, &d, &t).unwrap();
     // gemm's outer tile member is parallel: no wavefront.
-    assert_eq!(t.dims[tb.start].exprs[1].terms.len(), 1);
+    assert_eq!(t.dims[tb.start].exprs[1].floors.len(), 1);
     assert!(t.dims[tb.start].coincident);
 }
 
@@ -327,7 +327,7 @@ fn an_illegal_schedule_is_reported() {
     for st in 0..2 {
         for k in 1..3 {
             s.dims[k].exprs[st as usize] =
-                pluto::QuasiAffine::affine(expr(&[(k, 1)], -(st as i64)));
+                polyhedral::schedule::QuasiAffine::from(expr(&[(k, 1)], -(st as i64)));
         }
     }
     assert!(check_legality(&p, &d, &s).is_err());

@@ -97,6 +97,16 @@ impl QuasiAffine {
         self.floors.is_empty()
     }
 
+    /// The expression as an affine one, when it has no division.
+    pub fn as_affine(&self) -> Option<&AffineExpr> {
+        self.is_affine().then_some(&self.affine)
+    }
+
+    /// The number of divisions, nested ones included.
+    pub fn n_divisions(&self) -> usize {
+        self.floors.iter().map(|f| 1 + f.num.n_divisions()).sum()
+    }
+
     /// Whether every iterator is below `depth` and every parameter below `n_params`.
     pub fn uses_only(&self, depth: usize, n_params: usize) -> bool {
         self.affine.uses_only(depth, n_params)

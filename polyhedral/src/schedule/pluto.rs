@@ -38,6 +38,8 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
+use super::expr::QuasiAffine;
+
 use num_rational::BigRational;
 use num_traits::{One, ToPrimitive, Zero};
 
@@ -115,102 +117,13 @@ pub enum Error {
     Invalid(String),
 }
 
-/// `coeff · floor(expr / div)`; `div ≥ 1`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct FloorTerm {
-    pub coeff: i64,
-    pub expr: AffineExpr,
-    pub div: i64,
-}
-
-/// A quasi-affine expression over a statement's iterators and the parameters: a sum of
-/// [`FloorTerm`]s (a term with `div = 1` is plain affine).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct QuasiAffine {
-    pub terms: Vec<FloorTerm>,
-}
-
-impl QuasiAffine {
-    pub fn affine(expr: AffineExpr) -> QuasiAffine {
-        QuasiAffine {
-            terms: vec![FloorTerm {
-                coeff: 1,
-                expr,
-                div: 1,
-            }],
-        }
-    }
-
-    pub fn constant(c: i64) -> QuasiAffine {
-        QuasiAffine::affine(AffineExpr::constant(c))
-    }
-
-    /// `floor(expr / div)`.
-    pub fn floor_div(expr: AffineExpr, div: i64) -> QuasiAffine {
-        QuasiAffine {
-            terms: vec![FloorTerm {
-                coeff: 1,
-                expr,
-                div,
-            }],
-        }
-    }
-
-    /// The expression as an affine one, when it has no division.
-    pub fn as_affine(&self) -> Option<AffineExpr> {
-        let mut e = AffineExpr::constant(0);
-        for t in &self.terms {
-            if t.div != 1 {
-                return None;
-            }
-            e = e.add(&t.expr.scale(t.coeff));
-        }
-        Some(e)
-    }
-
-    pub fn eval(&self, iters: &[i64], params: &[i64]) -> i64 {
-        self.terms
-            .iter()
-            .map(|t| t.coeff * t.expr.eval(iters, params).div_euclid(t.div))
-            .sum()
-    }
-
-    /// The isl notation, with the statement's iterator names and the program's parameters.
-    pub fn display(&self, program: &Program, stmt: &Statement) -> String {
-        let iter = |i: usize| stmt.iterators[i].clone();
-        let param = |p: ParamId| program.param(p).name.clone();
-        let mut out = String::new();
-        for (k, t) in self.terms.iter().enumerate() {
-            let e = t.expr.display_with(&iter, &param).to_string();
-            let body = if t.div == 1 {
-                e
-            } else {
-                format!("floor(({e})/{})", t.div)
-            };
-            let (sign, mag) = if t.coeff < 0 {
-                ("-", -t.coeff)
-            } else {
-                ("+", t.coeff)
-            };
-            if k > 0 {
-                let _ = write!(out, " {sign} ");
-            } else if sign == "-" {
-                out.push('-');
-            }
-            if mag != 1 {
-                let _ = write!(out, "{mag}*");
-            }
-            if self.terms.len() > 1 && t.div == 1 && t.expr.terms().len() > 1 {
-                let _ = write!(out, "({body})");
-            } else {
-                out += &body;
-            }
-        }
-        if out.is_empty() {
-            out.push('0');
-        }
-        out
-    }
+/// A schedule expression in isl's notation, with the statement's iterator names and the
+/// program's parameters.
+pub fn display_expr(e: &QuasiAffine, program: &Program, stmt: &Statement) -> String {
+    let iter = |i: usize| stmt.iterators[i].clone();
+    let param = |p: ParamId| program.param(p).name.clone();
+    let text = e.display_with(&iter, &param).to_string();
+    text
 }
 
 /// Whether a dimension is a loop or distributes statements.
@@ -282,7 +195,7 @@ impl PlutoSchedule {
             let dims: Vec<String> = self
                 .dims
                 .iter()
-                .map(|d| d.exprs[s].display(program, stmt))
+                .map(|d| display_expr(&d.exprs[s], program, stmt))
                 .collect();
             let _ = writeln!(
                 out,
@@ -313,72 +226,77 @@ impl PlutoSchedule {
         out
     }
 
-    /// `{ S[i] -> [d_0, …, d_(m-1)] }` on the statement's domain, divisions as existentials.
+    /// `{ S[i] -> [d_0, …, d_(m-1)] }` on the statement's domain, divisions (nested ones
+    /// included) as existentials.
     pub fn schedule_map(&self, program: &Program, stmt: StmtId) -> Result<Map, Error> {
         let s = &program.statements[stmt.index()];
         let np = program.params.len();
         let ds = s.depth();
         let m = self.dims.len();
-        let floors: Vec<(usize, usize)> = self
+        let n_div: usize = self
             .dims
             .iter()
-            .enumerate()
-            .flat_map(|(d, dim)| {
-                dim.exprs[stmt.index()]
-                    .terms
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, t)| t.div != 1)
-                    .map(move |(k, _)| (d, k))
-            })
-            .collect();
-        let width = ds + m + floors.len();
-        let col = |v: usize| 1 + np + v;
+            .map(|d| d.exprs[stmt.index()].n_divisions())
+            .sum();
+        let width = ds + m + n_div;
+        let mut rows = DivRows {
+            np,
+            width,
+            next: ds + m,
+            ineqs: Vec::new(),
+        };
         let mut eqs = Vec::new();
-        let mut ineqs = Vec::new();
         for c in &s.domain {
             let row = affine_row(&c.expr, np, width);
             match c.kind {
                 crate::program::ConstraintKind::Zero => eqs.push(row),
-                crate::program::ConstraintKind::NonNegative => ineqs.push(row),
+                crate::program::ConstraintKind::NonNegative => rows.ineqs.push(row),
             }
         }
         for (d, dim) in self.dims.iter().enumerate() {
-            let mut row = vec![0i64; 1 + np + width];
-            row[col(ds + d)] = -1;
-            for (k, t) in dim.exprs[stmt.index()].terms.iter().enumerate() {
-                if t.div == 1 {
-                    let e = affine_row(&t.expr, np, width);
-                    for (x, y) in row.iter_mut().zip(&e) {
-                        *x = checked_add(*x, checked_mul(t.coeff, *y)?)?;
-                    }
-                } else {
-                    let q = floors
-                        .iter()
-                        .position(|&f| f == (d, k))
-                        .expect("every division term has an auxiliary dimension");
-                    let qc = col(ds + m + q);
-                    row[qc] = checked_add(row[qc], t.coeff)?;
-                    // div·q ≤ e ≤ div·q + div − 1
-                    let mut lo = affine_row(&t.expr, np, width);
-                    lo[qc] -= t.div;
-                    let mut hi: Vec<i64> = lo.iter().map(|x| -x).collect();
-                    hi[0] += t.div - 1;
-                    ineqs.push(lo);
-                    ineqs.push(hi);
-                }
-            }
+            let mut row = rows.quasi_row(&dim.exprs[stmt.index()])?;
+            row[1 + np + ds + d] = -1;
             eqs.push(row);
         }
         let params: Vec<&str> = program.params.iter().map(|p| p.name.as_str()).collect();
         let map = Map::from_constraints(
             &params,
             stmt_tuple(s),
-            Tuple::anonymous_dims(None, m + floors.len()),
+            Tuple::anonymous_dims(None, m + n_div),
             &eqs,
-            &ineqs,
+            &rows.ineqs,
         )?;
-        Ok(Map(map.0.project_out(m, floors.len())))
+        Ok(Map(map.0.project_out(m, n_div)))
+    }
+}
+
+/// Rows over `[constant, params…, iterators…, dimensions…, divisions…]` for quasi-affine
+/// expressions: every division gets the next auxiliary column `q` and the constraints
+/// `den·q ≤ num ≤ den·q + den − 1`.
+struct DivRows {
+    np: usize,
+    width: usize,
+    /// The next free auxiliary column (a variable index, not counting constant and params).
+    next: usize,
+    ineqs: Vec<Vec<i64>>,
+}
+
+impl DivRows {
+    fn quasi_row(&mut self, e: &QuasiAffine) -> Result<Vec<i64>, Error> {
+        let mut row = affine_row(&e.affine, self.np, self.width);
+        for t in &e.floors {
+            let num = self.quasi_row(&t.num)?;
+            let q = 1 + self.np + self.next;
+            self.next += 1;
+            let mut lo = num;
+            lo[q] = checked_add(lo[q], -t.den)?;
+            let mut hi: Vec<i64> = lo.iter().map(|x| -x).collect();
+            hi[0] = checked_add(hi[0], t.den - 1)?;
+            self.ineqs.push(lo);
+            self.ineqs.push(hi);
+            row[q] = checked_add(row[q], t.coeff)?;
+        }
+        Ok(row)
     }
 }
 
@@ -867,7 +785,7 @@ impl<'a> Scheduler<'a> {
                 iters.iter().enumerate().map(|(k, &c)| (Var::Iter(k), c)),
                 row[d],
             );
-            exprs.push(QuasiAffine::affine(e));
+            exprs.push(QuasiAffine::from(e));
         }
         self.dims.push(ScheduleDim {
             kind: DimKind::Loop,
@@ -1337,12 +1255,5 @@ mod tests {
         // y = 3: c0 + c1·y ≥ 0 iff c0 + 3·c1 ≥ 0.
         let rows = farkas(&[vec![-3, 1]], &[], &[0, 1, 0], &[vec![0, 0, 1]], 2).unwrap();
         assert_eq!(rows.ineqs, vec![vec![0, 1, 3]]);
-    }
-
-    #[test]
-    fn quasi_affine_evaluation_floors_towards_minus_infinity() {
-        let q = QuasiAffine::floor_div(AffineExpr::var(Var::Iter(0)), 4);
-        assert_eq!(q.eval(&[-1], &[]), -1);
-        assert_eq!(q.eval(&[7], &[]), 1);
     }
 }

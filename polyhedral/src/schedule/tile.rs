@@ -23,9 +23,10 @@ use crate::deps::Dependences;
 use crate::program::{AffineExpr, ConstraintKind, Program};
 use crate::sets::{Map, Set, Tuple};
 
+use super::expr::QuasiAffine;
 use super::pluto::{
-    affine_row, coincident_dims, stmt_tuple, Band, BandKind, DimKind, Error, FloorTerm,
-    PlutoSchedule, QuasiAffine, ScheduleDim,
+    affine_row, coincident_dims, stmt_tuple, Band, BandKind, DimKind, Error, PlutoSchedule,
+    ScheduleDim,
 };
 
 /// Where tile sizes come from.
@@ -105,10 +106,11 @@ pub fn tile(
                 .exprs
                 .iter()
                 .map(|e| {
-                    let a = e
-                        .as_affine()
-                        .ok_or_else(|| Error::Invalid("only affine bands can be tiled".into()))?;
-                    Ok(QuasiAffine::floor_div(a, t))
+                    if !e.is_affine() {
+                        return Err(Error::Invalid("only affine bands can be tiled".into()));
+                    }
+                    e.floor_div(t)
+                        .ok_or_else(|| Error::Invalid("tile sizes must be positive".into()))
                 })
                 .collect::<Result<Vec<_>, Error>>()?;
             dims.push(ScheduleDim {
@@ -165,10 +167,10 @@ fn refresh_coincidence(
 fn make_wavefront(s: &mut PlutoSchedule, b: &Band) {
     let n_stmts = s.dims[b.start].exprs.len();
     for st in 0..n_stmts {
-        let terms: Vec<FloorTerm> = (b.start..b.start + b.len)
-            .flat_map(|d| s.dims[d].exprs[st].terms.clone())
-            .collect();
-        s.dims[b.start].exprs[st] = QuasiAffine { terms };
+        let sum = (b.start..b.start + b.len).fold(QuasiAffine::default(), |acc, d| {
+            acc.add(&s.dims[d].exprs[st])
+        });
+        s.dims[b.start].exprs[st] = sum;
     }
 }
 
@@ -211,6 +213,7 @@ pub fn footprint(
             .map(|d| {
                 schedule.dims[d].exprs[si]
                     .as_affine()
+                    .cloned()
                     .ok_or_else(|| Error::Invalid("only affine bands can be tiled".into()))
             })
             .collect::<Result<_, _>>()?;
