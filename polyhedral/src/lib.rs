@@ -6,6 +6,8 @@
 //! - [`schedule`]: schedule trees (isl's node kinds), the original-order tree, rewrites, the
 //!   verifier and the printer; the Pluto scheduler and tiling;
 //! - [`codegen`]: AST generation from a schedule tree;
+//! - [`pipeline`]: the optimizing pipeline in one place (dependences → Pluto → tiling → tree →
+//!   AST) and the [`pipeline::TargetDescription`] that steers it;
 //! - [`deps`]: dependence analysis under the original schedule;
 //! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
@@ -16,6 +18,7 @@ pub mod codegen;
 pub mod deps;
 pub mod ilp;
 pub mod interp;
+pub mod pipeline;
 pub mod program;
 pub mod schedule;
 pub mod sets;

@@ -11,12 +11,15 @@
 //! - [`pluto`]: the Pluto scheduler (affine hyperplanes per level by integer programming,
 //!   permutable bands, coincident members, SCC cuts and fusion strategies), the flat
 //!   multi-dimensional schedule it produces, and an exact legality checker;
+//! - [`from_pluto`]: a flat Pluto schedule as a tree (bands, sequences for distribution, tile
+//!   and point bands);
 //! - [`tile`]: tiling of permutable bands into tile and point bands, tile sizes from a
 //!   capacity rule, and the tile-level wavefront.
 //!
 //! AST generation from a tree is [`crate::codegen::generate_ast`].
 
 pub mod expr;
+mod from_pluto;
 pub(crate) mod instances;
 pub mod pluto;
 mod print;
@@ -25,6 +28,7 @@ pub mod tree;
 mod verify;
 
 pub use expr::{FloorTerm, QuasiAffine, QuasiConstraint};
+pub use from_pluto::tree_of_schedule;
 pub use tree::{schedule_tree_of, Band, Extension, Filter, Node, NodeKind, NodePath, ScheduleTree};
 pub use verify::verify;
 
