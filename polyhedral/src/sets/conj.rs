@@ -9,7 +9,6 @@
 //! constants), which is what keeps the `i64` path sufficient in practice.
 
 use super::Error;
-use std::collections::HashMap;
 
 pub(crate) type Row = Vec<i64>;
 
@@ -188,9 +187,9 @@ impl Conj {
                 eqs.push(r);
             }
         }
-        let mut best: HashMap<Vec<i64>, i64> = HashMap::with_capacity(self.ineqs.len());
-        let mut order: Vec<Vec<i64>> = Vec::with_capacity(self.ineqs.len());
-        for mut r in std::mem::take(&mut self.ineqs) {
+        let mut rows = std::mem::take(&mut self.ineqs);
+        let mut live: Vec<usize> = Vec::with_capacity(rows.len());
+        for (i, r) in rows.iter_mut().enumerate() {
             let g = r[1..].iter().fold(0, |g, &x| gcd(g, x));
             if g == 0 {
                 if r[0] < 0 {
@@ -205,53 +204,74 @@ impl Conj {
                 }
                 r[0] = floor_div(r[0], g);
             }
-            let c = r[0];
-            let key = r[1..].to_vec();
-            match best.get_mut(&key) {
-                Some(b) => *b = (*b).min(c),
-                None => {
-                    best.insert(key.clone(), c);
-                    order.push(key);
-                }
+            live.push(i);
+        }
+        // Parallel rows share their coefficients: sorting by (coefficients, constant, position)
+        // puts the tightest first in each group, and the group is emitted where its first row
+        // stood, so the output order does not depend on the sort.
+        let mut by_key = live.clone();
+        by_key.sort_unstable_by(|&a, &b| {
+            rows[a][1..]
+                .cmp(&rows[b][1..])
+                .then(rows[a][0].cmp(&rows[b][0]))
+                .then(a.cmp(&b))
+        });
+        // Per group (in sorted order): the tightest row and the first position.
+        let mut groups: Vec<(usize, usize)> = Vec::with_capacity(by_key.len());
+        for &i in &by_key {
+            match groups.last_mut() {
+                Some((rep, first)) if rows[*rep][1..] == rows[i][1..] => *first = (*first).min(i),
+                _ => groups.push((i, i)),
             }
         }
-        let mut ineqs = Vec::with_capacity(order.len());
-        let mut done: Vec<bool> = vec![false; order.len()];
-        let index: HashMap<&Vec<i64>, usize> =
-            order.iter().enumerate().map(|(i, k)| (k, i)).collect();
-        for (i, key) in order.iter().enumerate() {
-            if done[i] {
+        let find_opposite = |key: &[i64]| -> Option<usize> {
+            groups
+                .binary_search_by(|&(rep, _)| {
+                    let probe = &rows[rep][1..];
+                    for (a, b) in probe.iter().zip(key) {
+                        match a.cmp(&b.wrapping_neg()) {
+                            std::cmp::Ordering::Equal => continue,
+                            o => return o,
+                        }
+                    }
+                    std::cmp::Ordering::Equal
+                })
+                .ok()
+        };
+        let mut order: Vec<usize> = (0..groups.len()).collect();
+        order.sort_unstable_by_key(|&g| groups[g].1);
+        let mut done: Vec<bool> = vec![false; groups.len()];
+        let mut ineqs = Vec::with_capacity(groups.len());
+        for &gi in &order {
+            if done[gi] {
                 continue;
             }
-            done[i] = true;
-            let c = best[key];
-            let opp: Vec<i64> = key.iter().map(|&x| -x).collect();
-            if let Some(&j) = index.get(&opp) {
-                let c2 = best[&opp];
+            done[gi] = true;
+            let rep = groups[gi].0;
+            let c = rows[rep][0];
+            if let Some(gj) = find_opposite(&rows[rep][1..]) {
+                let c2 = rows[groups[gj].0][0];
                 // key·x ≥ -c and key·x ≤ c2.
                 if add(c, c2)? < 0 {
                     *self = Conj::empty(n);
                     return Ok(false);
                 }
                 if c + c2 == 0 {
-                    done[j] = true;
-                    let mut r = Vec::with_capacity(n + 1);
-                    r.push(c);
-                    r.extend_from_slice(key);
+                    done[gj] = true;
+                    let key = &rows[rep][1..];
                     let first = key.iter().find(|&&x| x != 0).copied().unwrap_or(1);
-                    if first < 0 {
-                        r = negate(&r)?;
-                    }
+                    let r = if first < 0 {
+                        negate(&rows[rep])?
+                    } else {
+                        rows[rep].clone()
+                    };
                     if !eqs.contains(&r) {
                         eqs.push(r);
                     }
                     continue;
                 }
             }
-            let mut r = Vec::with_capacity(n + 1);
-            r.push(c);
-            r.extend_from_slice(key);
-            ineqs.push(r);
+            ineqs.push(rows[rep].clone());
         }
         self.eqs = eqs;
         self.ineqs = ineqs;

@@ -307,6 +307,109 @@ fn simplify_stride_basic(b: &Basic) -> Result<Basic, Error> {
     Ok(b)
 }
 
+/// The lexicographic optimum of one basic relation by sequential parametric optimisation, as
+/// pieces with pairwise disjoint domains on which the image is given by equalities; `None`
+/// where this method does not apply (a congruence or a non-unit bound on the optimised
+/// dimension, or an unbounded one), and the caller falls back to the general method.
+///
+/// For range dimension `k`, the piece (its earlier range dimensions already fixed to their
+/// optimum) is projected onto the domain and dimensions `0..=k`. If that projection has an
+/// equality on `y_k`, `y_k` is already a function of the rest. Otherwise, for the maximum,
+/// every upper bound has the form `y_k ≤ U_i` and the optimum is `min_i U_i` wherever the
+/// fibre is not empty (any lower bound `a·y_k ≥ L` admits `min_i U_i` once it admits some
+/// `y_k ≤ min_i U_i`); the domain splits by which `U_j` is smallest (ties to the first).
+///
+/// One list per stride-form piece of `p`: the lists' domains may overlap.
+fn lexopt_basic(p: &Basic, max: bool) -> Result<Option<Vec<Vec<Basic>>>, Error> {
+    let nin = p.np + p.ni();
+    let no = p.no();
+    let mut done = Vec::new();
+    for sf in p.stride_form()? {
+        if sf.nd > 0 {
+            return Ok(None);
+        }
+        let mut work = vec![sf.c];
+        for k in 0..no {
+            let keep = nin + k + 1;
+            let v = keep - 1;
+            let mut next = Vec::with_capacity(work.len());
+            for c in work {
+                let mut ps = project(&c, keep)?;
+                let d = match ps.len() {
+                    0 => continue,
+                    1 if ps[0].n == keep => ps.pop().expect("one piece"),
+                    _ => return Ok(None),
+                };
+                if d.eqs.iter().any(|r| r[1 + v] != 0) {
+                    next.push(c);
+                    continue;
+                }
+                // The bounds that limit the optimum, as `y_k = B_i` rows over `d`'s variables.
+                let mut bs: Vec<Row> = Vec::new();
+                for r in &d.ineqs {
+                    let a = r[1 + v];
+                    if (max && a < 0) || (!max && a > 0) {
+                        if a.abs() != 1 {
+                            return Ok(None);
+                        }
+                        // max: r = B − y_k ≥ 0; min: r = y_k − B ≥ 0.
+                        let mut b = if max { r.clone() } else { negate(r)? };
+                        b[1 + v] = 0;
+                        bs.push(b);
+                    }
+                }
+                if bs.is_empty() {
+                    return Ok(None);
+                }
+                let lift = |r: &Row| -> Row {
+                    let mut o = r.clone();
+                    o.resize(c.n + 1, 0);
+                    o
+                };
+                for j in 0..bs.len() {
+                    let mut cj = c.clone();
+                    let mut e = lift(&bs[j]);
+                    e[1 + v] = -1;
+                    cj.eqs.push(e);
+                    for (i, bi) in bs.iter().enumerate() {
+                        if i == j {
+                            continue;
+                        }
+                        // max: B_i − B_j ≥ 0 (− 1 when i < j); min: B_j − B_i ≥ 0 (− 1 …).
+                        let mut r = if max {
+                            super::conj::combine(bi, 1, &bs[j], -1)?
+                        } else {
+                            super::conj::combine(&bs[j], 1, bi, -1)?
+                        };
+                        if i < j {
+                            r[0] = super::conj::add(r[0], -1)?;
+                        }
+                        cj.ineqs.push(lift(&r));
+                    }
+                    if cj.normalize()? && is_feasible(&cj)? {
+                        next.push(cj);
+                    }
+                }
+            }
+            work = next;
+        }
+        if !work.is_empty() {
+            done.push(
+                work.into_iter()
+                    .map(|c| Basic {
+                        dom: p.dom.clone(),
+                        ran: p.ran.clone(),
+                        np: p.np,
+                        nd: 0,
+                        c,
+                    })
+                    .collect(),
+            );
+        }
+    }
+    Ok(Some(done))
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Rel {
     pub params: Vec<String>,
@@ -717,6 +820,52 @@ impl Rel {
     /// smallest (largest with `max`) element of its image. Domain points whose image has no
     /// such element (unbounded) are left out.
     pub fn lexopt(&self, max: bool) -> Result<Rel, Error> {
+        // Per piece, the optimum by sequential parametric optimisation; where every piece
+        // allows it, the optimum of the union is the optimum of the pieces' optima, which are
+        // single-valued and cheap to compare. Otherwise the general method on the whole union.
+        let mut cands: Vec<(usize, Vec<Vec<Basic>>)> = Vec::with_capacity(self.parts.len());
+        for (i, p) in self.parts.iter().enumerate() {
+            match lexopt_basic(p, max)? {
+                Some(v) => cands.push((i, v)),
+                None => return self.lexopt_general(max),
+            }
+        }
+        let mut parts = Vec::new();
+        let mut seen = vec![false; self.parts.len()];
+        for (i, _) in cands.iter().enumerate() {
+            if seen[i] {
+                continue;
+            }
+            // Candidates of every piece in the space of piece `i`.
+            let space = &self.parts[cands[i].0];
+            let mut group: Vec<Basic> = Vec::new();
+            let mut sources = 0;
+            for (j, (k, v)) in cands.iter().enumerate() {
+                if !seen[j] && self.parts[*k].same_space(space) {
+                    seen[j] = true;
+                    sources += v.len();
+                    group.extend(v.iter().flatten().cloned());
+                }
+            }
+            if sources <= 1 {
+                parts.extend(group);
+            } else {
+                let r = Rel {
+                    params: self.params.clone(),
+                    parts: group,
+                };
+                parts.extend(r.lexopt_general(max)?.parts);
+            }
+        }
+        Ok(Rel {
+            params: self.params.clone(),
+            parts,
+        })
+    }
+
+    /// The optimum as "every point no other image point beats": exact for any union, but
+    /// its subtraction grows quickly with the number of pieces and constraints.
+    fn lexopt_general(&self, max: bool) -> Result<Rel, Error> {
         let mut worse: Vec<Basic> = Vec::new();
         for p in &self.parts {
             let (np, ni, no) = (p.np, p.ni(), p.no());
