@@ -278,6 +278,39 @@ impl Conj {
         Ok(true)
     }
 
+    /// Whether one row of the conjunction already states `r ≥ 0` (`eq == false`) or `r = 0`:
+    /// the same coefficients up to a positive factor and a constant at least as tight. A cheap
+    /// syntactic test; `false` says nothing.
+    pub fn states(&self, r: &[i64], eq: bool) -> bool {
+        let g = r[1..].iter().fold(0, |g, &x| gcd(g, x));
+        if g == 0 {
+            return false;
+        }
+        let same = |s: &Row, sign: i128| {
+            s[1..]
+                .iter()
+                .zip(&r[1..])
+                .all(|(&a, &b)| a as i128 * g as i128 == sign * b as i128)
+        };
+        // r = g·(k·x) + r0; the tightened constant of `r/g ≥ 0` is floor(r0 / g).
+        if eq {
+            if r[0] % g != 0 {
+                return false;
+            }
+            let c = r[0] / g;
+            return self
+                .eqs
+                .iter()
+                .any(|s| (same(s, 1) && s[0] == c) || (same(s, -1) && s[0] == -c));
+        }
+        let c = floor_div(r[0], g);
+        self.ineqs.iter().any(|s| same(s, 1) && s[0] <= c)
+            || self
+                .eqs
+                .iter()
+                .any(|s| (same(s, 1) && c >= s[0]) || (same(s, -1) && c >= -s[0]))
+    }
+
     /// Evaluates every row at an integer point of all `n` variables.
     pub fn contains_point(&self, x: &[i64]) -> Result<bool, Error> {
         let eval = |r: &Row| -> Result<i64, Error> {

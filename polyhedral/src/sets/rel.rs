@@ -143,6 +143,15 @@ fn subtract_basic(a: &Basic, b: &Basic) -> Result<Vec<Basic>, Error> {
     let mut out = Vec::new();
     let mut acc = a.clone();
     for p in pieces_of(b) {
+        // A constraint `acc` states already removes nothing.
+        let stated = match &p {
+            Piece::Ineq(r) => acc.c.states(&acc.lift(r), false),
+            Piece::Eq(r) => acc.c.states(&acc.lift(r), true),
+            Piece::Stride(..) => false,
+        };
+        if stated {
+            continue;
+        }
         let mut negs: Vec<Basic> = Vec::new();
         match &p {
             Piece::Ineq(r) => {
