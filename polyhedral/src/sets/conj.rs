@@ -57,6 +57,15 @@ pub(crate) fn negate(a: &[i64]) -> Result<Row, Error> {
     a.iter().map(|&x| neg(x)).collect()
 }
 
+/// A fast hash of a coefficient vector (of its negation with `negated`), for grouping
+/// parallel rows; equal hashes are confirmed by comparing the rows.
+fn row_hash(r: &[i64], negated: bool) -> u64 {
+    r.iter().fold(0x9e37_79b9_7f4a_7c15, |h: u64, &x| {
+        let x = if negated { x.wrapping_neg() } else { x };
+        (h.rotate_left(5) ^ x as u64).wrapping_mul(0x517c_c1b7_2722_0a95)
+    })
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Conj {
     pub n: usize,
@@ -206,40 +215,43 @@ impl Conj {
             }
             live.push(i);
         }
-        // Parallel rows share their coefficients: sorting by (coefficients, constant, position)
-        // puts the tightest first in each group, and the group is emitted where its first row
-        // stood, so the output order does not depend on the sort.
-        let mut by_key = live.clone();
-        by_key.sort_unstable_by(|&a, &b| {
-            rows[a][1..]
-                .cmp(&rows[b][1..])
-                .then(rows[a][0].cmp(&rows[b][0]))
-                .then(a.cmp(&b))
-        });
-        // Per group (in sorted order): the tightest row and the first position.
-        let mut groups: Vec<(usize, usize)> = Vec::with_capacity(by_key.len());
-        for &i in &by_key {
-            match groups.last_mut() {
-                Some((rep, first)) if rows[*rep][1..] == rows[i][1..] => *first = (*first).min(i),
-                _ => groups.push((i, i)),
+        // Parallel rows share their coefficients: sorting by (hash of the coefficients,
+        // constant, position) puts the tightest row of each group first, and the group is
+        // emitted where its first row stood, so the output order does not depend on the sort.
+        let mut keyed: Vec<(u64, i64, usize)> = live
+            .iter()
+            .map(|&i| (row_hash(&rows[i][1..], false), rows[i][0], i))
+            .collect();
+        keyed.sort_unstable();
+        // Per group, in hash order: (hash, tightest row, first position).
+        let mut groups: Vec<(u64, usize, usize)> = Vec::with_capacity(keyed.len());
+        let mut run = 0;
+        for &(h, _, i) in &keyed {
+            if groups.last().is_none_or(|g| g.0 != h) {
+                run = groups.len();
+            }
+            match groups[run..]
+                .iter_mut()
+                .find(|g| rows[g.1][1..] == rows[i][1..])
+            {
+                Some(g) => g.2 = g.2.min(i),
+                None => groups.push((h, i, i)),
             }
         }
         let find_opposite = |key: &[i64]| -> Option<usize> {
-            groups
-                .binary_search_by(|&(rep, _)| {
-                    let probe = &rows[rep][1..];
-                    for (a, b) in probe.iter().zip(key) {
-                        match a.cmp(&b.wrapping_neg()) {
-                            std::cmp::Ordering::Equal => continue,
-                            o => return o,
-                        }
-                    }
-                    std::cmp::Ordering::Equal
+            let h = row_hash(key, true);
+            let start = groups.partition_point(|g| g.0 < h);
+            (start..groups.len())
+                .take_while(|&g| groups[g].0 == h)
+                .find(|&g| {
+                    rows[groups[g].1][1..]
+                        .iter()
+                        .zip(key)
+                        .all(|(&a, &b)| a == b.wrapping_neg())
                 })
-                .ok()
         };
         let mut order: Vec<usize> = (0..groups.len()).collect();
-        order.sort_unstable_by_key(|&g| groups[g].1);
+        order.sort_unstable_by_key(|&g| groups[g].2);
         let mut done: Vec<bool> = vec![false; groups.len()];
         let mut ineqs = Vec::with_capacity(groups.len());
         for &gi in &order {
@@ -247,10 +259,10 @@ impl Conj {
                 continue;
             }
             done[gi] = true;
-            let rep = groups[gi].0;
+            let rep = groups[gi].1;
             let c = rows[rep][0];
             if let Some(gj) = find_opposite(&rows[rep][1..]) {
-                let c2 = rows[groups[gj].0][0];
+                let c2 = rows[groups[gj].1][0];
                 // key·x ≥ -c and key·x ≤ c2.
                 if add(c, c2)? < 0 {
                     *self = Conj::empty(n);

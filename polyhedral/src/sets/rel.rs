@@ -14,7 +14,7 @@
 
 use super::bounds::{enumerate, lex_extreme, range_of_first, Range};
 use super::conj::{negate, Conj, Row};
-use super::omega::{is_feasible, project};
+use super::omega::{is_feasible, project, without_unit_equalities};
 use super::space::Tuple;
 use super::Error;
 
@@ -242,15 +242,21 @@ fn simplify_stride_basic(b: &Basic) -> Result<Basic, Error> {
     if !b.c.normalize()? {
         return Ok(b);
     }
+    // The questions below are asked of `base`, the same system with the unit equalities
+    // substituted away, whose inequality `i` is `b`'s inequality `i` rewritten.
+    let mut base = without_unit_equalities(&b.c)?;
     // Implicit equalities: r ≥ 0 where r ≥ 1 is impossible.
     let mut i = 0;
     while i < b.c.ineqs.len() {
-        let mut t = b.c.clone();
+        let mut t = base.clone();
         t.ineqs[i][0] -= 1;
         if !is_feasible(&t)? {
             let r = b.c.ineqs.remove(i);
             b.c.eqs.push(r);
-            b.c.normalize()?;
+            if !b.c.normalize()? {
+                return Ok(b);
+            }
+            base = without_unit_equalities(&b.c)?;
             i = 0;
             continue;
         }
@@ -259,13 +265,14 @@ fn simplify_stride_basic(b: &Basic) -> Result<Basic, Error> {
     // Redundant inequalities: dropping r and asking for r ≤ -1 is impossible.
     let mut i = 0;
     while i < b.c.ineqs.len() {
-        let mut t = b.c.clone();
+        let mut t = base.clone();
         let r = t.ineqs.remove(i);
         let mut nr = negate(&r)?;
         nr[0] -= 1;
         t.ineqs.push(nr);
         if !is_feasible(&t)? {
             b.c.ineqs.remove(i);
+            base.ineqs.remove(i);
         } else {
             i += 1;
         }
