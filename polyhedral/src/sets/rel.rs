@@ -426,6 +426,129 @@ fn lexopt_basic(p: &Basic, max: bool) -> Result<Option<Vec<Vec<Basic>>>, Error> 
     Ok(Some(done))
 }
 
+/// The image of a piece without locals as explicit affine functions of the parameters and
+/// domain dimensions, one row `[constant, params…, domain…]` per range dimension; `None` when
+/// some range dimension is not fixed by a unit-coefficient equality over earlier ones.
+fn explicit_image(b: &Basic) -> Result<Option<Vec<Row>>, Error> {
+    let nin = b.np + b.ni();
+    let no = b.no();
+    if b.nd != 0 {
+        return Ok(None);
+    }
+    let mut fs: Vec<Row> = Vec::with_capacity(no);
+    for k in 0..no {
+        let y = nin + k;
+        let Some(e) = b.c.eqs.iter().find(|r| {
+            r[1 + y].abs() == 1 && (k + 1..no).all(|j| r[1 + nin + j] == 0)
+        }) else {
+            return Ok(None);
+        };
+        // y_k = −(e without y_k) · sign(e_y).
+        let sign = -e[1 + y];
+        let mut f: Row = e[..=nin]
+            .iter()
+            .map(|&x| super::conj::mul(x, sign))
+            .collect::<Result<_, _>>()?;
+        for (j, fj) in fs.iter().enumerate() {
+            let c = super::conj::mul(e[1 + nin + j], sign)?;
+            if c != 0 {
+                f = super::conj::combine(&f, 1, fj, c)?;
+            }
+        }
+        fs.push(f);
+    }
+    Ok(Some(fs))
+}
+
+/// The lexicographic optimum of a union of single-valued pieces without locals whose images
+/// are explicit (see [`explicit_image`]): each piece keeps the domain points where no other
+/// piece's image is better. Comparing two affine images dimension by dimension decides most
+/// dimensions at once (a constant difference), so few regions are subtracted. `None` when an
+/// image is not explicit.
+fn combine_optima(r: &Rel, max: bool) -> Result<Option<Vec<Basic>>, Error> {
+    let mut fs = Vec::with_capacity(r.parts.len());
+    for p in &r.parts {
+        match explicit_image(p)? {
+            Some(f) => fs.push(f),
+            None => return Ok(None),
+        }
+    }
+    // Each piece's domain as rows over all of its variables, the image substituted.
+    let mut doms: Vec<Conj> = Vec::with_capacity(r.parts.len());
+    for (p, f) in r.parts.iter().zip(&fs) {
+        let nin = p.np + p.ni();
+        let sub = |row: &Row| -> Result<Row, Error> {
+            let mut o = row[..=nin].to_vec();
+            for (k, fk) in f.iter().enumerate() {
+                let c = row[1 + nin + k];
+                if c != 0 {
+                    o = super::conj::combine(&o, 1, fk, c)?;
+                }
+            }
+            o.resize(row.len(), 0);
+            Ok(o)
+        };
+        doms.push(Conj {
+            n: p.c.n,
+            eqs: p.c.eqs.iter().map(sub).collect::<Result<_, _>>()?,
+            ineqs: p.c.ineqs.iter().map(sub).collect::<Result<_, _>>()?,
+        });
+    }
+    let mut out = Vec::new();
+    for (i, p) in r.parts.iter().enumerate() {
+        let n = p.c.n;
+        let mut beaten: Vec<Basic> = Vec::new();
+        for (j, q) in r.parts.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let mut prefix: Vec<Row> = Vec::new();
+            for (fp, fq) in fs[i].iter().zip(&fs[j]) {
+                // δ ≥ 1 where q's image is better at this dimension.
+                let mut d = if max {
+                    super::conj::combine(fq, 1, fp, -1)?
+                } else {
+                    super::conj::combine(fp, 1, fq, -1)?
+                };
+                d.resize(n + 1, 0);
+                let constant = d[1..].iter().all(|&x| x == 0);
+                if constant && d[0] == 0 {
+                    continue;
+                }
+                if constant && d[0] < 0 {
+                    break;
+                }
+                let mut c = doms[j].clone();
+                c.eqs.extend(prefix.iter().cloned());
+                if !constant {
+                    let mut strict = d.clone();
+                    strict[0] = super::conj::add(strict[0], -1)?;
+                    c.ineqs.push(strict);
+                }
+                beaten.push(Basic {
+                    c,
+                    nd: 0,
+                    ..q.clone()
+                });
+                if constant {
+                    break;
+                }
+                prefix.push(d);
+            }
+        }
+        let mine = Rel {
+            params: r.params.clone(),
+            parts: vec![p.clone()],
+        };
+        let left = mine.subtract(&Rel {
+            params: r.params.clone(),
+            parts: beaten,
+        })?;
+        out.extend(left.parts);
+    }
+    Ok(Some(out))
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct Rel {
     pub params: Vec<String>,
@@ -870,7 +993,10 @@ impl Rel {
                     params: self.params.clone(),
                     parts: group,
                 };
-                parts.extend(r.lexopt_general(max)?.parts);
+                match combine_optima(&r, max)? {
+                    Some(v) => parts.extend(v),
+                    None => parts.extend(r.lexopt_general(max)?.parts),
+                }
             }
         }
         Ok(Rel {
