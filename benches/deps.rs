@@ -3,7 +3,8 @@
 //!
 //! With `POLYFUSE_DEPS_EXPORT=DIR`, also writes for every kernel a JSON file with the kernel's
 //! domains, accesses and original schedule in isl notation and the dependences polyfuse found,
-//! which `xtask/isl_compare.py` recomputes with isl to compare answers and speed.
+//! which `xtask/isl_compare.py` recomputes with isl to compare answers and speed. With
+//! `POLYFUSE_DEPS_ONLY=TEXT`, only the kernels whose file name contains `TEXT` run.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -116,6 +117,7 @@ fn main() {
     println!(
         "| kernel | statements | dependences | median | min | under 50 ms |\n| --- | ---: | ---: | ---: | ---: | --- |"
     );
+    let only = std::env::var("POLYFUSE_DEPS_ONLY").ok();
     let mut slow = 0;
     for path in kernels() {
         let name = path
@@ -123,6 +125,9 @@ fn main() {
             .expect("kernel paths name files")
             .to_string_lossy()
             .into_owned();
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
         let program = frontend::load(&path, &frontend::Options::default())
             .unwrap_or_else(|e| panic!("{}", e.render(false)));
         let (median, min, deps) = measure(&program);

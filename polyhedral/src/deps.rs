@@ -336,7 +336,8 @@ impl<'a> Model<'a> {
             .reverse()
             .apply_range(relation)
             .apply_range(&self.prefix(t, shared)?);
-        let deltas = pairs.deltas();
+        // Without the iterators as locals, each dimension's range is a small question.
+        let deltas = pairs.deltas().without_locals()?;
         (0..shared)
             .map(|d| {
                 Ok(match deltas.dim_range(d)? {
@@ -419,10 +420,11 @@ fn memory_dependences(model: &Model) -> Result<Vec<Dependence>, sets::Error> {
                     };
                     let same = model.accesses[si][a].apply_range(&model.accesses[ti][b].reverse());
                     for (level, order) in &levels {
-                        let relation = same.intersect(order).simplify()?;
+                        let relation = same.intersect(order);
                         if relation.is_empty()? {
                             continue;
                         }
+                        let relation = relation.simplify()?;
                         let distance = model.distance(s, t, &relation)?;
                         deps.push(Dependence {
                             kind,
@@ -529,10 +531,11 @@ fn dataflow(
                     continue;
                 }
                 for (level, order) in levels_of(model, s, t)? {
-                    let part = relation.intersect(&order).simplify()?;
+                    let part = relation.intersect(&order);
                     if part.is_empty()? {
                         continue;
                     }
+                    let part = part.simplify()?;
                     let distance = model.distance(s, t, &part)?;
                     flows.push(Dependence {
                         kind: DepKind::Flow,

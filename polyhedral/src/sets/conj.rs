@@ -9,7 +9,6 @@
 //! constants), which is what keeps the `i64` path sufficient in practice.
 
 use super::Error;
-use std::collections::HashMap;
 
 pub(crate) type Row = Vec<i64>;
 
@@ -56,6 +55,15 @@ pub(crate) fn combine(a: &[i64], ca: i64, b: &[i64], cb: i64) -> Result<Row, Err
 
 pub(crate) fn negate(a: &[i64]) -> Result<Row, Error> {
     a.iter().map(|&x| neg(x)).collect()
+}
+
+/// A fast hash of a coefficient vector (of its negation with `negated`), for grouping
+/// parallel rows; equal hashes are confirmed by comparing the rows.
+fn row_hash(r: &[i64], negated: bool) -> u64 {
+    r.iter().fold(0x9e37_79b9_7f4a_7c15, |h: u64, &x| {
+        let x = if negated { x.wrapping_neg() } else { x };
+        (h.rotate_left(5) ^ x as u64).wrapping_mul(0x517c_c1b7_2722_0a95)
+    })
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -188,9 +196,9 @@ impl Conj {
                 eqs.push(r);
             }
         }
-        let mut best: HashMap<Vec<i64>, i64> = HashMap::with_capacity(self.ineqs.len());
-        let mut order: Vec<Vec<i64>> = Vec::with_capacity(self.ineqs.len());
-        for mut r in std::mem::take(&mut self.ineqs) {
+        let mut rows = std::mem::take(&mut self.ineqs);
+        let mut live: Vec<usize> = Vec::with_capacity(rows.len());
+        for (i, r) in rows.iter_mut().enumerate() {
             let g = r[1..].iter().fold(0, |g, &x| gcd(g, x));
             if g == 0 {
                 if r[0] < 0 {
@@ -205,57 +213,114 @@ impl Conj {
                 }
                 r[0] = floor_div(r[0], g);
             }
-            let c = r[0];
-            let key = r[1..].to_vec();
-            match best.get_mut(&key) {
-                Some(b) => *b = (*b).min(c),
-                None => {
-                    best.insert(key.clone(), c);
-                    order.push(key);
-                }
+            live.push(i);
+        }
+        // Parallel rows share their coefficients: sorting by (hash of the coefficients,
+        // constant, position) puts the tightest row of each group first, and the group is
+        // emitted where its first row stood, so the output order does not depend on the sort.
+        let mut keyed: Vec<(u64, i64, usize)> = live
+            .iter()
+            .map(|&i| (row_hash(&rows[i][1..], false), rows[i][0], i))
+            .collect();
+        keyed.sort_unstable();
+        // Per group, in hash order: (hash, tightest row, first position).
+        let mut groups: Vec<(u64, usize, usize)> = Vec::with_capacity(keyed.len());
+        let mut run = 0;
+        for &(h, _, i) in &keyed {
+            if groups.last().is_none_or(|g| g.0 != h) {
+                run = groups.len();
+            }
+            match groups[run..]
+                .iter_mut()
+                .find(|g| rows[g.1][1..] == rows[i][1..])
+            {
+                Some(g) => g.2 = g.2.min(i),
+                None => groups.push((h, i, i)),
             }
         }
-        let mut ineqs = Vec::with_capacity(order.len());
-        let mut done: Vec<bool> = vec![false; order.len()];
-        let index: HashMap<&Vec<i64>, usize> =
-            order.iter().enumerate().map(|(i, k)| (k, i)).collect();
-        for (i, key) in order.iter().enumerate() {
-            if done[i] {
+        let find_opposite = |key: &[i64]| -> Option<usize> {
+            let h = row_hash(key, true);
+            let start = groups.partition_point(|g| g.0 < h);
+            (start..groups.len())
+                .take_while(|&g| groups[g].0 == h)
+                .find(|&g| {
+                    rows[groups[g].1][1..]
+                        .iter()
+                        .zip(key)
+                        .all(|(&a, &b)| a == b.wrapping_neg())
+                })
+        };
+        let mut order: Vec<usize> = (0..groups.len()).collect();
+        order.sort_unstable_by_key(|&g| groups[g].2);
+        let mut done: Vec<bool> = vec![false; groups.len()];
+        let mut ineqs = Vec::with_capacity(groups.len());
+        for &gi in &order {
+            if done[gi] {
                 continue;
             }
-            done[i] = true;
-            let c = best[key];
-            let opp: Vec<i64> = key.iter().map(|&x| -x).collect();
-            if let Some(&j) = index.get(&opp) {
-                let c2 = best[&opp];
+            done[gi] = true;
+            let rep = groups[gi].1;
+            let c = rows[rep][0];
+            if let Some(gj) = find_opposite(&rows[rep][1..]) {
+                let c2 = rows[groups[gj].1][0];
                 // key·x ≥ -c and key·x ≤ c2.
                 if add(c, c2)? < 0 {
                     *self = Conj::empty(n);
                     return Ok(false);
                 }
                 if c + c2 == 0 {
-                    done[j] = true;
-                    let mut r = Vec::with_capacity(n + 1);
-                    r.push(c);
-                    r.extend_from_slice(key);
+                    done[gj] = true;
+                    let key = &rows[rep][1..];
                     let first = key.iter().find(|&&x| x != 0).copied().unwrap_or(1);
-                    if first < 0 {
-                        r = negate(&r)?;
-                    }
+                    let r = if first < 0 {
+                        negate(&rows[rep])?
+                    } else {
+                        rows[rep].clone()
+                    };
                     if !eqs.contains(&r) {
                         eqs.push(r);
                     }
                     continue;
                 }
             }
-            let mut r = Vec::with_capacity(n + 1);
-            r.push(c);
-            r.extend_from_slice(key);
-            ineqs.push(r);
+            ineqs.push(rows[rep].clone());
         }
         self.eqs = eqs;
         self.ineqs = ineqs;
         Ok(true)
+    }
+
+    /// Whether one row of the conjunction already states `r ≥ 0` (`eq == false`) or `r = 0`:
+    /// the same coefficients up to a positive factor and a constant at least as tight. A cheap
+    /// syntactic test; `false` says nothing.
+    pub fn states(&self, r: &[i64], eq: bool) -> bool {
+        let g = r[1..].iter().fold(0, |g, &x| gcd(g, x));
+        if g == 0 {
+            return false;
+        }
+        let same = |s: &Row, sign: i128| {
+            s[1..]
+                .iter()
+                .zip(&r[1..])
+                .all(|(&a, &b)| a as i128 * g as i128 == sign * b as i128)
+        };
+        // r = g·(k·x) + r0; the tightened constant of `r/g ≥ 0` is floor(r0 / g).
+        if eq {
+            if r[0] % g != 0 {
+                return false;
+            }
+            let c = r[0] / g;
+            return self
+                .eqs
+                .iter()
+                .any(|s| (same(s, 1) && s[0] == c) || (same(s, -1) && s[0] == -c));
+        }
+        let c = floor_div(r[0], g);
+        self.ineqs.iter().any(|s| same(s, 1) && s[0] <= c)
+            || self
+                .eqs
+                .iter()
+                .any(|s| (same(s, 1) && c >= s[0]) || (same(s, -1) && c >= -s[0]))
     }
 
     /// Evaluates every row at an integer point of all `n` variables.

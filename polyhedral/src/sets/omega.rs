@@ -66,6 +66,28 @@ fn solve_equalities(c: &mut Conj, keep: usize) -> Result<bool, Error> {
         if !c.normalize()? {
             return Ok(false);
         }
+        // Unit-coefficient substitutions never need normalised rows: do them all before
+        // normalising again.
+        let mut substituted = false;
+        while let Some((e, v)) = c.eqs.iter().enumerate().find_map(|(e, row)| {
+            (keep..c.n)
+                .find(|&v| row[1 + v].abs() == 1)
+                .map(|v| (e, v))
+        }) {
+            let mut s = c.eqs.remove(e);
+            // x_v = -(row without v) / coef, coef = ±1.
+            if s[1 + v] == 1 {
+                for x in s.iter_mut() {
+                    *x = neg(*x)?;
+                }
+            }
+            s[1 + v] = 0;
+            substitute(c, v, &s)?;
+            substituted = true;
+        }
+        if substituted {
+            continue;
+        }
         // Prefer an equality with a unit coefficient on an eliminable variable.
         let mut unit: Option<(usize, usize)> = None;
         let mut other: Option<usize> = None;
@@ -149,6 +171,29 @@ fn solve_equalities(c: &mut Conj, keep: usize) -> Result<bool, Error> {
         }
         substitute(c, k, &s)?;
     }
+}
+
+/// `c` with every equality that has a unit coefficient used to substitute its variable away
+/// (and dropped). The inequalities keep their positions, and `c'` has an integer solution
+/// exactly when `c` has: a cheaper system to ask many feasibility questions about.
+pub(crate) fn without_unit_equalities(c: &Conj) -> Result<Conj, Error> {
+    let mut c = c.clone();
+    while let Some((e, v)) = c
+        .eqs
+        .iter()
+        .enumerate()
+        .find_map(|(e, row)| (0..c.n).find(|&v| row[1 + v].abs() == 1).map(|v| (e, v)))
+    {
+        let mut s = c.eqs.remove(e);
+        if s[1 + v] == 1 {
+            for x in s.iter_mut() {
+                *x = neg(*x)?;
+            }
+        }
+        s[1 + v] = 0;
+        substitute(&mut c, v, &s)?;
+    }
+    Ok(c)
 }
 
 struct Bounds {

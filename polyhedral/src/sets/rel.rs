@@ -14,7 +14,7 @@
 
 use super::bounds::{enumerate, lex_extreme, range_of_first, Range};
 use super::conj::{negate, Conj, Row};
-use super::omega::{is_feasible, project};
+use super::omega::{is_feasible, project, without_unit_equalities};
 use super::space::Tuple;
 use super::Error;
 
@@ -143,6 +143,15 @@ fn subtract_basic(a: &Basic, b: &Basic) -> Result<Vec<Basic>, Error> {
     let mut out = Vec::new();
     let mut acc = a.clone();
     for p in pieces_of(b) {
+        // A constraint `acc` states already removes nothing.
+        let stated = match &p {
+            Piece::Ineq(r) => acc.c.states(&acc.lift(r), false),
+            Piece::Eq(r) => acc.c.states(&acc.lift(r), true),
+            Piece::Stride(..) => false,
+        };
+        if stated {
+            continue;
+        }
         let mut negs: Vec<Basic> = Vec::new();
         match &p {
             Piece::Ineq(r) => {
@@ -233,15 +242,21 @@ fn simplify_stride_basic(b: &Basic) -> Result<Basic, Error> {
     if !b.c.normalize()? {
         return Ok(b);
     }
+    // The questions below are asked of `base`, the same system with the unit equalities
+    // substituted away, whose inequality `i` is `b`'s inequality `i` rewritten.
+    let mut base = without_unit_equalities(&b.c)?;
     // Implicit equalities: r ≥ 0 where r ≥ 1 is impossible.
     let mut i = 0;
     while i < b.c.ineqs.len() {
-        let mut t = b.c.clone();
+        let mut t = base.clone();
         t.ineqs[i][0] -= 1;
         if !is_feasible(&t)? {
             let r = b.c.ineqs.remove(i);
             b.c.eqs.push(r);
-            b.c.normalize()?;
+            if !b.c.normalize()? {
+                return Ok(b);
+            }
+            base = without_unit_equalities(&b.c)?;
             i = 0;
             continue;
         }
@@ -250,13 +265,14 @@ fn simplify_stride_basic(b: &Basic) -> Result<Basic, Error> {
     // Redundant inequalities: dropping r and asking for r ≤ -1 is impossible.
     let mut i = 0;
     while i < b.c.ineqs.len() {
-        let mut t = b.c.clone();
+        let mut t = base.clone();
         let r = t.ineqs.remove(i);
         let mut nr = negate(&r)?;
         nr[0] -= 1;
         t.ineqs.push(nr);
         if !is_feasible(&t)? {
             b.c.ineqs.remove(i);
+            base.ineqs.remove(i);
         } else {
             i += 1;
         }
@@ -305,6 +321,232 @@ fn simplify_stride_basic(b: &Basic) -> Result<Basic, Error> {
     b.c = b.c.drop_vars(&|v| !used[v]);
     b.nd = b.c.n - nf;
     Ok(b)
+}
+
+/// The lexicographic optimum of one basic relation by sequential parametric optimisation, as
+/// pieces with pairwise disjoint domains on which the image is given by equalities; `None`
+/// where this method does not apply (a congruence or a non-unit bound on the optimised
+/// dimension, or an unbounded one), and the caller falls back to the general method.
+///
+/// For range dimension `k`, the piece (its earlier range dimensions already fixed to their
+/// optimum) is projected onto the domain and dimensions `0..=k`. If that projection has an
+/// equality on `y_k`, `y_k` is already a function of the rest. Otherwise, for the maximum,
+/// every upper bound has the form `y_k ≤ U_i` and the optimum is `min_i U_i` wherever the
+/// fibre is not empty (any lower bound `a·y_k ≥ L` admits `min_i U_i` once it admits some
+/// `y_k ≤ min_i U_i`); the domain splits by which `U_j` is smallest (ties to the first).
+///
+/// One list per stride-form piece of `p`: the lists' domains may overlap.
+fn lexopt_basic(p: &Basic, max: bool) -> Result<Option<Vec<Vec<Basic>>>, Error> {
+    let nin = p.np + p.ni();
+    let no = p.no();
+    let mut done = Vec::new();
+    for sf in p.stride_form()? {
+        if sf.nd > 0 {
+            return Ok(None);
+        }
+        let mut work = vec![sf.c];
+        for k in 0..no {
+            let keep = nin + k + 1;
+            let v = keep - 1;
+            let mut next = Vec::with_capacity(work.len());
+            for c in work {
+                let mut ps = project(&c, keep)?;
+                let d = match ps.len() {
+                    0 => continue,
+                    1 if ps[0].n == keep => ps.pop().expect("one piece"),
+                    _ => return Ok(None),
+                };
+                if d.eqs.iter().any(|r| r[1 + v] != 0) {
+                    next.push(c);
+                    continue;
+                }
+                // The bounds that limit the optimum, as `y_k = B_i` rows over `d`'s variables.
+                let mut bs: Vec<Row> = Vec::new();
+                for r in &d.ineqs {
+                    let a = r[1 + v];
+                    if (max && a < 0) || (!max && a > 0) {
+                        if a.abs() != 1 {
+                            return Ok(None);
+                        }
+                        // max: r = B − y_k ≥ 0; min: r = y_k − B ≥ 0.
+                        let mut b = if max { r.clone() } else { negate(r)? };
+                        b[1 + v] = 0;
+                        bs.push(b);
+                    }
+                }
+                if bs.is_empty() {
+                    return Ok(None);
+                }
+                let lift = |r: &Row| -> Row {
+                    let mut o = r.clone();
+                    o.resize(c.n + 1, 0);
+                    o
+                };
+                for j in 0..bs.len() {
+                    let mut cj = c.clone();
+                    let mut e = lift(&bs[j]);
+                    e[1 + v] = -1;
+                    cj.eqs.push(e);
+                    for (i, bi) in bs.iter().enumerate() {
+                        if i == j {
+                            continue;
+                        }
+                        // max: B_i − B_j ≥ 0 (− 1 when i < j); min: B_j − B_i ≥ 0 (− 1 …).
+                        let mut r = if max {
+                            super::conj::combine(bi, 1, &bs[j], -1)?
+                        } else {
+                            super::conj::combine(&bs[j], 1, bi, -1)?
+                        };
+                        if i < j {
+                            r[0] = super::conj::add(r[0], -1)?;
+                        }
+                        cj.ineqs.push(lift(&r));
+                    }
+                    if cj.normalize()? && is_feasible(&cj)? {
+                        next.push(cj);
+                    }
+                }
+            }
+            work = next;
+        }
+        if !work.is_empty() {
+            done.push(
+                work.into_iter()
+                    .map(|c| Basic {
+                        dom: p.dom.clone(),
+                        ran: p.ran.clone(),
+                        np: p.np,
+                        nd: 0,
+                        c,
+                    })
+                    .collect(),
+            );
+        }
+    }
+    Ok(Some(done))
+}
+
+/// The image of a piece without locals as explicit affine functions of the parameters and
+/// domain dimensions, one row `[constant, params…, domain…]` per range dimension; `None` when
+/// some range dimension is not fixed by a unit-coefficient equality over earlier ones.
+fn explicit_image(b: &Basic) -> Result<Option<Vec<Row>>, Error> {
+    let nin = b.np + b.ni();
+    let no = b.no();
+    if b.nd != 0 {
+        return Ok(None);
+    }
+    let mut fs: Vec<Row> = Vec::with_capacity(no);
+    for k in 0..no {
+        let y = nin + k;
+        let Some(e) = b.c.eqs.iter().find(|r| {
+            r[1 + y].abs() == 1 && (k + 1..no).all(|j| r[1 + nin + j] == 0)
+        }) else {
+            return Ok(None);
+        };
+        // y_k = −(e without y_k) · sign(e_y).
+        let sign = -e[1 + y];
+        let mut f: Row = e[..=nin]
+            .iter()
+            .map(|&x| super::conj::mul(x, sign))
+            .collect::<Result<_, _>>()?;
+        for (j, fj) in fs.iter().enumerate() {
+            let c = super::conj::mul(e[1 + nin + j], sign)?;
+            if c != 0 {
+                f = super::conj::combine(&f, 1, fj, c)?;
+            }
+        }
+        fs.push(f);
+    }
+    Ok(Some(fs))
+}
+
+/// The lexicographic optimum of a union of single-valued pieces without locals whose images
+/// are explicit (see [`explicit_image`]): each piece keeps the domain points where no other
+/// piece's image is better. Comparing two affine images dimension by dimension decides most
+/// dimensions at once (a constant difference), so few regions are subtracted. `None` when an
+/// image is not explicit.
+fn combine_optima(r: &Rel, max: bool) -> Result<Option<Vec<Basic>>, Error> {
+    let mut fs = Vec::with_capacity(r.parts.len());
+    for p in &r.parts {
+        match explicit_image(p)? {
+            Some(f) => fs.push(f),
+            None => return Ok(None),
+        }
+    }
+    // Each piece's domain as rows over all of its variables, the image substituted.
+    let mut doms: Vec<Conj> = Vec::with_capacity(r.parts.len());
+    for (p, f) in r.parts.iter().zip(&fs) {
+        let nin = p.np + p.ni();
+        let sub = |row: &Row| -> Result<Row, Error> {
+            let mut o = row[..=nin].to_vec();
+            for (k, fk) in f.iter().enumerate() {
+                let c = row[1 + nin + k];
+                if c != 0 {
+                    o = super::conj::combine(&o, 1, fk, c)?;
+                }
+            }
+            o.resize(row.len(), 0);
+            Ok(o)
+        };
+        doms.push(Conj {
+            n: p.c.n,
+            eqs: p.c.eqs.iter().map(sub).collect::<Result<_, _>>()?,
+            ineqs: p.c.ineqs.iter().map(sub).collect::<Result<_, _>>()?,
+        });
+    }
+    let mut out = Vec::new();
+    for (i, p) in r.parts.iter().enumerate() {
+        let n = p.c.n;
+        let mut beaten: Vec<Basic> = Vec::new();
+        for (j, q) in r.parts.iter().enumerate() {
+            if i == j {
+                continue;
+            }
+            let mut prefix: Vec<Row> = Vec::new();
+            for (fp, fq) in fs[i].iter().zip(&fs[j]) {
+                // δ ≥ 1 where q's image is better at this dimension.
+                let mut d = if max {
+                    super::conj::combine(fq, 1, fp, -1)?
+                } else {
+                    super::conj::combine(fp, 1, fq, -1)?
+                };
+                d.resize(n + 1, 0);
+                let constant = d[1..].iter().all(|&x| x == 0);
+                if constant && d[0] == 0 {
+                    continue;
+                }
+                if constant && d[0] < 0 {
+                    break;
+                }
+                let mut c = doms[j].clone();
+                c.eqs.extend(prefix.iter().cloned());
+                if !constant {
+                    let mut strict = d.clone();
+                    strict[0] = super::conj::add(strict[0], -1)?;
+                    c.ineqs.push(strict);
+                }
+                beaten.push(Basic {
+                    c,
+                    nd: 0,
+                    ..q.clone()
+                });
+                if constant {
+                    break;
+                }
+                prefix.push(d);
+            }
+        }
+        let mine = Rel {
+            params: r.params.clone(),
+            parts: vec![p.clone()],
+        };
+        let left = mine.subtract(&Rel {
+            params: r.params.clone(),
+            parts: beaten,
+        })?;
+        out.extend(left.parts);
+    }
+    Ok(Some(out))
 }
 
 #[derive(Clone, Debug)]
@@ -717,6 +959,55 @@ impl Rel {
     /// smallest (largest with `max`) element of its image. Domain points whose image has no
     /// such element (unbounded) are left out.
     pub fn lexopt(&self, max: bool) -> Result<Rel, Error> {
+        // Per piece, the optimum by sequential parametric optimisation; where every piece
+        // allows it, the optimum of the union is the optimum of the pieces' optima, which are
+        // single-valued and cheap to compare. Otherwise the general method on the whole union.
+        let mut cands: Vec<(usize, Vec<Vec<Basic>>)> = Vec::with_capacity(self.parts.len());
+        for (i, p) in self.parts.iter().enumerate() {
+            match lexopt_basic(p, max)? {
+                Some(v) => cands.push((i, v)),
+                None => return self.lexopt_general(max),
+            }
+        }
+        let mut parts = Vec::new();
+        let mut seen = vec![false; self.parts.len()];
+        for (i, _) in cands.iter().enumerate() {
+            if seen[i] {
+                continue;
+            }
+            // Candidates of every piece in the space of piece `i`.
+            let space = &self.parts[cands[i].0];
+            let mut group: Vec<Basic> = Vec::new();
+            let mut sources = 0;
+            for (j, (k, v)) in cands.iter().enumerate() {
+                if !seen[j] && self.parts[*k].same_space(space) {
+                    seen[j] = true;
+                    sources += v.len();
+                    group.extend(v.iter().flatten().cloned());
+                }
+            }
+            if sources <= 1 {
+                parts.extend(group);
+            } else {
+                let r = Rel {
+                    params: self.params.clone(),
+                    parts: group,
+                };
+                match combine_optima(&r, max)? {
+                    Some(v) => parts.extend(v),
+                    None => parts.extend(r.lexopt_general(max)?.parts),
+                }
+            }
+        }
+        Ok(Rel {
+            params: self.params.clone(),
+            parts,
+        })
+    }
+
+    /// The optimum as "every point no other image point beats": exact for any union, but
+    /// its subtraction grows quickly with the number of pieces and constraints.
+    fn lexopt_general(&self, max: bool) -> Result<Rel, Error> {
         let mut worse: Vec<Basic> = Vec::new();
         for p in &self.parts {
             let (np, ni, no) = (p.np, p.ni(), p.no());

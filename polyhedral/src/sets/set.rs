@@ -148,6 +148,19 @@ impl Set {
         Set(m.0.intersect_side(&self.0, false).project_side(true))
     }
 
+    /// The same points with every local that is not a congruence eliminated (exact
+    /// projection): cheaper to ask many questions of.
+    pub(crate) fn without_locals(&self) -> Result<Set, Error> {
+        let mut parts = Vec::new();
+        for b in &self.0.parts {
+            parts.extend(b.stride_form()?);
+        }
+        Ok(Set(Rel {
+            params: self.0.params.clone(),
+            parts,
+        }))
+    }
+
     /// The lexicographically smallest point per space and per parameter value.
     pub fn lexmin(&self) -> Result<Set, Error> {
         Ok(Set(self.0.lexopt(false)?))
