@@ -816,7 +816,7 @@ impl<'a> Scheduler<'a> {
                     return Err(Error::Invalid("scheduler dimensions are affine".into()));
                 };
                 let mut row = vec![0i64; 1 + np + ds + dt];
-                let rs = affine_row(&es, np, ds + dt);
+                let rs = affine_row(es, np, ds + dt);
                 let rt = affine_row(&et.map_iters(|k| k + ds), np, ds + dt);
                 for (x, (a, b)) in row.iter_mut().zip(rs.iter().zip(&rt)) {
                     *x = b - a;
