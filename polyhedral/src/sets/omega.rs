@@ -69,11 +69,12 @@ fn solve_equalities(c: &mut Conj, keep: usize) -> Result<bool, Error> {
         // Unit-coefficient substitutions never need normalised rows: do them all before
         // normalising again.
         let mut substituted = false;
-        while let Some((e, v)) = c.eqs.iter().enumerate().find_map(|(e, row)| {
-            (keep..c.n)
-                .find(|&v| row[1 + v].abs() == 1)
-                .map(|v| (e, v))
-        }) {
+        while let Some((e, v)) = c
+            .eqs
+            .iter()
+            .enumerate()
+            .find_map(|(e, row)| (keep..c.n).find(|&v| row[1 + v].abs() == 1).map(|v| (e, v)))
+        {
             let mut s = c.eqs.remove(e);
             // x_v = -(row without v) / coef, coef = ±1.
             if s[1 + v] == 1 {

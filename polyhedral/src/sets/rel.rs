@@ -438,9 +438,11 @@ fn explicit_image(b: &Basic) -> Result<Option<Vec<Row>>, Error> {
     let mut fs: Vec<Row> = Vec::with_capacity(no);
     for k in 0..no {
         let y = nin + k;
-        let Some(e) = b.c.eqs.iter().find(|r| {
-            r[1 + y].abs() == 1 && (k + 1..no).all(|j| r[1 + nin + j] == 0)
-        }) else {
+        let Some(e) =
+            b.c.eqs
+                .iter()
+                .find(|r| r[1 + y].abs() == 1 && (k + 1..no).all(|j| r[1 + nin + j] == 0))
+        else {
             return Ok(None);
         };
         // y_k = −(e without y_k) · sign(e_y).
