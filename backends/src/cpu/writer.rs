@@ -38,6 +38,9 @@ pub(crate) struct KernelInterface {
 pub struct Writer<'a> {
     program: &'a Program,
     options: &'a Options,
+    /// Whether the code goes back into the C file the program came from (see [`super::scop`]):
+    /// sizes, arrays and scalars keep their names from that file, scalars are plain variables.
+    in_source: bool,
     scope: Scope,
     kernel: String,
     params: Vec<String>,
@@ -80,6 +83,7 @@ impl<'a> Writer<'a> {
         Writer {
             program,
             options,
+            in_source: false,
             scope,
             kernel,
             params,
@@ -88,6 +92,73 @@ impl<'a> Writer<'a> {
             loop_vars: HashMap::new(),
             helpers: BTreeSet::new(),
         }
+    }
+
+    /// A writer for code that replaces the SCoP of the C file the program came from: sizes,
+    /// arrays and scalars are spelled as that file spells them, and the loop variables it
+    /// declares avoid every identifier in `taken` (the file's identifiers).
+    pub(crate) fn in_source<'t>(
+        program: &'a Program,
+        options: &'a Options,
+        taken: impl IntoIterator<Item = &'t str>,
+    ) -> Writer<'a> {
+        let mut scope = Scope::default();
+        for name in taken {
+            scope.reserve(name);
+        }
+        Writer {
+            program,
+            options,
+            in_source: true,
+            scope,
+            kernel: program.name.clone(),
+            params: program.params.iter().map(|p| p.name.clone()).collect(),
+            arrays: program.arrays.iter().map(|a| a.name.clone()).collect(),
+            functions: program.functions.iter().map(|f| f.name.clone()).collect(),
+            loop_vars: HashMap::new(),
+            helpers: BTreeSet::new(),
+        }
+    }
+
+    /// The statements that replace the SCoP (one block, indented by `indent` levels) and the
+    /// helper definitions they need, in that order.
+    pub(crate) fn write_in_source(
+        mut self,
+        ast: &Ast,
+        indent: usize,
+    ) -> Result<(String, String), Error> {
+        let program = self.program;
+        program
+            .verify()
+            .map_err(|e| Error::InvalidProgram(e.to_string()))?;
+        ast::verify(program, ast).map_err(Error::InvalidAst)?;
+        if let Some(f) = program.functions.first() {
+            return Err(Error::Unsupported(format!(
+                "scalar function `{}` in a C SCoP",
+                f.name
+            )));
+        }
+        let mut body = String::new();
+        let pad = "    ".repeat(indent);
+        let _ = writeln!(body, "{pad}{{");
+        self.write_node(&mut body, ast, indent + 1, false);
+        let _ = writeln!(body, "{pad}}}");
+        Ok((body, self.helper_definitions()))
+    }
+
+    /// The definitions of every helper used so far, each after the ones it calls.
+    fn helper_definitions(&self) -> String {
+        let mut helpers = BTreeSet::new();
+        for &h in &self.helpers {
+            helpers.insert(h);
+            helpers.extend(h.requires());
+        }
+        let mut out = String::new();
+        for h in helpers {
+            out.push('\n');
+            out += h.source();
+        }
+        out
     }
 
     /// The C translation unit of the kernel.
@@ -114,15 +185,7 @@ impl<'a> Writer<'a> {
             program.name
         );
         out += "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n";
-        let mut helpers = BTreeSet::new();
-        for &h in &self.helpers {
-            helpers.insert(h);
-            helpers.extend(h.requires());
-        }
-        for h in helpers {
-            out.push('\n');
-            out += h.source();
-        }
+        out += &self.helper_definitions();
         if !program.params.is_empty() {
             out.push('\n');
             for (p, name) in program.params.iter().zip(&self.params) {
@@ -441,7 +504,11 @@ impl<'a> Writer<'a> {
                     (false, false) => None,
                 };
                 if let Some(p) = pragma {
-                    let _ = writeln!(out, "{pad}#pragma omp {p}");
+                    let threads = match self.options.threads {
+                        Some(n) if parallel => format!(" num_threads({n})"),
+                        _ => String::new(),
+                    };
+                    let _ = writeln!(out, "{pad}#pragma omp {p}{threads}");
                 }
                 let lo = self.ast_expr(lower);
                 // A name is bound once per nest (verified), so sibling loops can share it.
@@ -499,7 +566,7 @@ impl<'a> Writer<'a> {
         let a = self.program.array(id);
         let name = self.arrays[id.index()].clone();
         if a.shape.is_empty() {
-            let direct = self.by_value(id) || a.role == ArrayRole::Temporary;
+            let direct = self.in_source || self.by_value(id) || a.role == ArrayRole::Temporary;
             return if direct { name } else { format!("{name}[0]") };
         }
         let mut text = name;
