@@ -1,5 +1,5 @@
 //! The optimizing pipeline, written out in one place: dependences → Pluto scheduling (with the
-//! fusion strategy) → tiling → schedule tree → verification → AST.
+//! fusion strategy) → tiling → intra-tile permutation → schedule tree → verification → AST.
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memory
 //! levels and vector width), never from its name. With [`Options::verify`] every pass's
@@ -14,6 +14,7 @@
 use crate::ast::Ast;
 use crate::deps::{compute_dependences, Dependences};
 use crate::program::Program;
+use crate::schedule::intra_tile;
 use crate::schedule::pluto::{self, BandKind, DimKind, Fusion, PlutoSchedule};
 use crate::schedule::tile::{self, TileOptions, TileSizes};
 use crate::schedule::{tree_of_schedule, verify, ScheduleError, ScheduleTree};
@@ -68,6 +69,8 @@ pub struct Options {
     pub tiling: Tiling,
     /// Turn tile bands whose outer member carries a dependence into wavefronts.
     pub wavefront: bool,
+    /// Permute point bands so that a parallel loop with stride-one accesses is innermost.
+    pub intra_tile: bool,
     /// Check every pass's result before the next pass (see the module docs).
     pub verify: bool,
 }
@@ -78,6 +81,7 @@ impl Default for Options {
             fuse: Fusion::SmartFuse,
             tiling: Tiling::FromTarget,
             wavefront: true,
+            intra_tile: true,
             verify: true,
         }
     }
@@ -143,6 +147,15 @@ pub fn compile(
             tiled
         }
         None => schedule.clone(),
+    };
+    let tiled = if options.intra_tile {
+        let permuted = intra_tile::sink_vector_loops(program, &deps, &tiled)?;
+        if options.verify && permuted != tiled {
+            pluto::check_legality(program, &deps, &permuted)?;
+        }
+        permuted
+    } else {
+        tiled
     };
 
     let tree = tree_of_schedule(program, &tiled)?;

@@ -24,7 +24,7 @@ pub fn replace_scop(
     source: &str,
     options: &Options,
 ) -> Result<String, Error> {
-    let SourceKind::CScop { scop } = &program.source else {
+    let SourceKind::CScop { scop, .. } = &program.source else {
         return Err(Error::Unsupported(
             "source-to-source output needs a C file with a #pragma scop region".into(),
         ));

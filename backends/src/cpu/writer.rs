@@ -17,7 +17,7 @@ use std::fmt::Write;
 
 use polyhedral::ast::{self, Ast, AstCond, AstExpr, CSyntax};
 use polyhedral::program::{
-    ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, Stmt, StmtId,
+    ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, SourceKind, Stmt, StmtId,
 };
 
 use super::body::{value_type, BodyContext};
@@ -112,7 +112,10 @@ impl<'a> Writer<'a> {
             in_source: true,
             scope,
             kernel: program.name.clone(),
-            params: program.params.iter().map(|p| p.name.clone()).collect(),
+            params: match &program.source {
+                SourceKind::CScop { size_names, .. } => size_names.clone(),
+                SourceKind::Kernel => program.params.iter().map(|p| p.name.clone()).collect(),
+            },
             arrays: program.arrays.iter().map(|a| a.name.clone()).collect(),
             functions: program.functions.iter().map(|f| f.name.clone()).collect(),
             loop_vars: HashMap::new(),

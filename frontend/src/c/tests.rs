@@ -94,7 +94,7 @@ fn gemm_lowers_as_polybench_writes_it() {
     assert!(text.contains("schedule: [0, i, 0, j, 0]"), "{text}");
     assert!(text.contains("schedule: [0, i, 1, k, 0, j, 0]"), "{text}");
     assert!(text.contains("reduction: + over k"), "{text}");
-    let SourceKind::CScop { scop } = p.source else {
+    let SourceKind::CScop { scop, .. } = p.source else {
         panic!("not a C SCoP")
     };
     let src = std::fs::read_to_string(kernels_dir().join("gemm.c")).unwrap();

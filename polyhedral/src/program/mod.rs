@@ -286,8 +286,10 @@ pub enum SourceKind {
     #[default]
     Kernel,
     /// A C file's `#pragma scop` region; `scop` is the byte range of the region (pragmas
-    /// included) in the file, so a back end can replace it.
-    CScop { scop: Span },
+    /// included) in the file, so a back end can replace it. `size_names` spells each
+    /// parameter as the SCoP's statements do (`ni` where the SCoP bounds a loop by the kernel
+    /// parameter `ni` that stands for the size `NI`), one entry per parameter.
+    CScop { scop: Span, size_names: Vec<String> },
 }
 
 /// A whole kernel.
