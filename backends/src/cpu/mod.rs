@@ -56,6 +56,11 @@ pub struct Options {
     /// Flags for the C compiler. `-ffp-contract=off` must stay: fused multiply-adds round
     /// differently from the interpreter.
     pub cflags: Vec<String>,
+    /// A parallel loop becomes `omp parallel for` only when one execution of it runs at least
+    /// this many statement instances at the program's sizes (estimated with
+    /// [`polyhedral::ast::estimate_work`]); below that, starting the threads costs more than
+    /// they save, and the loop runs sequentially (an inner parallel loop may take its place).
+    pub min_parallel_work: u64,
     /// OpenMP threads: a `num_threads(N)` clause on every parallel loop, and `OMP_NUM_THREADS`
     /// for the runner; `None` leaves the OpenMP default (every core).
     pub threads: Option<usize>,
@@ -70,6 +75,7 @@ impl Default for Options {
                 .map(String::from)
                 .to_vec(),
             threads: None,
+            min_parallel_work: 1 << 15,
         }
     }
 }

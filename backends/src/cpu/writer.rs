@@ -47,6 +47,8 @@ pub struct Writer<'a> {
     arrays: Vec<String>,
     functions: Vec<String>,
     loop_vars: HashMap<String, String>,
+    /// The enclosing loops' variables at the middle of their ranges, for work estimates.
+    midpoints: Vec<(String, i64)>,
     helpers: BTreeSet<Helper>,
 }
 
@@ -90,6 +92,7 @@ impl<'a> Writer<'a> {
             arrays,
             functions,
             loop_vars: HashMap::new(),
+            midpoints: Vec::new(),
             helpers: BTreeSet::new(),
         }
     }
@@ -119,6 +122,7 @@ impl<'a> Writer<'a> {
             arrays: program.arrays.iter().map(|a| a.name.clone()).collect(),
             functions: program.functions.iter().map(|f| f.name.clone()).collect(),
             loop_vars: HashMap::new(),
+            midpoints: Vec::new(),
             helpers: BTreeSet::new(),
         }
     }
@@ -498,7 +502,10 @@ impl<'a> Writer<'a> {
                 body,
                 annotations,
             } => {
-                let parallel = self.options.openmp && annotations.parallel && !in_parallel;
+                let parallel = self.options.openmp
+                    && annotations.parallel
+                    && !in_parallel
+                    && self.worth_parallel(ast);
                 let simd = self.options.openmp && annotations.vectorizable && !body.contains_loop();
                 let pragma = match (parallel, simd) {
                     (true, true) => Some("parallel for simd"),
@@ -528,7 +535,18 @@ impl<'a> Writer<'a> {
                     out,
                     "{pad}for (int64_t {c} = {lo}; {c} <= {hi}; {c} += {step}) {{"
                 );
+                let params = self.program.param_values();
+                let var_of = |name: &str| {
+                    self.midpoints
+                        .iter()
+                        .rev()
+                        .find(|(n, _)| n == name)
+                        .map_or(0, |&(_, v)| v)
+                };
+                let (l, u) = (lower.eval(&var_of, &params), upper.eval(&var_of, &params));
+                self.midpoints.push((var.clone(), l + (u - l).max(0) / 2));
                 self.write_node(out, body, indent + 1, in_parallel || parallel);
+                self.midpoints.pop();
                 let _ = writeln!(out, "{pad}}}");
             }
             Ast::If {
@@ -561,6 +579,15 @@ impl<'a> Writer<'a> {
                 let _ = writeln!(out, "{pad}}}");
             }
         }
+    }
+
+    /// Whether a parallel loop runs enough statement instances per execution, at the
+    /// program's sizes, to pay for starting a parallel region (see
+    /// [`Options::min_parallel_work`]).
+    fn worth_parallel(&self, for_loop: &Ast) -> bool {
+        let params = self.program.param_values();
+        let mut bindings = self.midpoints.clone();
+        ast::estimate_work(for_loop, &params, &mut bindings) >= self.options.min_parallel_work as f64
     }
 
     /// The C text of an array element accessed by a statement instance.

@@ -197,7 +197,10 @@ fn band_sizes(
 }
 
 /// Bytes of the bounding boxes of the array elements touched by one interior tile of `band`,
-/// at the program's parameter values.
+/// at the program's parameter values: one iteration of the loops outside the band (their
+/// values fixed at an interior instance), the tile's `sizes` along the band. Statements that
+/// scalar dimensions before the band put into different loop nests run their tiles at
+/// different times, so the answer is the largest nest's footprint, not their sum.
 pub fn footprint(
     program: &Program,
     schedule: &PlutoSchedule,
@@ -206,8 +209,20 @@ pub fn footprint(
 ) -> Result<u64, Error> {
     let np = program.params.len();
     let values = program.param_values();
-    let mut boxes: Vec<Option<Vec<(i64, i64)>>> = vec![None; program.arrays.len()];
+    let mut nests: Vec<(Vec<i64>, Vec<Option<Vec<(i64, i64)>>>)> = Vec::new();
     for (si, s) in program.statements.iter().enumerate() {
+        let nest: Vec<i64> = (0..band.start)
+            .filter(|&d| schedule.dims[d].kind == DimKind::Scalar)
+            .map(|d| schedule.dims[d].exprs[si].eval(&[], &values))
+            .collect();
+        let slot = match nests.iter().position(|(k, _)| *k == nest) {
+            Some(k) => k,
+            None => {
+                nests.push((nest, vec![None; program.arrays.len()]));
+                nests.len() - 1
+            }
+        };
+        let boxes = &mut nests[slot].1;
         let ds = s.depth();
         let phis: Vec<AffineExpr> = (band.start..band.start + band.len)
             .map(|d| {
@@ -230,6 +245,21 @@ pub fn footprint(
         let Some(point) = interior_point(&domain, ds)? else {
             continue;
         };
+        for d in 0..band.start {
+            let dim = &schedule.dims[d];
+            if dim.kind != DimKind::Loop {
+                continue;
+            }
+            // A tile dimension outside the band is implied by the point dimensions it
+            // divides; only affine loops are fixed.
+            if let Some(phi) = dim.exprs[si].as_affine() {
+                if !phi.terms().is_empty() {
+                    let mut row = bind(&affine_row(phi, np, ds), &values);
+                    row[0] -= phi.eval(&point, &values);
+                    eqs.push(row);
+                }
+            }
+        }
         for (phi, &t) in phis.iter().zip(sizes) {
             if phi.terms().is_empty() {
                 continue;
@@ -283,18 +313,22 @@ pub fn footprint(
             });
         }
     }
-    let mut total: u64 = 0;
-    for (a, b) in boxes.iter().enumerate() {
-        if let Some(b) = b {
-            let elems: u64 = b
-                .iter()
-                .map(|&(lo, hi)| (hi - lo + 1).max(0) as u64)
-                .product();
-            let size = program.arrays[a].elem.size_in_bytes() as u64;
-            total = total.saturating_add(elems.saturating_mul(size));
+    let mut largest: u64 = 0;
+    for (_, boxes) in &nests {
+        let mut total: u64 = 0;
+        for (a, b) in boxes.iter().enumerate() {
+            if let Some(b) = b {
+                let elems: u64 = b
+                    .iter()
+                    .map(|&(lo, hi)| (hi - lo + 1).max(0) as u64)
+                    .product();
+                let size = program.arrays[a].elem.size_in_bytes() as u64;
+                total = total.saturating_add(elems.saturating_mul(size));
+            }
         }
+        largest = largest.max(total);
     }
-    Ok(total)
+    Ok(largest)
 }
 
 /// A point of a parameter-free set near the middle of its bounding box (the middle itself when
