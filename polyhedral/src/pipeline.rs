@@ -158,7 +158,7 @@ pub fn compile(
         tiled
     };
 
-    let tree = tree_of_schedule(program, &tiled)?;
+    let tree = tree_of_schedule(program, &deps, &tiled)?;
     if options.verify {
         verify(program, &tree)?;
     }

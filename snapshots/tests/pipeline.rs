@@ -7,27 +7,7 @@ use polyhedral::interp::{random_inputs, run, Memory};
 use polyhedral::pipeline::{compile, MemoryLevel, Options, TargetDescription, Tiling};
 use polyhedral::schedule::pluto::Fusion;
 use polyhedral::Program;
-use snapshots::kernels;
-
-/// A kernel at small sizes: PolyBench's mini dataset for C (sizes at most 12), `.pf` sizes
-/// cut to 5–7.
-fn load_small(path: &std::path::Path) -> Program {
-    let options = frontend::Options {
-        defines: vec![("MINI_DATASET".into(), None)],
-        ..frontend::Options::default()
-    };
-    let mut program =
-        frontend::load(path, &options).unwrap_or_else(|e| panic!("{}", e.render(false)));
-    let pf = path.extension().is_some_and(|e| e == "pf");
-    for (k, p) in program.params.iter_mut().enumerate() {
-        p.value = if pf {
-            p.value.min(5 + (k as i64 % 3))
-        } else {
-            p.value.min(12)
-        };
-    }
-    program
-}
+use snapshots::{kernels, load_small};
 
 /// A machine whose closest memory is so small that tiles at these sizes are 2 or 4 wide, so
 /// tiles are partial and full ones both occur.

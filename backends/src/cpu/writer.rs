@@ -587,7 +587,8 @@ impl<'a> Writer<'a> {
     fn worth_parallel(&self, for_loop: &Ast) -> bool {
         let params = self.program.param_values();
         let mut bindings = self.midpoints.clone();
-        ast::estimate_work(for_loop, &params, &mut bindings) >= self.options.min_parallel_work as f64
+        ast::estimate_work(for_loop, &params, &mut bindings)
+            >= self.options.min_parallel_work as f64
     }
 
     /// The C text of an array element accessed by a statement instance.

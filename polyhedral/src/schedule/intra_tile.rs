@@ -26,9 +26,11 @@
 use num_rational::Rational64;
 use num_traits::{One, Signed, Zero};
 
-use super::pluto::{coincident_dims, Band, BandKind, DimKind, Error, PlutoSchedule};
+use super::pluto::{
+    coincident_dims, coincident_dims_among, Band, BandKind, DimKind, Error, PlutoSchedule,
+};
 use crate::deps::Dependences;
-use crate::program::{Program, Var};
+use crate::program::{Program, StmtId, Var};
 
 /// `schedule` with the innermost member of every permutable point band (and untiled
 /// permutable band) chosen for stride-one accesses, as the module docs describe.
@@ -47,13 +49,21 @@ pub fn sink_vector_loops(
         if !eligible {
             continue;
         }
-        if let Some(order) = choose_order(program, &out, &band) {
-            let members: Vec<_> = order
-                .iter()
-                .map(|&d| out.dims[band.start + d].clone())
-                .collect();
-            for (k, m) in members.into_iter().enumerate() {
-                out.dims[band.start + k] = m;
+        // Statements that scalar dimensions put into different loop nests share the band's
+        // dimensions but not its loops: each nest is permuted on its own.
+        for nest in out.nests_at(band.start) {
+            let flags = coincident_dims_among(program, deps, &out, &nest)?;
+            let Some(order) = choose_order(program, &out, &band, &nest, &flags) else {
+                continue;
+            };
+            for &s in &nest {
+                let members: Vec<_> = order
+                    .iter()
+                    .map(|&d| out.dims[band.start + d].exprs[s.index()].clone())
+                    .collect();
+                for (k, m) in members.into_iter().enumerate() {
+                    out.dims[band.start + k].exprs[s.index()] = m;
+                }
             }
             changed = true;
         }
@@ -75,15 +85,21 @@ enum Stride {
     Strided,
 }
 
-/// The new order of the band's members (indices into the band), or `None` to keep it.
-fn choose_order(program: &Program, s: &PlutoSchedule, band: &Band) -> Option<Vec<usize>> {
+/// The new order of the band's members (indices into the band) for the loop nest of the
+/// statements `nest`, whose dimensions' coincidence is `flags`, or `None` to keep it.
+fn choose_order(
+    program: &Program,
+    s: &PlutoSchedule,
+    band: &Band,
+    nest: &[StmtId],
+    flags: &[bool],
+) -> Option<Vec<usize>> {
     let len = band.len;
-    let coincident: Vec<bool> = (0..len)
-        .map(|k| s.dims[band.start + k].coincident)
-        .collect();
+    let coincident: Vec<bool> = (0..len).map(|k| flags[band.start + k]).collect();
     let mut score = vec![0i64; len];
     let mut contiguous = vec![0usize; len];
-    for (st, stmt) in program.statements.iter().enumerate() {
+    for &id in nest {
+        let (st, stmt) = (id.index(), &program.statements[id.index()]);
         let Some(steps) = member_steps(program, s, band, st) else {
             continue;
         };

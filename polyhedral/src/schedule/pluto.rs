@@ -181,6 +181,27 @@ impl PlutoSchedule {
             .collect()
     }
 
+    /// The statements grouped by the loop nest they are in at dimension `d`: statements whose
+    /// scalar dimensions before `d` have the same constants share the loops from `d` on,
+    /// others are distributed apart. Groups in order of first statement.
+    pub fn nests_at(&self, d: usize) -> Vec<Vec<StmtId>> {
+        let n = self.dims.first().map_or(0, |x| x.exprs.len());
+        let mut nests: Vec<(Vec<i64>, Vec<StmtId>)> = Vec::new();
+        for s in 0..n {
+            let key: Vec<i64> = self.dims[..d]
+                .iter()
+                .filter(|x| x.kind == DimKind::Scalar)
+                .map(|x| x.exprs[s].eval(&[], &[]))
+                .collect();
+            let id = StmtId(s as u32);
+            match nests.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, g)) => g.push(id),
+                None => nests.push((key, vec![id])),
+            }
+        }
+        nests.into_iter().map(|(_, g)| g).collect()
+    }
+
     /// The band that contains dimension `d`, if any.
     pub fn band_of(&self, d: usize) -> Option<&Band> {
         self.bands
@@ -370,12 +391,28 @@ pub fn coincident_dims(
     deps: &Dependences,
     schedule: &PlutoSchedule,
 ) -> Result<Vec<bool>, Error> {
+    let all: Vec<StmtId> = program.statement_ids().collect();
+    coincident_dims_among(program, deps, schedule, &all)
+}
+
+/// [`coincident_dims`] for the loop nest of the statements `stmts` only: dependences from or
+/// to other statements are not considered (the scalar dimensions that separate the nests
+/// order them).
+pub fn coincident_dims_among(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    stmts: &[StmtId],
+) -> Result<Vec<bool>, Error> {
     let maps = statement_maps(program, schedule)?;
     let params: Vec<&str> = program.params.iter().map(|p| p.name.as_str()).collect();
     let m = schedule.dims.len();
     let time = Tuple::anonymous_dims(None, m);
     let mut coincident = vec![true; m];
-    for d in deps.legality() {
+    for d in deps
+        .legality()
+        .filter(|d| stmts.contains(&d.source) && stmts.contains(&d.sink))
+    {
         let pairs = timed_pairs(&d.relation, &maps[d.source.index()], &maps[d.sink.index()]);
         for (k, flag) in coincident.iter_mut().enumerate() {
             if *flag {

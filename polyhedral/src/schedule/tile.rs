@@ -20,7 +20,7 @@
 //! for the new dimensions; bands that are not tiled are copied unchanged.
 
 use crate::deps::Dependences;
-use crate::program::{AffineExpr, ConstraintKind, Program};
+use crate::program::{AffineExpr, ConstraintKind, Program, StmtId};
 use crate::sets::{Map, Set, Tuple};
 
 use super::expr::QuasiAffine;
@@ -209,20 +209,15 @@ pub fn footprint(
 ) -> Result<u64, Error> {
     let np = program.params.len();
     let values = program.param_values();
-    let mut nests: Vec<(Vec<i64>, Vec<Option<Vec<(i64, i64)>>>)> = Vec::new();
+    let groups = schedule.nests_at(band.start);
+    let mut nests: Vec<Vec<Option<Vec<(i64, i64)>>>> =
+        vec![vec![None; program.arrays.len()]; groups.len()];
     for (si, s) in program.statements.iter().enumerate() {
-        let nest: Vec<i64> = (0..band.start)
-            .filter(|&d| schedule.dims[d].kind == DimKind::Scalar)
-            .map(|d| schedule.dims[d].exprs[si].eval(&[], &values))
-            .collect();
-        let slot = match nests.iter().position(|(k, _)| *k == nest) {
-            Some(k) => k,
-            None => {
-                nests.push((nest, vec![None; program.arrays.len()]));
-                nests.len() - 1
-            }
-        };
-        let boxes = &mut nests[slot].1;
+        let slot = groups
+            .iter()
+            .position(|g| g.contains(&StmtId(si as u32)))
+            .unwrap_or(0);
+        let boxes = &mut nests[slot];
         let ds = s.depth();
         let phis: Vec<AffineExpr> = (band.start..band.start + band.len)
             .map(|d| {
@@ -314,7 +309,7 @@ pub fn footprint(
         }
     }
     let mut largest: u64 = 0;
-    for (_, boxes) in &nests {
+    for boxes in &nests {
         let mut total: u64 = 0;
         for (a, b) in boxes.iter().enumerate() {
             if let Some(b) = b {
