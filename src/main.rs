@@ -352,25 +352,33 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         Target::All => &[Target::Interp, Target::Cpu],
         ref one => std::slice::from_ref(one),
     };
-    if args.json && targets.contains(&Target::Cpu) {
-        return Err(Failure(
-            "error: --json is not supported yet for --target cpu\n".into(),
-        ));
-    }
     let mut mismatch = Vec::new();
+    let mut documents = Vec::new();
     for (k, target) in targets.iter().enumerate() {
-        if k > 0 {
+        if k > 0 && !args.json {
             println!();
         }
-        match target {
+        let (text, document, matches) = match target {
             Target::Interp => run_interp(&program, args)?,
-            Target::Cpu => {
-                if !run_cpu(&program, args)? {
-                    mismatch.push("cpu");
-                }
-            }
-            Target::All => unreachable!("`all` expands to the single targets above"),
+            Target::Cpu => run_cpu(&program, args)?,
+            Target::All => return Err(Failure("error: `all` is not a target of its own\n".into())),
+        };
+        if !matches {
+            mismatch.push("cpu");
         }
+        print!("{text}");
+        documents.push(document);
+    }
+    if args.json {
+        let doc = if documents.len() == 1 {
+            documents.pop().unwrap_or_default()
+        } else {
+            serde_json::Value::Array(documents)
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("JSON values always serialise")
+        );
     }
     if mismatch.is_empty() {
         Ok(())
@@ -382,35 +390,54 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     }
 }
 
-fn run_interp(program: &polyhedral::Program, args: &RunArgs) -> Result<(), Failure> {
+/// Runs the kernel on the interpreter: the text to print (empty with `--json`), the JSON
+/// document, and whether it matches (always).
+fn run_interp(
+    program: &polyhedral::Program,
+    args: &RunArgs,
+) -> Result<(String, serde_json::Value, bool), Failure> {
     let mut memory = polyhedral::interp::random_inputs(program, args.seed);
     let start = std::time::Instant::now();
     polyhedral::interp::run(program, &mut memory)
         .map_err(|e| Failure(format!("error: the interpreter stopped: {e}\n")))?;
     let elapsed = start.elapsed();
     let results = report::summarize(program, &memory);
-    if args.json {
-        println!(
-            "{}",
-            report::to_json(program, "interp", args.seed, &results)
-        );
+    let document = report::to_value(program, "interp", args.seed, &results);
+    let text = if args.json {
+        String::new()
     } else {
-        print!(
-            "{}",
-            report::to_text(program, "interp", args.seed, &results, elapsed)
-        );
-    }
-    Ok(())
+        report::to_text(program, "interp", args.seed, &results, elapsed)
+    };
+    Ok((text, document, true))
 }
 
-/// Runs the optimized kernel on the CPU against the interpreter; whether the outputs match.
-fn run_cpu(program: &polyhedral::Program, args: &RunArgs) -> Result<bool, Failure> {
+/// Runs the optimized kernel on the CPU against the interpreter: the text to print (empty with
+/// `--json`), the JSON document, and whether the outputs match.
+fn run_cpu(
+    program: &polyhedral::Program,
+    args: &RunArgs,
+) -> Result<(String, serde_json::Value, bool), Failure> {
     let compiled = optimize(program, &args.optimize)?;
     let options = args.optimize.cpu();
     let report = backends::cpu::check(program, &compiled.ast, &options, args.seed)
         .map_err(|e| Failure(format!("error: {e}\n")))?;
-    print!("{}", report.to_text(program));
-    Ok(report.comparison.passed())
+    let results = report::summarize_outputs(program, &report.outputs);
+    let mut document = report::to_value(program, "cpu", args.seed, &results);
+    document["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
+    document["matches_interp"] = serde_json::json!(report.comparison.passed());
+    if let Some(outputs) = document["outputs"].as_array_mut() {
+        for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
+            out["max_abs_error"] = serde_json::json!(c.max_abs);
+            out["max_rel_error"] = serde_json::json!(c.max_rel);
+            out["mismatches"] = serde_json::json!(c.mismatches);
+        }
+    }
+    let text = if args.json {
+        String::new()
+    } else {
+        report.to_text(program)
+    };
+    Ok((text, document, report.comparison.passed()))
 }
 
 fn simulate(args: &SimArgs) -> Result<(), Failure> {

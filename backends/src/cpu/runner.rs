@@ -76,6 +76,8 @@ pub fn run(
 #[derive(Clone, Debug, PartialEq)]
 pub struct CheckReport {
     pub comparison: Comparison,
+    /// What the kernel computed: every live-out array, in [`ArrayId`] order.
+    pub outputs: Vec<(ArrayId, Vec<f64>)>,
     pub kernel_seconds: f64,
     pub seed: u64,
     pub threads: Option<usize>,
@@ -117,6 +119,7 @@ pub fn check(
     let cpu = run(program, ast, &inputs, options)?;
     Ok(CheckReport {
         comparison: compare(program, &expected, &cpu.outputs),
+        outputs: cpu.outputs,
         kernel_seconds: cpu.kernel_seconds,
         seed,
         threads: options.threads,
