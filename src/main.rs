@@ -312,8 +312,8 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let compiled = optimize(&program, &args.optimize)?;
     let text = match args.emit {
         CompileEmit::Deps => compiled.deps.display(&program).to_string(),
-        CompileEmit::Tree => compiled.tree.display(&program),
-        CompileEmit::Ast => compiled.ast.display(&program).to_string(),
+        CompileEmit::Tree => compiled.tree.display(&compiled.program),
+        CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
         CompileEmit::C => {
             let options = args.optimize.cpu();
             let generated = match program.source {
@@ -325,14 +325,14 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
                         ))
                     })?;
                     backends::cpu::replace_scop(
-                        &program,
+                        &compiled.program,
                         &compiled.ast,
                         &String::from_utf8_lossy(&source),
                         &options,
                     )
                 }
                 polyhedral::program::SourceKind::Kernel => {
-                    backends::cpu::Writer::new(&program, &options).write(&compiled.ast)
+                    backends::cpu::Writer::new(&compiled.program, &options).write(&compiled.ast)
                 }
             };
             generated.map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?
@@ -419,8 +419,14 @@ fn run_cpu(
 ) -> Result<(String, serde_json::Value, bool), Failure> {
     let compiled = optimize(program, &args.optimize)?;
     let options = args.optimize.cpu();
-    let report = backends::cpu::check(program, &compiled.ast, &options, args.seed)
-        .map_err(|e| Failure(format!("error: {e}\n")))?;
+    let report = backends::cpu::check_transformed(
+        program,
+        &compiled.program,
+        &compiled.ast,
+        &options,
+        args.seed,
+    )
+    .map_err(|e| Failure(format!("error: {e}\n")))?;
     let results = report::summarize_outputs(program, &report.outputs);
     let mut document = report::to_value(program, "cpu", args.seed, &results);
     document["kernel_seconds"] = serde_json::json!(report.kernel_seconds);

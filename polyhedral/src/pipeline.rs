@@ -1,5 +1,6 @@
-//! The optimizing pipeline, written out in one place: dependences → Pluto scheduling (with the
-//! fusion strategy) → tiling → intra-tile permutation → schedule tree → verification → AST.
+//! The optimizing pipeline, written out in one place: dependences → array expansion →
+//! Pluto scheduling (with the fusion strategy) → tiling → intra-tile permutation → schedule
+//! tree → verification → AST.
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memory
 //! levels and vector width), never from its name. With [`Options::verify`] every pass's
@@ -13,6 +14,7 @@
 
 use crate::ast::Ast;
 use crate::deps::{compute_dependences, Dependences};
+use crate::expand::{expand_for_parallelism, Expansion};
 use crate::program::Program;
 use crate::schedule::intra_tile;
 use crate::schedule::pluto::{self, BandKind, DimKind, Fusion, PlutoSchedule};
@@ -71,6 +73,9 @@ pub struct Options {
     pub wavefront: bool,
     /// Permute point bands so that a parallel loop with stride-one accesses is innermost.
     pub intra_tile: bool,
+    /// Expand arrays whose reuse keeps an outermost loop sequential (see
+    /// [`crate::expand`]), within the capacity of the target's outermost memory level.
+    pub expand: bool,
     /// Check every pass's result before the next pass (see the module docs).
     pub verify: bool,
 }
@@ -82,6 +87,7 @@ impl Default for Options {
             tiling: Tiling::FromTarget,
             wavefront: true,
             intra_tile: true,
+            expand: true,
             verify: true,
         }
     }
@@ -104,6 +110,12 @@ pub enum Error {
 /// Everything the pipeline computed, for the emitters and for `--emit`.
 #[derive(Clone, Debug)]
 pub struct Compiled {
+    /// The program the schedule and the AST are for: the input, or the input with arrays
+    /// expanded for parallelism (the same arrays in the same order, temporaries added after
+    /// them, and copy-out statements).
+    pub program: Program,
+    /// What array expansion did.
+    pub expansions: Vec<Expansion>,
     pub deps: Dependences,
     /// The scheduler's flat schedule, before tiling.
     pub schedule: PlutoSchedule,
@@ -119,7 +131,21 @@ pub fn compile(
     target: &TargetDescription,
     options: &Options,
 ) -> Result<Compiled, Error> {
-    let deps = compute_dependences(program).map_err(|e| Error::Deps(e.to_string()))?;
+    let mut deps = compute_dependences(program).map_err(|e| Error::Deps(e.to_string()))?;
+    let mut expansions = Vec::new();
+    let mut expanded = None;
+    if options.expand {
+        let budget = target.memory.last().map_or(0, |m| m.bytes);
+        if let Some((p, e)) = expand_for_parallelism(program, &deps, budget) {
+            if options.verify {
+                p.verify().map_err(|e| Error::Deps(e.to_string()))?;
+            }
+            deps = compute_dependences(&p).map_err(|e| Error::Deps(e.to_string()))?;
+            expansions = e;
+            expanded = Some(p);
+        }
+    }
+    let program = expanded.as_ref().unwrap_or(program);
 
     let scheduler = pluto::Options {
         fuse: options.fuse,
@@ -165,6 +191,8 @@ pub fn compile(
 
     let ast = crate::codegen::generate_ast(program, &tree)?;
     Ok(Compiled {
+        program: program.clone(),
+        expansions,
         deps,
         schedule,
         tiled,

@@ -52,13 +52,14 @@ fn every_kernel_every_strategy_runs_on_the_cpu_like_the_interpreter() {
                 };
                 let c =
                     compile(&program, &target, &options).unwrap_or_else(|e| panic!("{what}: {e}"));
-                let report = cpu::check(&program, &c.ast, &cpu_options(), 3)
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let report =
+                    cpu::check_transformed(&program, &c.program, &c.ast, &cpu_options(), 3)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert!(
                     report.comparison.passed(),
                     "{what}:\n{}\n{}",
                     report.to_text(&program),
-                    c.ast.display(&program)
+                    c.ast.display(&c.program)
                 );
             }
         }
@@ -114,8 +115,8 @@ fn optimized_c_of_every_kernel_passes_the_sanitizers() {
             let what = format!("{} on {}", path.display(), target.name);
             let c = compile(&program, &target, &Options::default())
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let report =
-                cpu::check(&program, &c.ast, &options, 4).unwrap_or_else(|e| panic!("{what}: {e}"));
+            let report = cpu::check_transformed(&program, &c.program, &c.ast, &options, 4)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert!(
                 report.comparison.passed(),
                 "{what}:\n{}",
@@ -194,7 +195,7 @@ fn source_to_source_output_prints_what_the_original_prints() {
                 },
             )
             .unwrap();
-            let replaced = cpu::replace_scop(&program, &c.ast, &source, &cpu_options())
+            let replaced = cpu::replace_scop(&c.program, &c.ast, &source, &cpu_options())
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let optimized = dir.path().join(format!("{stem}.opt.c"));
             std::fs::write(&optimized, &replaced).unwrap();

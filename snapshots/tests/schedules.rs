@@ -46,14 +46,14 @@ fn optimized_trees_and_c_of_the_textbook_kernels() {
         let program = load(&path);
         let c = optimized(&program, Fusion::SmartFuse);
         let snap = snapshot_name(&path);
-        insta::assert_snapshot!(format!("tree_{snap}"), c.tree.display(&program));
+        insta::assert_snapshot!(format!("tree_{snap}"), c.tree.display(&c.program));
         let options = cpu::Options::default();
         let code = match program.source {
             SourceKind::CScop { .. } => {
                 let source = std::fs::read_to_string(&path).unwrap();
-                cpu::replace_scop(&program, &c.ast, &source, &options)
+                cpu::replace_scop(&c.program, &c.ast, &source, &options)
             }
-            SourceKind::Kernel => cpu::Writer::new(&program, &options).write(&c.ast),
+            SourceKind::Kernel => cpu::Writer::new(&c.program, &options).write(&c.ast),
         }
         .unwrap_or_else(|e| panic!("{name}: {e}"));
         insta::assert_snapshot!(format!("c_{snap}"), code);
@@ -69,7 +69,7 @@ fn fusion_strategies_of_2mm_and_3mm() {
             let c = optimized(&program, fuse);
             insta::assert_snapshot!(
                 format!("tree_{}_{}", snapshot_name(&path), fuse.name()),
-                c.tree.display(&program)
+                c.tree.display(&c.program)
             );
         }
     }

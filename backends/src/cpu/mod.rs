@@ -19,7 +19,7 @@ mod runner;
 mod scop;
 mod writer;
 
-pub use runner::{check, run, CheckReport, CpuRun};
+pub use runner::{check, check_transformed, run, CheckReport, CpuRun};
 pub use scop::replace_scop;
 pub use writer::Writer;
 

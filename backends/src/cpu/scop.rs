@@ -62,7 +62,7 @@ pub fn replace_scop(
         "\n/* Helpers of the loops polyfuse generated for `{}`. */\n",
         program.name
     );
-    out += "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n";
+    out += "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n";
     out += &helpers;
     out.push('\n');
     out += &source[insert_at..line_start];

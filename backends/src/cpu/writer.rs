@@ -109,17 +109,36 @@ impl<'a> Writer<'a> {
         for name in taken {
             scope.reserve(name);
         }
+        let (params, declared) = match &program.source {
+            SourceKind::CScop {
+                size_names, arrays, ..
+            } => (size_names.clone(), *arrays),
+            SourceKind::Kernel => (
+                program.params.iter().map(|p| p.name.clone()).collect(),
+                program.arrays.len(),
+            ),
+        };
+        // The file's own arrays keep their names; the compiler's temporaries get fresh ones.
+        let arrays = program
+            .arrays
+            .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                if k < declared {
+                    a.name.clone()
+                } else {
+                    scope.fresh(&a.name)
+                }
+            })
+            .collect();
         Writer {
             program,
             options,
             in_source: true,
             scope,
             kernel: program.name.clone(),
-            params: match &program.source {
-                SourceKind::CScop { size_names, .. } => size_names.clone(),
-                SourceKind::Kernel => program.params.iter().map(|p| p.name.clone()).collect(),
-            },
-            arrays: program.arrays.iter().map(|a| a.name.clone()).collect(),
+            params,
+            arrays,
             functions: program.functions.iter().map(|f| f.name.clone()).collect(),
             loop_vars: HashMap::new(),
             midpoints: Vec::new(),
@@ -145,10 +164,30 @@ impl<'a> Writer<'a> {
                 f.name
             )));
         }
+        let declared = match &program.source {
+            SourceKind::CScop { arrays, .. } => *arrays,
+            SourceKind::Kernel => program.arrays.len(),
+        };
         let mut body = String::new();
         let pad = "    ".repeat(indent);
         let _ = writeln!(body, "{pad}{{");
+        let own: Vec<ArrayId> = (declared..program.arrays.len())
+            .map(|k| ArrayId(k as u32))
+            .collect();
+        let inner = "    ".repeat(indent + 1);
+        for &id in &own {
+            let decl = self.temporary_declaration(id);
+            let name = &self.arrays[id.index()];
+            let _ = writeln!(body, "{inner}{decl}");
+            let _ = writeln!(
+                body,
+                "{inner}if (!{name}) {{\n{inner}    fprintf(stderr, \"polyfuse: out of memory\\n\");\n{inner}    abort();\n{inner}}}"
+            );
+        }
         self.write_node(&mut body, ast, indent + 1, false);
+        for &id in &own {
+            let _ = writeln!(body, "{inner}free({});", self.arrays[id.index()]);
+        }
         let _ = writeln!(body, "{pad}}}");
         Ok((body, self.helper_definitions()))
     }
@@ -382,6 +421,30 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// `T (*name)[d2]… = calloc(d1, sizeof *name);`: a zeroed temporary array on the heap, as
+    /// the interpreter starts temporaries.
+    fn temporary_declaration(&self, id: ArrayId) -> String {
+        let a = self.program.array(id);
+        let name = &self.arrays[id.index()];
+        let store = storage_type(a.elem);
+        // The sizes of a kernel function are constants; code put back into a C file spells
+        // them by name, and `calloc(0, …)` may fail, so at least one element is asked for.
+        let count = if self.in_source {
+            let first = AstExpr::from_affine(&a.shape[0], &|_| AstExpr::Int(0));
+            let n = self.with_syntax(|s| first.to_c(s));
+            format!("{n} > 0 ? {n} : 1")
+        } else {
+            self.program.array_extents(id)[0].max(1).to_string()
+        };
+        let inner = self.inner_dims(id);
+        let pointer = if inner.is_empty() {
+            format!("*{name}")
+        } else {
+            format!("(*{name}){inner}")
+        };
+        format!("{store} {pointer} = calloc({count}, sizeof *{name});")
+    }
+
     /// Whether array `id` is passed to the kernel by value.
     fn by_value(&self, id: ArrayId) -> bool {
         let a = self.program.array(id);
@@ -453,17 +516,7 @@ impl<'a> Writer<'a> {
                 let _ = writeln!(out, "    {store} {name} = 0;");
                 continue;
             }
-            let count = program.array_extents(id)[0].max(1);
-            let inner = self.inner_dims(id);
-            let pointer = if inner.is_empty() {
-                format!("*{name}")
-            } else {
-                format!("(*{name}){inner}")
-            };
-            let _ = writeln!(
-                out,
-                "    {store} {pointer} = calloc({count}, sizeof *{name});"
-            );
+            let _ = writeln!(out, "    {}", self.temporary_declaration(id));
             allocated.push(name.clone());
         }
         if !allocated.is_empty() {

@@ -108,7 +108,7 @@ pub(crate) fn lower(
             read[r.array.index()] = true;
         }
     }
-    let arrays = l
+    let arrays: Vec<Array> = l
         .arrays
         .into_iter()
         .enumerate()
@@ -138,6 +138,7 @@ pub(crate) fn lower(
                 .zip(l.size_names)
                 .map(|(p, spelled)| spelled.unwrap_or_else(|| p.name.clone()))
                 .collect(),
+            arrays: arrays.len(),
         },
         params: l.params,
         arrays,
