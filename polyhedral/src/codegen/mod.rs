@@ -360,7 +360,6 @@ impl Gen<'_> {
         for r in ranges.iter_mut() {
             r.guard = r.guard.without(&common);
         }
-        let conds = self.conds(&common);
         let saved = self.ctx.clone();
         common.add_to(&mut self.ctx);
         let body = if versioning && level.below(idx) == 0 {
@@ -369,7 +368,9 @@ impl Gen<'_> {
             self.loops(level, idx, kept, ranges, cont)
         };
         self.ctx = saved;
-        Ok(guarded(conds, body?))
+        let body = body?;
+        let common = self.not_enforced(&common, &body)?;
+        Ok(guarded(self.conds(&common), body))
     }
 
     /// An innermost loop whose statements have different guards on the outer dimensions, as
@@ -516,19 +517,20 @@ impl Gen<'_> {
         if region.lower_any.is_empty() && region.upper_any.is_empty() {
             if let Some(eq) = self.single_value(region)? {
                 // At most one iteration: the conditions for it, then the substitution.
-                let mut conds = Vec::new();
+                let mut cond = Guard::default();
                 let mut local = outer.clone();
                 for r in region.lower.iter().chain(&region.upper) {
                     let b = r[1 + cur];
-                    let x = crate::sets::conj::combine(r, 1, &eq, -b)?;
+                    let x = range::normalized(crate::sets::conj::combine(r, 1, &eq, -b)?);
                     if !implied(&local, &x)? {
-                        conds.push(AstCond::NonNegative(self.expr_of(&x)));
-                        local.ineqs.push(x);
+                        local.ineqs.push(x.clone());
+                        cond.ineqs.push(x);
                     }
                 }
                 self.ctx = local;
                 let body = self.fixed(level, idx, actives, cont, eq)?;
-                return Ok(guarded(conds, body));
+                let cond = self.not_enforced(&cond, &body)?;
+                return Ok(guarded(self.conds(&cond), body));
             }
         }
         let np = self.np;
@@ -619,25 +621,44 @@ impl Gen<'_> {
     /// The rows of the parameter context that the generated code does not enforce by itself,
     /// as conditions.
     fn context_guard(&self, context: &Conj, body: &[Ast]) -> Result<Vec<AstCond>, ScheduleError> {
-        let mut conds = Vec::new();
-        let universe = Conj::universe(self.np);
-        let names: Vec<&str> = Vec::new();
-        for r in &context.eqs {
+        let g = Guard {
+            eqs: context.eqs.clone(),
+            ineqs: context.ineqs.clone(),
+        };
+        Ok(self.conds(&self.not_enforced(&g, body)?))
+    }
+
+    /// The rows of `g` (over `[parameters | dimensions]`) that `body` does not enforce by
+    /// itself: where a row fails, some statement of `body` could still run. A guard whose
+    /// rows the body's own loops enforce can be left out.
+    fn not_enforced(&self, g: &Guard, body: &[Ast]) -> Result<Guard, ScheduleError> {
+        if g.is_empty() {
+            return Ok(Guard::default());
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for d in &self.dims {
+            loop_vars(d, &mut names);
+        }
+        let acc = Conj::universe(self.np + names.len());
+        let enforced = |r: &[i64]| -> Result<bool, ScheduleError> {
+            let Some(row) = affine_row(&self.expr_of(r), self.np, &names) else {
+                return Ok(false);
+            };
             let mut budget = CONTEXT_WALK;
-            let neg = negate(r)?;
-            if !(self.enforced(body, &universe, &names, r, &mut budget)?
-                && self.enforced(body, &universe, &names, &neg, &mut budget)?)
-            {
-                conds.push(AstCond::Zero(self.expr_of(r)));
+            self.enforced(body, &acc, &names, &row, &mut budget)
+        };
+        let mut out = Guard::default();
+        for r in &g.eqs {
+            if !(enforced(r)? && enforced(&negate(r)?)?) {
+                out.eqs.push(r.clone());
             }
         }
-        for r in &context.ineqs {
-            let mut budget = CONTEXT_WALK;
-            if !self.enforced(body, &universe, &names, r, &mut budget)? {
-                conds.push(AstCond::NonNegative(self.expr_of(r)));
+        for r in &g.ineqs {
+            if !enforced(r)? {
+                out.ineqs.push(r.clone());
             }
         }
-        Ok(conds)
+        Ok(out)
     }
 
     /// Whether running any statement of `items` implies `row ≥ 0` (a row on the parameters),
@@ -968,4 +989,25 @@ fn bound_rows(e: &AstExpr, is_lower: bool, np: usize, names: &[&str], v: usize) 
         out.push(r);
     }
     out
+}
+
+/// The loop variables `e` uses, added to `names` in the order met.
+fn loop_vars<'e>(e: &'e AstExpr, names: &mut Vec<&'e str>) {
+    match e {
+        AstExpr::Var(v) => {
+            if !names.contains(&v.as_str()) {
+                names.push(v);
+            }
+        }
+        AstExpr::Int(_) | AstExpr::Param(_) => {}
+        AstExpr::Add(a, b) => {
+            loop_vars(a, names);
+            loop_vars(b, names);
+        }
+        AstExpr::Mul(_, x)
+        | AstExpr::FloorDiv(x, _)
+        | AstExpr::CeilDiv(x, _)
+        | AstExpr::Mod(x, _) => loop_vars(x, names),
+        AstExpr::Min(items) | AstExpr::Max(items) => items.iter().for_each(|x| loop_vars(x, names)),
+    }
 }

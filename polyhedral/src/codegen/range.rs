@@ -94,9 +94,15 @@ struct Tracked {
     vars: Bits,
 }
 
+/// `r` divided by the gcd of its coefficients, the constant rounded down (the same integer
+/// points).
+pub(super) fn normalized(mut r: Row) -> Row {
+    tighten_gcd(&mut r);
+    r
+}
+
 /// Divides by the gcd of the coefficients and rounds the constant down (valid over the
-/// integers). `None` when the row has no variable left: then `Some(false)`-like information
-/// is carried by the constant, reported as `Err(true)` when it is a contradiction.
+/// integers). When no variable is left, `Some(whether the constant row holds)`.
 fn tighten_gcd(r: &mut Row) -> Option<bool> {
     let g = r[1..].iter().fold(0, |g, &x| gcd(g, x));
     if g == 0 {

@@ -208,27 +208,25 @@ pub(super) fn hull(ctx: &Conj, ranges: &[Range]) -> Result<Option<Region>, Error
     };
     let lower = valid(ranges.iter().flat_map(|r| &r.lower).collect())?;
     let upper = valid(ranges.iter().flat_map(|r| &r.upper).collect())?;
-    let alternatives = |side: &dyn Fn(&Range) -> &Vec<Row>| {
+    // The valid rows are the bound when they are as tight as some statement's bounds (the
+    // union's bound is that statement's then); otherwise the statements' bounds are kept as
+    // alternatives, so the loop runs exactly the union.
+    let alternatives = |valid: &[Row], side: &dyn Fn(&Range) -> &Vec<Row>| {
         let mut alts: Vec<Vec<Row>> = Vec::new();
         for r in ranges {
+            if !valid.is_empty() && implied_all(ctx, valid, side(r))? {
+                return Ok(Vec::new());
+            }
             if !alts.contains(side(r)) {
                 alts.push(side(r).clone());
             }
         }
-        alts
+        Ok::<_, Error>(alts)
     };
     let region = Region {
         active: (0..ranges.len()).collect(),
-        lower_any: if lower.is_empty() {
-            alternatives(&|r| &r.lower)
-        } else {
-            Vec::new()
-        },
-        upper_any: if upper.is_empty() {
-            alternatives(&|r| &r.upper)
-        } else {
-            Vec::new()
-        },
+        lower_any: alternatives(&lower, &|r| &r.lower)?,
+        upper_any: alternatives(&upper, &|r| &r.upper)?,
         lower,
         upper,
     };
