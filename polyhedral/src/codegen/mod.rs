@@ -456,22 +456,38 @@ impl Gen<'_> {
                 return body;
             }
         }
-        let all: Vec<usize> = (0..ranges.len()).collect();
-        let regions: Vec<Region> = if ranges.iter().all(|r| r.same_bounds(&ranges[0])) {
-            vec![Region::plain(all, &ranges[0])]
-        } else {
-            let separated = if ranges.len() <= MAX_SEPARATED && level.below(idx) <= 1 {
-                separate(&self.ctx, &ranges)?
-            } else {
-                None
-            };
-            match separated {
-                Some(regions) => regions,
-                None => hull(&self.ctx, &ranges)?.into_iter().collect(),
-            }
-        };
+        if ranges.iter().all(|r| r.same_bounds(&ranges[0])) {
+            let all: Vec<usize> = (0..ranges.len()).collect();
+            return self.regions(level, idx, &kept, &[Region::plain(all, &ranges[0])], cont);
+        }
+        // Near the innermost level a loop runs exactly the union of the ranges; further out,
+        // a few empty iterations cost less than the longer bounds.
+        let exact = level.below(idx) <= 1;
+        let hulled: Vec<Region> = hull(&self.ctx, &ranges, exact)?.into_iter().collect();
+        let code = self.regions(level, idx, &kept, &hulled, cont)?;
+        // Separation pays only where the single loop leaves a test of its own variable in
+        // its body.
+        let var = self.fresh_name(self.dims.len());
+        if ranges.len() > MAX_SEPARATED || level.below(idx) > 1 || !tests_var(&code, &var) {
+            return Ok(code);
+        }
+        match separate(&self.ctx, &ranges)? {
+            Some(pieces) => self.regions(level, idx, &kept, &pieces, cont),
+            None => Ok(code),
+        }
+    }
+
+    /// The code of each region in turn.
+    fn regions(
+        &mut self,
+        level: Level<'_>,
+        idx: usize,
+        kept: &[Active],
+        regions: &[Region],
+        cont: Cont<'_>,
+    ) -> Result<Vec<Ast>, ScheduleError> {
         let mut out = Vec::new();
-        for region in &regions {
+        for region in regions {
             let subset: Vec<Active> = region.active.iter().map(|&i| kept[i].clone()).collect();
             let saved = self.ctx.clone();
             self.ctx.ineqs.extend(region.lower.iter().cloned());
@@ -1010,4 +1026,22 @@ fn loop_vars<'e>(e: &'e AstExpr, names: &mut Vec<&'e str>) {
         | AstExpr::Mod(x, _) => loop_vars(x, names),
         AstExpr::Min(items) | AstExpr::Max(items) => items.iter().for_each(|x| loop_vars(x, names)),
     }
+}
+
+/// Whether some condition in `code` uses loop variable `var`.
+fn tests_var(code: &[Ast], var: &str) -> bool {
+    let mut found = false;
+    for a in code {
+        a.walk(&mut |n| {
+            if let Ast::If { conds, .. } = n {
+                for c in conds {
+                    let (AstCond::NonNegative(e) | AstCond::Zero(e) | AstCond::Divisible(e, _)) = c;
+                    let mut names = Vec::new();
+                    loop_vars(e, &mut names);
+                    found |= names.contains(&var);
+                }
+            }
+        });
+    }
+    found
 }

@@ -184,8 +184,9 @@ fn is_lower(r: &[i64]) -> bool {
 }
 
 /// One loop over the union of the ranges: rows every statement satisfies where they exist;
-/// on a side without such rows, the smallest lower (largest upper) bound of the statements.
-pub(super) fn hull(ctx: &Conj, ranges: &[Range]) -> Result<Option<Region>, Error> {
+/// on a side without such rows, or with `exact` where those rows are looser than every
+/// statement's own bounds, the smallest lower (largest upper) bound of the statements too.
+pub(super) fn hull(ctx: &Conj, ranges: &[Range], exact: bool) -> Result<Option<Region>, Error> {
     let contexts: Vec<Conj> = ranges.iter().map(|r| r.with_context(ctx)).collect();
     let valid = |cands: Vec<&Row>| -> Result<Vec<Row>, Error> {
         let mut out: Vec<Row> = Vec::new();
@@ -209,12 +210,12 @@ pub(super) fn hull(ctx: &Conj, ranges: &[Range]) -> Result<Option<Region>, Error
     let lower = valid(ranges.iter().flat_map(|r| &r.lower).collect())?;
     let upper = valid(ranges.iter().flat_map(|r| &r.upper).collect())?;
     // The valid rows are the bound when they are as tight as some statement's bounds (the
-    // union's bound is that statement's then); otherwise the statements' bounds are kept as
-    // alternatives, so the loop runs exactly the union.
+    // union's bound is that statement's then); otherwise, with `exact`, the statements'
+    // bounds are kept as alternatives, so the loop runs exactly the union.
     let alternatives = |valid: &[Row], side: &dyn Fn(&Range) -> &Vec<Row>| {
         let mut alts: Vec<Vec<Row>> = Vec::new();
         for r in ranges {
-            if !valid.is_empty() && implied_all(ctx, valid, side(r))? {
+            if !valid.is_empty() && (!exact || implied_all(ctx, valid, side(r))?) {
                 return Ok(Vec::new());
             }
             if !alts.contains(side(r)) {
