@@ -1,9 +1,10 @@
 //! Generated loop ASTs are parametric: an AST generated for one set of sizes runs every
 //! instance exactly once, bit for bit like the interpreter, at other sizes too, down to empty
 //! domains. The simplifications AST generation makes under its parameter context, the
-//! separated and versioned loops and the guards it leaves out must hold for every size.
+//! separated and versioned loops and the guards it leaves out must hold for every size. And
+//! their `min`s and `max`es are flat and minimal.
 
-use polyhedral::ast::{run_ast, Ast};
+use polyhedral::ast::{run_ast, Ast, AstCond, AstExpr};
 use polyhedral::interp::{random_inputs, run, Memory};
 use polyhedral::pipeline::{compile, MemoryLevel, Options, TargetDescription, Tiling};
 use polyhedral::schedule::pluto::Fusion;
@@ -107,7 +108,102 @@ fn generated_asts_run_like_the_interpreter_at_other_sizes() {
                 for sizes in variants(&program) {
                     check_at(&program, &c.ast, &sizes, &what);
                 }
+                check_min_max(&c.ast, &format!("{what}\n{}", c.ast.display(&program)));
             }
         }
     }
+}
+
+/// `e` as `(terms, constant)` when it is a sum of multiples of variables and parameters.
+fn linear(e: &AstExpr) -> Option<(Vec<(String, i64)>, i64)> {
+    fn walk(e: &AstExpr, k: i64, terms: &mut Vec<(String, i64)>, c: &mut i64) -> Option<()> {
+        match e {
+            AstExpr::Int(v) => *c += k * v,
+            AstExpr::Var(v) => terms.push((v.clone(), k)),
+            AstExpr::Param(p) => terms.push((format!("param{}", p.0), k)),
+            AstExpr::Add(a, b) => {
+                walk(a, k, terms, c)?;
+                walk(b, k, terms, c)?;
+            }
+            AstExpr::Mul(m, x) => walk(x, k * m, terms, c)?,
+            _ => return None,
+        }
+        Some(())
+    }
+    let mut terms = Vec::new();
+    let mut c = 0;
+    walk(e, 1, &mut terms, &mut c)?;
+    let mut merged: Vec<(String, i64)> = Vec::new();
+    for (v, k) in terms {
+        match merged.iter_mut().find(|(w, _)| *w == v) {
+            Some((_, x)) => *x += k,
+            None => merged.push((v, k)),
+        }
+    }
+    merged.retain(|(_, k)| *k != 0);
+    merged.sort();
+    Some((merged, c))
+}
+
+/// The part of a bound that does not depend on its constant: the linear terms and the divisor
+/// of `floord`/`ceild` (1 for none).
+fn shape(e: &AstExpr) -> Option<(Vec<(String, i64)>, i64, &'static str)> {
+    match e {
+        AstExpr::FloorDiv(x, k) => linear(x).map(|(t, _)| (t, *k, "floord")),
+        AstExpr::CeilDiv(x, k) => linear(x).map(|(t, _)| (t, *k, "ceild")),
+        e => linear(e).map(|(t, _)| (t, 1, "")),
+    }
+}
+
+fn check_expr(e: &AstExpr, what: &str) {
+    match e {
+        AstExpr::Min(items) | AstExpr::Max(items) => {
+            let is_min = matches!(e, AstExpr::Min(_));
+            assert!(items.len() >= 2, "{what}: {e:?} has one item");
+            for (i, a) in items.iter().enumerate() {
+                let nested = matches!(
+                    (a, is_min),
+                    (AstExpr::Min(_), true) | (AstExpr::Max(_), false)
+                );
+                assert!(!nested, "{what}: {e:?} is nested");
+                for b in &items[i + 1..] {
+                    assert_ne!(a, b, "{what}: {e:?} repeats an item");
+                    let (sa, sb) = (shape(a), shape(b));
+                    assert!(
+                        sa.is_none() || sa != sb,
+                        "{what}: {a:?} and {b:?} differ by a constant in {e:?}"
+                    );
+                }
+            }
+            items.iter().for_each(|x| check_expr(x, what));
+        }
+        AstExpr::Add(a, b) => {
+            check_expr(a, what);
+            check_expr(b, what);
+        }
+        AstExpr::Mul(_, x)
+        | AstExpr::FloorDiv(x, _)
+        | AstExpr::CeilDiv(x, _)
+        | AstExpr::Mod(x, _) => check_expr(x, what),
+        AstExpr::Int(_) | AstExpr::Var(_) | AstExpr::Param(_) => {}
+    }
+}
+
+/// Every `min`/`max` in `ast` is flat (no `min` directly in a `min`), has no repeated item and
+/// no two items that differ only by a constant (only the tightest of those is needed).
+fn check_min_max(ast: &Ast, what: &str) {
+    ast.walk(&mut |a| match a {
+        Ast::For { lower, upper, .. } => {
+            check_expr(lower, what);
+            check_expr(upper, what);
+        }
+        Ast::If { conds, .. } => {
+            for c in conds {
+                let (AstCond::NonNegative(e) | AstCond::Zero(e) | AstCond::Divisible(e, _)) = c;
+                check_expr(e, what);
+            }
+        }
+        Ast::User { args, .. } => args.iter().for_each(|e| check_expr(e, what)),
+        Ast::Block(_) | Ast::Mark { .. } => {}
+    });
 }
