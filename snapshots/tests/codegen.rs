@@ -114,9 +114,12 @@ fn generated_asts_run_like_the_interpreter_at_other_sizes() {
     }
 }
 
+/// Named terms with their coefficients, sorted by name.
+type Terms = Vec<(String, i64)>;
+
 /// `e` as `(terms, constant)` when it is a sum of multiples of variables and parameters.
-fn linear(e: &AstExpr) -> Option<(Vec<(String, i64)>, i64)> {
-    fn walk(e: &AstExpr, k: i64, terms: &mut Vec<(String, i64)>, c: &mut i64) -> Option<()> {
+fn linear(e: &AstExpr) -> Option<(Terms, i64)> {
+    fn walk(e: &AstExpr, k: i64, terms: &mut Terms, c: &mut i64) -> Option<()> {
         match e {
             AstExpr::Int(v) => *c += k * v,
             AstExpr::Var(v) => terms.push((v.clone(), k)),
@@ -133,7 +136,7 @@ fn linear(e: &AstExpr) -> Option<(Vec<(String, i64)>, i64)> {
     let mut terms = Vec::new();
     let mut c = 0;
     walk(e, 1, &mut terms, &mut c)?;
-    let mut merged: Vec<(String, i64)> = Vec::new();
+    let mut merged: Terms = Vec::new();
     for (v, k) in terms {
         match merged.iter_mut().find(|(w, _)| *w == v) {
             Some((_, x)) => *x += k,
@@ -147,7 +150,7 @@ fn linear(e: &AstExpr) -> Option<(Vec<(String, i64)>, i64)> {
 
 /// The part of a bound that does not depend on its constant: the linear terms and the divisor
 /// of `floord`/`ceild` (1 for none).
-fn shape(e: &AstExpr) -> Option<(Vec<(String, i64)>, i64, &'static str)> {
+fn shape(e: &AstExpr) -> Option<(Terms, i64, &'static str)> {
     match e {
         AstExpr::FloorDiv(x, k) => linear(x).map(|(t, _)| (t, *k, "floord")),
         AstExpr::CeilDiv(x, k) => linear(x).map(|(t, _)| (t, *k, "ceild")),
