@@ -13,18 +13,21 @@
 //! (so bounds that differ by a constant keep only the tightest, and bounds the enclosing loops
 //! already enforce disappear), plus a guard of conditions on the outer dimensions alone. Then:
 //!
-//! - conditions every statement's guard has are hoisted: one `if` around the dimension's code;
+//! - conditions every statement's guard has are hoisted: one `if` around the dimension's code,
+//!   left out when the loops inside enforce it anyway (they run nothing where it fails);
 //! - when every statement fixes the dimension to the same affine function with a unit
 //!   coefficient, the dimension is a substitution, not a loop;
 //! - when all statements have the same bounds, one loop runs exactly them;
-//! - otherwise, at the two innermost loop levels of a subtree and for at most
-//!   [`MAX_SEPARATED`] statements, the dimension is **separated** ([`separate`]): when the
-//!   statements' lower bounds can be ordered and so can their upper bounds, a sequence of
-//!   loops runs the pieces where different subsets of them are active, each piece without
-//!   guards on this dimension; a piece with at most one iteration becomes a guarded
-//!   substitution;
-//! - failing that, one loop runs the hull of their ranges (rows that hold for every statement,
-//!   or the smallest lower and largest upper bound) and the statements are guarded;
+//! - otherwise one loop runs the hull of their ranges: the rows that hold for every statement,
+//!   and, at the two innermost loop levels, where those are looser than the union, the
+//!   smallest lower and the largest upper bound of the statements (further out a few empty
+//!   iterations cost less than the longer bounds); the statements are guarded;
+//! - when that loop would test its own variable inside, at the two innermost loop levels of a
+//!   subtree and for at most [`MAX_SEPARATED`] statements, the dimension is **separated**
+//!   ([`separate`]) instead: when the statements' lower bounds can be ordered and so can their
+//!   upper bounds, a sequence of loops runs the pieces where different subsets of them are
+//!   active, each without tests of this dimension; a piece with at most one iteration becomes
+//!   a guarded substitution;
 //! - at the innermost loop level, when statements have different guards on the outer
 //!   dimensions (at most [`MAX_VERSIONED`] distinct ones), the loop is versioned: an `if`
 //!   chain on the guards, each branch a loop over the statements whose guards hold, so the
@@ -616,8 +619,32 @@ impl Gen<'_> {
         Ok(None)
     }
 
-    /// A guard's rows as conditions.
+    /// A guard's rows as conditions. An equality that fixes a dimension with a unit
+    /// coefficient is substituted into the other rows (`c4 == 0 && NK >= 1`, not
+    /// `NK >= c4 + 1`), which is the same condition.
     fn conds(&self, g: &Guard) -> Vec<AstCond> {
+        let mut g = g.clone();
+        for e in g.eqs.clone() {
+            let Some(v) = (self.np..e.len() - 1).rev().find(|&v| e[1 + v].abs() == 1) else {
+                continue;
+            };
+            for r in g.ineqs.iter_mut() {
+                let b = r[1 + v] * e[1 + v];
+                if b != 0 {
+                    let subst: Option<Row> = r
+                        .iter()
+                        .zip(&e)
+                        .map(|(&x, &y)| x.checked_sub(b.checked_mul(y)?))
+                        .collect();
+                    if let Some(x) = subst {
+                        *r = range::normalized(x);
+                    }
+                }
+            }
+        }
+        g.ineqs
+            .retain(|r| r[0] < 0 || r[1..].iter().any(|&x| x != 0));
+        g.ineqs.dedup();
         g.eqs
             .iter()
             .map(|r| AstCond::Zero(self.expr_of(r)))
