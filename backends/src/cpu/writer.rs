@@ -607,17 +607,25 @@ impl<'a> Writer<'a> {
                 then,
                 otherwise,
             } => {
-                let conds: Vec<String> = conds.iter().map(|c| self.ast_cond(c)).collect();
-                let conds = if conds.is_empty() {
-                    "true".to_string()
-                } else {
-                    conds.join(" && ")
-                };
+                let conds = self.cond_list(conds);
                 let _ = writeln!(out, "{pad}if ({conds}) {{");
                 self.write_node(out, then, indent + 1, in_parallel);
-                if let Some(o) = otherwise {
-                    let _ = writeln!(out, "{pad}}} else {{");
-                    self.write_node(out, o, indent + 1, in_parallel);
+                let mut rest = otherwise.as_deref();
+                // An `else` holding only another `if` is written `else if`.
+                while let Some(o) = rest {
+                    match o.single_if() {
+                        Some((conds, then, otherwise)) => {
+                            let conds = self.cond_list(conds);
+                            let _ = writeln!(out, "{pad}}} else if ({conds}) {{");
+                            self.write_node(out, then, indent + 1, in_parallel);
+                            rest = otherwise;
+                        }
+                        None => {
+                            let _ = writeln!(out, "{pad}}} else {{");
+                            self.write_node(out, o, indent + 1, in_parallel);
+                            rest = None;
+                        }
+                    }
                 }
                 let _ = writeln!(out, "{pad}}}");
             }
@@ -642,6 +650,16 @@ impl<'a> Writer<'a> {
         let mut bindings = self.midpoints.clone();
         ast::estimate_work(for_loop, &params, &mut bindings)
             >= self.options.min_parallel_work as f64
+    }
+
+    /// Conditions joined by `&&` (`true` for none).
+    fn cond_list(&mut self, conds: &[AstCond]) -> String {
+        let conds: Vec<String> = conds.iter().map(|c| self.ast_cond(c)).collect();
+        if conds.is_empty() {
+            "true".to_string()
+        } else {
+            conds.join(" && ")
+        }
     }
 
     /// The C text of an array element accessed by a statement instance.

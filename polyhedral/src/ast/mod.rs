@@ -192,6 +192,20 @@ impl Ast {
         }
     }
 
+    /// The parts of this node when it is an `if`, or a block holding exactly one: what an
+    /// `else` branch made of one `if` is printed as (`else if`).
+    pub fn single_if(&self) -> Option<(&[AstCond], &Ast, Option<&Ast>)> {
+        match self {
+            Ast::If {
+                conds,
+                then,
+                otherwise,
+            } => Some((conds, then, otherwise.as_deref())),
+            Ast::Block(items) if items.len() == 1 => items[0].single_if(),
+            _ => None,
+        }
+    }
+
     /// Whether a `for` loop appears at or below this node.
     pub fn contains_loop(&self) -> bool {
         let mut found = false;
