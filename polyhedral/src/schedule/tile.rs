@@ -6,7 +6,8 @@
 //! executed in an order that respects them (rectangular tiles of the band's space, which are
 //! parallelograms in the original iteration space). Both bands are permutable.
 //!
-//! When the outermost tile member carries a dependence, the tile band is turned into a
+//! When the outermost tile member carries a dependence but another member is parallel, that
+//! member becomes the outermost tile loop. When none is, the tile band is turned into a
 //! wavefront (the seed's figure 10): its first member becomes the sum of the tile members, so
 //! every dependence between different tiles is carried by that first member and the remaining
 //! tile members become parallel.
@@ -25,7 +26,8 @@ use crate::sets::{Map, Set, Tuple};
 
 use super::expr::QuasiAffine;
 use super::pluto::{
-    affine_row, coincident_dims, stmt_tuple, Band, BandKind, DimKind, Error, PlutoSchedule,
+    affine_row, coincident_dims, coincident_dims_among, stmt_tuple, Band, BandKind, DimKind,
+    Error, PlutoSchedule,
     ScheduleDim,
 };
 
@@ -136,17 +138,38 @@ pub fn tile(
     }
     let mut out = PlutoSchedule { dims, bands };
     refresh_coincidence(program, deps, &mut out)?;
-    if options.wavefront {
-        let mut changed = false;
-        for b in out.bands.clone() {
-            if b.kind == BandKind::Tile && b.len >= 2 && !out.dims[b.start].coincident {
-                make_wavefront(&mut out, &b);
-                changed = true;
+    // Per loop nest (statements that scalar dimensions distribute share the band's dimensions
+    // but not its loops): a parallel tile loop goes outermost in its band (the band is
+    // permutable), so that tiles run in parallel without a wavefront; where no tile loop is
+    // parallel, the band becomes a wavefront.
+    let mut changed = false;
+    for b in out.bands.clone() {
+        if b.kind != BandKind::Tile || b.len < 2 {
+            continue;
+        }
+        for nest in out.nests_at(b.start) {
+            let flags = coincident_dims_among(program, deps, &out, &nest)?;
+            if flags[b.start] {
+                continue;
             }
+            match (b.start..b.start + b.len).find(|&d| flags[d]) {
+                Some(k) => {
+                    for &s in &nest {
+                        let member = out.dims[k].exprs[s.index()].clone();
+                        for d in (b.start..k).rev() {
+                            out.dims[d + 1].exprs[s.index()] = out.dims[d].exprs[s.index()].clone();
+                        }
+                        out.dims[b.start].exprs[s.index()] = member;
+                    }
+                }
+                None if options.wavefront => make_wavefront(&mut out, &b, &nest),
+                None => continue,
+            }
+            changed = true;
         }
-        if changed {
-            refresh_coincidence(program, deps, &mut out)?;
-        }
+    }
+    if changed {
+        refresh_coincidence(program, deps, &mut out)?;
     }
     Ok(out)
 }
@@ -163,10 +186,10 @@ fn refresh_coincidence(
     Ok(())
 }
 
-/// The first member of tile band `b` becomes the sum of its members.
-fn make_wavefront(s: &mut PlutoSchedule, b: &Band) {
-    let n_stmts = s.dims[b.start].exprs.len();
-    for st in 0..n_stmts {
+/// The first member of tile band `b` becomes the sum of its members, for the statements of
+/// one loop nest.
+fn make_wavefront(s: &mut PlutoSchedule, b: &Band, nest: &[StmtId]) {
+    for st in nest.iter().map(|s| s.index()) {
         let sum = (b.start..b.start + b.len).fold(QuasiAffine::default(), |acc, d| {
             acc.add(&s.dims[d].exprs[st])
         });
