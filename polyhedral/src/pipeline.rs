@@ -51,6 +51,10 @@ impl TargetDescription {
     }
 }
 
+/// Iterations of the innermost, vectorized loop in one tile, when the target has a cache
+/// hierarchy: long enough for SIMD loops with few remainders and for hardware prefetching.
+const VECTOR_TILE: i64 = 128;
+
 /// Where tile sizes come from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Tiling {
@@ -246,8 +250,14 @@ fn tile_sizes(
             }
             Ok(Some(TileSizes::Fixed(sizes.clone())))
         }
-        Tiling::FromTarget => Ok(target
-            .tile_capacity()
-            .map(|bytes| TileSizes::Capacity { bytes })),
+        Tiling::FromTarget => Ok(match target.memory.as_slice() {
+            [] => None,
+            [only] => Some(TileSizes::Capacity { bytes: only.bytes }),
+            [l1, l2, ..] => Some(TileSizes::Hierarchy {
+                l1: l1.bytes,
+                l2: l2.bytes / 2,
+                vector: VECTOR_TILE,
+            }),
+        }),
     }
 }

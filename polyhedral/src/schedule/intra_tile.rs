@@ -77,6 +77,59 @@ pub fn sink_vector_loops(
     Ok(out)
 }
 
+/// The member of `band` (an index into it) that will be the innermost loop of its deepest loop
+/// nest after [`sink_vector_loops`], when that loop will be vectorizable: it has a contiguous
+/// access, and no statement depends on itself across its iterations (dependences between
+/// different statements, as in a fused stencil, a C compiler vectorizes statement by
+/// statement). Tiling gives it long tiles.
+pub fn predicted_innermost(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+) -> Result<Option<usize>, Error> {
+    let depth = |nest: &Vec<StmtId>| -> usize {
+        nest.iter()
+            .map(|s| program.statements[s.index()].depth())
+            .sum()
+    };
+    let mut nests = schedule.nests_at(band.start);
+    // The first of the deepest nests.
+    nests.reverse();
+    let Some(nest) = nests.into_iter().max_by_key(depth) else {
+        return Ok(None);
+    };
+    let flags = coincident_dims_among(program, deps, schedule, &nest)?;
+    let plain = Band {
+        kind: BandKind::Point,
+        ..*band
+    };
+    if let Some(order) = choose_order(program, schedule, &plain, &nest, &flags) {
+        return Ok(order.last().copied());
+    }
+    let last = band.len - 1;
+    let (_, contiguous) = member_scores(program, schedule, &plain, &nest);
+    if contiguous[last] == 0 {
+        return Ok(None);
+    }
+    if flags[band.start + last] {
+        return Ok(Some(last));
+    }
+    let own = Dependences {
+        memory: deps
+            .memory
+            .iter()
+            .filter(|d| d.source == d.sink)
+            .cloned()
+            .collect(),
+        dataflow: Vec::new(),
+        live_in: Vec::new(),
+        live_out: Vec::new(),
+    };
+    let flags = coincident_dims_among(program, &own, schedule, &nest)?;
+    Ok(flags[band.start + last].then_some(last))
+}
+
 /// How one access moves along a band member.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stride {
@@ -96,27 +149,7 @@ fn choose_order(
 ) -> Option<Vec<usize>> {
     let len = band.len;
     let coincident: Vec<bool> = (0..len).map(|k| flags[band.start + k]).collect();
-    let mut score = vec![0i64; len];
-    let mut contiguous = vec![0usize; len];
-    for &id in nest {
-        let (st, stmt) = (id.index(), &program.statements[id.index()]);
-        let Some(steps) = member_steps(program, s, band, st) else {
-            continue;
-        };
-        for (k, v) in steps.iter().enumerate() {
-            let Some(v) = v else { continue };
-            for (_, access) in stmt.accesses() {
-                match stride(access, v) {
-                    Stride::Contiguous => {
-                        score[k] += 2;
-                        contiguous[k] += 1;
-                    }
-                    Stride::Invariant => score[k] += 1,
-                    Stride::Strided => score[k] -= 4,
-                }
-            }
-        }
-    }
+    let (score, contiguous) = member_scores(program, s, band, nest);
     let last = len - 1;
     let best = (0..len)
         .filter(|&k| coincident[k] && contiguous[k] > 0)
@@ -141,6 +174,38 @@ fn choose_order(
         order.insert(0, k);
     }
     Some(order)
+}
+
+/// Per member of `band`, its score over the accesses of the statements `nest` and how many
+/// of those accesses are contiguous along it (see the module docs).
+fn member_scores(
+    program: &Program,
+    s: &PlutoSchedule,
+    band: &Band,
+    nest: &[StmtId],
+) -> (Vec<i64>, Vec<usize>) {
+    let mut score = vec![0i64; band.len];
+    let mut contiguous = vec![0usize; band.len];
+    for &id in nest {
+        let (st, stmt) = (id.index(), &program.statements[id.index()]);
+        let Some(steps) = member_steps(program, s, band, st) else {
+            continue;
+        };
+        for (k, v) in steps.iter().enumerate() {
+            let Some(v) = v else { continue };
+            for (_, access) in stmt.accesses() {
+                match stride(access, v) {
+                    Stride::Contiguous => {
+                        score[k] += 2;
+                        contiguous[k] += 1;
+                    }
+                    Stride::Invariant => score[k] += 1,
+                    Stride::Strided => score[k] -= 4,
+                }
+            }
+        }
+    }
+    (score, contiguous)
 }
 
 /// For statement `st`, the iterator change of one step along each member of `band` with every

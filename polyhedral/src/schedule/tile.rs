@@ -25,10 +25,10 @@ use crate::program::{AffineExpr, ConstraintKind, Program, StmtId};
 use crate::sets::{Map, Set, Tuple};
 
 use super::expr::QuasiAffine;
+use super::intra_tile::predicted_innermost;
 use super::pluto::{
-    affine_row, coincident_dims, coincident_dims_among, stmt_tuple, Band, BandKind, DimKind,
-    Error, PlutoSchedule,
-    ScheduleDim,
+    affine_row, coincident_dims, coincident_dims_among, stmt_tuple, Band, BandKind, DimKind, Error,
+    PlutoSchedule, ScheduleDim,
 };
 
 /// Where tile sizes come from.
@@ -40,6 +40,13 @@ pub enum TileSizes {
     /// The largest uniform size (a power of two from 2 to 256) whose footprint fits in this
     /// many bytes.
     Capacity { bytes: u64 },
+    /// Sizes for a cache hierarchy (see [`hierarchy_sizes`]): the member that intra-tile
+    /// permutation will make the innermost, vectorized loop gets `vector` iterations, the
+    /// middle members the largest uniform size whose one-outer-iteration footprint fits `l1`
+    /// bytes, the outermost member the largest size whose whole tile fits `l2` bytes. Bands
+    /// of two members, and bands where nothing will be vectorized, get the uniform rule of
+    /// `Capacity` with `l1`.
+    Hierarchy { l1: u64, l2: u64, vector: i64 },
 }
 
 /// Tiling options.
@@ -89,7 +96,7 @@ pub fn tile(
             && band.len >= 2
             && members.iter().all(|m| m.kind == DimKind::Loop);
         let sizes = if tileable {
-            band_sizes(program, schedule, &band, &options.sizes)?
+            band_sizes(program, deps, schedule, &band, &options.sizes)?
         } else {
             Vec::new()
         };
@@ -199,24 +206,106 @@ fn make_wavefront(s: &mut PlutoSchedule, b: &Band, nest: &[StmtId]) {
 
 fn band_sizes(
     program: &Program,
+    deps: &Dependences,
     schedule: &PlutoSchedule,
     band: &Band,
     sizes: &TileSizes,
 ) -> Result<Vec<i64>, Error> {
     match sizes {
+        &TileSizes::Hierarchy { l1, l2, vector } => {
+            // Two-member bands have no middle member whose block is reused from the L1
+            // cache; measured on PolyBench, uniform tiles that fit it serve them best.
+            if band.len < 3 {
+                return uniform_sizes(program, schedule, band, l1);
+            }
+            match predicted_innermost(program, deps, schedule, band)? {
+                Some(v) => hierarchy_sizes(program, schedule, band, v, l1, l2, vector),
+                // Nothing will be vectorized: long inner tiles would buy nothing.
+                None => uniform_sizes(program, schedule, band, l1),
+            }
+        }
         TileSizes::Fixed(v) => Ok((0..band.len)
             .map(|k| *v.get(k).unwrap_or(v.last().unwrap_or(&1)))
             .collect()),
-        TileSizes::Capacity { bytes } => {
-            for t in [256i64, 128, 64, 32, 16, 8, 4, 2] {
-                let sizes = vec![t; band.len];
-                if footprint(program, schedule, band, &sizes)? <= *bytes {
-                    return Ok(sizes);
-                }
-            }
-            Ok(vec![1; band.len])
+        &TileSizes::Capacity { bytes } => uniform_sizes(program, schedule, band, bytes),
+    }
+}
+
+/// The largest uniform power of two from 2 to 256 whose tile footprint fits `bytes` (1 when
+/// none does).
+fn uniform_sizes(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    bytes: u64,
+) -> Result<Vec<i64>, Error> {
+    for t in [256i64, 128, 64, 32, 16, 8, 4, 2] {
+        let sizes = vec![t; band.len];
+        if footprint(program, schedule, band, &sizes)? <= bytes {
+            return Ok(sizes);
         }
     }
+    Ok(vec![1; band.len])
+}
+
+/// The largest tile of a parallel outermost member under [`TileSizes::Hierarchy`]: a loop of
+/// 500 to 1,000 iterations then has 16 to 32 tiles, which 2 to 8 threads share with at most
+/// one tile of imbalance, while the block reused from the L1 cache is still brought in only
+/// once per 32 iterations.
+const PARALLEL_TILE: i64 = 32;
+
+/// Tile sizes for a cache hierarchy. The member `v` (predicted by [`predicted_innermost`])
+/// will run innermost, vectorized: it gets `vector` iterations, enough for long SIMD loops
+/// and hardware prefetching.
+/// The members between the outermost one and it get the largest uniform power of two for which
+/// one iteration of the outermost member — the data reused from one iteration of it to the next
+/// — fits `l1` bytes (for a matrix product, the block of the right operand). The outermost
+/// member gets the largest power of two up to 256 for which the whole tile fits `l2` bytes,
+/// which amortises bringing that block into the closest cache; when the outermost member is
+/// parallel, at most [`PARALLEL_TILE`], so that threads get equal shares of it.
+fn hierarchy_sizes(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    v: usize,
+    l1: u64,
+    l2: u64,
+    vector: i64,
+) -> Result<Vec<i64>, Error> {
+    const POWERS: [i64; 8] = [256, 128, 64, 32, 16, 8, 4, 2];
+    let n = band.len;
+    let outer = (0..n).find(|&k| k != v).unwrap_or(0);
+    let middle: Vec<usize> = (0..n).filter(|&k| k != v && k != outer).collect();
+    let mut sizes = vec![1i64; n];
+    sizes[v] = vector.max(1);
+    let mut t_mid = 1;
+    for t in POWERS {
+        for &k in &middle {
+            sizes[k] = t;
+        }
+        if middle.is_empty() || footprint(program, schedule, band, &sizes)? <= l1 {
+            t_mid = t;
+            break;
+        }
+    }
+    for &k in &middle {
+        sizes[k] = t_mid;
+    }
+    // A parallel outermost member is shared among threads tile by tile: keep its tiles small
+    // enough that a loop of a few hundred iterations splits evenly.
+    let cap = if schedule.dims[band.start + outer].coincident {
+        PARALLEL_TILE
+    } else {
+        POWERS[0]
+    };
+    for t in POWERS.into_iter().filter(|&t| t <= cap) {
+        sizes[outer] = t;
+        if footprint(program, schedule, band, &sizes)? <= l2 {
+            return Ok(sizes);
+        }
+    }
+    sizes[outer] = 1;
+    Ok(sizes)
 }
 
 /// Bytes of the bounding boxes of the array elements touched by one interior tile of `band`,
