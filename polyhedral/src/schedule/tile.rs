@@ -262,7 +262,8 @@ const PARALLEL_TILE: i64 = 32;
 /// — fits `l1` bytes (for a matrix product, the block of the right operand). The outermost
 /// member gets the largest power of two up to 256 for which the whole tile fits `l2` bytes,
 /// which amortises bringing that block into the closest cache; when the outermost member is
-/// parallel, at most [`PARALLEL_TILE`], so that threads get equal shares of it.
+/// parallel, at most [`PARALLEL_TILE`], so that threads get equal shares of it. When not even
+/// middle tiles of 2 fit `l1`, the band gets the uniform rule instead.
 fn hierarchy_sizes(
     program: &Program,
     schedule: &PlutoSchedule,
@@ -278,16 +279,21 @@ fn hierarchy_sizes(
     let middle: Vec<usize> = (0..n).filter(|&k| k != v && k != outer).collect();
     let mut sizes = vec![1i64; n];
     sizes[v] = vector.max(1);
-    let mut t_mid = 1;
+    let mut t_mid = None;
     for t in POWERS {
         for &k in &middle {
             sizes[k] = t;
         }
         if middle.is_empty() || footprint(program, schedule, band, &sizes)? <= l1 {
-            t_mid = t;
+            t_mid = Some(t);
             break;
         }
     }
+    // Not even the smallest middle block fits the L1 cache: there is no reuse there for
+    // long vector tiles to exploit.
+    let Some(t_mid) = t_mid else {
+        return uniform_sizes(program, schedule, band, l1);
+    };
     for &k in &middle {
         sizes[k] = t_mid;
     }
