@@ -314,6 +314,9 @@ fn hierarchy_sizes(
     Ok(sizes)
 }
 
+/// Inclusive bounds per array dimension.
+type BoundingBox = Vec<(i64, i64)>;
+
 /// Bytes of the bounding boxes of the array elements touched by one interior tile of `band`,
 /// at the program's parameter values: one iteration of the loops outside the band (their
 /// values fixed at an interior instance), the tile's `sizes` along the band. Statements that
@@ -328,7 +331,8 @@ pub fn footprint(
     let np = program.params.len();
     let values = program.param_values();
     let groups = schedule.nests_at(band.start);
-    let mut nests: Vec<Vec<Option<Vec<(i64, i64)>>>> =
+    // Per loop nest, per array: the bounding box of the elements touched, once touched.
+    let mut nests: Vec<Vec<Option<BoundingBox>>> =
         vec![vec![None; program.arrays.len()]; groups.len()];
     for (si, s) in program.statements.iter().enumerate() {
         let slot = groups
