@@ -138,7 +138,7 @@ enum FuseArg {
 #[derive(Args)]
 struct OptimizeArgs {
     /// Tile sizes of the deepest permutable band, outermost first (`--tile 32,32,32`);
-    /// default: sized by the target's closest memory.
+    /// default: sized by the target's caches.
     #[arg(
         long,
         value_name = "A,B,…",
