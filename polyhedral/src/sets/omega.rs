@@ -203,13 +203,22 @@ fn bounds_of<T: Int>(c: &Conj<T>, q: usize) -> Bounds {
     b
 }
 
-/// The variable to eliminate next among `keep..n` that occur in inequalities, with whether
-/// its elimination is exact. Exact ones with the fewest new rows win.
-fn choose<T: Int>(c: &Conj<T>, keep: usize) -> Option<(usize, bool, Bounds)> {
+/// The variable to eliminate next.
+struct Choice {
+    q: usize,
+    exact: bool,
+    /// Whether an inexact elimination needs more than [`SPLINTER_LIMIT`] splinters.
+    many: bool,
+    bounds: Bounds,
+}
+
+/// The variable to eliminate next among `keep..n` that occur in inequalities. Exact ones win,
+/// then inexact ones within [`SPLINTER_LIMIT`]; among equals, the one with the fewest new rows.
+fn choose<T: Int>(c: &Conj<T>, keep: usize) -> Result<Option<Choice>, Overflow> {
     // Per variable: lower and upper bound counts and whether all of either side are unit.
     let width = c.n - keep;
     if width == 0 {
-        return None;
+        return Ok(None);
     }
     let mut in_eq = vec![false; width];
     for r in &c.eqs {
@@ -233,22 +242,94 @@ fn choose<T: Int>(c: &Conj<T>, keep: usize) -> Option<(usize, bool, Bounds)> {
             }
         }
     }
-    let mut best: Option<(usize, bool, usize)> = None;
+    // (variable, rank: 0 exact, 1 few splinters, 2 many, new rows)
+    let mut best: Option<(usize, u8, usize)> = None;
     for q in 0..width {
         if in_eq[q] || lo[q] + hi[q] == 0 {
             continue;
         }
         let exact = lo[q] == 0 || hi[q] == 0 || lo_unit[q] || hi_unit[q];
         let cost = lo[q] * hi[q];
-        let better = match best {
-            None => true,
-            Some((_, be, bc)) => (exact && !be) || (exact == be && cost < bc),
+        if best.is_some_and(|(_, br, bc)| (br, bc) <= (u8::from(!exact), cost)) {
+            continue;
+        }
+        let rank = if exact {
+            0
+        } else if splinter_ranges(c, keep + q, &bounds_of(c, keep + q))?.1 <= SPLINTER_LIMIT {
+            1
+        } else {
+            2
         };
-        if better {
-            best = Some((q, exact, cost));
+        if best.is_none_or(|(_, br, bc)| (rank, cost) < (br, bc)) {
+            best = Some((q, rank, cost));
         }
     }
-    best.map(|(q, e, _)| (keep + q, e, bounds_of(c, keep + q)))
+    Ok(best.map(|(q, rank, _)| Choice {
+        q: keep + q,
+        exact: rank == 0,
+        many: rank == 2,
+        bounds: bounds_of(c, keep + q),
+    }))
+}
+
+/// Shortens the coefficient columns of the eliminable variables (index `≥ keep`, in no
+/// equality) by unimodular changes of variables: while some column `a_i` gets shorter as
+/// `a_i − k·a_j` (`k` the nearest integer to `⟨a_i, a_j⟩ / ⟨a_j, a_j⟩`), it is replaced, which
+/// is the substitution `x_j ← x_j − k·x_i`. The integer points correspond one to one, so
+/// feasibility and the projection onto the other variables are unchanged, and a direction in
+/// which the set is thin becomes a variable with small coefficients: few splinters. (Pairwise
+/// Gauss reduction; in two variables it finds the shortest lattice vector.) Returns whether
+/// anything changed.
+fn reduce_columns<T: Int>(c: &mut Conj<T>, keep: usize) -> Result<bool, Overflow> {
+    let vars: Vec<usize> = (keep..c.n)
+        .filter(|&v| c.eqs.iter().all(|r| r[1 + v].is_zero()))
+        .filter(|&v| c.ineqs.iter().any(|r| !r[1 + v].is_zero()))
+        .collect();
+    let dot = |c: &Conj<T>, i: usize, j: usize| -> Result<T, Overflow> {
+        let mut s = T::zero();
+        for r in &c.ineqs {
+            s = s.add(&r[1 + i].mul(&r[1 + j])?)?;
+        }
+        Ok(s)
+    };
+    let two = T::from_i64(2);
+    let mut changed = false;
+    loop {
+        let mut progress = false;
+        for &i in &vars {
+            for &j in &vars {
+                if i == j {
+                    continue;
+                }
+                let nj = dot(c, j, j)?;
+                if nj.is_zero() {
+                    continue;
+                }
+                // k = round(⟨a_i, a_j⟩ / ⟨a_j, a_j⟩).
+                let k = dot(c, i, j)?.mul(&two)?.add(&nj)?.div_floor(&nj.mul(&two)?);
+                if k.is_zero() {
+                    continue;
+                }
+                let ni = dot(c, i, i)?;
+                let mut shorter = T::zero();
+                for r in &c.ineqs {
+                    let x = r[1 + i].sub(&k.mul(&r[1 + j])?)?;
+                    shorter = shorter.add(&x.mul(&x)?)?;
+                }
+                if shorter >= ni {
+                    continue;
+                }
+                for r in c.ineqs.iter_mut() {
+                    r[1 + i] = r[1 + i].sub(&k.mul(&r[1 + j])?)?;
+                }
+                progress = true;
+                changed = true;
+            }
+        }
+        if !progress {
+            return Ok(changed);
+        }
+    }
 }
 
 /// Fourier–Motzkin step on `q`; `dark` subtracts `(a-1)(b-1)` from each combined row.
@@ -290,24 +371,43 @@ pub(crate) const SPLINTER_LIMIT: u64 = 64;
 
 /// The splinters of an inexact elimination of `q`: for every lower bound `a·q ≥ L` (row `l`),
 /// the conjunctions with `a·q = L + j` for `0 ≤ j ≤ top_l = (m·a − a − m)/m`, `m` the largest
-/// upper coefficient. Together with the dark shadow they cover every integer solution. Returns
-/// the pairs `(l, top_l)` with `top_l ≥ 0` and the total count (saturating).
+/// upper coefficient. Together with the dark shadow they cover every integer solution. The
+/// same holds with the roles of lower and upper bounds exchanged (the elimination of `−q`);
+/// that side is used when the lower side would need more than [`SPLINTER_LIMIT`] splinters
+/// and it needs fewer. Returns the pairs `(row, top)` with `top ≥ 0` and the total count
+/// (saturating).
 fn splinter_ranges<T: Int>(
     c: &Conj<T>,
     q: usize,
     b: &Bounds,
 ) -> Result<(Vec<(usize, T)>, u64), Overflow> {
+    let lower = side_splinters(c, q, &b.lower, &b.upper)?;
+    if lower.1 <= SPLINTER_LIMIT {
+        return Ok(lower);
+    }
+    let upper = side_splinters(c, q, &b.upper, &b.lower)?;
+    Ok(if upper.1 < lower.1 { upper } else { lower })
+}
+
+/// The splinters held at the rows `held`, against the largest coefficient of `other`.
+fn side_splinters<T: Int>(
+    c: &Conj<T>,
+    q: usize,
+    held: &[usize],
+    other: &[usize],
+) -> Result<(Vec<(usize, T)>, u64), Overflow> {
     let mut m = T::one();
-    for &u in &b.upper {
-        let x = c.ineqs[u][1 + q].neg()?;
+    for &u in other {
+        let x = c.ineqs[u][1 + q].abs()?;
         if x > m {
             m = x;
         }
     }
     let mut out = Vec::new();
     let mut count: u64 = 0;
-    for &l in &b.lower {
-        let a = &c.ineqs[l][1 + q];
+    for &l in held {
+        let a = c.ineqs[l][1 + q].abs()?;
+        let a = &a;
         let top = m.mul(a)?.sub(a)?.sub(&m)?.div_floor(&m);
         if top.is_neg() {
             continue;
@@ -332,7 +432,8 @@ fn splinter<T: Int>(c: &Conj<T>, l: usize, j: &T) -> Result<Conj<T>, Overflow> {
 }
 
 /// The values `j` in `0..=top` that row `l` takes at integer points of `c`, smallest first:
-/// the splinters of `l` that are not empty.
+/// the splinters of `l` that are not empty. Each next value is a lexicographic minimum, asked
+/// of the ILP solver (or, if branch and bound runs out of nodes, found by exact range search).
 fn attained<T: Int>(c: &Conj<T>, l: usize, top: &T) -> Result<Vec<T>, Overflow> {
     // Variable 0 of `w` is the row's value; the others are `c`'s.
     let map: Vec<usize> = (0..c.n).map(|v| v + 1).collect();
@@ -354,18 +455,38 @@ fn attained<T: Int>(c: &Conj<T>, l: usize, top: &T) -> Result<Vec<T>, Overflow> 
         lower[0] = from.neg()?;
         lower[1] = T::one();
         t.ineqs.push(lower);
-        let Some(r) = range_of_first(&t)? else { break };
-        // `t` is bounded in variable 0 from both sides, so its range has a minimum.
-        let Some(j) = r.lo else { break };
+        let next = match ilp_lexmin_first(&t) {
+            Some(j) => j,
+            // `t` is bounded in variable 0 from both sides, so a non-empty range has a minimum.
+            None => range_of_first(&t)?.and_then(|r| r.lo),
+        };
+        let Some(j) = next else { break };
         from = j.add_i(1)?;
         out.push(j);
     }
     Ok(out)
 }
 
-/// The ILP solver's answer to whether `c` has an integer point; `None` when branch and bound
-/// runs out of nodes.
-fn ilp_feasible<T: Int>(c: &Conj<T>) -> Option<bool> {
+/// The ILP solver's smallest value of variable 0 over the integer points of `c` (`Some(None)`
+/// when there are none); `None` when branch and bound runs out of nodes or the minimum is not
+/// bounded.
+fn ilp_lexmin_first<T: Int>(c: &Conj<T>) -> Option<Option<T>> {
+    let p = ilp_problem(c)?;
+    match p.lexmin().ok()? {
+        crate::ilp::LexMin::Empty => Some(None),
+        crate::ilp::LexMin::Unbounded => None,
+        crate::ilp::LexMin::Point(x) => {
+            let v = x.first()?;
+            // Integer variables of an integer solution are integers.
+            v.is_integer()
+                .then(|| T::from_big(&v.to_integer()).ok())
+                .flatten()
+                .map(Some)
+        }
+    }
+}
+
+fn ilp_problem<T: Int>(c: &Conj<T>) -> Option<crate::ilp::Problem> {
     let mut p = crate::ilp::Problem::new(c.n);
     for r in &c.ineqs {
         p.add_row(r, true).ok()?;
@@ -373,7 +494,13 @@ fn ilp_feasible<T: Int>(c: &Conj<T>) -> Option<bool> {
     for r in &c.eqs {
         p.add_row(r, false).ok()?;
     }
-    p.is_empty().ok().map(|empty| !empty)
+    Some(p)
+}
+
+/// The ILP solver's answer to whether `c` has an integer point; `None` when branch and bound
+/// runs out of nodes.
+fn ilp_feasible<T: Int>(c: &Conj<T>) -> Option<bool> {
+    ilp_problem(c)?.is_empty().ok().map(|empty| !empty)
 }
 
 /// Whether every pair of bounds on `q` leaves room for an integer whatever the other
@@ -405,19 +532,42 @@ pub(crate) fn is_feasible(c: &Conj) -> Result<bool, Error> {
 }
 
 /// Whether `c` has an integer solution, on integer type `T`.
+///
+/// The Omega test answers unless one of its eliminations would split into more than
+/// [`SPLINTER_LIMIT`] pieces; then the ILP solver answers for `c` itself, whose variables
+/// (parameters, dimensions, then locals) are the ones worth branching on. Only if branch and
+/// bound runs out of nodes does the Omega test go on through every splinter.
 pub(crate) fn feasible<T: Int>(c: &Conj<T>) -> Result<bool, Overflow> {
-    feasible_owned(c.clone())
+    if let Some(answer) = omega_feasible(c.clone(), true)? {
+        return Ok(answer);
+    }
+    if let Some(answer) = ilp_feasible(c) {
+        return Ok(answer);
+    }
+    // Without a splinter limit the Omega test always answers.
+    Ok(omega_feasible(c.clone(), false)?.unwrap_or(false))
 }
 
-fn feasible_owned<T: Int>(mut c: Conj<T>) -> Result<bool, Overflow> {
+/// The Omega test's answer; `None` when `limited` and an elimination would split into more
+/// than [`SPLINTER_LIMIT`] pieces.
+fn omega_feasible<T: Int>(mut c: Conj<T>, limited: bool) -> Result<Option<bool>, Overflow> {
     loop {
         if !solve_equalities(&mut c, 0)? {
-            return Ok(false);
+            return Ok(Some(false));
         }
-        let Some((q, exact, b)) = choose(&c, 0) else {
+        let Some(Choice {
+            q,
+            exact,
+            many,
+            bounds: b,
+        }) = choose(&c, 0)?
+        else {
             // No variable left in any row: normalisation has checked the constants.
-            return Ok(true);
+            return Ok(Some(true));
         };
+        if many && reduce_columns(&mut c, 0)? {
+            continue;
+        }
         if exact {
             c = fourier_motzkin(&c, q, &b, false)?;
             continue;
@@ -427,29 +577,33 @@ fn feasible_owned<T: Int>(mut c: Conj<T>) -> Result<bool, Overflow> {
             continue;
         }
         let real = fourier_motzkin(&c, q, &b, false)?;
-        if !feasible_owned(real)? {
-            return Ok(false);
-        }
-        let dark = fourier_motzkin(&c, q, &b, true)?;
-        if feasible_owned(dark)? {
-            return Ok(true);
+        match omega_feasible(real, limited)? {
+            Some(false) => return Ok(Some(false)),
+            Some(true) => {}
+            None => return Ok(None),
         }
         let (ranges, count) = splinter_ranges(&c, q, &b)?;
-        if count > SPLINTER_LIMIT {
-            if let Some(answer) = ilp_feasible(&c) {
-                return Ok(answer);
-            }
+        if limited && count > SPLINTER_LIMIT {
+            return Ok(None);
+        }
+        let dark = fourier_motzkin(&c, q, &b, true)?;
+        match omega_feasible(dark, limited)? {
+            Some(true) => return Ok(Some(true)),
+            Some(false) => {}
+            None => return Ok(None),
         }
         for (l, top) in ranges {
             let mut j = T::zero();
             while j <= top {
-                if feasible_owned(splinter(&c, l, &j)?)? {
-                    return Ok(true);
+                match omega_feasible(splinter(&c, l, &j)?, limited)? {
+                    Some(true) => return Ok(Some(true)),
+                    Some(false) => {}
+                    None => return Ok(None),
                 }
                 j = j.add_i(1)?;
             }
         }
-        return Ok(false);
+        return Ok(Some(false));
     }
 }
 
@@ -483,9 +637,18 @@ fn project_into<T: Int>(
         if !solve_equalities(&mut c, keep)? {
             return Ok(());
         }
-        let Some((q, exact, b)) = choose(&c, keep) else {
+        let Some(Choice {
+            q,
+            exact,
+            many,
+            bounds: b,
+        }) = choose(&c, keep)?
+        else {
             break;
         };
+        if many && reduce_columns(&mut c, keep)? {
+            continue;
+        }
         if exact {
             c = fourier_motzkin(&c, q, &b, false)?;
             continue;

@@ -1034,6 +1034,11 @@ impl<T: Int> Rel<T> {
     /// smallest (largest with `max`) element of its image. Domain points whose image has no
     /// such element (unbounded) are left out.
     pub fn lexopt(&self, max: bool) -> Result<Rel<T>, Overflow> {
+        if self.has_wide_coefficients() {
+            if let Some(r) = self.lexopt_by_points(max)? {
+                return Ok(r);
+            }
+        }
         // Per piece, the optimum by sequential parametric optimisation; where every piece
         // allows it, the optimum of the union is the optimum of the pieces' optima, which are
         // single-valued and cheap to compare. Otherwise the general method on the whole union.
@@ -1078,6 +1083,96 @@ impl<T: Int> Rel<T> {
             params: self.params.clone(),
             parts,
         })
+    }
+
+    /// Whether some variable has a coefficient beyond `2^24` in absolute value: then the
+    /// eliminations of the parametric methods may need very many splinters.
+    fn has_wide_coefficients(&self) -> bool {
+        let limit = T::from_i64(1 << 24);
+        self.parts.iter().any(|b| {
+            b.c.eqs
+                .iter()
+                .chain(&b.c.ineqs)
+                .any(|r| r[1..].iter().any(|x| x.abs().is_ok_and(|a| a > limit)))
+        })
+    }
+
+    /// The optimum domain point by domain point, each one a lexicographic optimum of a set
+    /// (which the ILP solver answers whatever the coefficients); `None` when the domain (with
+    /// the parameters) is not bounded. The answer has one piece per domain point.
+    fn lexopt_by_points(&self, max: bool) -> Result<Option<Rel<T>>, Overflow> {
+        let mut parts = Vec::new();
+        let mut done = vec![false; self.parts.len()];
+        for i in 0..self.parts.len() {
+            if done[i] {
+                continue;
+            }
+            let group: Vec<&Basic<T>> = (i..self.parts.len())
+                .filter(|&j| self.parts[j].same_space(&self.parts[i]))
+                .inspect(|&j| done[j] = true)
+                .map(|j| &self.parts[j])
+                .collect();
+            let first = group[0];
+            let nin = first.np + first.ni();
+            let mut points: std::collections::BTreeSet<Vec<T>> = Default::default();
+            for b in &group {
+                for v in 0..nin {
+                    let mut row = vec![T::zero(); b.nfix() + 1];
+                    row[1 + v] = T::one();
+                    if let Some(r) = Rel::range_of(b, &row)? {
+                        if r.lo.is_none() || r.hi.is_none() {
+                            return Ok(None);
+                        }
+                    }
+                }
+                match enumerate(&b.c, nin, &mut |x| {
+                    points.insert(x.to_vec());
+                    Ok(())
+                }) {
+                    Ok(()) => {}
+                    Err(Fail::Overflow) => return Err(Overflow),
+                    Err(Fail::Error(_)) => return Ok(None),
+                }
+            }
+            for x in points {
+                let mut best: Option<Vec<T>> = None;
+                let mut unbounded = false;
+                for b in &group {
+                    let mut c = b.c.clone();
+                    for v in &x {
+                        c = c.fix(0, v)?;
+                    }
+                    match lex_extreme(&c, b.no(), max) {
+                        Ok(Some(y)) => {
+                            if best
+                                .as_ref()
+                                .is_none_or(|z| (max && y > *z) || (!max && y < *z))
+                            {
+                                best = Some(y);
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(Fail::Overflow) => return Err(Overflow),
+                        Err(Fail::Error(_)) => unbounded = true,
+                    }
+                }
+                let (Some(y), false) = (best, unbounded) else {
+                    continue;
+                };
+                let mut p = Basic::universe(first.np, first.dom.clone(), first.ran.clone());
+                for (v, value) in x.iter().chain(&y).enumerate() {
+                    let mut row = vec![T::zero(); p.c.n + 1];
+                    row[0] = value.neg()?;
+                    row[1 + v] = T::one();
+                    p.c.eqs.push(row);
+                }
+                parts.push(p);
+            }
+        }
+        Ok(Some(Rel {
+            params: self.params.clone(),
+            parts,
+        }))
     }
 
     /// The optimum as "every point no other image point beats": exact for any union, but
