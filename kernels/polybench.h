@@ -1,8 +1,9 @@
 /* polybench.h -- a small stand-in for PolyBench/C 4.2's harness header.
  *
  * It provides the macros PolyBench kernels use (array declarations for prototypes and the
- * heap, loop-bound and data-type macros, dumping) with PolyBench's defaults, and turns the
- * timing instruments into no-ops. Kernels written for the real header build unchanged. */
+ * heap, loop-bound and data-type macros, dumping) with PolyBench's defaults, and the
+ * timing instruments for -DPOLYBENCH_TIME. Kernels written for the real header build
+ * unchanged. */
 #ifndef POLYBENCH_H
 # define POLYBENCH_H
 
@@ -78,10 +79,25 @@
 # define POLYBENCH_DUMP_END(s) fprintf(POLYBENCH_DUMP_TARGET, "\nend   dump: %s\n", s)
 # define polybench_prevent_dce(func) POLYBENCH_DCE_ONLY_CODE func
 
-/* Timing instruments: no-ops here. */
-# define polybench_start_instruments
-# define polybench_stop_instruments
-# define polybench_print_instruments
+/* Timing instruments: with POLYBENCH_TIME, the kernel's wall-clock time in seconds is
+ * printed on stdout, as PolyBench prints it; otherwise they are no-ops. */
+# ifdef POLYBENCH_TIME
+#  include <time.h>
+static double polybench_t_start, polybench_t_end;
+static double polybench_now(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double) t.tv_sec + 1.0e-9 * (double) t.tv_nsec;
+}
+#  define polybench_start_instruments polybench_t_start = polybench_now()
+#  define polybench_stop_instruments polybench_t_end = polybench_now()
+#  define polybench_print_instruments printf("%0.6f\n", polybench_t_end - polybench_t_start)
+# else
+#  define polybench_start_instruments
+#  define polybench_stop_instruments
+#  define polybench_print_instruments
+# endif
 
 static void* polybench_alloc_data(unsigned long long n, int elt_size)
 {

@@ -29,6 +29,9 @@ struct Cli {
 enum Command {
     /// Parse and check a kernel; print its arrays, statements, domains and accesses.
     Check(CheckArgs),
+    /// Optimize a kernel for a target and write the generated code (or a stage of the
+    /// pipeline: dependences, schedule tree, loop AST).
+    Compile(CompileArgs),
     /// Run a kernel on deterministic random inputs and print a checksum and samples per output.
     Run(RunArgs),
     /// Simulate an accelerator program (`.npuasm`): cycles, pipe utilization, buffer usage.
@@ -98,6 +101,105 @@ enum Target {
     Interp,
     /// OpenMP C built with the system C compiler, checked against the interpreter.
     Cpu,
+    /// Every target above, one after the other.
+    All,
+}
+
+/// The targets `compile` generates code for.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CodeTarget {
+    /// C99 + OpenMP.
+    Cpu,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CompileEmit {
+    /// The generated code: for C input, the same file with its SCoP replaced.
+    C,
+    /// The optimized schedule tree.
+    Tree,
+    /// The loop AST generated from the optimized tree.
+    Ast,
+    /// The dependences the scheduler worked from.
+    Deps,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FuseArg {
+    /// Distribute every strongly connected component of the dependence graph.
+    Nofuse,
+    /// Pluto's default: distribute statements of different loop depth first.
+    Smartfuse,
+    /// Fuse wherever a legal schedule allows it.
+    Maxfuse,
+}
+
+/// How the optimizing pipeline runs.
+#[derive(Args)]
+struct OptimizeArgs {
+    /// Tile sizes of the deepest permutable band, outermost first (`--tile 32,32,32`);
+    /// default: sized by the target's closest memory.
+    #[arg(
+        long,
+        value_name = "A,B,…",
+        value_delimiter = ',',
+        conflicts_with = "no_tile"
+    )]
+    tile: Option<Vec<i64>>,
+    /// Do not tile.
+    #[arg(long)]
+    no_tile: bool,
+    /// The fusion strategy of the scheduler.
+    #[arg(long, value_enum, default_value = "smartfuse")]
+    fuse: FuseArg,
+    /// OpenMP threads of the generated code (default: every core).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    threads: Option<u32>,
+}
+
+impl OptimizeArgs {
+    fn pipeline(&self) -> polyhedral::pipeline::Options {
+        use polyhedral::pipeline::Tiling;
+        use polyhedral::schedule::pluto::Fusion;
+        let tiling = match (&self.tile, self.no_tile) {
+            (_, true) => Tiling::Off,
+            (Some(sizes), false) => Tiling::Sizes(sizes.clone()),
+            (None, false) => Tiling::FromTarget,
+        };
+        polyhedral::pipeline::Options {
+            fuse: match self.fuse {
+                FuseArg::Nofuse => Fusion::NoFuse,
+                FuseArg::Smartfuse => Fusion::SmartFuse,
+                FuseArg::Maxfuse => Fusion::MaxFuse,
+            },
+            tiling,
+            ..Default::default()
+        }
+    }
+
+    fn cpu(&self) -> backends::cpu::Options {
+        backends::cpu::Options {
+            threads: self.threads.map(|n| n as usize),
+            ..Default::default()
+        }
+    }
+}
+
+#[derive(Args)]
+struct CompileArgs {
+    #[command(flatten)]
+    kernel: KernelArgs,
+    /// The target to generate code for.
+    #[arg(long, value_enum, default_value = "cpu")]
+    target: CodeTarget,
+    /// Where to write the output (default: standard output).
+    #[arg(short = 'o', value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// What to write.
+    #[arg(long, value_enum, default_value = "c")]
+    emit: CompileEmit,
+    #[command(flatten)]
+    optimize: OptimizeArgs,
 }
 
 #[derive(Args)]
@@ -113,9 +215,8 @@ struct RunArgs {
     /// Print the results as JSON (format documented in the README).
     #[arg(long)]
     json: bool,
-    /// OpenMP threads for `--target cpu` (default: every core).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    optimize: OptimizeArgs,
 }
 
 fn parse_size(text: &str) -> Result<(String, i64), String> {
@@ -196,50 +297,153 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn run(args: &RunArgs) -> Result<(), Failure> {
+/// The optimizing pipeline for the CPU target.
+fn optimize(
+    program: &polyhedral::Program,
+    args: &OptimizeArgs,
+) -> Result<polyhedral::pipeline::Compiled, Failure> {
+    polyhedral::pipeline::compile(program, &backends::cpu::target(), &args.pipeline())
+        .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))
+}
+
+fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    match args.target {
-        Target::Interp => {
-            let mut memory = polyhedral::interp::random_inputs(&program, args.seed);
-            let start = std::time::Instant::now();
-            polyhedral::interp::run(&program, &mut memory)
-                .map_err(|e| Failure(format!("error: the interpreter stopped: {e}\n")))?;
-            let elapsed = start.elapsed();
-            let results = report::summarize(&program, &memory);
-            if args.json {
-                println!(
-                    "{}",
-                    report::to_json(&program, "interp", args.seed, &results)
-                );
-            } else {
-                print!(
-                    "{}",
-                    report::to_text(&program, "interp", args.seed, &results, elapsed)
-                );
-            }
-        }
-        Target::Cpu => {
-            if args.json {
-                return Err(Failure(
-                    "error: --json is not supported yet for --target cpu\n".into(),
-                ));
-            }
-            let ast = original_loops(&program)?;
-            let options = backends::cpu::Options {
-                threads: args.threads,
-                ..Default::default()
+    let CodeTarget::Cpu = args.target;
+    let compiled = optimize(&program, &args.optimize)?;
+    let text = match args.emit {
+        CompileEmit::Deps => compiled.deps.display(&program).to_string(),
+        CompileEmit::Tree => compiled.tree.display(&compiled.program),
+        CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
+        CompileEmit::C => {
+            let options = args.optimize.cpu();
+            let generated = match program.source {
+                polyhedral::program::SourceKind::CScop { .. } => {
+                    let source = std::fs::read(&args.kernel.file).map_err(|e| {
+                        Failure(format!(
+                            "error: cannot read {}: {e}\n",
+                            args.kernel.file.display()
+                        ))
+                    })?;
+                    backends::cpu::replace_scop(
+                        &compiled.program,
+                        &compiled.ast,
+                        &String::from_utf8_lossy(&source),
+                        &options,
+                    )
+                }
+                polyhedral::program::SourceKind::Kernel => {
+                    backends::cpu::Writer::new(&compiled.program, &options).write(&compiled.ast)
+                }
             };
-            let report = backends::cpu::check(&program, &ast, &options, args.seed)
-                .map_err(|e| Failure(format!("error: {e}\n")))?;
-            print!("{}", report.to_text(&program));
-            if !report.comparison.passed() {
-                return Err(Failure(
-                    "error: the cpu outputs differ from the interpreter's\n".into(),
-                ));
-            }
+            generated.map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?
         }
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?,
+        None => print!("{text}"),
     }
     Ok(())
+}
+
+fn run(args: &RunArgs) -> Result<(), Failure> {
+    let program = load(&args.kernel)?;
+    let targets: &[Target] = match args.target {
+        Target::All => &[Target::Interp, Target::Cpu],
+        ref one => std::slice::from_ref(one),
+    };
+    let mut mismatch = Vec::new();
+    let mut documents = Vec::new();
+    for (k, target) in targets.iter().enumerate() {
+        if k > 0 && !args.json {
+            println!();
+        }
+        let (text, document, matches) = match target {
+            Target::Interp => run_interp(&program, args)?,
+            Target::Cpu => run_cpu(&program, args)?,
+            Target::All => return Err(Failure("error: `all` is not a target of its own\n".into())),
+        };
+        if !matches {
+            mismatch.push("cpu");
+        }
+        print!("{text}");
+        documents.push(document);
+    }
+    if args.json {
+        let doc = if documents.len() == 1 {
+            documents.pop().unwrap_or_default()
+        } else {
+            serde_json::Value::Array(documents)
+        };
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&doc).expect("JSON values always serialise")
+        );
+    }
+    if mismatch.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure(format!(
+            "error: the {} outputs differ from the interpreter's\n",
+            mismatch.join(", ")
+        )))
+    }
+}
+
+/// Runs the kernel on the interpreter: the text to print (empty with `--json`), the JSON
+/// document, and whether it matches (always).
+fn run_interp(
+    program: &polyhedral::Program,
+    args: &RunArgs,
+) -> Result<(String, serde_json::Value, bool), Failure> {
+    let mut memory = polyhedral::interp::random_inputs(program, args.seed);
+    let start = std::time::Instant::now();
+    polyhedral::interp::run(program, &mut memory)
+        .map_err(|e| Failure(format!("error: the interpreter stopped: {e}\n")))?;
+    let elapsed = start.elapsed();
+    let results = report::summarize(program, &memory);
+    let document = report::to_value(program, "interp", args.seed, &results);
+    let text = if args.json {
+        String::new()
+    } else {
+        report::to_text(program, "interp", args.seed, &results, elapsed)
+    };
+    Ok((text, document, true))
+}
+
+/// Runs the optimized kernel on the CPU against the interpreter: the text to print (empty with
+/// `--json`), the JSON document, and whether the outputs match.
+fn run_cpu(
+    program: &polyhedral::Program,
+    args: &RunArgs,
+) -> Result<(String, serde_json::Value, bool), Failure> {
+    let compiled = optimize(program, &args.optimize)?;
+    let options = args.optimize.cpu();
+    let report = backends::cpu::check_transformed(
+        program,
+        &compiled.program,
+        &compiled.ast,
+        &options,
+        args.seed,
+    )
+    .map_err(|e| Failure(format!("error: {e}\n")))?;
+    let results = report::summarize_outputs(program, &report.outputs);
+    let mut document = report::to_value(program, "cpu", args.seed, &results);
+    document["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
+    document["matches_interp"] = serde_json::json!(report.comparison.passed());
+    if let Some(outputs) = document["outputs"].as_array_mut() {
+        for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
+            out["max_abs_error"] = serde_json::json!(c.max_abs);
+            out["max_rel_error"] = serde_json::json!(c.max_rel);
+            out["mismatches"] = serde_json::json!(c.mismatches);
+        }
+    }
+    let text = if args.json {
+        String::new()
+    } else {
+        report.to_text(program)
+    };
+    Ok((text, document, report.comparison.passed()))
 }
 
 fn simulate(args: &SimArgs) -> Result<(), Failure> {
@@ -259,6 +463,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Check(args) => check(args),
+        Command::Compile(args) => compile(args),
         Command::Run(args) => run(args),
         Command::Sim(args) => simulate(args),
     };

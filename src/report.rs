@@ -19,6 +19,23 @@ pub struct OutputSummary {
 
 /// Summaries of every live-out array, in declaration order.
 pub fn summarize(program: &Program, memory: &Memory) -> Vec<OutputSummary> {
+    summarize_with(program, &|id| memory.array(id))
+}
+
+/// Summaries of every live-out array a target produced (`outputs`, by array).
+pub fn summarize_outputs(program: &Program, outputs: &[(ArrayId, Vec<f64>)]) -> Vec<OutputSummary> {
+    summarize_with(program, &|id| {
+        outputs
+            .iter()
+            .find(|(a, _)| *a == id)
+            .map_or(&[][..], |(_, v)| v.as_slice())
+    })
+}
+
+fn summarize_with<'m>(
+    program: &Program,
+    values_of: &dyn Fn(ArrayId) -> &'m [f64],
+) -> Vec<OutputSummary> {
     program
         .arrays
         .iter()
@@ -26,7 +43,7 @@ pub fn summarize(program: &Program, memory: &Memory) -> Vec<OutputSummary> {
         .filter(|(_, a)| a.role.is_live_out())
         .map(|(k, _)| {
             let id = ArrayId(k as u32);
-            let values = memory.array(id);
+            let values = values_of(id);
             let extents = program.array_extents(id);
             let n = values.len();
             let mut picks = vec![0, n / 3, 2 * n / 3, n.saturating_sub(1)];
@@ -98,8 +115,9 @@ pub fn to_text(
     out
 }
 
-/// The stable JSON form documented in the README.
-pub fn to_json(program: &Program, target: &str, seed: u64, results: &[OutputSummary]) -> String {
+/// The stable JSON document documented in the README; targets other than the interpreter add
+/// their own keys to it.
+pub fn to_value(program: &Program, target: &str, seed: u64, results: &[OutputSummary]) -> Value {
     let params: serde_json::Map<String, Value> = program
         .params
         .iter()
@@ -122,12 +140,11 @@ pub fn to_json(program: &Program, target: &str, seed: u64, results: &[OutputSumm
             })
         })
         .collect();
-    let doc = json!({
+    json!({
         "kernel": program.name,
         "target": target,
         "seed": seed,
         "params": params,
         "outputs": outputs,
-    });
-    serde_json::to_string_pretty(&doc).expect("JSON values always serialise")
+    })
 }

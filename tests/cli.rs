@@ -195,3 +195,105 @@ fn c_kernels_read_datasets_and_includes() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn compile_writes_a_kernel_function_for_pf_input() {
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--target", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("int gemm("), "{text}");
+    assert!(text.contains("#pragma omp parallel for"), "{text}");
+    assert!(text.contains("#pragma omp simd"), "{text}");
+    let threads = polyfuse(&["compile", "kernels/gemm.pf", "--threads", "3"]);
+    assert!(stdout(&threads).contains("num_threads(3)"));
+}
+
+#[test]
+fn compile_replaces_the_scop_of_c_input() {
+    let out = source("gemm.opt.c", "");
+    let o = polyfuse(&[
+        "compile",
+        "kernels/gemm.c",
+        "--target",
+        "cpu",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("#pragma scop"), "{text}");
+    assert!(text.contains("optimized by polyfuse"), "{text}");
+    // The rest of the file is untouched.
+    assert!(text.contains("static void init_array("), "{text}");
+    assert!(text.contains("int main(int argc, char** argv)"), "{text}");
+}
+
+#[test]
+fn compile_emits_every_stage() {
+    let tree = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "tree"]);
+    assert!(stdout(&tree).contains("permutable: 1"), "{}", stdout(&tree));
+    let ast = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "ast", "--no-tile"]);
+    assert!(stdout(&ast).contains("for "), "{}", stdout(&ast));
+    let deps = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "deps"]);
+    assert!(stdout(&deps).contains("flow"), "{}", stdout(&deps));
+    for fuse in ["nofuse", "smartfuse", "maxfuse"] {
+        let o = polyfuse(&[
+            "compile",
+            "kernels/2mm.pf",
+            "--fuse",
+            fuse,
+            "--emit",
+            "tree",
+        ]);
+        assert!(o.status.success(), "{fuse}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn bad_optimizer_options_are_reported() {
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--tile", "32,32"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("tile sizes"), "{}", stderr(&o));
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--tile", "0,4,4"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("positive"), "{}", stderr(&o));
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--tile", "4,x,4"]);
+    assert!(!o.status.success());
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--fuse", "somefuse"]);
+    assert!(!o.status.success());
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--tile", "4,4,4", "--no-tile"]);
+    assert!(!o.status.success());
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+}
+
+#[test]
+fn run_on_the_cpu_matches_the_interpreter() {
+    let sizes = ["--size", "NI=20", "--size", "NJ=21", "--size", "NK=22"];
+    let o = polyfuse(
+        &[
+            &["run", "kernels/gemm.pf", "--target", "cpu", "--json"][..],
+            &sizes,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["target"], "cpu");
+    assert_eq!(doc["matches_interp"], true);
+    assert_eq!(doc["outputs"][0]["mismatches"], 0);
+    assert!(doc["kernel_seconds"].as_f64().unwrap() >= 0.0);
+    // The CPU's checksums are the interpreter's.
+    let interp = polyfuse(&[&["run", "kernels/gemm.pf", "--json"][..], &sizes].concat());
+    let reference: serde_json::Value = serde_json::from_slice(&interp.stdout).unwrap();
+    assert_eq!(
+        doc["outputs"][0]["checksum"],
+        reference["outputs"][0]["checksum"]
+    );
+    let all = polyfuse(&[&["run", "kernels/gemm.pf", "--target", "all"][..], &sizes].concat());
+    assert!(all.status.success(), "{}", stderr(&all));
+    let text = stdout(&all);
+    assert!(
+        text.contains("on interp") && text.contains("on cpu"),
+        "{text}"
+    );
+}

@@ -55,9 +55,12 @@ fn annotated_ast(program: &Program) -> Ast {
     ast
 }
 
+/// Two threads, and every parallel loop parallel however little work it does, so that the
+/// OpenMP code paths run at the small sizes of these tests.
 fn options() -> Options {
     Options {
         threads: Some(2),
+        min_parallel_work: 0,
         ..Options::default()
     }
 }
@@ -214,8 +217,7 @@ fn generated_c_passes_address_and_undefined_behaviour_sanitizers() {
     }
     let options = Options {
         cflags: SANITIZE.iter().map(|s| s.to_string()).collect(),
-        threads: Some(2),
-        ..Options::default()
+        ..options()
     };
     for p in [
         common::gemm_bias_relu(),

@@ -9,6 +9,7 @@
 //! - [`pipeline`]: the optimizing pipeline in one place (dependences → Pluto → tiling → tree →
 //!   AST) and the [`pipeline::TargetDescription`] that steers it;
 //! - [`deps`]: dependence analysis under the original schedule;
+//! - [`expand`]: array expansion, which makes loops that only reuse storage parallel;
 //! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
@@ -16,6 +17,7 @@
 pub mod ast;
 pub mod codegen;
 pub mod deps;
+pub mod expand;
 pub mod ilp;
 pub mod interp;
 pub mod pipeline;

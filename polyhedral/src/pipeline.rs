@@ -1,5 +1,6 @@
-//! The optimizing pipeline, written out in one place: dependences → Pluto scheduling (with the
-//! fusion strategy) → tiling → schedule tree → verification → AST.
+//! The optimizing pipeline, written out in one place: dependences → array expansion →
+//! Pluto scheduling (with the fusion strategy) → tiling → intra-tile permutation → schedule
+//! tree → verification → AST.
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memory
 //! levels and vector width), never from its name. With [`Options::verify`] every pass's
@@ -13,7 +14,9 @@
 
 use crate::ast::Ast;
 use crate::deps::{compute_dependences, Dependences};
+use crate::expand::{expand_for_parallelism, Expansion};
 use crate::program::Program;
+use crate::schedule::intra_tile;
 use crate::schedule::pluto::{self, BandKind, DimKind, Fusion, PlutoSchedule};
 use crate::schedule::tile::{self, TileOptions, TileSizes};
 use crate::schedule::{tree_of_schedule, verify, ScheduleError, ScheduleTree};
@@ -68,6 +71,11 @@ pub struct Options {
     pub tiling: Tiling,
     /// Turn tile bands whose outer member carries a dependence into wavefronts.
     pub wavefront: bool,
+    /// Permute point bands so that a parallel loop with stride-one accesses is innermost.
+    pub intra_tile: bool,
+    /// Expand arrays whose reuse keeps an outermost loop sequential (see
+    /// [`crate::expand`]), within the capacity of the target's outermost memory level.
+    pub expand: bool,
     /// Check every pass's result before the next pass (see the module docs).
     pub verify: bool,
 }
@@ -78,6 +86,8 @@ impl Default for Options {
             fuse: Fusion::SmartFuse,
             tiling: Tiling::FromTarget,
             wavefront: true,
+            intra_tile: true,
+            expand: true,
             verify: true,
         }
     }
@@ -100,6 +110,12 @@ pub enum Error {
 /// Everything the pipeline computed, for the emitters and for `--emit`.
 #[derive(Clone, Debug)]
 pub struct Compiled {
+    /// The program the schedule and the AST are for: the input, or the input with arrays
+    /// expanded for parallelism (the same arrays in the same order, temporaries added after
+    /// them, and copy-out statements).
+    pub program: Program,
+    /// What array expansion did.
+    pub expansions: Vec<Expansion>,
     pub deps: Dependences,
     /// The scheduler's flat schedule, before tiling.
     pub schedule: PlutoSchedule,
@@ -115,7 +131,21 @@ pub fn compile(
     target: &TargetDescription,
     options: &Options,
 ) -> Result<Compiled, Error> {
-    let deps = compute_dependences(program).map_err(|e| Error::Deps(e.to_string()))?;
+    let mut deps = compute_dependences(program).map_err(|e| Error::Deps(e.to_string()))?;
+    let mut expansions = Vec::new();
+    let mut expanded = None;
+    if options.expand {
+        let budget = target.memory.last().map_or(0, |m| m.bytes);
+        if let Some((p, e)) = expand_for_parallelism(program, &deps, budget) {
+            if options.verify {
+                p.verify().map_err(|e| Error::Deps(e.to_string()))?;
+            }
+            deps = compute_dependences(&p).map_err(|e| Error::Deps(e.to_string()))?;
+            expansions = e;
+            expanded = Some(p);
+        }
+    }
+    let program = expanded.as_ref().unwrap_or(program);
 
     let scheduler = pluto::Options {
         fuse: options.fuse,
@@ -144,14 +174,25 @@ pub fn compile(
         }
         None => schedule.clone(),
     };
+    let tiled = if options.intra_tile {
+        let permuted = intra_tile::sink_vector_loops(program, &deps, &tiled)?;
+        if options.verify && permuted != tiled {
+            pluto::check_legality(program, &deps, &permuted)?;
+        }
+        permuted
+    } else {
+        tiled
+    };
 
-    let tree = tree_of_schedule(program, &tiled)?;
+    let tree = tree_of_schedule(program, &deps, &tiled)?;
     if options.verify {
         verify(program, &tree)?;
     }
 
     let ast = crate::codegen::generate_ast(program, &tree)?;
     Ok(Compiled {
+        program: program.clone(),
+        expansions,
         deps,
         schedule,
         tiled,

@@ -19,6 +19,33 @@ pub fn kernels() -> Vec<PathBuf> {
     found
 }
 
+/// A kernel at small sizes, so that every test can run it on the interpreter: PolyBench's mini
+/// dataset for C (every size at most 12), every size of a `.pf` kernel cut to 5, 6 or 7
+/// (different values per size, so mixed-up sizes show).
+pub fn load_small(path: &Path) -> polyhedral::Program {
+    let options = frontend::Options {
+        defines: vec![("MINI_DATASET".into(), None)],
+        ..frontend::Options::default()
+    };
+    let mut program =
+        frontend::load(path, &options).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let pf = path.extension().is_some_and(|e| e == "pf");
+    for (k, p) in program.params.iter_mut().enumerate() {
+        p.value = if pf {
+            p.value.min(5 + (k as i64 % 3))
+        } else {
+            p.value.min(12)
+        };
+    }
+    program
+}
+
+/// A kernel at its default sizes (PolyBench's LARGE dataset for C).
+pub fn load(path: &Path) -> polyhedral::Program {
+    frontend::load(path, &frontend::Options::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)))
+}
+
 /// The snapshot name of a kernel: its file name with the dot replaced (`gemm.pf` → `gemm_pf`).
 pub fn snapshot_name(path: &Path) -> String {
     path.file_name()

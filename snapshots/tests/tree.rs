@@ -5,28 +5,7 @@
 use polyhedral::ast::{run_ast, verify};
 use polyhedral::interp::{random_inputs, run};
 use polyhedral::{generate_ast, schedule_tree_of, Program};
-use snapshots::{kernels, snapshot_name};
-
-/// A kernel at small sizes: PolyBench's mini dataset for C, every size cut to at most 7 for
-/// `.pf` kernels (different values per size, so mixed-up sizes show).
-fn load_small(path: &std::path::Path) -> Program {
-    let options = frontend::Options {
-        defines: vec![("MINI_DATASET".into(), None)],
-        ..frontend::Options::default()
-    };
-    let mut program =
-        frontend::load(path, &options).unwrap_or_else(|e| panic!("{}", e.render(false)));
-    if path.extension().is_some_and(|e| e == "pf") {
-        for (k, p) in program.params.iter_mut().enumerate() {
-            p.value = p.value.min(5 + (k as i64 % 3));
-        }
-    } else {
-        for p in program.params.iter_mut() {
-            p.value = p.value.min(12);
-        }
-    }
-    program
-}
+use snapshots::{kernels, load_small, snapshot_name};
 
 fn bits(m: &polyhedral::interp::Memory) -> Vec<Vec<u64>> {
     m.arrays

@@ -6,6 +6,8 @@
 //!   for a bounded time (the stable toolchain cannot run cargo-fuzz, so the harness is an ignored
 //!   test driven by an environment variable); a panic fails the run and prints the input.
 
+mod bench_cpu;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -34,7 +36,10 @@ tasks:
   bench deps                   time dependence analysis of every kernel; with islpy
                                installed, recompute the answers with isl and compare
   bench sim                    simulated instructions per second of the accelerator
-                               simulator (release build)";
+                               simulator (release build)
+  bench cpu [--runs N] [--only TEXT] [--readme]
+                               PolyBench C kernels at LARGE sizes: gcc -O3 against
+                               polyfuse (OpenMP) and Polly; --readme writes the table";
 
 fn workspace_root() -> PathBuf {
     // xtask lives one level below the workspace root.
@@ -128,6 +133,7 @@ fn bench(args: &[String]) -> Result<(), String> {
     match args {
         [what] if what == "deps" => bench_deps(),
         [what] if what == "sim" => bench_sim(),
+        [what, rest @ ..] if what == "cpu" => bench_cpu::bench_cpu(rest),
         _ => Err(USAGE.to_string()),
     }
 }

@@ -5,6 +5,8 @@
 //! `main` harness using the system C compiler, runs it on given inputs and reads back every
 //! live-out array; [`check`] does what `polyfuse run --target cpu` reports: the interpreter's
 //! outputs against the kernel's on the same random inputs, and the kernel's time.
+//! [`replace_scop`] is the source-to-source form for C input: the file the program came from,
+//! its `#pragma scop` region replaced by the generated loops.
 //!
 //! The generated C computes exactly what the interpreter computes (every value in its type,
 //! rounded where the interpreter rounds; transcendental functions in `double`) and has no
@@ -14,12 +16,35 @@ mod body;
 mod helpers;
 mod names;
 mod runner;
+mod scop;
 mod writer;
 
-pub use runner::{check, run, CheckReport, CpuRun};
+pub use runner::{check, check_transformed, run, CheckReport, CpuRun};
+pub use scop::replace_scop;
 pub use writer::Writer;
 
 use polyhedral::interp::InterpError;
+use polyhedral::pipeline::{MemoryLevel, TargetDescription};
+
+/// The machine the CPU target optimizes for, as the middle end sees it: a 32 KiB L1 data
+/// cache, a 1 MiB L2 and a shared L3, 64-byte lines, 256-bit vectors. Fixed rather than read
+/// from the build machine, so that generated code does not depend on where it was generated.
+pub fn target() -> TargetDescription {
+    let level = |name: &str, bytes: u64| MemoryLevel {
+        name: name.to_string(),
+        bytes,
+        line_bytes: 64,
+    };
+    TargetDescription {
+        name: "cpu".to_string(),
+        memory: vec![
+            level("L1d", 32 << 10),
+            level("L2", 1 << 20),
+            level("L3", 32 << 20),
+        ],
+        vector_bytes: 32,
+    }
+}
 
 /// What the C writer emits and how the runner builds and runs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,7 +56,13 @@ pub struct Options {
     /// Flags for the C compiler. `-ffp-contract=off` must stay: fused multiply-adds round
     /// differently from the interpreter.
     pub cflags: Vec<String>,
-    /// OpenMP threads (`OMP_NUM_THREADS`); `None` leaves the OpenMP default (every core).
+    /// A parallel loop becomes `omp parallel for` only when one execution of it runs at least
+    /// this many statement instances at the program's sizes (estimated with
+    /// [`polyhedral::ast::estimate_work`]); below that, starting the threads costs more than
+    /// they save, and the loop runs sequentially (an inner parallel loop may take its place).
+    pub min_parallel_work: u64,
+    /// OpenMP threads: a `num_threads(N)` clause on every parallel loop, and `OMP_NUM_THREADS`
+    /// for the runner; `None` leaves the OpenMP default (every core).
     pub threads: Option<usize>,
 }
 
@@ -44,6 +75,7 @@ impl Default for Options {
                 .map(String::from)
                 .to_vec(),
             threads: None,
+            min_parallel_work: 1 << 15,
         }
     }
 }

@@ -119,6 +119,11 @@ pub(crate) struct Scope {
 }
 
 impl Scope {
+    /// Marks `name` as taken without declaring anything (a name of the surrounding code).
+    pub(crate) fn reserve(&mut self, name: &str) {
+        self.taken.insert(name.to_string());
+    }
+
     /// An identifier close to `wanted` that is free in this scope; it is taken from now on.
     pub(crate) fn fresh(&mut self, wanted: &str) -> String {
         let mut base: String = wanted

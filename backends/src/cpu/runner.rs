@@ -76,6 +76,8 @@ pub fn run(
 #[derive(Clone, Debug, PartialEq)]
 pub struct CheckReport {
     pub comparison: Comparison,
+    /// What the kernel computed: every live-out array, in [`ArrayId`] order.
+    pub outputs: Vec<(ArrayId, Vec<f64>)>,
     pub kernel_seconds: f64,
     pub seed: u64,
     pub threads: Option<usize>,
@@ -111,12 +113,38 @@ pub fn check(
     options: &Options,
     seed: u64,
 ) -> Result<CheckReport, Error> {
+    check_transformed(program, program, ast, options, seed)
+}
+
+/// [`check`] for a program the compiler rewrote (`program`, with `ast` its loops) against the
+/// program as written (`reference`): the rewritten program keeps the reference's arrays, in
+/// order, and may add temporaries after them. Both get the same random inputs; the
+/// reference's live-out arrays are compared.
+pub fn check_transformed(
+    reference: &Program,
+    program: &Program,
+    ast: &Ast,
+    options: &Options,
+    seed: u64,
+) -> Result<CheckReport, Error> {
+    let same_arrays = reference.arrays.len() <= program.arrays.len()
+        && reference
+            .arrays
+            .iter()
+            .zip(&program.arrays)
+            .all(|(a, b)| a.name == b.name && a.elem == b.elem && a.role == b.role);
+    if !same_arrays {
+        return Err(Error::InvalidProgram(
+            "the rewritten program does not keep the original's arrays".into(),
+        ));
+    }
+    let mut expected = interp::random_inputs(reference, seed);
+    interp::run(reference, &mut expected)?;
     let inputs = interp::random_inputs(program, seed);
-    let mut expected = inputs.clone();
-    interp::run(program, &mut expected)?;
     let cpu = run(program, ast, &inputs, options)?;
     Ok(CheckReport {
-        comparison: compare(program, &expected, &cpu.outputs),
+        comparison: compare(reference, &expected, &cpu.outputs),
+        outputs: cpu.outputs,
         kernel_seconds: cpu.kernel_seconds,
         seed,
         threads: options.threads,

@@ -17,7 +17,7 @@ use std::fmt::Write;
 
 use polyhedral::ast::{self, Ast, AstCond, AstExpr, CSyntax};
 use polyhedral::program::{
-    ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, Stmt, StmtId,
+    ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, SourceKind, Stmt, StmtId,
 };
 
 use super::body::{value_type, BodyContext};
@@ -38,12 +38,17 @@ pub(crate) struct KernelInterface {
 pub struct Writer<'a> {
     program: &'a Program,
     options: &'a Options,
+    /// Whether the code goes back into the C file the program came from (see [`super::scop`]):
+    /// sizes, arrays and scalars keep their names from that file, scalars are plain variables.
+    in_source: bool,
     scope: Scope,
     kernel: String,
     params: Vec<String>,
     arrays: Vec<String>,
     functions: Vec<String>,
     loop_vars: HashMap<String, String>,
+    /// The enclosing loops' variables at the middle of their ranges, for work estimates.
+    midpoints: Vec<(String, i64)>,
     helpers: BTreeSet<Helper>,
 }
 
@@ -80,14 +85,126 @@ impl<'a> Writer<'a> {
         Writer {
             program,
             options,
+            in_source: false,
             scope,
             kernel,
             params,
             arrays,
             functions,
             loop_vars: HashMap::new(),
+            midpoints: Vec::new(),
             helpers: BTreeSet::new(),
         }
+    }
+
+    /// A writer for code that replaces the SCoP of the C file the program came from: sizes,
+    /// arrays and scalars are spelled as that file spells them, and the loop variables it
+    /// declares avoid every identifier in `taken` (the file's identifiers).
+    pub(crate) fn in_source<'t>(
+        program: &'a Program,
+        options: &'a Options,
+        taken: impl IntoIterator<Item = &'t str>,
+    ) -> Writer<'a> {
+        let mut scope = Scope::default();
+        for name in taken {
+            scope.reserve(name);
+        }
+        let (params, declared) = match &program.source {
+            SourceKind::CScop {
+                size_names, arrays, ..
+            } => (size_names.clone(), *arrays),
+            SourceKind::Kernel => (
+                program.params.iter().map(|p| p.name.clone()).collect(),
+                program.arrays.len(),
+            ),
+        };
+        // The file's own arrays keep their names; the compiler's temporaries get fresh ones.
+        let arrays = program
+            .arrays
+            .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                if k < declared {
+                    a.name.clone()
+                } else {
+                    scope.fresh(&a.name)
+                }
+            })
+            .collect();
+        Writer {
+            program,
+            options,
+            in_source: true,
+            scope,
+            kernel: program.name.clone(),
+            params,
+            arrays,
+            functions: program.functions.iter().map(|f| f.name.clone()).collect(),
+            loop_vars: HashMap::new(),
+            midpoints: Vec::new(),
+            helpers: BTreeSet::new(),
+        }
+    }
+
+    /// The statements that replace the SCoP (one block, indented by `indent` levels) and the
+    /// helper definitions they need, in that order.
+    pub(crate) fn write_in_source(
+        mut self,
+        ast: &Ast,
+        indent: usize,
+    ) -> Result<(String, String), Error> {
+        let program = self.program;
+        program
+            .verify()
+            .map_err(|e| Error::InvalidProgram(e.to_string()))?;
+        ast::verify(program, ast).map_err(Error::InvalidAst)?;
+        if let Some(f) = program.functions.first() {
+            return Err(Error::Unsupported(format!(
+                "scalar function `{}` in a C SCoP",
+                f.name
+            )));
+        }
+        let declared = match &program.source {
+            SourceKind::CScop { arrays, .. } => *arrays,
+            SourceKind::Kernel => program.arrays.len(),
+        };
+        let mut body = String::new();
+        let pad = "    ".repeat(indent);
+        let _ = writeln!(body, "{pad}{{");
+        let own: Vec<ArrayId> = (declared..program.arrays.len())
+            .map(|k| ArrayId(k as u32))
+            .collect();
+        let inner = "    ".repeat(indent + 1);
+        for &id in &own {
+            let decl = self.temporary_declaration(id);
+            let name = &self.arrays[id.index()];
+            let _ = writeln!(body, "{inner}{decl}");
+            let _ = writeln!(
+                body,
+                "{inner}if (!{name}) {{\n{inner}    fprintf(stderr, \"polyfuse: out of memory\\n\");\n{inner}    abort();\n{inner}}}"
+            );
+        }
+        self.write_node(&mut body, ast, indent + 1, false);
+        for &id in &own {
+            let _ = writeln!(body, "{inner}free({});", self.arrays[id.index()]);
+        }
+        let _ = writeln!(body, "{pad}}}");
+        Ok((body, self.helper_definitions()))
+    }
+
+    /// The definitions of every helper used so far, each after the ones it calls.
+    fn helper_definitions(&self) -> String {
+        let mut helpers = BTreeSet::new();
+        for &h in &self.helpers {
+            helpers.insert(h);
+            helpers.extend(h.requires());
+        }
+        let mut out = String::new();
+        for h in helpers {
+            out.push('\n');
+            out += h.source();
+        }
+        out
     }
 
     /// The C translation unit of the kernel.
@@ -114,15 +231,7 @@ impl<'a> Writer<'a> {
             program.name
         );
         out += "#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n";
-        let mut helpers = BTreeSet::new();
-        for &h in &self.helpers {
-            helpers.insert(h);
-            helpers.extend(h.requires());
-        }
-        for h in helpers {
-            out.push('\n');
-            out += h.source();
-        }
+        out += &self.helper_definitions();
         if !program.params.is_empty() {
             out.push('\n');
             for (p, name) in program.params.iter().zip(&self.params) {
@@ -312,6 +421,30 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// `T (*name)[d2]… = calloc(d1, sizeof *name);`: a zeroed temporary array on the heap, as
+    /// the interpreter starts temporaries.
+    fn temporary_declaration(&self, id: ArrayId) -> String {
+        let a = self.program.array(id);
+        let name = &self.arrays[id.index()];
+        let store = storage_type(a.elem);
+        // The sizes of a kernel function are constants; code put back into a C file spells
+        // them by name, and `calloc(0, …)` may fail, so at least one element is asked for.
+        let count = if self.in_source {
+            let first = AstExpr::from_affine(&a.shape[0], &|_| AstExpr::Int(0));
+            let n = self.with_syntax(|s| first.to_c(s));
+            format!("{n} > 0 ? {n} : 1")
+        } else {
+            self.program.array_extents(id)[0].max(1).to_string()
+        };
+        let inner = self.inner_dims(id);
+        let pointer = if inner.is_empty() {
+            format!("*{name}")
+        } else {
+            format!("(*{name}){inner}")
+        };
+        format!("{store} {pointer} = calloc({count}, sizeof *{name});")
+    }
+
     /// Whether array `id` is passed to the kernel by value.
     fn by_value(&self, id: ArrayId) -> bool {
         let a = self.program.array(id);
@@ -383,17 +516,7 @@ impl<'a> Writer<'a> {
                 let _ = writeln!(out, "    {store} {name} = 0;");
                 continue;
             }
-            let count = program.array_extents(id)[0].max(1);
-            let inner = self.inner_dims(id);
-            let pointer = if inner.is_empty() {
-                format!("*{name}")
-            } else {
-                format!("(*{name}){inner}")
-            };
-            let _ = writeln!(
-                out,
-                "    {store} {pointer} = calloc({count}, sizeof *{name});"
-            );
+            let _ = writeln!(out, "    {}", self.temporary_declaration(id));
             allocated.push(name.clone());
         }
         if !allocated.is_empty() {
@@ -432,7 +555,10 @@ impl<'a> Writer<'a> {
                 body,
                 annotations,
             } => {
-                let parallel = self.options.openmp && annotations.parallel && !in_parallel;
+                let parallel = self.options.openmp
+                    && annotations.parallel
+                    && !in_parallel
+                    && self.worth_parallel(ast);
                 let simd = self.options.openmp && annotations.vectorizable && !body.contains_loop();
                 let pragma = match (parallel, simd) {
                     (true, true) => Some("parallel for simd"),
@@ -441,7 +567,11 @@ impl<'a> Writer<'a> {
                     (false, false) => None,
                 };
                 if let Some(p) = pragma {
-                    let _ = writeln!(out, "{pad}#pragma omp {p}");
+                    let threads = match self.options.threads {
+                        Some(n) if parallel => format!(" num_threads({n})"),
+                        _ => String::new(),
+                    };
+                    let _ = writeln!(out, "{pad}#pragma omp {p}{threads}");
                 }
                 let lo = self.ast_expr(lower);
                 // A name is bound once per nest (verified), so sibling loops can share it.
@@ -458,7 +588,18 @@ impl<'a> Writer<'a> {
                     out,
                     "{pad}for (int64_t {c} = {lo}; {c} <= {hi}; {c} += {step}) {{"
                 );
+                let params = self.program.param_values();
+                let var_of = |name: &str| {
+                    self.midpoints
+                        .iter()
+                        .rev()
+                        .find(|(n, _)| n == name)
+                        .map_or(0, |&(_, v)| v)
+                };
+                let (l, u) = (lower.eval(&var_of, &params), upper.eval(&var_of, &params));
+                self.midpoints.push((var.clone(), l + (u - l).max(0) / 2));
                 self.write_node(out, body, indent + 1, in_parallel || parallel);
+                self.midpoints.pop();
                 let _ = writeln!(out, "{pad}}}");
             }
             Ast::If {
@@ -466,17 +607,25 @@ impl<'a> Writer<'a> {
                 then,
                 otherwise,
             } => {
-                let conds: Vec<String> = conds.iter().map(|c| self.ast_cond(c)).collect();
-                let conds = if conds.is_empty() {
-                    "true".to_string()
-                } else {
-                    conds.join(" && ")
-                };
+                let conds = self.cond_list(conds);
                 let _ = writeln!(out, "{pad}if ({conds}) {{");
                 self.write_node(out, then, indent + 1, in_parallel);
-                if let Some(o) = otherwise {
-                    let _ = writeln!(out, "{pad}}} else {{");
-                    self.write_node(out, o, indent + 1, in_parallel);
+                let mut rest = otherwise.as_deref();
+                // An `else` holding only another `if` is written `else if`.
+                while let Some(o) = rest {
+                    match o.single_if() {
+                        Some((conds, then, otherwise)) => {
+                            let conds = self.cond_list(conds);
+                            let _ = writeln!(out, "{pad}}} else if ({conds}) {{");
+                            self.write_node(out, then, indent + 1, in_parallel);
+                            rest = otherwise;
+                        }
+                        None => {
+                            let _ = writeln!(out, "{pad}}} else {{");
+                            self.write_node(out, o, indent + 1, in_parallel);
+                            rest = None;
+                        }
+                    }
                 }
                 let _ = writeln!(out, "{pad}}}");
             }
@@ -493,13 +642,33 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// Whether a parallel loop runs enough statement instances per execution, at the
+    /// program's sizes, to pay for starting a parallel region (see
+    /// [`Options::min_parallel_work`]).
+    fn worth_parallel(&self, for_loop: &Ast) -> bool {
+        let params = self.program.param_values();
+        let mut bindings = self.midpoints.clone();
+        ast::estimate_work(for_loop, &params, &mut bindings)
+            >= self.options.min_parallel_work as f64
+    }
+
+    /// Conditions joined by `&&` (`true` for none).
+    fn cond_list(&mut self, conds: &[AstCond]) -> String {
+        let conds: Vec<String> = conds.iter().map(|c| self.ast_cond(c)).collect();
+        if conds.is_empty() {
+            "true".to_string()
+        } else {
+            conds.join(" && ")
+        }
+    }
+
     /// The C text of an array element accessed by a statement instance.
     fn element(&mut self, access: &polyhedral::program::Access, args: &[AstExpr]) -> String {
         let id = access.array;
         let a = self.program.array(id);
         let name = self.arrays[id.index()].clone();
         if a.shape.is_empty() {
-            let direct = self.by_value(id) || a.role == ArrayRole::Temporary;
+            let direct = self.in_source || self.by_value(id) || a.role == ArrayRole::Temporary;
             return if direct { name } else { format!("{name}[0]") };
         }
         let mut text = name;

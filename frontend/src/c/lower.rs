@@ -56,6 +56,8 @@ pub(crate) fn lower(
         pp,
         options,
         params: Vec::new(),
+        size_names: Vec::new(),
+        in_statements: false,
         decls: HashMap::new(),
         iterator_names: HashSet::new(),
         arrays: Vec::new(),
@@ -94,6 +96,7 @@ pub(crate) fn lower(
             l.declare_array(d, is_param)?;
         }
     }
+    l.in_statements = true;
     for s in inits.iter().chain(&kernel.body) {
         l.statement(s)?;
     }
@@ -105,7 +108,7 @@ pub(crate) fn lower(
             read[r.array.index()] = true;
         }
     }
-    let arrays = l
+    let arrays: Vec<Array> = l
         .arrays
         .into_iter()
         .enumerate()
@@ -129,6 +132,13 @@ pub(crate) fn lower(
         name,
         source: SourceKind::CScop {
             scop: kernel.scop.span,
+            size_names: l
+                .params
+                .iter()
+                .zip(l.size_names)
+                .map(|(p, spelled)| spelled.unwrap_or_else(|| p.name.clone()))
+                .collect(),
+            arrays: arrays.len(),
         },
         params: l.params,
         arrays,
@@ -331,6 +341,10 @@ struct Lowerer<'a> {
     pp: &'a Preprocessed,
     options: &'a Options,
     params: Vec<Param>,
+    /// Per parameter, the name the SCoP's statements first used for it.
+    size_names: Vec<Option<String>>,
+    /// Whether the SCoP's statements are being lowered (rather than declarations).
+    in_statements: bool,
     /// Declared names: the declaration, whether it is a kernel parameter, and its order.
     decls: HashMap<String, (&'a Decl, bool, usize)>,
     iterator_names: HashSet<String>,
@@ -412,7 +426,15 @@ impl<'a> Lowerer<'a> {
             name: name.to_string(),
             value,
         });
+        self.size_names.push(None);
         Ok(ParamId(self.params.len() as u32 - 1))
+    }
+
+    /// Notes that the statements spell parameter `p` as `name`, unless spelled before.
+    fn spelled(&mut self, p: ParamId, name: &str) {
+        if self.in_statements && self.size_names[p.index()].is_none() {
+            self.size_names[p.index()] = Some(name.to_string());
+        }
     }
 
     /// The size an `int` kernel parameter stands for (`ni` → `NI`).
@@ -446,6 +468,7 @@ impl<'a> Lowerer<'a> {
         }
         if let Some(alias) = self.size_alias(name) {
             let p = self.param(&alias, None, loc)?;
+            self.spelled(p, name);
             return Ok(Some(AffineExpr::var(Var::Param(p))));
         }
         if self.decls.contains_key(name) {
@@ -453,6 +476,7 @@ impl<'a> Lowerer<'a> {
         }
         if size.is_some() || self.options.sizes.iter().any(|(n, _)| n == name) {
             let p = self.param(name, size, loc)?;
+            self.spelled(p, name);
             return Ok(Some(AffineExpr::var(Var::Param(p))));
         }
         Err(CError::new(

@@ -215,9 +215,22 @@ fn write_node(out: &mut String, ast: &Ast, program: &Program, s: &CSyntax, inden
             let conds: Vec<String> = conds.iter().map(|c| c.to_c(s)).collect();
             let _ = writeln!(out, "{pad}if ({}) {{", conds.join(" && "));
             write_node(out, then, program, s, indent + 1);
-            if let Some(o) = otherwise {
-                let _ = writeln!(out, "{pad}}} else {{");
-                write_node(out, o, program, s, indent + 1);
+            let mut rest = otherwise.as_deref();
+            // An `else` holding only another `if` is written `else if`.
+            while let Some(o) = rest {
+                match o.single_if() {
+                    Some((conds, then, otherwise)) => {
+                        let conds: Vec<String> = conds.iter().map(|c| c.to_c(s)).collect();
+                        let _ = writeln!(out, "{pad}}} else if ({}) {{", conds.join(" && "));
+                        write_node(out, then, program, s, indent + 1);
+                        rest = otherwise;
+                    }
+                    None => {
+                        let _ = writeln!(out, "{pad}}} else {{");
+                        write_node(out, o, program, s, indent + 1);
+                        rest = None;
+                    }
+                }
             }
             let _ = writeln!(out, "{pad}}}");
         }

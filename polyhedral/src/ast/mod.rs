@@ -192,10 +192,97 @@ impl Ast {
         }
     }
 
+    /// The parts of this node when it is an `if`, or a block holding exactly one: what an
+    /// `else` branch made of one `if` is printed as (`else if`).
+    pub fn single_if(&self) -> Option<(&[AstCond], &Ast, Option<&Ast>)> {
+        match self {
+            Ast::If {
+                conds,
+                then,
+                otherwise,
+            } => Some((conds, then, otherwise.as_deref())),
+            Ast::Block(items) if items.len() == 1 => items[0].single_if(),
+            _ => None,
+        }
+    }
+
     /// Whether a `for` loop appears at or below this node.
     pub fn contains_loop(&self) -> bool {
         let mut found = false;
         self.walk(&mut |a| found |= matches!(a, Ast::For { .. }));
         found
+    }
+}
+
+impl AstExpr {
+    /// The value of the expression with loop variables given by `var` and parameters by
+    /// `params` (wrapping arithmetic, as [`run_ast`] evaluates).
+    pub fn eval(&self, var: &dyn Fn(&str) -> i64, params: &[i64]) -> i64 {
+        match self {
+            AstExpr::Int(v) => *v,
+            AstExpr::Var(name) => var(name),
+            AstExpr::Param(p) => params.get(p.index()).copied().unwrap_or(0),
+            AstExpr::Add(a, b) => a.eval(var, params).wrapping_add(b.eval(var, params)),
+            AstExpr::Mul(k, x) => k.wrapping_mul(x.eval(var, params)),
+            AstExpr::FloorDiv(x, k) => x.eval(var, params).div_euclid(*k),
+            AstExpr::CeilDiv(x, k) => {
+                let v = x.eval(var, params);
+                v.div_euclid(*k) + i64::from(v.rem_euclid(*k) != 0)
+            }
+            AstExpr::Mod(x, k) => x.eval(var, params).rem_euclid(*k),
+            AstExpr::Min(items) => items.iter().map(|x| x.eval(var, params)).min().unwrap_or(0),
+            AstExpr::Max(items) => items.iter().map(|x| x.eval(var, params)).max().unwrap_or(0),
+        }
+    }
+}
+
+/// An estimate of the statement instances one execution of `ast` runs, at the parameter
+/// values `params`, with the enclosing loops' variables at `bindings` (innermost last). Every
+/// loop below is taken at its trip count with its variable at the middle of its range, and
+/// both branches of a conditional are counted at most once (the larger), so the estimate is
+/// exact for rectangular nests without guards and a fair measure of the work elsewhere; it is
+/// what back ends use to decide whether a parallel loop is worth its start-up cost.
+pub fn estimate_work(ast: &Ast, params: &[i64], bindings: &mut Vec<(String, i64)>) -> f64 {
+    match ast {
+        Ast::Block(items) => items
+            .iter()
+            .map(|a| estimate_work(a, params, bindings))
+            .sum(),
+        Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            body,
+            ..
+        } => {
+            let lookup = |name: &str| {
+                bindings
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n == name)
+                    .map_or(0, |&(_, v)| v)
+            };
+            let (lo, hi) = (lower.eval(&lookup, params), upper.eval(&lookup, params));
+            if hi < lo {
+                return 0.0;
+            }
+            let trips = ((hi - lo) / step.max(&1) + 1) as f64;
+            bindings.push((var.clone(), lo + (hi - lo) / 2));
+            let inner = estimate_work(body, params, bindings);
+            bindings.pop();
+            trips * inner
+        }
+        Ast::If {
+            then, otherwise, ..
+        } => {
+            let a = estimate_work(then, params, bindings);
+            let b = otherwise
+                .as_ref()
+                .map_or(0.0, |o| estimate_work(o, params, bindings));
+            a.max(b)
+        }
+        Ast::User { .. } => 1.0,
+        Ast::Mark { body, .. } => estimate_work(body, params, bindings),
     }
 }

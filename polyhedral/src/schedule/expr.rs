@@ -50,6 +50,13 @@ impl QuasiAffine {
         if den == 1 {
             return Some(self.clone());
         }
+        if self.floors.is_empty() && self.affine.terms().is_empty() {
+            let value = self.affine.constant.div_euclid(den);
+            return Some(QuasiAffine {
+                affine: AffineExpr::constant(value),
+                floors: Vec::new(),
+            });
+        }
         Some(QuasiAffine {
             affine: AffineExpr::default(),
             floors: vec![FloorTerm {

@@ -6,7 +6,9 @@
 //!   whose filters take the statements of each constant, in increasing order (statement
 //!   distribution); one whose constants agree is dropped;
 //! - the loop dimensions of one band of the flat schedule become one band node, with the
-//!   band's permutable flag and each member's coincident flag; a member that is the same
+//!   band's permutable flag and each member's coincident flag, recomputed exactly for the
+//!   statements of the node when they are fewer than all (a member may carry a dependence in
+//!   one loop nest and none in another); a member that is the same
 //!   constant for every statement reaching it orders nothing and is dropped. Tiling's tile and
 //!   point bands are two bands, so they become a tile band node with a point band node as its
 //!   child; a wavefront tile band (its first member the sum of the tile members) keeps that
@@ -18,14 +20,16 @@
 //! [`super::verify`] accepts it whenever the flat schedule is well formed.
 
 use super::expr::QuasiAffine;
-use super::pluto::{DimKind, PlutoSchedule};
+use super::pluto::{coincident_dims_among, DimKind, PlutoSchedule};
 use super::tree::{Band, Filter, Node, NodeKind, ScheduleTree};
 use super::ScheduleError;
+use crate::deps::Dependences;
 use crate::program::{Program, StmtId};
 
 /// The schedule tree of a flat Pluto schedule of `program` (see the module docs).
 pub fn tree_of_schedule(
     program: &Program,
+    deps: &Dependences,
     schedule: &PlutoSchedule,
 ) -> Result<ScheduleTree, ScheduleError> {
     let n = program.statements.len();
@@ -36,71 +40,94 @@ pub fn tree_of_schedule(
         )));
     }
     let stmts: Vec<StmtId> = program.statement_ids().collect();
-    let child = build(schedule, &stmts, 0)?;
+    let builder = Builder {
+        program,
+        deps,
+        schedule,
+    };
+    let child = builder.build(&stmts, 0)?;
     Ok(ScheduleTree {
         root: Node::with_child(NodeKind::Domain(stmts), child),
     })
 }
 
-/// The subtree scheduling `stmts` by dimensions `d..`.
-fn build(schedule: &PlutoSchedule, stmts: &[StmtId], d: usize) -> Result<Node, ScheduleError> {
-    let Some(dim) = schedule.dims.get(d) else {
-        return Ok(Node::leaf());
-    };
-    if dim.kind == DimKind::Scalar {
-        let mut groups: Vec<(i64, Vec<StmtId>)> = Vec::new();
-        for &s in stmts {
-            let e = &dim.exprs[s.index()];
-            let value = match e.as_affine() {
-                Some(a) if a.is_constant() => a.constant,
-                _ => {
-                    return Err(ScheduleError::Program(format!(
-                        "scalar dimension {d} is not a constant"
-                    )))
+struct Builder<'a> {
+    program: &'a Program,
+    deps: &'a Dependences,
+    schedule: &'a PlutoSchedule,
+}
+
+impl Builder<'_> {
+    /// The subtree scheduling `stmts` by dimensions `d..`.
+    fn build(&self, stmts: &[StmtId], d: usize) -> Result<Node, ScheduleError> {
+        let schedule = self.schedule;
+        let Some(dim) = schedule.dims.get(d) else {
+            return Ok(Node::leaf());
+        };
+        if dim.kind == DimKind::Scalar {
+            let mut groups: Vec<(i64, Vec<StmtId>)> = Vec::new();
+            for &s in stmts {
+                let e = &dim.exprs[s.index()];
+                let value = match e.as_affine() {
+                    Some(a) if a.is_constant() => a.constant,
+                    _ => {
+                        return Err(ScheduleError::Program(format!(
+                            "scalar dimension {d} is not a constant"
+                        )))
+                    }
+                };
+                match groups.iter_mut().find(|(v, _)| *v == value) {
+                    Some((_, g)) => g.push(s),
+                    None => groups.push((value, vec![s])),
                 }
-            };
-            match groups.iter_mut().find(|(v, _)| *v == value) {
-                Some((_, g)) => g.push(s),
-                None => groups.push((value, vec![s])),
             }
+            if groups.len() < 2 {
+                return self.build(stmts, d + 1);
+            }
+            groups.sort_by_key(|(v, _)| *v);
+            let children = groups
+                .into_iter()
+                .map(|(_, g)| Ok((Filter::of_statements(&g), self.build(&g, d + 1)?)))
+                .collect::<Result<Vec<_>, ScheduleError>>()?;
+            return Ok(Node::sequence(children));
         }
-        if groups.len() < 2 {
-            return build(schedule, stmts, d + 1);
+        // A loop dimension outside every band is a band of its own that is not permutable.
+        let (end, permutable) = match schedule.band_of(d) {
+            Some(b) => (b.start + b.len, b.permutable),
+            None => (d + 1, false),
+        };
+        let exact = if stmts.len() < self.program.statements.len() {
+            Some(
+                coincident_dims_among(self.program, self.deps, schedule, stmts).map_err(|e| {
+                    ScheduleError::Program(format!("coincidence of a loop nest: {e}"))
+                })?,
+            )
+        } else {
+            None
+        };
+        let mut functions: Vec<Vec<QuasiAffine>> = vec![Vec::new(); stmts.len()];
+        let mut coincident = Vec::new();
+        for (k, member) in schedule.dims[d..end].iter().enumerate() {
+            let first = &member.exprs[stmts[0].index()];
+            let same_constant = first.as_affine().is_some_and(|a| a.is_constant())
+                && stmts.iter().all(|s| &member.exprs[s.index()] == first);
+            if same_constant {
+                continue;
+            }
+            for (f, s) in functions.iter_mut().zip(stmts) {
+                f.push(member.exprs[s.index()].clone());
+            }
+            coincident.push(exact.as_ref().map_or(member.coincident, |e| e[d + k]));
         }
-        groups.sort_by_key(|(v, _)| *v);
-        let children = groups
-            .into_iter()
-            .map(|(_, g)| Ok((Filter::of_statements(&g), build(schedule, &g, d + 1)?)))
-            .collect::<Result<Vec<_>, ScheduleError>>()?;
-        return Ok(Node::sequence(children));
+        let child = self.build(stmts, end)?;
+        if coincident.is_empty() {
+            return Ok(child);
+        }
+        let band = Band {
+            schedule: stmts.iter().copied().zip(functions).collect(),
+            permutable,
+            coincident,
+        };
+        Ok(Node::with_child(NodeKind::Band(band), child))
     }
-    // A loop dimension outside every band is a band of its own that is not permutable.
-    let (end, permutable) = match schedule.band_of(d) {
-        Some(b) => (b.start + b.len, b.permutable),
-        None => (d + 1, false),
-    };
-    let mut functions: Vec<Vec<QuasiAffine>> = vec![Vec::new(); stmts.len()];
-    let mut coincident = Vec::new();
-    for member in &schedule.dims[d..end] {
-        let first = &member.exprs[stmts[0].index()];
-        let same_constant = first.as_affine().is_some_and(|a| a.is_constant())
-            && stmts.iter().all(|s| &member.exprs[s.index()] == first);
-        if same_constant {
-            continue;
-        }
-        for (f, s) in functions.iter_mut().zip(stmts) {
-            f.push(member.exprs[s.index()].clone());
-        }
-        coincident.push(member.coincident);
-    }
-    let child = build(schedule, stmts, end)?;
-    if coincident.is_empty() {
-        return Ok(child);
-    }
-    let band = Band {
-        schedule: stmts.iter().copied().zip(functions).collect(),
-        permutable,
-        coincident,
-    };
-    Ok(Node::with_child(NodeKind::Band(band), child))
 }

@@ -14,13 +14,16 @@
 //! - [`from_pluto`]: a flat Pluto schedule as a tree (bands, sequences for distribution, tile
 //!   and point bands);
 //! - [`tile`]: tiling of permutable bands into tile and point bands, tile sizes from a
-//!   capacity rule, and the tile-level wavefront.
+//!   capacity rule, and the tile-level wavefront;
+//! - [`intra_tile`]: the permutation of point bands that puts a parallel, stride-one loop
+//!   innermost.
 //!
 //! AST generation from a tree is [`crate::codegen::generate_ast`].
 
 pub mod expr;
 mod from_pluto;
 pub(crate) mod instances;
+pub mod intra_tile;
 pub mod pluto;
 mod print;
 pub mod tile;

@@ -181,6 +181,27 @@ impl PlutoSchedule {
             .collect()
     }
 
+    /// The statements grouped by the loop nest they are in at dimension `d`: statements whose
+    /// scalar dimensions before `d` have the same constants share the loops from `d` on,
+    /// others are distributed apart. Groups in order of first statement.
+    pub fn nests_at(&self, d: usize) -> Vec<Vec<StmtId>> {
+        let n = self.dims.first().map_or(0, |x| x.exprs.len());
+        let mut nests: Vec<(Vec<i64>, Vec<StmtId>)> = Vec::new();
+        for s in 0..n {
+            let key: Vec<i64> = self.dims[..d]
+                .iter()
+                .filter(|x| x.kind == DimKind::Scalar)
+                .map(|x| x.exprs[s].eval(&[], &[]))
+                .collect();
+            let id = StmtId(s as u32);
+            match nests.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, g)) => g.push(id),
+                None => nests.push((key, vec![id])),
+            }
+        }
+        nests.into_iter().map(|(_, g)| g).collect()
+    }
+
     /// The band that contains dimension `d`, if any.
     pub fn band_of(&self, d: usize) -> Option<&Band> {
         self.bands
@@ -374,12 +395,28 @@ pub fn coincident_dims(
     deps: &Dependences,
     schedule: &PlutoSchedule,
 ) -> Result<Vec<bool>, Error> {
+    let all: Vec<StmtId> = program.statement_ids().collect();
+    coincident_dims_among(program, deps, schedule, &all)
+}
+
+/// [`coincident_dims`] for the loop nest of the statements `stmts` only: dependences from or
+/// to other statements are not considered (the scalar dimensions that separate the nests
+/// order them).
+pub fn coincident_dims_among(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    stmts: &[StmtId],
+) -> Result<Vec<bool>, Error> {
     let maps = statement_maps(program, schedule)?;
     let params: Vec<&str> = program.params.iter().map(|p| p.name.as_str()).collect();
     let m = schedule.dims.len();
     let time = Tuple::anonymous_dims(None, m);
     let mut coincident = vec![true; m];
-    for d in deps.legality() {
+    for d in deps
+        .legality()
+        .filter(|d| stmts.contains(&d.source) && stmts.contains(&d.sink))
+    {
         let pairs = timed_pairs(&d.relation, &maps[d.source.index()], &maps[d.sink.index()]);
         for (k, flag) in coincident.iter_mut().enumerate() {
             if *flag {
@@ -427,11 +464,56 @@ const U_INPUT_SUM_VAR: usize = 2;
 const W_INPUT_VAR: usize = 3;
 
 /// A dependence as the scheduler tracks it: the pairs not yet satisfied.
+#[derive(Clone)]
 struct DepState {
     src: usize,
     dst: usize,
     legality: bool,
     relation: Map,
+}
+
+/// The scheduler's state before a band, for smart fusion to go back to.
+struct Snapshot {
+    hyperplanes: Vec<Vec<Vec<i64>>>,
+    rank: Vec<usize>,
+    deps: Vec<DepState>,
+    dims: Vec<ScheduleDim>,
+    bands: Vec<Band>,
+    /// The strongly connected components at that point.
+    sccs: Vec<Vec<usize>>,
+}
+
+/// Whether `c` is a rational combination of `rows`.
+fn in_row_span(rows: &[Vec<i64>], c: &[i64]) -> bool {
+    let to_q = |r: &[i64]| -> Vec<BigRational> {
+        r.iter()
+            .map(|&x| BigRational::from_integer(x.into()))
+            .collect()
+    };
+    let rank = |m: &[Vec<BigRational>]| -> usize {
+        let mut m = m.to_vec();
+        let cols = m.first().map_or(0, Vec::len);
+        let mut r = 0;
+        for col in 0..cols {
+            let Some(p) = (r..m.len()).find(|&i| !m[i][col].is_zero()) else {
+                continue;
+            };
+            m.swap(r, p);
+            let pivot = m[r].clone();
+            for row in m.iter_mut().skip(r + 1) {
+                let f = &row[col] / &pivot[col];
+                for (x, y) in row.iter_mut().zip(&pivot) {
+                    *x -= &f * y;
+                }
+            }
+            r += 1;
+        }
+        r
+    };
+    let mut m: Vec<Vec<BigRational>> = rows.iter().map(|r| to_q(r)).collect();
+    let before = rank(&m);
+    m.push(to_q(c));
+    rank(&m) == before
 }
 
 /// Constraint rows over the ILP's variables.
@@ -538,12 +620,17 @@ impl<'a> Scheduler<'a> {
             }
             Fusion::MaxFuse => {}
         }
+        // The state before the last band, while smart fusion may still take that band back.
+        let mut before_band: Option<Snapshot> = None;
+        // Where a band was taken back without a cut to show for it: not again there.
+        let mut kept: HashSet<usize> = HashSet::new();
         loop {
             let all_full = (0..self.depth.len()).all(|s| self.full_rank(s));
             if all_full && !self.deps.iter().any(|d| d.legality) {
                 return Ok(());
             }
             let constraints = self.band_constraints()?;
+            let snapshot = self.snapshot();
             let start = self.dims.len();
             while !(0..self.depth.len()).all(|s| self.full_rank(s)) {
                 match self.find_hyperplane(&constraints)? {
@@ -559,7 +646,22 @@ impl<'a> Scheduler<'a> {
                     kind: BandKind::Plain,
                 });
                 self.restrict_deps(start)?;
+                before_band = Some(snapshot);
                 continue;
+            }
+            if self.options.fuse == Fusion::SmartFuse {
+                if let Some(earlier) = before_band.take() {
+                    let at = earlier.dims.len();
+                    if !kept.contains(&at) && self.fusion_walks_columns(&earlier) {
+                        let fused = self.snapshot();
+                        self.restore(earlier);
+                        if self.cut(false)? {
+                            continue;
+                        }
+                        kept.insert(at);
+                        self.restore(fused);
+                    }
+                }
             }
             let progress =
                 (self.options.fuse == Fusion::SmartFuse && self.cut(true)?) || self.cut(false)?;
@@ -578,6 +680,81 @@ impl<'a> Scheduler<'a> {
                 return Err(Error::NoHyperplane(names.join(", ")));
             }
         }
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            hyperplanes: self.hyperplanes.clone(),
+            rank: self.rank.clone(),
+            deps: self.deps.clone(),
+            dims: self.dims.clone(),
+            bands: self.bands.clone(),
+            sccs: self.sccs(),
+        }
+    }
+
+    fn restore(&mut self, s: Snapshot) {
+        self.hyperplanes = s.hyperplanes;
+        self.rank = s.rank;
+        self.deps = s.deps;
+        self.dims = s.dims;
+        self.bands = s.bands;
+    }
+
+    /// Smart fusion's second thought about the band found after `earlier`: the band fused
+    /// strongly connected components of one loop nest that must now be cut apart although
+    /// they have loops left, and in those statements the band's loops (with the outer ones)
+    /// already fix the last, contiguous subscript of most accesses. Then the fusion shares
+    /// only loops that walk arrays across their rows, and the distributed inner loops would
+    /// step through memory with a stride; distributing the components before the band instead
+    /// lets each keep all its loops in one permutable band, which intra-tile permutation can
+    /// turn so that a stride-one loop is innermost.
+    fn fusion_walks_columns(&self, earlier: &Snapshot) -> bool {
+        let partial: Vec<usize> = (0..self.depth.len())
+            .filter(|&s| !self.full_rank(s))
+            .collect();
+        let nest = |s: usize| -> Vec<i64> {
+            earlier
+                .dims
+                .iter()
+                .filter(|d| d.kind == DimKind::Scalar)
+                .map(|d| d.exprs[s].eval(&[], &[]))
+                .collect()
+        };
+        let fused_apart = earlier.sccs.iter().enumerate().any(|(a, x)| {
+            earlier.sccs.iter().skip(a + 1).any(|y| {
+                x.iter().any(|&s| {
+                    partial.contains(&s)
+                        && y.iter()
+                            .any(|&t| partial.contains(&t) && nest(s) == nest(t))
+                })
+            })
+        });
+        if !fused_apart {
+            return false;
+        }
+        let (mut fixed, mut moving) = (0usize, 0usize);
+        for &s in &partial {
+            let stmt = &self.program.statements[s];
+            let rows = &self.hyperplanes[s];
+            for (_, access) in stmt.accesses() {
+                let Some(last) = access.subscripts.last() else {
+                    continue;
+                };
+                let c: Vec<i64> = (0..self.depth[s])
+                    .map(|k| last.coeff(Var::Iter(k)))
+                    .collect();
+                if c.iter().all(|&x| x == 0) {
+                    continue;
+                }
+                if in_row_span(rows, &c) {
+                    fixed += 1;
+                } else {
+                    moving += 1;
+                }
+            }
+        }
+        fixed > moving
     }
 
     /// Statements linked by a remaining dependence (of any kind), each list sorted. Separate

@@ -6,7 +6,8 @@
 //! executed in an order that respects them (rectangular tiles of the band's space, which are
 //! parallelograms in the original iteration space). Both bands are permutable.
 //!
-//! When the outermost tile member carries a dependence, the tile band is turned into a
+//! When the outermost tile member carries a dependence but another member is parallel, that
+//! member becomes the outermost tile loop. When none is, the tile band is turned into a
 //! wavefront (the seed's figure 10): its first member becomes the sum of the tile members, so
 //! every dependence between different tiles is carried by that first member and the remaining
 //! tile members become parallel.
@@ -20,12 +21,13 @@
 //! for the new dimensions; bands that are not tiled are copied unchanged.
 
 use crate::deps::Dependences;
-use crate::program::{AffineExpr, ConstraintKind, Program};
+use crate::program::{AffineExpr, ConstraintKind, Program, StmtId};
 use crate::sets::{Map, Set, Tuple};
 
 use super::expr::QuasiAffine;
 use super::pluto::{
-    affine_row, coincident_dims, stmt_tuple, Band, BandKind, DimKind, Error, PlutoSchedule,
+    affine_row, coincident_dims, coincident_dims_among, stmt_tuple, Band, BandKind, DimKind,
+    Error, PlutoSchedule,
     ScheduleDim,
 };
 
@@ -136,17 +138,38 @@ pub fn tile(
     }
     let mut out = PlutoSchedule { dims, bands };
     refresh_coincidence(program, deps, &mut out)?;
-    if options.wavefront {
-        let mut changed = false;
-        for b in out.bands.clone() {
-            if b.kind == BandKind::Tile && b.len >= 2 && !out.dims[b.start].coincident {
-                make_wavefront(&mut out, &b);
-                changed = true;
+    // Per loop nest (statements that scalar dimensions distribute share the band's dimensions
+    // but not its loops): a parallel tile loop goes outermost in its band (the band is
+    // permutable), so that tiles run in parallel without a wavefront; where no tile loop is
+    // parallel, the band becomes a wavefront.
+    let mut changed = false;
+    for b in out.bands.clone() {
+        if b.kind != BandKind::Tile || b.len < 2 {
+            continue;
+        }
+        for nest in out.nests_at(b.start) {
+            let flags = coincident_dims_among(program, deps, &out, &nest)?;
+            if flags[b.start] {
+                continue;
             }
+            match (b.start..b.start + b.len).find(|&d| flags[d]) {
+                Some(k) => {
+                    for &s in &nest {
+                        let member = out.dims[k].exprs[s.index()].clone();
+                        for d in (b.start..k).rev() {
+                            out.dims[d + 1].exprs[s.index()] = out.dims[d].exprs[s.index()].clone();
+                        }
+                        out.dims[b.start].exprs[s.index()] = member;
+                    }
+                }
+                None if options.wavefront => make_wavefront(&mut out, &b, &nest),
+                None => continue,
+            }
+            changed = true;
         }
-        if changed {
-            refresh_coincidence(program, deps, &mut out)?;
-        }
+    }
+    if changed {
+        refresh_coincidence(program, deps, &mut out)?;
     }
     Ok(out)
 }
@@ -163,10 +186,10 @@ fn refresh_coincidence(
     Ok(())
 }
 
-/// The first member of tile band `b` becomes the sum of its members.
-fn make_wavefront(s: &mut PlutoSchedule, b: &Band) {
-    let n_stmts = s.dims[b.start].exprs.len();
-    for st in 0..n_stmts {
+/// The first member of tile band `b` becomes the sum of its members, for the statements of
+/// one loop nest.
+fn make_wavefront(s: &mut PlutoSchedule, b: &Band, nest: &[StmtId]) {
+    for st in nest.iter().map(|s| s.index()) {
         let sum = (b.start..b.start + b.len).fold(QuasiAffine::default(), |acc, d| {
             acc.add(&s.dims[d].exprs[st])
         });
@@ -197,7 +220,10 @@ fn band_sizes(
 }
 
 /// Bytes of the bounding boxes of the array elements touched by one interior tile of `band`,
-/// at the program's parameter values.
+/// at the program's parameter values: one iteration of the loops outside the band (their
+/// values fixed at an interior instance), the tile's `sizes` along the band. Statements that
+/// scalar dimensions before the band put into different loop nests run their tiles at
+/// different times, so the answer is the largest nest's footprint, not their sum.
 pub fn footprint(
     program: &Program,
     schedule: &PlutoSchedule,
@@ -206,8 +232,15 @@ pub fn footprint(
 ) -> Result<u64, Error> {
     let np = program.params.len();
     let values = program.param_values();
-    let mut boxes: Vec<Option<Vec<(i64, i64)>>> = vec![None; program.arrays.len()];
+    let groups = schedule.nests_at(band.start);
+    let mut nests: Vec<Vec<Option<Vec<(i64, i64)>>>> =
+        vec![vec![None; program.arrays.len()]; groups.len()];
     for (si, s) in program.statements.iter().enumerate() {
+        let slot = groups
+            .iter()
+            .position(|g| g.contains(&StmtId(si as u32)))
+            .unwrap_or(0);
+        let boxes = &mut nests[slot];
         let ds = s.depth();
         let phis: Vec<AffineExpr> = (band.start..band.start + band.len)
             .map(|d| {
@@ -230,6 +263,21 @@ pub fn footprint(
         let Some(point) = interior_point(&domain, ds)? else {
             continue;
         };
+        for d in 0..band.start {
+            let dim = &schedule.dims[d];
+            if dim.kind != DimKind::Loop {
+                continue;
+            }
+            // A tile dimension outside the band is implied by the point dimensions it
+            // divides; only affine loops are fixed.
+            if let Some(phi) = dim.exprs[si].as_affine() {
+                if !phi.terms().is_empty() {
+                    let mut row = bind(&affine_row(phi, np, ds), &values);
+                    row[0] -= phi.eval(&point, &values);
+                    eqs.push(row);
+                }
+            }
+        }
         for (phi, &t) in phis.iter().zip(sizes) {
             if phi.terms().is_empty() {
                 continue;
@@ -283,18 +331,22 @@ pub fn footprint(
             });
         }
     }
-    let mut total: u64 = 0;
-    for (a, b) in boxes.iter().enumerate() {
-        if let Some(b) = b {
-            let elems: u64 = b
-                .iter()
-                .map(|&(lo, hi)| (hi - lo + 1).max(0) as u64)
-                .product();
-            let size = program.arrays[a].elem.size_in_bytes() as u64;
-            total = total.saturating_add(elems.saturating_mul(size));
+    let mut largest: u64 = 0;
+    for boxes in &nests {
+        let mut total: u64 = 0;
+        for (a, b) in boxes.iter().enumerate() {
+            if let Some(b) = b {
+                let elems: u64 = b
+                    .iter()
+                    .map(|&(lo, hi)| (hi - lo + 1).max(0) as u64)
+                    .product();
+                let size = program.arrays[a].elem.size_in_bytes() as u64;
+                total = total.saturating_add(elems.saturating_mul(size));
+            }
         }
+        largest = largest.max(total);
     }
-    Ok(total)
+    Ok(largest)
 }
 
 /// A point of a parameter-free set near the middle of its bounding box (the middle itself when

@@ -1,0 +1,76 @@
+//! The optimized schedules of the textbook kernels, as `polyfuse compile --emit tree` prints
+//! them, and the C the CPU target generates from them (`polyfuse compile --target cpu`: the
+//! kernel function for `.pf` input, the file with its SCoP replaced for C input), at the
+//! kernels' default sizes on the CPU target description. 2mm and 3mm are also snapshotted
+//! under the other fusion strategies, which distribute or fuse their statements differently.
+
+use backends::cpu;
+use polyhedral::pipeline::{compile, Compiled, Options};
+use polyhedral::program::SourceKind;
+use polyhedral::schedule::pluto::Fusion;
+use snapshots::{load, snapshot_name};
+
+const KERNELS: &[&str] = &[
+    "gemm.pf",
+    "gemm.c",
+    "jacobi2d.pf",
+    "jacobi-2d.c",
+    "lu.pf",
+    "trmm.pf",
+    "2mm.pf",
+    "2mm.c",
+    "3mm.pf",
+    "3mm.c",
+    "syrk.c",
+    "doitgen.c",
+];
+
+fn kernel(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kernels")
+        .join(name)
+}
+
+fn optimized(program: &polyhedral::Program, fuse: Fusion) -> Compiled {
+    let options = Options {
+        fuse,
+        ..Options::default()
+    };
+    compile(program, &cpu::target(), &options).unwrap_or_else(|e| panic!("{}: {e}", program.name))
+}
+
+#[test]
+fn optimized_trees_and_c_of_the_textbook_kernels() {
+    for name in KERNELS {
+        let path = kernel(name);
+        let program = load(&path);
+        let c = optimized(&program, Fusion::SmartFuse);
+        let snap = snapshot_name(&path);
+        insta::assert_snapshot!(format!("tree_{snap}"), c.tree.display(&c.program));
+        let options = cpu::Options::default();
+        let code = match program.source {
+            SourceKind::CScop { .. } => {
+                let source = std::fs::read_to_string(&path).unwrap();
+                cpu::replace_scop(&c.program, &c.ast, &source, &options)
+            }
+            SourceKind::Kernel => cpu::Writer::new(&c.program, &options).write(&c.ast),
+        }
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        insta::assert_snapshot!(format!("c_{snap}"), code);
+    }
+}
+
+#[test]
+fn fusion_strategies_of_2mm_and_3mm() {
+    for name in ["2mm.c", "3mm.c"] {
+        let path = kernel(name);
+        let program = load(&path);
+        for fuse in [Fusion::NoFuse, Fusion::MaxFuse] {
+            let c = optimized(&program, fuse);
+            insta::assert_snapshot!(
+                format!("tree_{}_{}", snapshot_name(&path), fuse.name()),
+                c.tree.display(&c.program)
+            );
+        }
+    }
+}
