@@ -214,7 +214,11 @@ fn check_set_ops(a: &RSet, b: &RSet) {
     );
     assert_eq!(
         pts(&sa.lexmax().unwrap()),
-        pa.iter().next_back().cloned().into_iter().collect::<Vec<_>>(),
+        pa.iter()
+            .next_back()
+            .cloned()
+            .into_iter()
+            .collect::<Vec<_>>(),
         "lexmax set of {sa}"
     );
     // per-dimension range and box hull
@@ -460,7 +464,14 @@ fn check_lexopt(m: &RSet, k: usize) {
     let t0 = std::time::Instant::now();
     let (mm, pairs) = map_and_pairs(m, k);
     struct Slow(std::time::Instant, String);
-    impl Drop for Slow { fn drop(&mut self) { let e = self.0.elapsed().as_secs_f64(); if e > 0.05 { eprintln!("SLOW {:.3} {}", e, self.1); } } }
+    impl Drop for Slow {
+        fn drop(&mut self) {
+            let e = self.0.elapsed().as_secs_f64();
+            if e > 0.05 {
+                eprintln!("SLOW {:.3} {}", e, self.1);
+            }
+        }
+    }
     let _slow = Slow(t0, mm.to_string());
     let mut best: BTreeMap<Vec<i64>, (Vec<i64>, Vec<i64>)> = BTreeMap::new();
     for (x, y) in &pairs {

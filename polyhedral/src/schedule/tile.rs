@@ -26,9 +26,8 @@ use crate::sets::{Map, Set, Tuple};
 
 use super::expr::QuasiAffine;
 use super::pluto::{
-    affine_row, coincident_dims, coincident_dims_among, stmt_tuple, Band, BandKind, DimKind,
-    Error, PlutoSchedule,
-    ScheduleDim,
+    affine_row, coincident_dims, coincident_dims_among, stmt_tuple, Band, BandKind, DimKind, Error,
+    PlutoSchedule, ScheduleDim,
 };
 
 /// Where tile sizes come from.

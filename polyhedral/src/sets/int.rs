@@ -44,6 +44,14 @@ impl From<Error> for Fail {
     }
 }
 
+/// Outside the exact core (AST generation builds and combines `i64` rows itself) an overflow
+/// means a row that cannot be stored.
+impl From<Overflow> for Error {
+    fn from(_: Overflow) -> Error {
+        Error::TooLarge("a constraint coefficient")
+    }
+}
+
 /// The outcome of the last (big-integer) attempt as a public result. Big integers never
 /// overflow; should one report it anyway, the caller gets an error rather than a panic.
 pub(crate) fn finish<V>(r: Result<V, Fail>) -> Result<V, Error> {
