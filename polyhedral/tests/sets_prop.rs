@@ -461,18 +461,7 @@ fn check_compose(m: &RSet, k: usize, t: &RSet) {
 
 /// Per-domain-point lexicographic optima.
 fn check_lexopt(m: &RSet, k: usize) {
-    let t0 = std::time::Instant::now();
     let (mm, pairs) = map_and_pairs(m, k);
-    struct Slow(std::time::Instant, String);
-    impl Drop for Slow {
-        fn drop(&mut self) {
-            let e = self.0.elapsed().as_secs_f64();
-            if e > 0.05 {
-                eprintln!("SLOW {:.3} {}", e, self.1);
-            }
-        }
-    }
-    let _slow = Slow(t0, mm.to_string());
     let mut best: BTreeMap<Vec<i64>, (Vec<i64>, Vec<i64>)> = BTreeMap::new();
     for (x, y) in &pairs {
         let e = best.entry(x.clone()).or_insert((y.clone(), y.clone()));

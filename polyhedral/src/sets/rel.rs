@@ -278,6 +278,12 @@ fn subtract_basic<T: Int>(a: &Basic<T>, b: &Basic<T>) -> Result<Vec<Basic<T>>, O
     Ok(out)
 }
 
+/// Whether `a` and `b` (of the same space) have no point in common.
+fn disjoint<T: Int>(a: &Basic<T>, b: &Basic<T>) -> Result<bool, Overflow> {
+    let mut c = intersect_basic(a, b).c;
+    Ok(!c.normalize()? || !feasible(&c)?)
+}
+
 /// Removes redundant constraints and turns implicit equalities into equalities. `b` must be
 /// in stride form.
 fn simplify_stride_basic<T: Int>(b: &Basic<T>) -> Result<Basic<T>, Overflow> {
@@ -725,8 +731,14 @@ impl<T: Int> Rel<T> {
             let mut cur = vec![x.clone()];
             for y in subs.iter().filter(|y| y.same_space(x)) {
                 let mut next = Vec::new();
-                for c in &cur {
-                    next.extend(subtract_basic(c, y)?);
+                for c in cur {
+                    // A piece the subtrahend misses stays whole: splitting it along the
+                    // subtrahend's constraints would only add pieces and rows.
+                    if disjoint(&c, y)? {
+                        next.push(c);
+                    } else {
+                        next.extend(subtract_basic(&c, y)?);
+                    }
                 }
                 cur = next;
                 if cur.is_empty() {
