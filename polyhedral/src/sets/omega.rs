@@ -22,7 +22,9 @@
 //! [`SPLINTER_LIMIT`] pieces, feasibility asks the exact ILP solver ([`crate::ilp`]: simplex
 //! and branch and bound) instead, and projection keeps only the splinters that have points,
 //! found by exact range queries. Only if branch and bound runs out of nodes (possible for
-//! unbounded sets) are the splinters walked one by one; every route is exact.
+//! unbounded sets) are the splinters walked one by one; every route is exact. Feasibility
+//! also hands a system to the ILP solver when Fourier–Motzkin would grow it past
+//! [`ROW_LIMIT`] inequalities, which happens with several congruence locals at once.
 //!
 //! Both entry points take `i64` rows and widen internally (see [`super::int`]): the generic
 //! [`feasible`] and [`project_in`] are what the rest of the library calls on whatever integer
@@ -366,6 +368,12 @@ fn fourier_motzkin<T: Int>(
     Ok(out)
 }
 
+/// More inequalities than this after one elimination make feasibility ask the ILP solver:
+/// Fourier–Motzkin's rows multiply with every elimination (a few congruence locals can take
+/// a small system past a million rows), the simplex's do not. Systems of a few hundred rows,
+/// such as those of tiled loop nests, are still answered faster by elimination.
+pub(crate) const ROW_LIMIT: usize = 2048;
+
 /// More splinters than this for one elimination take the routes described in the module docs.
 pub(crate) const SPLINTER_LIMIT: u64 = 64;
 
@@ -567,6 +575,9 @@ fn omega_feasible<T: Int>(mut c: Conj<T>, limited: bool) -> Result<Option<bool>,
         };
         if many && reduce_columns(&mut c, 0)? {
             continue;
+        }
+        if limited && c.ineqs.len() + b.lower.len() * b.upper.len() > ROW_LIMIT {
+            return Ok(None);
         }
         if exact {
             c = fourier_motzkin(&c, q, &b, false)?;
