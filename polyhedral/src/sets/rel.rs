@@ -20,7 +20,7 @@ use std::any::Any;
 use std::borrow::Cow;
 
 use super::bounds::{enumerate, lex_extreme, range_of_first, Range};
-use super::conj::{combine, negate, Conj, Row};
+use super::conj::{coef_gcd, combine, negate, Conj, Row};
 use super::int::{Fail, Int, Overflow};
 use super::omega::{feasible, project_in, without_unit_equalities};
 use super::space::Tuple;
@@ -284,6 +284,36 @@ fn disjoint<T: Int>(a: &Basic<T>, b: &Basic<T>) -> Result<bool, Overflow> {
     Ok(!c.normalize()? || !feasible(&c)?)
 }
 
+/// Whether inequality `i` of `rows` follows from a single other row with the same
+/// coefficients up to a positive factor and a constant at least as tight. A cheap test that
+/// spares the exact one for the rows that unit equalities made duplicates of each other; it
+/// drops exactly the rows the exact test would drop (of two equal rows, the first).
+fn implied_by_parallel<T: Int>(rows: &[Row<T>], i: usize) -> Result<bool, Overflow> {
+    let reduced = |r: &Row<T>| -> Result<Option<Row<T>>, Overflow> {
+        let g = coef_gcd(r)?;
+        if g.is_zero() {
+            return Ok(None);
+        }
+        let mut o: Row<T> = r.iter().map(|x| x.div_exact(&g)).collect();
+        o[0] = r[0].div_floor(&g);
+        Ok(Some(o))
+    };
+    let Some(ri) = reduced(&rows[i])? else {
+        return Ok(false);
+    };
+    for (j, r) in rows.iter().enumerate() {
+        if j == i {
+            continue;
+        }
+        if let Some(rj) = reduced(r)? {
+            if rj[1..] == ri[1..] && rj[0] <= ri[0] {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
 /// Removes redundant constraints and turns implicit equalities into equalities. `b` must be
 /// in stride form.
 fn simplify_stride_basic<T: Int>(b: &Basic<T>) -> Result<Basic<T>, Overflow> {
@@ -294,8 +324,17 @@ fn simplify_stride_basic<T: Int>(b: &Basic<T>) -> Result<Basic<T>, Overflow> {
     // The questions below are asked of `base`, the same system with the unit equalities
     // substituted away, whose inequality `i` is `b`'s inequality `i` rewritten.
     let mut base = without_unit_equalities(&b.c)?;
-    // Implicit equalities: r ≥ 0 where r ≥ 1 is impossible.
-    let mut i = 0;
+    // Implicit equalities: r ≥ 0 where r ≥ 1 is impossible. One point with every r ≥ 1 at
+    // once rules them all out, which is the common case.
+    let mut strict = base.clone();
+    for r in strict.ineqs.iter_mut() {
+        r[0] = r[0].add_i(-1)?;
+    }
+    let mut i = if feasible(&strict)? {
+        b.c.ineqs.len()
+    } else {
+        0
+    };
     while i < b.c.ineqs.len() {
         let mut t = base.clone();
         t.ineqs[i][0] = t.ineqs[i][0].add_i(-1)?;
@@ -314,6 +353,11 @@ fn simplify_stride_basic<T: Int>(b: &Basic<T>) -> Result<Basic<T>, Overflow> {
     // Redundant inequalities: dropping r and asking for r ≤ -1 is impossible.
     let mut i = 0;
     while i < b.c.ineqs.len() {
+        if implied_by_parallel(&base.ineqs, i)? {
+            b.c.ineqs.remove(i);
+            base.ineqs.remove(i);
+            continue;
+        }
         let mut t = base.clone();
         let r = t.ineqs.remove(i);
         let mut nr = negate(&r)?;
@@ -330,6 +374,23 @@ fn simplify_stride_basic<T: Int>(b: &Basic<T>) -> Result<Basic<T>, Overflow> {
     let nf = b.nfix();
     let mut i = 0;
     while i < b.c.eqs.len() {
+        // A dimension or parameter that only this equality (not a stride) mentions is free
+        // without it: not implied.
+        let stride = (nf..b.c.n).any(|v| !b.c.eqs[i][1 + v].is_zero());
+        let own = !stride
+            && (0..nf).any(|v| {
+                !b.c.eqs[i][1 + v].is_zero()
+                    && b.c
+                        .eqs
+                        .iter()
+                        .enumerate()
+                        .all(|(j, r)| j == i || r[1 + v].is_zero())
+                    && b.c.ineqs.iter().all(|r| r[1 + v].is_zero())
+            });
+        if own {
+            i += 1;
+            continue;
+        }
         let mut t = b.c.clone();
         let r = t.eqs.remove(i);
         let local = (nf..b.c.n).find(|&v| !r[1 + v].is_zero());
