@@ -380,12 +380,15 @@ fn check_map_ops(m: &RSet, k: usize, s: &RSet, t: &RSet) {
     assert_eq!(map_pairs(&diff), sorted_pairs(expect), "map subtract");
 }
 
-fn map_pairs(m: &Map) -> Vec<(Vec<i64>, Vec<i64>)> {
+/// The (domain point, range point) pairs of a map.
+type Pairs = Vec<(Vec<i64>, Vec<i64>)>;
+
+fn map_pairs(m: &Map) -> Pairs {
     m.pairs().unwrap().into_iter().map(|p| (p.1, p.3)).collect()
 }
 
 /// The map of `m` split after `k` dimensions and its pairs, by enumeration.
-fn map_and_pairs(m: &RSet, k: usize) -> (Map, Vec<(Vec<i64>, Vec<i64>)>) {
+fn map_and_pairs(m: &RSet, k: usize) -> (Map, Pairs) {
     let pairs = m
         .points()
         .into_iter()

@@ -218,6 +218,10 @@ fn band_sizes(
     }
 }
 
+/// Per array, the bounding box of the elements one tile touches (the lowest and highest index
+/// of each dimension); `None` for the arrays it does not touch.
+type ArrayBoxes = Vec<Option<Vec<(i64, i64)>>>;
+
 /// Bytes of the bounding boxes of the array elements touched by one interior tile of `band`,
 /// at the program's parameter values: one iteration of the loops outside the band (their
 /// values fixed at an interior instance), the tile's `sizes` along the band. Statements that
@@ -232,8 +236,7 @@ pub fn footprint(
     let np = program.params.len();
     let values = program.param_values();
     let groups = schedule.nests_at(band.start);
-    let mut nests: Vec<Vec<Option<Vec<(i64, i64)>>>> =
-        vec![vec![None; program.arrays.len()]; groups.len()];
+    let mut nests: Vec<ArrayBoxes> = vec![vec![None; program.arrays.len()]; groups.len()];
     for (si, s) in program.statements.iter().enumerate() {
         let slot = groups
             .iter()
