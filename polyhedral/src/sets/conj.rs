@@ -282,7 +282,8 @@ impl<T: Int> Conj<T> {
         let mut order: Vec<usize> = (0..groups.len()).collect();
         order.sort_unstable_by_key(|&g| groups[g].2);
         let mut done: Vec<bool> = vec![false; groups.len()];
-        let mut ineqs = Vec::with_capacity(groups.len());
+        // Rows kept, by position in `rows`: moved out once every group is settled.
+        let mut kept: Vec<usize> = Vec::with_capacity(groups.len());
         for &gi in &order {
             if done[gi] {
                 continue;
@@ -314,10 +315,13 @@ impl<T: Int> Conj<T> {
                     std::cmp::Ordering::Greater => {}
                 }
             }
-            ineqs.push(rows[rep].clone());
+            kept.push(rep);
         }
         self.eqs = eqs;
-        self.ineqs = ineqs;
+        self.ineqs = kept
+            .into_iter()
+            .map(|i| std::mem::take(&mut rows[i]))
+            .collect();
         Ok(true)
     }
 
