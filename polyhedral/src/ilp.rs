@@ -9,9 +9,11 @@
 //! a depth-first branch and bound ordered lexicographically: a node whose relaxed lexmin is not
 //! smaller than the best integer point so far cannot contain a smaller one.
 //!
-//! Arithmetic is exact. The tableau is generic over its integer type: a solve starts on checked
-//! `i64`, restarts on `i128` when a product overflows, and on big integers after that, so the
-//! answer never depends on the size of the numbers.
+//! Arithmetic is exact. The tableau is generic over its integer type (the [`Int`] of the
+//! integer-set library): a solve starts on checked `i64`, restarts on `i128` when a value
+//! overflows, and on big integers after that, so the answer never depends on the size of the
+//! numbers. Constraint rows are stored as `i64` unless they need more (the integer-set library
+//! asks about rows of any width), and branching bounds are big integers.
 //!
 //! Variables may be marked rational (not required to be integral); they take part in the
 //! lexicographic order like the others but are never branched on. This is what Farkas
@@ -20,12 +22,12 @@
 //! Invariants: constraint rows have `1 + n` entries, entry 0 the constant; a returned point
 //! satisfies every constraint exactly and its integer variables are integral.
 
+use crate::sets::int::{Int, Overflow};
 use num_bigint::BigInt;
 use num_integer::Integer;
 use num_rational::BigRational;
-use num_traits::{One, Signed, ToPrimitive, Zero};
+use num_traits::{One, ToPrimitive, Zero};
 use std::cmp::Ordering;
-use std::fmt;
 
 /// What can go wrong when solving.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -60,7 +62,7 @@ impl LexMin {
                 .iter()
                 .map(|v| {
                     if v.is_integer() {
-                        v.to_integer().to_i64()
+                        ToPrimitive::to_i64(&v.to_integer())
                     } else {
                         None
                     }
@@ -71,13 +73,56 @@ impl LexMin {
     }
 }
 
+/// One constraint row: `i64` entries where they fit, big integers otherwise.
+#[derive(Clone, Debug)]
+enum Row {
+    Narrow(Vec<i64>),
+    Wide(Vec<BigInt>),
+}
+
+impl Row {
+    fn of<T: Int>(r: &[T]) -> Row {
+        match r.iter().map(Int::to_i64).collect::<Option<Vec<i64>>>() {
+            Some(v) => Row::Narrow(v),
+            None => Row::Wide(r.iter().map(Int::to_big).collect()),
+        }
+    }
+
+    /// The row over `T`; `Overflow` when an entry does not fit.
+    fn entries<T: Int>(&self) -> Result<Vec<T>, Overflow> {
+        match self {
+            Row::Narrow(v) => Ok(v.iter().map(|&x| T::from_i64(x)).collect()),
+            Row::Wide(v) => v.iter().map(T::from_big).collect(),
+        }
+    }
+
+    /// Whether the row's constant is divisible by its only non-zero coefficient `a > 0` on
+    /// variable `v`: then `a·x_v + b ≥ 0` is the integral lower bound `x_v ≥ −b/a`.
+    fn integral_lower_bound(&self) -> Option<(usize, BigInt)> {
+        let r: Vec<BigInt> = match self {
+            Row::Narrow(v) => v.iter().map(|&x| BigInt::from(x)).collect(),
+            Row::Wide(v) => v.clone(),
+        };
+        let mut nz = r[1..]
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| !Zero::is_zero(*a));
+        if let (Some((v, a)), None) = (nz.next(), nz.next()) {
+            if a.sign() == num_bigint::Sign::Plus && Zero::is_zero(&(&r[0] % a)) {
+                return Some((v, -(&r[0] / a)));
+            }
+        }
+        None
+    }
+}
+
 /// A system of affine constraints over `n` variables, integer unless marked rational.
 #[derive(Clone, Debug, Default)]
 pub struct Problem {
     n: usize,
     rational: Vec<bool>,
-    ineqs: Vec<Vec<i64>>,
-    eqs: Vec<Vec<i64>>,
+    ineqs: Vec<Row>,
+    eqs: Vec<Row>,
     node_limit: usize,
 }
 
@@ -109,27 +154,30 @@ impl Problem {
         self.node_limit = limit;
     }
 
-    fn check(&self, row: &[i64]) -> Result<(), Error> {
+    /// Adds `row[0] + Σ row[1 + v]·x_v ≥ 0`.
+    pub fn add_ineq(&mut self, row: &[i64]) -> Result<(), Error> {
+        self.add_row(row, true)
+    }
+
+    /// Adds `row[0] + Σ row[1 + v]·x_v = 0`.
+    pub fn add_eq(&mut self, row: &[i64]) -> Result<(), Error> {
+        self.add_row(row, false)
+    }
+
+    /// Adds an inequality (`ineq`) or equality whose entries are of any integer type.
+    pub(crate) fn add_row<T: Int>(&mut self, row: &[T], ineq: bool) -> Result<(), Error> {
         if row.len() != self.n + 1 {
             return Err(Error::RowLength {
                 got: row.len(),
                 expected: self.n + 1,
             });
         }
-        Ok(())
-    }
-
-    /// Adds `row[0] + Σ row[1 + v]·x_v ≥ 0`.
-    pub fn add_ineq(&mut self, row: &[i64]) -> Result<(), Error> {
-        self.check(row)?;
-        self.ineqs.push(row.to_vec());
-        Ok(())
-    }
-
-    /// Adds `row[0] + Σ row[1 + v]·x_v = 0`.
-    pub fn add_eq(&mut self, row: &[i64]) -> Result<(), Error> {
-        self.check(row)?;
-        self.eqs.push(row.to_vec());
+        let r = Row::of(row);
+        if ineq {
+            self.ineqs.push(r);
+        } else {
+            self.eqs.push(r);
+        }
         Ok(())
     }
 
@@ -160,12 +208,17 @@ impl Problem {
     /// coefficients does not divide (no integer point, whatever the bounds).
     fn equality_gcd_infeasible(&self) -> bool {
         self.eqs.iter().any(|r| {
+            let Ok(r) = r.entries::<BigInt>() else {
+                return false;
+            };
             let integral = r[1..]
                 .iter()
                 .enumerate()
-                .all(|(v, &a)| a == 0 || !self.rational[v]);
-            let g = r[1..].iter().fold(0i64, |g, &a| Integer::gcd(&g, &a));
-            integral && g != 0 && r[0] % g != 0
+                .all(|(v, a)| Zero::is_zero(a) || !self.rational[v]);
+            let g = r[1..]
+                .iter()
+                .fold(<BigInt as Zero>::zero(), |g, a| Integer::gcd(&g, a));
+            integral && !Zero::is_zero(&g) && !Zero::is_zero(&(&r[0] % &g))
         })
     }
 
@@ -177,7 +230,7 @@ impl Problem {
             return Ok(LexMin::Empty);
         }
         // A node is the extra bound rows added by branching.
-        let mut stack: Vec<Vec<Vec<i64>>> = vec![Vec::new()];
+        let mut stack: Vec<Vec<Row>> = vec![Vec::new()];
         let mut best: Option<Vec<BigRational>> = None;
         let mut nodes = 0usize;
         while let Some(extra) = stack.pop() {
@@ -210,23 +263,20 @@ impl Problem {
                 best = Some(point);
                 continue;
             };
-            let floor = point[v].floor().to_integer();
-            let (Some(lo), Some(hi)) = (floor.to_i64(), (floor.clone() + BigInt::one()).to_i64())
-            else {
-                return Err(Error::NodeLimit(self.node_limit));
-            };
+            let lo = point[v].floor().to_integer();
+            let hi = &lo + <BigInt as One>::one();
             // x_v ≥ lo + 1, pushed first so that x_v ≤ lo is explored first.
             let mut up = extra.clone();
-            let mut row = vec![0; self.n + 1];
+            let mut row = vec![<BigInt as Zero>::zero(); self.n + 1];
             row[0] = -hi;
-            row[1 + v] = 1;
-            up.push(row);
+            row[1 + v] = <BigInt as One>::one();
+            up.push(Row::of(&row));
             stack.push(up);
             let mut down = extra;
-            let mut row = vec![0; self.n + 1];
+            let mut row = vec![<BigInt as Zero>::zero(); self.n + 1];
             row[0] = lo;
-            row[1 + v] = -1;
-            down.push(row);
+            row[1 + v] = -<BigInt as One>::one();
+            down.push(Row::of(&row));
             stack.push(down);
         }
         Ok(match best {
@@ -247,7 +297,7 @@ fn lex_cmp(a: &[BigRational], b: &[BigRational]) -> Ordering {
 }
 
 /// Solves the relaxation with the widest integer type needed.
-fn relaxed(p: &Problem, extra: &[Vec<i64>], lex: bool) -> LexMin {
+fn relaxed(p: &Problem, extra: &[Row], lex: bool) -> LexMin {
     if let Ok(r) = Lp::<i64>::solve(p, extra, lex) {
         return r;
     }
@@ -261,113 +311,11 @@ fn relaxed(p: &Problem, extra: &[Vec<i64>], lex: bool) -> LexMin {
     }
 }
 
-/// An intermediate value did not fit the integer type.
-#[derive(Debug)]
-struct Overflow;
-
-/// The integer types a tableau can run on.
-trait Int: Clone + fmt::Debug + PartialEq {
-    fn from_i64(v: i64) -> Self;
-    fn zero() -> Self {
-        Self::from_i64(0)
-    }
-    fn sub(&self, o: &Self) -> Result<Self, Overflow>;
-    fn mul(&self, o: &Self) -> Result<Self, Overflow>;
-    fn neg(&self) -> Result<Self, Overflow>;
-    /// Non-negative gcd.
-    fn gcd(&self, o: &Self) -> Self;
-    fn div_exact(&self, o: &Self) -> Self;
-    fn signum(&self) -> i32;
-    fn is_one(&self) -> bool;
-    fn to_big(&self) -> BigInt;
-}
-
-macro_rules! machine_int {
-    ($t:ty) => {
-        impl Int for $t {
-            fn from_i64(v: i64) -> Self {
-                v as $t
-            }
-            fn sub(&self, o: &Self) -> Result<Self, Overflow> {
-                self.checked_sub(*o).ok_or(Overflow)
-            }
-            fn mul(&self, o: &Self) -> Result<Self, Overflow> {
-                self.checked_mul(*o).ok_or(Overflow)
-            }
-            fn neg(&self) -> Result<Self, Overflow> {
-                self.checked_neg().ok_or(Overflow)
-            }
-            fn gcd(&self, o: &Self) -> Self {
-                let (mut a, mut b) = (self.unsigned_abs(), o.unsigned_abs());
-                while b != 0 {
-                    let t = a % b;
-                    a = b;
-                    b = t;
-                }
-                // The gcd of two values of which one is not MIN fits; a MIN-sized gcd only
-                // arises from MIN itself and is caught by the next checked operation.
-                <$t>::try_from(a).unwrap_or(<$t>::MAX)
-            }
-            fn div_exact(&self, o: &Self) -> Self {
-                self / o
-            }
-            fn signum(&self) -> i32 {
-                (*self).signum() as i32
-            }
-            fn is_one(&self) -> bool {
-                *self == 1
-            }
-            fn to_big(&self) -> BigInt {
-                BigInt::from(*self)
-            }
-        }
-    };
-}
-
-machine_int!(i64);
-machine_int!(i128);
-
-impl Int for BigInt {
-    fn from_i64(v: i64) -> Self {
-        BigInt::from(v)
-    }
-    fn sub(&self, o: &Self) -> Result<Self, Overflow> {
-        Ok(self - o)
-    }
-    fn mul(&self, o: &Self) -> Result<Self, Overflow> {
-        Ok(self * o)
-    }
-    fn neg(&self) -> Result<Self, Overflow> {
-        Ok(-self)
-    }
-    fn gcd(&self, o: &Self) -> Self {
-        Integer::gcd(self, o)
-    }
-    fn div_exact(&self, o: &Self) -> Self {
-        self / o
-    }
-    fn signum(&self) -> i32 {
-        if self.is_positive() {
-            1
-        } else if self.is_negative() {
-            -1
-        } else {
-            0
-        }
-    }
-    fn is_one(&self) -> bool {
-        One::is_one(self)
-    }
-    fn to_big(&self) -> BigInt {
-        self.clone()
-    }
-}
-
 /// How a problem variable maps to tableau columns: `x = offset + col` (a variable with an
 /// integral lower bound) or `x = col⁺ − col⁻` (a free variable).
-#[derive(Clone, Copy)]
-enum VarCols {
-    Shifted { col: usize, offset: i64 },
+#[derive(Clone)]
+enum VarCols<T> {
+    Shifted { col: usize, offset: T },
     Split { pos: usize, neg: usize },
 }
 
@@ -380,75 +328,74 @@ struct Lp<T> {
     den: Vec<T>,
     basis: Vec<usize>,
     alive: Vec<bool>,
-    vars: Vec<VarCols>,
+    vars: Vec<VarCols<T>>,
 }
 
 impl<T: Int> Lp<T> {
-    fn solve(p: &Problem, extra: &[Vec<i64>], lex: bool) -> Result<LexMin, Overflow> {
+    fn solve(p: &Problem, extra: &[Row], lex: bool) -> Result<LexMin, Overflow> {
         let n = p.n;
         // A single-variable row `a·x_v + b ≥ 0` with `a > 0` and `a | b` is an integral lower
         // bound; the largest one per variable lets the variable use one column.
-        let mut lower: Vec<Option<i64>> = vec![None; n];
-        let ineqs: Vec<&Vec<i64>> = p.ineqs.iter().chain(extra).collect();
+        let mut lower: Vec<Option<BigInt>> = vec![None; n];
+        let ineqs: Vec<&Row> = p.ineqs.iter().chain(extra).collect();
         for r in &ineqs {
-            let mut nz = r[1..].iter().enumerate().filter(|(_, &a)| a != 0);
-            if let (Some((v, &a)), None) = (nz.next(), nz.next()) {
-                if a > 0 && r[0] % a == 0 {
-                    let lb = -(r[0] / a);
-                    lower[v] = Some(lower[v].map_or(lb, |l: i64| l.max(lb)));
+            if let Some((v, lb)) = r.integral_lower_bound() {
+                if lower[v].as_ref().is_none_or(|l| lb > *l) {
+                    lower[v] = Some(lb);
                 }
             }
         }
         let mut cols = 0;
-        let vars: Vec<VarCols> = lower
+        let vars: Vec<VarCols<T>> = lower
             .iter()
-            .map(|l| match l {
-                Some(offset) => {
-                    cols += 1;
-                    VarCols::Shifted {
-                        col: cols - 1,
-                        offset: *offset,
+            .map(|l| {
+                Ok(match l {
+                    Some(offset) => {
+                        cols += 1;
+                        VarCols::Shifted {
+                            col: cols - 1,
+                            offset: T::from_big(offset)?,
+                        }
                     }
-                }
-                None => {
-                    cols += 2;
-                    VarCols::Split {
-                        pos: cols - 2,
-                        neg: cols - 1,
+                    None => {
+                        cols += 2;
+                        VarCols::Split {
+                            pos: cols - 2,
+                            neg: cols - 1,
+                        }
                     }
-                }
+                })
             })
-            .collect();
+            .collect::<Result<_, Overflow>>()?;
         // Rows over the structural columns: Σ a_v x_v + b {≥, =} 0 becomes
         // Σ a_v (col terms) − s = −b − Σ a_v offset_v.
         let n_struct = cols;
-        let mut body: Vec<(Vec<i64>, i64, bool)> = Vec::new();
-        let mut add_row = |r: &[i64], ineq: bool| -> Result<(), Overflow> {
-            let mut coeffs = vec![0i64; n_struct];
-            let mut rhs = r[0].checked_neg().ok_or(Overflow)?;
-            for (v, &a) in r[1..].iter().enumerate() {
-                if a == 0 {
+        let mut body: Vec<(Vec<T>, T, bool)> = Vec::new();
+        let mut add_row = |r: &Row, ineq: bool| -> Result<(), Overflow> {
+            let r = r.entries::<T>()?;
+            let mut coeffs = vec![T::zero(); n_struct];
+            let mut rhs = r[0].neg()?;
+            for (v, a) in r[1..].iter().enumerate() {
+                if a.is_zero() {
                     continue;
                 }
-                match vars[v] {
+                match &vars[v] {
                     VarCols::Shifted { col, offset } => {
-                        coeffs[col] = a;
-                        rhs = rhs
-                            .checked_sub(a.checked_mul(offset).ok_or(Overflow)?)
-                            .ok_or(Overflow)?;
+                        coeffs[*col] = a.clone();
+                        rhs = rhs.sub(&a.mul(offset)?)?;
                     }
                     VarCols::Split { pos, neg } => {
-                        coeffs[pos] = a;
-                        coeffs[neg] = a.checked_neg().ok_or(Overflow)?;
+                        coeffs[*pos] = a.clone();
+                        coeffs[*neg] = a.neg()?;
                     }
                 }
             }
-            if ineq && coeffs.iter().filter(|&&a| a != 0).count() == 1 {
+            if ineq && coeffs.iter().filter(|a| !a.is_zero()).count() == 1 {
                 // A single-column row: a bound that the shift may already imply.
                 // Only a shifted variable owns a column alone (a split one has two), so the
                 // column is non-negative and `a·z ≥ rhs` holds whenever `a > 0 ≥ rhs`.
-                let a = coeffs.iter().copied().find(|&a| a != 0).unwrap_or(0);
-                if a > 0 && rhs <= 0 {
+                let a = coeffs.iter().find(|a| !a.is_zero()).cloned();
+                if a.is_some_and(|a| a.is_pos()) && !rhs.is_pos() {
                     return Ok(());
                 }
             }
@@ -469,15 +416,15 @@ impl<T: Int> Lp<T> {
         let mut slack = n_struct;
         for (k, (coeffs, rhs, ineq)) in body.iter().enumerate() {
             let mut row = vec![T::zero(); total + 1];
-            for (j, &a) in coeffs.iter().enumerate() {
-                row[j] = T::from_i64(a);
+            for (j, a) in coeffs.iter().enumerate() {
+                row[j] = a.clone();
             }
             if *ineq {
                 row[slack] = T::from_i64(-1);
                 slack += 1;
             }
-            row[rhs_col] = T::from_i64(*rhs);
-            if *rhs < 0 {
+            row[rhs_col] = rhs.clone();
+            if rhs.is_neg() {
                 for x in row.iter_mut() {
                     *x = x.neg()?;
                 }
@@ -552,7 +499,7 @@ impl<T: Int> Lp<T> {
                 *x = x.mul(dr)?.sub(&f.mul(y)?)?;
             }
             den = den.mul(dr)?;
-            normalise(&mut obj, Some(&mut den));
+            normalise(&mut obj, Some(&mut den))?;
         }
         Ok(obj)
     }
@@ -612,11 +559,10 @@ impl<T: Int> Lp<T> {
             match den {
                 Some(d) => {
                     *d = d.mul(&p)?;
-                    normalise(row, Some(d));
+                    normalise(row, Some(d))
                 }
                 None => normalise(row, None),
             }
-            Ok(())
         };
         for i in 0..self.rows.len() {
             if i != r {
@@ -627,7 +573,7 @@ impl<T: Int> Lp<T> {
         // The objective row's positive denominator is irrelevant to signs; keep it scaled.
         update(obj, None)?;
         let (row, den) = (&mut self.rows[r], &mut self.den[r]);
-        normalise(row, Some(den));
+        normalise(row, Some(den))?;
         self.basis[r] = c;
         Ok(())
     }
@@ -666,29 +612,27 @@ impl<T: Int> Lp<T> {
         }
         self.vars
             .iter()
-            .map(|v| match *v {
-                VarCols::Shifted { col, offset } => {
-                    &z[col] + BigRational::from(BigInt::from(offset))
-                }
-                VarCols::Split { pos, neg } => &z[pos] - &z[neg],
+            .map(|v| match v {
+                VarCols::Shifted { col, offset } => &z[*col] + BigRational::from(offset.to_big()),
+                VarCols::Split { pos, neg } => &z[*pos] - &z[*neg],
             })
             .collect()
     }
 }
 
 /// Divides a row and its denominator (when it has one) by their common gcd.
-fn normalise<T: Int>(row: &mut [T], den: Option<&mut T>) {
+fn normalise<T: Int>(row: &mut [T], den: Option<&mut T>) -> Result<(), Overflow> {
     let mut g = den.as_deref().cloned().unwrap_or_else(T::zero);
     for x in row.iter() {
         if g.is_one() {
-            return;
+            return Ok(());
         }
-        if x.signum() != 0 {
-            g = g.gcd(x);
+        if !x.is_zero() {
+            g = g.gcd(x)?;
         }
     }
-    if g.signum() == 0 || g.is_one() {
-        return;
+    if g.is_zero() || g.is_one() {
+        return Ok(());
     }
     for x in row.iter_mut() {
         *x = x.div_exact(&g);
@@ -696,6 +640,7 @@ fn normalise<T: Int>(row: &mut [T], den: Option<&mut T>) {
     if let Some(d) = den {
         *d = d.div_exact(&g);
     }
+    Ok(())
 }
 
 #[cfg(test)]

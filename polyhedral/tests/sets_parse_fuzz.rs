@@ -1,6 +1,10 @@
 //! Bounded random-input robustness test of the isl-notation reader: arbitrary token soups
 //! and mutations of valid inputs must give a value (a set, a map or a positioned error),
 //! never a panic, and an error's position must lie inside the input.
+//!
+//! The proptest cases run with the test suite; `fuzz_sets`, ignored by default, runs the same
+//! kinds of inputs for as long as `cargo xtask fuzz sets --seconds N` asks (environment
+//! variable `POLYFUSE_FUZZ_SECONDS`) and prints the input of any panic.
 
 use polyhedral::sets::{Map, Set};
 use proptest::prelude::*;
@@ -106,7 +110,104 @@ proptest! {
 }
 
 #[test]
+fn truncated_tuples_are_errors() {
+    for s in ["{ [", "{ S[", "{ [i", "[N] -> { [", "{ [i] -> ["] {
+        check(s);
+        assert!(
+            s.parse::<Set>().is_err() && s.parse::<Map>().is_err(),
+            "{s}"
+        );
+    }
+}
+
+#[test]
 fn deep_nesting_is_an_error() {
     let s = format!("{{ [i] : {}i >= 0{} }}", "(".repeat(500), ")".repeat(500));
     assert!(s.parse::<Set>().is_err());
+}
+
+/// A xorshift generator: the long fuzz loop needs no shrinking, only speed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+/// One random input: a token soup, token edits of a valid input, or byte edits of one.
+fn random_input(rng: &mut Rng) -> String {
+    match rng.below(3) {
+        0 => (0..rng.below(40))
+            .map(|_| TOKENS[rng.below(TOKENS.len())])
+            .collect::<Vec<_>>()
+            .join(" "),
+        1 => {
+            let mut s = VALID[rng.below(VALID.len())].to_owned();
+            for _ in 0..1 + rng.below(4) {
+                let mut at = rng.below(s.len() + 1);
+                while !s.is_char_boundary(at) {
+                    at -= 1;
+                }
+                if rng.below(2) == 0 && at < s.len() {
+                    let mut end = at + 1;
+                    while !s.is_char_boundary(end) {
+                        end += 1;
+                    }
+                    s.replace_range(at..end, "");
+                } else {
+                    s.insert_str(at, TOKENS[rng.below(TOKENS.len())]);
+                }
+            }
+            s
+        }
+        _ => {
+            let mut bytes = VALID[rng.below(VALID.len())].as_bytes().to_vec();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(bytes.len());
+                match rng.below(3) {
+                    0 if !bytes.is_empty() => {
+                        bytes.remove(at);
+                    }
+                    1 if !bytes.is_empty() => bytes[at] = rng.next() as u8,
+                    _ => bytes.insert(
+                        at.min(bytes.len()),
+                        b" {}[]():;,<=>+-*/%0123456789ijNe"[rng.below(31)],
+                    ),
+                }
+            }
+            String::from_utf8_lossy(&bytes).into_owned()
+        }
+    }
+}
+
+#[test]
+#[ignore = "long-running; use `cargo xtask fuzz sets`"]
+fn fuzz_sets() {
+    let seconds: u64 = std::env::var("POLYFUSE_FUZZ_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        | 1;
+    let mut rng = Rng(seed);
+    let start = std::time::Instant::now();
+    let mut done = 0u64;
+    while start.elapsed().as_secs() < seconds {
+        let s = random_input(&mut rng);
+        if std::panic::catch_unwind(|| check(&s)).is_err() {
+            panic!("the isl-notation reader failed on this input:\n{s}");
+        }
+        done += 1;
+    }
+    println!("{done} inputs in {:.1} s", start.elapsed().as_secs_f64());
 }

@@ -3,8 +3,9 @@
 //! - `cargo xtask snapshot [--accept]`: run the snapshot tests; without `--accept`, list every
 //!   changed snapshot with its diff and fail; with it, bless the new outputs.
 //! - `cargo xtask fuzz [--seconds N] [TARGET…]`: feed random and mutated inputs to the parsers
-//!   for a bounded time (the stable toolchain cannot run cargo-fuzz, so the harness is an ignored
-//!   test driven by an environment variable); a panic fails the run and prints the input.
+//!   (the kernel language, C SCoPs, and the integer sets' isl notation) for a bounded time (the
+//!   stable toolchain cannot run cargo-fuzz, so each harness is an ignored test driven by an
+//!   environment variable); a panic fails the run and prints the input.
 
 mod bench_cpu;
 
@@ -32,7 +33,7 @@ const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   snapshot [--accept]          run the snapshot tests; --accept blesses changed outputs
   fuzz [--seconds N] [TARGET]  fuzz the parsers for N seconds each (default 60);
-                               targets: pf, c (default: all)
+                               targets: pf, c, sets (isl notation; default: all)
   bench deps                   time dependence analysis of every kernel; with islpy
                                installed, recompute the answers with isl and compare
   bench sim                    simulated instructions per second of the accelerator
@@ -203,27 +204,33 @@ fn fuzz(args: &[String]) -> Result<(), String> {
                     .and_then(|s| s.parse().ok())
                     .ok_or("--seconds needs a number")?;
             }
-            "pf" | "c" => targets.push(a.clone()),
+            "pf" | "c" | "sets" => targets.push(a.clone()),
             other => return Err(format!("unknown fuzz target `{other}`\n{USAGE}")),
         }
     }
     if targets.is_empty() {
-        targets = vec!["pf".into(), "c".into()];
+        targets = vec!["pf".into(), "c".into(), "sets".into()];
     }
     for target in targets {
         println!("fuzzing the {target} parser for {seconds} s");
+        let (package, test) = if target == "sets" {
+            ("polyhedral", "sets_parse_fuzz")
+        } else {
+            ("frontend", "fuzz")
+        };
         let ok = status(
             cargo()
                 .args([
                     "test",
                     "--release",
                     "--package",
-                    "frontend",
+                    package,
                     "--test",
-                    "fuzz",
+                    test,
                     "--",
                     "--ignored",
                     "--nocapture",
+                    "--exact",
                     &format!("fuzz_{target}"),
                 ])
                 .env("POLYFUSE_FUZZ_SECONDS", seconds.to_string()),

@@ -70,6 +70,7 @@ use crate::schedule::instances::Instances;
 use crate::schedule::{verify, Node, NodeKind, QuasiAffine, ScheduleError, ScheduleTree};
 use crate::sets::conj::{negate, Conj, Row};
 use crate::sets::omega::{is_feasible, project};
+use crate::sets::Error;
 use range::{feasible_with, implied, statement_range, Guard, Range};
 use separate::{hull, separate, Region};
 
@@ -540,7 +541,9 @@ impl Gen<'_> {
                 let mut local = outer.clone();
                 for r in region.lower.iter().chain(&region.upper) {
                     let b = r[1 + cur];
-                    let x = range::normalized(crate::sets::conj::combine(r, 1, &eq, -b)?);
+                    let x = range::normalized(
+                        crate::sets::conj::combine(r, &1, &eq, &-b).map_err(Error::from)?,
+                    );
                     if !implied(&local, &x)? {
                         local.ineqs.push(x.clone());
                         cond.ineqs.push(x);
@@ -605,14 +608,14 @@ impl Gen<'_> {
         let cur = self.ctx.n - 1;
         for u in &region.upper {
             if u[1 + cur] == -1 {
-                let eq = negate(u)?;
+                let eq = negate(u).map_err(Error::from)?;
                 if implied(&self.ctx, &eq)? {
                     return Ok(Some(eq));
                 }
             }
         }
         for l in &region.lower {
-            if l[1 + cur] == 1 && implied(&self.ctx, &negate(l)?)? {
+            if l[1 + cur] == 1 && implied(&self.ctx, &negate(l).map_err(Error::from)?)? {
                 return Ok(Some(l.clone()));
             }
         }
@@ -692,7 +695,7 @@ impl Gen<'_> {
         };
         let mut out = Guard::default();
         for r in &g.eqs {
-            if !(enforced(r)? && enforced(&negate(r)?)?) {
+            if !(enforced(r)? && enforced(&negate(r).map_err(Error::from)?)?) {
                 out.eqs.push(r.clone());
             }
         }

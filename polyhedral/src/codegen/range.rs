@@ -28,7 +28,8 @@
 //! strides), which the guard at the statement itself excludes.
 
 use crate::schedule::instances::Instances;
-use crate::sets::conj::{combine, floor_div, gcd, negate, Conj, Row};
+use crate::sets::conj::{combine, negate, Conj, Row};
+use crate::sets::int::Overflow;
 use crate::sets::omega::is_feasible;
 use crate::sets::Error;
 use std::collections::HashMap;
@@ -94,6 +95,16 @@ struct Tracked {
     vars: Bits,
 }
 
+/// The non-negative gcd of two coefficients of a stored row (neither is `i64::MIN`, which
+/// normalised rows never hold).
+fn gcd(a: i64, b: i64) -> i64 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a as i64
+}
+
 /// `r` divided by the gcd of its coefficients, the constant rounded down (the same integer
 /// points).
 pub(super) fn normalized(mut r: Row) -> Row {
@@ -104,7 +115,7 @@ pub(super) fn normalized(mut r: Row) -> Row {
 /// Divides by the gcd of the coefficients and rounds the constant down (valid over the
 /// integers). When no variable is left, `Some(whether the constant row holds)`.
 fn tighten_gcd(r: &mut Row) -> Option<bool> {
-    let g = r[1..].iter().fold(0, |g, &x| gcd(g, x));
+    let g = r[1..].iter().fold(0i64, |g, &x| gcd(g, x));
     if g == 0 {
         return Some(r[0] >= 0);
     }
@@ -112,7 +123,7 @@ fn tighten_gcd(r: &mut Row) -> Option<bool> {
         for x in r[1..].iter_mut() {
             *x /= g;
         }
-        r[0] = floor_div(r[0], g);
+        r[0] = r[0].div_euclid(g);
     }
     None
 }
@@ -161,7 +172,7 @@ pub(super) fn shadow(c: &Conj, keep: usize) -> Result<Shadow, Error> {
         for r in c.eqs.iter_mut().chain(c.ineqs.iter_mut()) {
             let b = r[1 + v];
             if b != 0 {
-                *r = combine(r, aa, &row, -sa * b)?;
+                *r = combine(r, &aa, &row, &(-sa * b))?;
             }
         }
     }
@@ -211,11 +222,11 @@ pub(super) fn shadow(c: &Conj, keep: usize) -> Result<Shadow, Error> {
             let a = l.row[1 + v];
             for u in &upper {
                 let b = -u.row[1 + v];
-                let mut row = combine(&l.row, b, &u.row, a)?;
+                let mut row = combine(&l.row, &b, &u.row, &a)?;
                 if dark {
                     row[0] = row[0]
-                        .checked_sub((a - 1).checked_mul(b - 1).ok_or(Error::Overflow)?)
-                        .ok_or(Error::Overflow)?;
+                        .checked_sub((a - 1).checked_mul(b - 1).ok_or(Overflow)?)
+                        .ok_or(Overflow)?;
                 }
                 match tighten_gcd(&mut row) {
                     Some(true) => continue,
@@ -503,7 +514,7 @@ pub(super) fn statement_range(
             for x in c.eqs.iter_mut().chain(c.ineqs.iter_mut()) {
                 let b = x[1 + cur];
                 if b != 0 {
-                    *x = combine(x, 1, &r, -b)?;
+                    *x = combine(x, &1, &r, &-b)?;
                 }
             }
             if !c.normalize()? {

@@ -322,11 +322,15 @@ impl DivRows {
 }
 
 fn checked_add(a: i64, b: i64) -> Result<i64, Error> {
-    a.checked_add(b).ok_or(Error::Sets(sets::Error::Overflow))
+    a.checked_add(b).ok_or(Error::Sets(sets::Error::TooLarge(
+        "a schedule constraint coefficient",
+    )))
 }
 
 fn checked_mul(a: i64, b: i64) -> Result<i64, Error> {
-    a.checked_mul(b).ok_or(Error::Sets(sets::Error::Overflow))
+    a.checked_mul(b).ok_or(Error::Sets(sets::Error::TooLarge(
+        "a schedule constraint coefficient",
+    )))
 }
 
 pub(crate) fn stmt_tuple(s: &Statement) -> Tuple {

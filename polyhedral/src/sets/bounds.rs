@@ -7,69 +7,82 @@
 //! only visits values that lead to points.
 
 use super::conj::Conj;
-use super::omega::{is_feasible, real_bounds_first};
+use super::int::{Fail, Int, Overflow};
+use super::omega::{feasible, real_bounds_first};
 use super::Error;
 
 /// The integer range of a variable: `None` for empty, a bound of `None` for unbounded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Range {
-    pub lo: Option<i64>,
-    pub hi: Option<i64>,
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Range<T = i64> {
+    pub lo: Option<T>,
+    pub hi: Option<T>,
 }
 
 /// Whether `c` has a solution with `x0 ≤ v` (`upper`) or `x0 ≥ v`.
-fn feasible_with(c: &Conj, v: i64, upper: bool) -> Result<bool, Error> {
+fn feasible_with<T: Int>(c: &Conj<T>, v: &T, upper: bool) -> Result<bool, Overflow> {
     let mut t = c.clone();
-    let mut r = vec![0; c.n + 1];
+    let mut r = vec![T::zero(); c.n + 1];
     if upper {
-        r[0] = v;
-        r[1] = -1;
+        r[0] = v.clone();
+        r[1] = T::from_i64(-1);
     } else {
-        r[0] = v.checked_neg().ok_or(Error::Overflow)?;
-        r[1] = 1;
+        r[0] = v.neg()?;
+        r[1] = T::one();
     }
     t.ineqs.push(r);
-    is_feasible(&t)
+    feasible(&t)
 }
 
-/// The extreme integer value of `x0` in direction `upper == false` (minimum) starting from a
-/// valid rational bound `start`, with `other` a rational bound on the far side if known.
-fn search(c: &Conj, start: i64, other: Option<i64>, min: bool) -> Result<i64, Error> {
-    // For the minimum, f(v) = feasible(x0 ≤ v) is monotone, false below `start`.
-    let f = |v: i64| feasible_with(c, v, min);
-    let step_dir: i64 = if min { 1 } else { -1 };
-    if f(start)? {
+/// The extreme integer value of `x0` (the minimum with `min`) of a conjunction that has an
+/// integer point, starting from a valid rational bound `start` on that side, with `other` a
+/// rational bound on the far side if known.
+fn search<T: Int>(c: &Conj<T>, start: T, other: Option<&T>, min: bool) -> Result<T, Overflow> {
+    // For the minimum, f(v) = feasible(x0 ≤ v) is monotone, false below the answer.
+    let f = |v: &T| feasible_with(c, v, min);
+    if f(&start)? {
         return Ok(start);
     }
-    let mut bad = start;
-    let mut step: i64 = 1;
+    let mut bad = start.clone();
+    let mut step = T::one();
     let good = loop {
-        let mut cand = start.checked_add(step_dir * step).ok_or(Error::Overflow)?;
+        let mut cand = if min {
+            start.add(&step)?
+        } else {
+            start.sub(&step)?
+        };
         if let Some(o) = other {
-            if (min && cand >= o) || (!min && cand <= o) {
-                cand = o;
+            if (min && cand >= *o) || (!min && cand <= *o) {
+                cand = o.clone();
             }
         }
-        if f(cand)? {
+        if f(&cand)? {
             break cand;
         }
-        if Some(cand) == other {
-            // The set is non-empty and lies within the rational bounds.
-            return Err(Error::Overflow);
+        if Some(&cand) == other {
+            // The conjunction has an integer point and lies within its rational bounds, so the
+            // far bound is feasible; reaching it without success means the caller broke the
+            // precondition. Report the conjunction as if it were too large to search rather
+            // than loop.
+            return Err(Overflow);
         }
         bad = cand;
-        step = step.checked_mul(2).ok_or(Error::Overflow)?;
+        step = step.add(&step)?;
     };
+    // Bisection between `bad` (infeasible) and `good` (feasible).
     let (mut b, mut g) = (bad, good);
-    while (g - b).abs() > 1 {
-        let mid = b + (g - b) / 2;
-        if f(mid)? {
+    loop {
+        let gap = g.sub(&b)?.abs()?;
+        if gap <= T::one() {
+            return Ok(g);
+        }
+        let half = gap.div_floor(&T::from_i64(2));
+        let mid = if min { b.add(&half)? } else { b.sub(&half)? };
+        if f(&mid)? {
             g = mid;
         } else {
             b = mid;
         }
     }
-    Ok(g)
 }
 
 /// The exact integer range of variable 0 of `c`; `None` when `c` has no integer point.
@@ -78,19 +91,19 @@ fn search(c: &Conj, start: i64, other: Option<i64>, min: bool) -> Result<i64, Er
 /// galloping and bisection on exact feasibility. An unbounded rational range means an
 /// unbounded integer range once the set has an integer point (the integer hull of a rational
 /// polyhedron has the polyhedron's recession cone).
-pub(crate) fn range_of_first(c: &Conj) -> Result<Option<Range>, Error> {
+pub(crate) fn range_of_first<T: Int>(c: &Conj<T>) -> Result<Option<Range<T>>, Overflow> {
     let Some((rlo, rhi)) = real_bounds_first(c)? else {
         return Ok(None);
     };
-    if !is_feasible(c)? {
+    if !feasible(c)? {
         return Ok(None);
     }
-    let lo = match rlo {
-        Some(l) => Some(search(c, l, rhi, true)?),
+    let lo = match &rlo {
+        Some(l) => Some(search(c, l.clone(), rhi.as_ref(), true)?),
         None => None,
     };
     let hi = match rhi {
-        Some(h) => Some(search(c, h, rlo, false)?),
+        Some(h) => Some(search(c, h, rlo.as_ref(), false)?),
         None => None,
     };
     Ok(Some(Range { lo, hi }))
@@ -99,23 +112,23 @@ pub(crate) fn range_of_first(c: &Conj) -> Result<Option<Range>, Error> {
 /// Calls `f` with every integer assignment of the first `nvis` variables of `c` that extends
 /// to a solution (the rest existential), in lexicographic order. Fails with
 /// [`Error::Unbounded`] when one of them is unbounded.
-pub(crate) fn enumerate(
-    c: &Conj,
+pub(crate) fn enumerate<T: Int>(
+    c: &Conj<T>,
     nvis: usize,
-    f: &mut dyn FnMut(&[i64]) -> Result<(), Error>,
-) -> Result<(), Error> {
+    f: &mut dyn FnMut(&[T]) -> Result<(), Fail>,
+) -> Result<(), Fail> {
     let mut prefix = Vec::with_capacity(nvis);
     enumerate_rec(c, nvis, &mut prefix, f)
 }
 
-fn enumerate_rec(
-    c: &Conj,
+fn enumerate_rec<T: Int>(
+    c: &Conj<T>,
     nvis: usize,
-    prefix: &mut Vec<i64>,
-    f: &mut dyn FnMut(&[i64]) -> Result<(), Error>,
-) -> Result<(), Error> {
+    prefix: &mut Vec<T>,
+    f: &mut dyn FnMut(&[T]) -> Result<(), Fail>,
+) -> Result<(), Fail> {
     if nvis == 0 {
-        if is_feasible(c)? {
+        if feasible(c)? {
             f(prefix)?;
         }
         return Ok(());
@@ -124,20 +137,26 @@ fn enumerate_rec(
         return Ok(());
     };
     let (Some(lo), Some(hi)) = (r.lo, r.hi) else {
-        return Err(Error::Unbounded);
+        return Err(Error::Unbounded.into());
     };
-    for v in lo..=hi {
-        let sub = c.fix(0, v)?;
-        prefix.push(v);
+    let mut v = lo;
+    while v <= hi {
+        let sub = c.fix(0, &v)?;
+        prefix.push(v.clone());
         enumerate_rec(&sub, nvis - 1, prefix, f)?;
         prefix.pop();
+        v = v.add_i(1)?;
     }
     Ok(())
 }
 
 /// The lexicographically smallest (or largest) assignment of the first `nvis` variables that
 /// extends to a solution; `None` when there is none.
-pub(crate) fn lex_extreme(c: &Conj, nvis: usize, max: bool) -> Result<Option<Vec<i64>>, Error> {
+pub(crate) fn lex_extreme<T: Int>(
+    c: &Conj<T>,
+    nvis: usize,
+    max: bool,
+) -> Result<Option<Vec<T>>, Fail> {
     let mut c = c.clone();
     let mut out = Vec::with_capacity(nvis);
     for _ in 0..nvis {
@@ -146,12 +165,12 @@ pub(crate) fn lex_extreme(c: &Conj, nvis: usize, max: bool) -> Result<Option<Vec
         };
         let v = if max { r.hi } else { r.lo };
         let Some(v) = v else {
-            return Err(Error::Unbounded);
+            return Err(Error::Unbounded.into());
         };
+        c = c.fix(0, &v)?;
         out.push(v);
-        c = c.fix(0, v)?;
     }
-    if nvis == 0 && !is_feasible(&c)? {
+    if nvis == 0 && !feasible(&c)? {
         return Ok(None);
     }
     Ok(Some(out))

@@ -1,7 +1,8 @@
 //! [`Map`]: a union of integer relations between named tuples.
 
+use super::int::{widening, Fail};
 use super::parse::{parse, ParseError};
-use super::rel::{Basic, Rel};
+use super::rel::{narrow_int, Basic, Rel};
 use super::set::{member, Set};
 use super::space::Tuple;
 use super::Error;
@@ -210,20 +211,24 @@ impl Map {
         Map(self.0.union(&o.0))
     }
 
+    /// Pairs of `self` not in `o`, exactly.
     pub fn subtract(&self, o: &Map) -> Result<Map, Error> {
-        Ok(Map(self.0.subtract(&o.0)?))
+        widening!(T => self.0.cast::<T>().subtract(&o.0.cast::<T>())?.narrow()).map(Map)
     }
 
     pub fn is_empty(&self) -> Result<bool, Error> {
-        self.0.is_empty()
+        widening!(T => Ok(self.0.cast::<T>().is_empty()?))
     }
 
     pub fn is_subset(&self, o: &Map) -> Result<bool, Error> {
-        self.0.is_subset(&o.0)
+        widening!(T => Ok(self.0.cast::<T>().is_subset(&o.0.cast::<T>())?))
     }
 
     pub fn is_equal(&self, o: &Map) -> Result<bool, Error> {
-        Ok(self.is_subset(o)? && o.is_subset(self)?)
+        widening!(T => {
+            let (a, b) = (self.0.cast::<T>(), o.0.cast::<T>());
+            Ok(a.is_subset(&b)? && b.is_subset(&a)?)
+        })
     }
 
     /// `{ y -> x : (x, y) ∈ self }`.
@@ -270,15 +275,18 @@ impl Map {
     /// For every domain point (and parameter value), its lexicographically smallest image;
     /// a single-valued map. Domain points with no smallest image (unbounded) are left out.
     pub fn lexmin(&self) -> Result<Map, Error> {
-        Ok(Map(self.0.lexopt(false)?))
+        widening!(T => self.0.cast::<T>().lexopt(false)?.narrow()).map(Map)
     }
 
+    /// For every domain point (and parameter value), its lexicographically largest image.
     pub fn lexmax(&self) -> Result<Map, Error> {
-        Ok(Map(self.0.lexopt(true)?))
+        widening!(T => self.0.cast::<T>().lexopt(true)?.narrow()).map(Map)
     }
 
+    /// Removes empty pieces, redundant constraints, implicit equalities and locals that can be
+    /// written as congruences, and pieces covered by other pieces.
     pub fn simplify(&self) -> Result<Map, Error> {
-        Ok(Map(self.0.simplify()?))
+        widening!(T => self.0.cast::<T>().simplify()?.narrow()).map(Map)
     }
 
     /// Whether `(x, y)` is in the map (with parameter values first in `x` when there are
@@ -306,15 +314,22 @@ impl Map {
         if !self.0.params.is_empty() {
             return Err(Error::Parametric("pair enumeration"));
         }
-        let mut out = Vec::new();
-        self.0.for_each_point(&mut |b, x| {
-            let ni = b.ni();
-            let dom = b
-                .dom
-                .clone()
-                .unwrap_or_else(|| Tuple::anonymous_dims(None, 0));
-            out.push((dom, x[..ni].to_vec(), b.ran.clone(), x[ni..].to_vec()));
-            Ok(())
+        let mut out = widening!(T => {
+            let mut out = Vec::new();
+            self.0.cast::<T>().for_each_point(&mut |b, x| {
+                let ni = b.ni();
+                let dom = b
+                    .dom
+                    .clone()
+                    .unwrap_or_else(|| Tuple::anonymous_dims(None, 0));
+                let x: Vec<i64> = x
+                    .iter()
+                    .map(|v| narrow_int(v, "a coordinate"))
+                    .collect::<Result<_, Fail>>()?;
+                out.push((dom, x[..ni].to_vec(), b.ran.clone(), x[ni..].to_vec()));
+                Ok(())
+            })?;
+            Ok(out)
         })?;
         out.sort_by(|a, b| (&a.0, &a.1, &a.2, &a.3).cmp(&(&b.0, &b.1, &b.2, &b.3)));
         out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1 && a.2 == b.2 && a.3 == b.3);

@@ -10,8 +10,11 @@
 //!
 //! Every answer is exact over the integers: emptiness, subtraction, lexicographic optima and
 //! bounds use Pugh's Omega test (exact Fourier–Motzkin with dark shadows and splinters,
-//! symmetric-modulo equality elimination), on checked `i64` arithmetic that reports
-//! [`Error::Overflow`] instead of wrapping.
+//! symmetric-modulo equality elimination). Constraints are stored as `i64`; the arithmetic is
+//! checked, and an operation whose intermediate values outgrow `i64` is run again on `i128`
+//! and then on big integers, so the size of intermediate numbers never changes an answer
+//! or makes an operation fail. Only an answer that itself needs a number beyond `i64` (a
+//! coefficient, a bound, a coordinate) is an error, [`Error::TooLarge`].
 //!
 //! ```
 //! use polyhedral::sets::{Map, Set};
@@ -40,6 +43,7 @@
 
 mod bounds;
 pub(crate) mod conj;
+pub(crate) mod int;
 mod map;
 pub(crate) mod omega;
 mod parse;
@@ -56,9 +60,11 @@ pub use space::Tuple;
 /// What can go wrong in a set operation.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    /// An intermediate coefficient does not fit in 64 bits.
-    #[error("integer overflow in exact arithmetic")]
-    Overflow,
+    /// A number of the answer (named by the message: a constraint coefficient, a bound, a
+    /// coordinate) does not fit in 64 bits, the width sets and maps store. Intermediate values
+    /// never cause it: they are computed on wider integers when needed.
+    #[error("{0} of the result does not fit in 64 bits")]
+    TooLarge(&'static str),
     /// The operation needs a bounded set (enumeration, a finite optimum) and got an unbounded one.
     #[error("the set is unbounded")]
     Unbounded,

@@ -139,6 +139,11 @@ impl Parser {
         &self.toks[self.p].0
     }
 
+    /// The token after the current one (the last token, the end, when there is none).
+    fn peek_next(&self) -> &Tok {
+        &self.toks[(self.p + 1).min(self.toks.len() - 1)].0
+    }
+
     fn pos(&self) -> usize {
         self.toks[self.p].1
     }
@@ -507,7 +512,7 @@ impl Parser {
         let mut names = Vec::new();
         if !self.eat("]") {
             loop {
-                let fresh_name = match (self.peek().clone(), &self.toks[self.p + 1].0) {
+                let fresh_name = match (self.peek().clone(), self.peek_next()) {
                     (Tok::Ident(x), Tok::Sym("," | "]"))
                         if !KEYWORDS.contains(&x.as_str()) && self.lookup(&x).is_none() =>
                     {
