@@ -8,8 +8,9 @@
 //! through a `restrict` pointer. `f16` arrays are `uint16_t` storage. Temporaries are allocated
 //! zeroed inside the kernel, as the interpreter starts them.
 //!
-//! The outermost loop annotated parallel in each nest becomes `#pragma omp parallel for`; an
-//! innermost loop annotated vectorizable becomes `#pragma omp simd` (both on one loop:
+//! The outermost loop annotated parallel in each nest becomes `#pragma omp parallel for`
+//! (with `schedule(static, 1)` where its iterations do unequal work, as in triangular nests);
+//! an innermost loop annotated vectorizable becomes `#pragma omp simd` (both on one loop:
 //! `parallel for simd`).
 
 use std::collections::{BTreeSet, HashMap};
@@ -571,7 +572,12 @@ impl<'a> Writer<'a> {
                         Some(n) if parallel => format!(" num_threads({n})"),
                         _ => String::new(),
                     };
-                    let _ = writeln!(out, "{pad}#pragma omp {p}{threads}");
+                    let schedule = if parallel && self.uneven_iterations(ast) {
+                        " schedule(static, 1)"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(out, "{pad}#pragma omp {p}{schedule}{threads}");
                 }
                 let lo = self.ast_expr(lower);
                 // A name is bound once per nest (verified), so sibling loops can share it.
@@ -650,6 +656,54 @@ impl<'a> Writer<'a> {
         let mut bindings = self.midpoints.clone();
         ast::estimate_work(for_loop, &params, &mut bindings)
             >= self.options.min_parallel_work as f64
+    }
+
+    /// Whether the first and the second half of a parallel loop's iterations do markedly
+    /// different amounts of work at the program's sizes (one half more than 1.5 times the
+    /// other), as in triangular nests: contiguous blocks of such a loop would load one thread
+    /// with most of the work, so its iterations are dealt out one at a time instead. Loops
+    /// whose work rises and falls symmetrically (wavefronts) keep contiguous blocks, which
+    /// keep neighbouring tiles, and the data they share, on one thread.
+    fn uneven_iterations(&self, for_loop: &Ast) -> bool {
+        let Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            body,
+            ..
+        } = for_loop
+        else {
+            return false;
+        };
+        let params = self.program.param_values();
+        let mut bindings = self.midpoints.clone();
+        let var_of = |name: &str| {
+            self.midpoints
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map_or(0, |&(_, v)| v)
+        };
+        let (lo, hi) = (lower.eval(&var_of, &params), upper.eval(&var_of, &params));
+        let step = (*step).max(1);
+        if hi <= lo {
+            return false;
+        }
+        // The work at the first, quarter, middle, three-quarter and last iteration; each
+        // half's work by the trapezoid rule.
+        let w: Vec<f64> = (0..=4)
+            .map(|q| {
+                let v = lo + (hi - lo) * q / 4 / step * step;
+                bindings.push((var.clone(), v));
+                let w = ast::estimate_work(body, &params, &mut bindings);
+                bindings.pop();
+                w
+            })
+            .collect();
+        let first = w[0] + 2.0 * w[1] + w[2];
+        let second = w[2] + 2.0 * w[3] + w[4];
+        first.max(second) > 1.5 * first.min(second)
     }
 
     /// Conditions joined by `&&` (`true` for none).
