@@ -311,7 +311,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let CodeTarget::Cpu = args.target;
     let compiled = optimize(&program, &args.optimize)?;
     let text = match args.emit {
-        CompileEmit::Deps => compiled.deps.display(&program).to_string(),
+        CompileEmit::Deps => compiled.deps.display(&compiled.program).to_string(),
         CompileEmit::Tree => compiled.tree.display(&compiled.program),
         CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
         CompileEmit::C => {

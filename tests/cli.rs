@@ -236,6 +236,10 @@ fn compile_emits_every_stage() {
     assert!(stdout(&ast).contains("for "), "{}", stdout(&ast));
     let deps = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "deps"]);
     assert!(stdout(&deps).contains("flow"), "{}", stdout(&deps));
+    // The dependences of a program whose arrays the pipeline expanded name the expanded arrays.
+    let deps = polyfuse(&["compile", "kernels/doitgen.c", "--emit", "deps"]);
+    assert!(deps.status.success(), "{}", stderr(&deps));
+    assert!(stdout(&deps).contains("on sum_x"), "{}", stdout(&deps));
     for fuse in ["nofuse", "smartfuse", "maxfuse"] {
         let o = polyfuse(&[
             "compile",
