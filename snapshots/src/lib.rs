@@ -2,9 +2,13 @@
 //! outputs in `tests/snapshots/`. `cargo xtask snapshot` reviews changes and
 //! `cargo xtask snapshot --accept` blesses them.
 //!
-//! This library holds what the tests share: the list of kernels and how each is loaded.
+//! This library holds what the tests share: the list of kernels, how each is loaded, the
+//! small target that makes tiles partial, and bitwise comparison of memories.
 
 use std::path::{Path, PathBuf};
+
+use polyhedral::interp::Memory;
+use polyhedral::pipeline::{MemoryLevel, TargetDescription};
 
 /// Every kernel in `kernels/` (`.pf` and `.c` files), sorted by file name.
 pub fn kernels() -> Vec<PathBuf> {
@@ -52,4 +56,26 @@ pub fn snapshot_name(path: &Path) -> String {
         .expect("kernel paths name files")
         .to_string_lossy()
         .replace(['.', '-'], "_")
+}
+
+/// A machine whose closest memory is so small that tiles at the test sizes are 2 to 4 wide,
+/// so that partial and full tiles both occur.
+pub fn tiny_target() -> TargetDescription {
+    TargetDescription {
+        name: "tiny".into(),
+        memory: vec![MemoryLevel {
+            name: "L1".into(),
+            bytes: 256,
+            line_bytes: 64,
+        }],
+        vector_bytes: 16,
+    }
+}
+
+/// Every array's elements as bit patterns, for exact comparison.
+pub fn bits(m: &Memory) -> Vec<Vec<u64>> {
+    m.arrays
+        .iter()
+        .map(|a| a.iter().map(|x| x.to_bits()).collect())
+        .collect()
 }

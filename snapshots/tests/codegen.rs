@@ -5,11 +5,11 @@
 //! their `min`s and `max`es are flat and minimal.
 
 use polyhedral::ast::{run_ast, Ast, AstCond, AstExpr};
-use polyhedral::interp::{random_inputs, run, Memory};
-use polyhedral::pipeline::{compile, MemoryLevel, Options, TargetDescription, Tiling};
+use polyhedral::interp::{random_inputs, run};
+use polyhedral::pipeline::{compile, Options, Tiling};
 use polyhedral::schedule::pluto::Fusion;
 use polyhedral::Program;
-use snapshots::kernels;
+use snapshots::{bits, kernels, tiny_target};
 
 fn load(path: &std::path::Path) -> Program {
     let options = frontend::Options {
@@ -22,26 +22,6 @@ fn load(path: &std::path::Path) -> Program {
         p.value = p.value.min(5 + (k as i64 % 3));
     }
     program
-}
-
-/// Tiles 2 to 4 wide at these sizes, so that full and partial tiles both occur.
-fn tiny_target() -> TargetDescription {
-    TargetDescription {
-        name: "tiny".into(),
-        memory: vec![MemoryLevel {
-            name: "L1".into(),
-            bytes: 256,
-            line_bytes: 64,
-        }],
-        vector_bytes: 16,
-    }
-}
-
-fn bits(m: &Memory) -> Vec<Vec<u64>> {
-    m.arrays
-        .iter()
-        .map(|a| a.iter().map(|x| x.to_bits()).collect())
-        .collect()
 }
 
 /// Sizes to run at besides the compiled ones: every size 0, 1, 2 and 3, and mixes of small

@@ -10,23 +10,9 @@ use std::path::Path;
 use std::process::Command;
 
 use backends::cpu;
-use polyhedral::pipeline::{compile, MemoryLevel, Options, TargetDescription};
+use polyhedral::pipeline::{compile, Options};
 use polyhedral::schedule::pluto::Fusion;
-use snapshots::{kernels, load_small};
-
-/// A machine whose closest memory is so small that tiles at the test sizes are 2 or 4 wide,
-/// so that partial and full tiles both occur.
-fn tiny_target() -> TargetDescription {
-    TargetDescription {
-        name: "tiny".into(),
-        memory: vec![MemoryLevel {
-            name: "L1".into(),
-            bytes: 256,
-            line_bytes: 64,
-        }],
-        vector_bytes: 16,
-    }
-}
+use snapshots::{kernels, load_small, tiny_target};
 
 /// Two threads, and every parallel loop parallel whatever its work, so that the OpenMP code
 /// paths run at these small sizes.

@@ -3,31 +3,10 @@
 //! of instances).
 
 use polyhedral::ast::{run_ast, verify};
-use polyhedral::interp::{random_inputs, run, Memory};
-use polyhedral::pipeline::{compile, MemoryLevel, Options, TargetDescription, Tiling};
+use polyhedral::interp::{random_inputs, run};
+use polyhedral::pipeline::{compile, MemoryLevel, Options, Tiling};
 use polyhedral::schedule::pluto::Fusion;
-use snapshots::{kernels, load_small};
-
-/// A machine whose closest memory is so small that tiles at these sizes are 2 or 4 wide, so
-/// tiles are partial and full ones both occur.
-fn tiny_target() -> TargetDescription {
-    TargetDescription {
-        name: "tiny".into(),
-        memory: vec![MemoryLevel {
-            name: "L1".into(),
-            bytes: 256,
-            line_bytes: 64,
-        }],
-        vector_bytes: 16,
-    }
-}
-
-fn bits(m: &Memory) -> Vec<Vec<u64>> {
-    m.arrays
-        .iter()
-        .map(|a| a.iter().map(|x| x.to_bits()).collect())
-        .collect()
-}
+use snapshots::{bits, kernels, load_small, tiny_target};
 
 #[test]
 fn every_kernel_every_strategy_tiled_and_untiled_runs_like_the_interpreter() {

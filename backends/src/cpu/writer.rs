@@ -594,15 +594,7 @@ impl<'a> Writer<'a> {
                     out,
                     "{pad}for (int64_t {c} = {lo}; {c} <= {hi}; {c} += {step}) {{"
                 );
-                let params = self.program.param_values();
-                let var_of = |name: &str| {
-                    self.midpoints
-                        .iter()
-                        .rev()
-                        .find(|(n, _)| n == name)
-                        .map_or(0, |&(_, v)| v)
-                };
-                let (l, u) = (lower.eval(&var_of, &params), upper.eval(&var_of, &params));
+                let (l, u) = self.bounds_at_midpoints(lower, upper);
                 self.midpoints.push((var.clone(), l + (u - l).max(0) / 2));
                 self.write_node(out, body, indent + 1, in_parallel || parallel);
                 self.midpoints.pop();
@@ -648,6 +640,20 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// A loop's bounds at the program's sizes, with the enclosing loops' variables at the
+    /// middle of their ranges.
+    fn bounds_at_midpoints(&self, lower: &AstExpr, upper: &AstExpr) -> (i64, i64) {
+        let params = self.program.param_values();
+        let var_of = |name: &str| {
+            self.midpoints
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map_or(0, |&(_, v)| v)
+        };
+        (lower.eval(&var_of, &params), upper.eval(&var_of, &params))
+    }
+
     /// Whether a parallel loop runs enough statement instances per execution, at the
     /// program's sizes, to pay for starting a parallel region (see
     /// [`Options::min_parallel_work`]).
@@ -678,14 +684,7 @@ impl<'a> Writer<'a> {
         };
         let params = self.program.param_values();
         let mut bindings = self.midpoints.clone();
-        let var_of = |name: &str| {
-            self.midpoints
-                .iter()
-                .rev()
-                .find(|(n, _)| n == name)
-                .map_or(0, |&(_, v)| v)
-        };
-        let (lo, hi) = (lower.eval(&var_of, &params), upper.eval(&var_of, &params));
+        let (lo, hi) = self.bounds_at_midpoints(lower, upper);
         let step = (*step).max(1);
         if hi <= lo {
             return false;

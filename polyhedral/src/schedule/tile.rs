@@ -231,6 +231,9 @@ fn band_sizes(
     }
 }
 
+/// The sizes the capacity rules choose from, largest first.
+const TILE_SIZES: [i64; 8] = [256, 128, 64, 32, 16, 8, 4, 2];
+
 /// The largest uniform power of two from 2 to 256 whose tile footprint fits `bytes` (1 when
 /// none does).
 fn uniform_sizes(
@@ -239,7 +242,7 @@ fn uniform_sizes(
     band: &Band,
     bytes: u64,
 ) -> Result<Vec<i64>, Error> {
-    for t in [256i64, 128, 64, 32, 16, 8, 4, 2] {
+    for t in TILE_SIZES {
         let sizes = vec![t; band.len];
         if footprint(program, schedule, band, &sizes)? <= bytes {
             return Ok(sizes);
@@ -273,14 +276,13 @@ fn hierarchy_sizes(
     l2: u64,
     vector: i64,
 ) -> Result<Vec<i64>, Error> {
-    const POWERS: [i64; 8] = [256, 128, 64, 32, 16, 8, 4, 2];
     let n = band.len;
     let outer = (0..n).find(|&k| k != v).unwrap_or(0);
     let middle: Vec<usize> = (0..n).filter(|&k| k != v && k != outer).collect();
     let mut sizes = vec![1i64; n];
     sizes[v] = vector.max(1);
     let mut t_mid = None;
-    for t in POWERS {
+    for t in TILE_SIZES {
         for &k in &middle {
             sizes[k] = t;
         }
@@ -302,9 +304,9 @@ fn hierarchy_sizes(
     let cap = if schedule.dims[band.start + outer].coincident {
         PARALLEL_TILE
     } else {
-        POWERS[0]
+        TILE_SIZES[0]
     };
-    for t in POWERS.into_iter().filter(|&t| t <= cap) {
+    for t in TILE_SIZES.into_iter().filter(|&t| t <= cap) {
         sizes[outer] = t;
         if footprint(program, schedule, band, &sizes)? <= l2 {
             return Ok(sizes);
