@@ -6,7 +6,10 @@ use polyhedral::program::{AffineExpr, Program, StmtId, Var};
 use polyhedral::schedule::pluto::{
     self, check_legality, BandKind, DimKind, Fusion, Options, PlutoSchedule,
 };
-use polyhedral::schedule::tile::{footprint, tile, TileOptions, TileSizes};
+use polyhedral::schedule::tile::{tile, TileOptions};
+use polyhedral::schedule::tile_size::{footprint, TileSizes};
+use polyhedral::target::{MemoryKind, MemoryTree, TargetDescription};
+use snapshots::tiny_target;
 use std::path::{Path, PathBuf};
 
 fn kernels_dir() -> PathBuf {
@@ -22,6 +25,16 @@ fn load(name: &str) -> (Program, Dependences) {
         .unwrap_or_else(|e| panic!("{name}: {e:?}"));
     let d = compute_dependences(&p).unwrap();
     (p, d)
+}
+
+/// A machine with one cache of `bytes` bytes: tiles get the uniform capacity rule on it.
+fn one_cache(bytes: u64) -> TargetDescription {
+    let mut memory = MemoryTree::global("DRAM", 1 << 30);
+    memory.add("L1", MemoryKind::Cache, bytes, memory.root());
+    TargetDescription {
+        memory,
+        ..tiny_target()
+    }
 }
 
 fn sched(p: &Program, d: &Dependences, fuse: Fusion) -> PlutoSchedule {
@@ -89,6 +102,7 @@ fn every_kernel_every_strategy_is_legal_and_tiles_legally() {
                     sizes: TileSizes::Fixed(vec![4]),
                     wavefront: true,
                 },
+                &tiny_target(),
             )
             .unwrap();
             check_legality(&p, &d, &t)
@@ -179,6 +193,7 @@ fn jacobi_2d_gets_a_skewed_band_and_a_tile_wavefront() {
                 sizes: TileSizes::Fixed(vec![8, 16, 16]),
                 wavefront: true,
             },
+            &tiny_target(),
         )
         .unwrap();
         check_legality(&p, &d, &t).unwrap();
@@ -204,6 +219,7 @@ fn jacobi_2d_gets_a_skewed_band_and_a_tile_wavefront() {
                 sizes: TileSizes::Fixed(vec![8]),
                 wavefront: false,
             },
+            &tiny_target(),
         )
         .unwrap();
         check_legality(&p, &d, &flat).unwrap();
@@ -282,9 +298,10 @@ fn capacity_rule_picks_the_largest_fitting_tile() {
         &d,
         &s,
         &TileOptions {
-            sizes: TileSizes::Capacity { bytes: 32 * 1024 },
+            sizes: TileSizes::FromTarget,
             wavefront: true,
         },
+        &one_cache(32 * 1024),
     )
     .unwrap();
     let tb = t
@@ -312,7 +329,8 @@ fn bad_tile_sizes_are_errors() {
             &TileOptions {
                 sizes: TileSizes::Fixed(sizes),
                 wavefront: true
-            }
+            },
+            &tiny_target(),
         )
         .is_err());
     }
