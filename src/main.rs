@@ -105,6 +105,14 @@ fn code_targets() -> PossibleValuesParser {
     )
 }
 
+/// The first target of the table that generates code: what `compile` targets by default.
+fn default_code_target() -> &'static str {
+    TARGETS
+        .iter()
+        .find(|t| t.code().is_some())
+        .map_or("", |t| t.name())
+}
+
 /// The `--target` values of `run`: every target of the table, and `all`.
 fn run_targets() -> PossibleValuesParser {
     PossibleValuesParser::new(
@@ -180,7 +188,7 @@ struct CompileArgs {
     #[command(flatten)]
     kernel: KernelArgs,
     /// The target to generate code for.
-    #[arg(long, default_value = "cpu", value_parser = code_targets())]
+    #[arg(long, default_value = default_code_target(), value_parser = code_targets())]
     target: String,
     /// Where to write the output (default: standard output).
     #[arg(short = 'o', value_name = "OUT")]

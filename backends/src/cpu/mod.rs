@@ -17,6 +17,7 @@ mod helpers;
 mod names;
 mod runner;
 mod scop;
+mod syntax;
 mod writer;
 
 pub use runner::{check, check_transformed, run, CheckReport, CpuRun};
