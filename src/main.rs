@@ -131,6 +131,12 @@ enum FuseArg {
     Smartfuse,
     /// Fuse wherever a legal schedule allows it.
     Maxfuse,
+    /// Schedule with smartfuse and tile, then pull into each tile of the statements that write
+    /// the outputs the producer instances that tile reads (extension nodes; the producers'
+    /// own subtrees are marked `skipped`); producers that cannot be fused so stay where
+    /// smartfuse put them, with an `unfused` mark saying why.
+    #[value(name = "post-tiling")]
+    PostTiling,
 }
 
 /// How the optimizing pipeline runs.
@@ -170,7 +176,9 @@ impl OptimizeArgs {
                 FuseArg::Nofuse => Fusion::NoFuse,
                 FuseArg::Smartfuse => Fusion::SmartFuse,
                 FuseArg::Maxfuse => Fusion::MaxFuse,
+                FuseArg::PostTiling => Fusion::SmartFuse,
             },
+            post_tiling_fusion: self.fuse == FuseArg::PostTiling,
             tiling,
             ..Default::default()
         }
@@ -195,7 +203,7 @@ struct CompileArgs {
     output: Option<PathBuf>,
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
-    /// intra-tile), `ast` (the loop AST) or `deps` (the dependences the scheduler worked from).
+    /// intra-tile, post-tiling-fusion), `ast` (the loop AST) or `deps` (the dependences the scheduler worked from).
     #[arg(long, value_name = "WHAT")]
     emit: Option<String>,
     #[command(flatten)]

@@ -10,6 +10,7 @@
 //!   list of tree passes → AST);
 //! - [`target`]: the [`target::TargetDescription`] that steers the passes;
 //! - [`deps`]: dependence analysis under the original schedule;
+//! - [`fusion`]: post-tiling fusion with extension nodes;
 //! - [`expand`]: array expansion, which makes loops that only reuse storage parallel;
 //! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
@@ -19,6 +20,7 @@ pub mod ast;
 pub mod codegen;
 pub mod deps;
 pub mod expand;
+pub mod fusion;
 pub mod ilp;
 pub mod interp;
 pub mod pipeline;

@@ -1,6 +1,6 @@
 //! The optimizing pipeline, written out in one place: dependences → array expansion →
 //! Pluto scheduling (with the fusion strategy) → schedule tree → the tree passes of
-//! [`passes`] (tiling, intra-tile permutation), each followed by the verifier → AST.
+//! [`passes`] (tiling, intra-tile permutation, post-tiling fusion), each followed by the verifier → AST.
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memories,
 //! parallel hierarchy and vector unit), never from its name. With [`Options::verify`] every
@@ -20,6 +20,7 @@
 use crate::ast::Ast;
 use crate::deps::{compute_dependences, Dependences};
 use crate::expand::{expand_for_parallelism, Expansion};
+use crate::fusion::post_tiling::PostTilingFusion;
 use crate::program::Program;
 use crate::schedule::intra_tile::IntraTile;
 use crate::schedule::pluto::{self, Fusion, PlutoSchedule};
@@ -42,6 +43,9 @@ pub struct Options {
     /// on targets with parallel units, within the capacity of the target's outermost cache
     /// (or of its global memory, when it has no cache).
     pub expand: bool,
+    /// Run post-tiling fusion ([`crate::fusion::post_tiling`]) after the other tree passes:
+    /// producers pulled into the tiles of the live-out statements that read them.
+    pub post_tiling_fusion: bool,
     /// Check every pass's result before the next pass (see the module docs).
     pub verify: bool,
 }
@@ -54,6 +58,7 @@ impl Default for Options {
             wavefront: true,
             intra_tile: true,
             expand: true,
+            post_tiling_fusion: false,
             verify: true,
         }
     }
@@ -138,7 +143,12 @@ pub trait Pass {
 }
 
 /// The names of the stages whose trees [`Compiled::stages`] can hold, in order.
-pub const STAGES: &[&str] = &["schedule", Tile::NAME, IntraTile::NAME];
+pub const STAGES: &[&str] = &[
+    "schedule",
+    Tile::NAME,
+    IntraTile::NAME,
+    PostTilingFusion::NAME,
+];
 
 /// The tree passes for `target` under `options`, in the order they run.
 pub fn passes(target: &TargetDescription, options: &Options) -> Vec<Box<dyn Pass>> {
@@ -148,6 +158,11 @@ pub fn passes(target: &TargetDescription, options: &Options) -> Vec<Box<dyn Pass
     }
     if options.intra_tile && target.vector.is_some() {
         passes.push(Box::new(IntraTile));
+    }
+    // Last: the passes before it rebuild the tree from the flat schedule, which has no
+    // extensions.
+    if options.post_tiling_fusion {
+        passes.push(Box::new(PostTilingFusion));
     }
     passes
 }

@@ -56,7 +56,8 @@
 //! in increasing order of their dimension); a loop is `parallel` when its band member is
 //! coincident, and `vectorizable` when it is also innermost and every access of the statements
 //! below moves by at most one element of the last subscript per iteration; every piece of a
-//! separated or versioned loop keeps those flags; marks become [`Ast::Mark`].
+//! separated or versioned loop keeps those flags; marks become [`Ast::Mark`], except that a
+//! subtree below a `skipped` mark generates nothing (extensions run its instances).
 
 mod expr;
 mod range;
@@ -67,6 +68,7 @@ mod tests;
 use crate::ast::{Ast, AstCond, AstExpr, LoopAnnotations};
 use crate::program::{ConstraintKind, Program, StmtId, Var};
 use crate::schedule::instances::Instances;
+use crate::schedule::tree::SKIPPED;
 use crate::schedule::{verify, Node, NodeKind, QuasiAffine, ScheduleError, ScheduleTree};
 use crate::sets::conj::{negate, Conj, Row};
 use crate::sets::omega::{is_feasible, project};
@@ -271,6 +273,7 @@ impl Gen<'_> {
                 let all = self.prune(all)?;
                 self.children(node, all)
             }
+            NodeKind::Mark(name) if name == SKIPPED => Ok(Vec::new()),
             NodeKind::Mark(name) => {
                 let body = self.children(node, actives)?;
                 Ok(vec![Ast::Mark {

@@ -17,6 +17,10 @@ use super::ScheduleError;
 use crate::interp::{build_nest, collect_stmts, Node as NestNode};
 use crate::program::{Constraint, Program, StmtId, Var};
 
+/// The mark above a subtree whose instances do not run where the subtree is: extensions run
+/// them elsewhere (post-tiling fusion). AST generation leaves the subtree out.
+pub const SKIPPED: &str = "skipped";
+
 /// A multi-dimensional schedule piece: one member per dimension.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Band {
