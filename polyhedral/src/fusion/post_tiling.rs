@@ -27,8 +27,8 @@
 //!   the tile loops carry no new dependence, so those that were parallel stay parallel (the
 //!   seed's parallel-loop rule, in its strictest form: the consumer loses no parallel loop);
 //! - no dependence leads from it to a group between it and the consumer that stays where it is;
-//! - it writes no kernel output, and every statement that reads its values is fused into the
-//!   same tiles (**multiple live-outs**: an intermediate that another live-out group reads too
+//! - every statement that reads its values is fused into the same tiles, and when it writes a
+//!   kernel output every one of its instances (at the kernel's sizes) is in some tile (**multiple live-outs**: an intermediate that another live-out group reads too
 //!   would have to be computed twice, so it is not fused).
 //!
 //! Among the prefixes of the consumer's tile band, the one that fuses the most groups is used
@@ -248,20 +248,6 @@ fn plan_consumer(
         if !feeds {
             continue;
         }
-        if let Some(&s) = groups[a].stmts.iter().find(|&&s| {
-            let arr = program.statements[s.index()].write.array;
-            program.arrays[arr.index()].role != ArrayRole::Temporary
-        }) {
-            plan.refused.push((
-                a,
-                format!(
-                    "{} writes the kernel output {}",
-                    stmt_name(program, s),
-                    array_name(program, s)
-                ),
-            ));
-            continue;
-        }
         if let Some(d) = deps
             .dataflow
             .iter()
@@ -278,7 +264,11 @@ fn plan_consumer(
             ));
             continue;
         }
-        match fuse_group(program, deps, groups, &fused, a, b, k)? {
+        let writes_output = groups[a].stmts.iter().any(|&s| {
+            let arr = program.statements[s.index()].write.array;
+            program.arrays[arr.index()].role != ArrayRole::Temporary
+        });
+        match fuse_group(program, deps, groups, &fused, a, b, k, writes_output)? {
             Ok(exts) => {
                 for (s, cs, inst) in exts {
                     plan.exts.push((s, cs));
@@ -303,7 +293,8 @@ fn stmt_names(program: &Program, stmts: &[StmtId]) -> String {
 type Fused = Vec<(StmtId, Vec<QuasiConstraint>, Instances)>;
 
 /// The extensions of group `a`'s statements for tiles of `k` members, or why it cannot be
-/// fused.
+/// fused. A group that writes a kernel output must have every instance in some tile.
+#[allow(clippy::too_many_arguments)]
 fn fuse_group(
     program: &Program,
     deps: &Dependences,
@@ -312,6 +303,7 @@ fn fuse_group(
     a: usize,
     b: usize,
     k: usize,
+    writes_output: bool,
 ) -> Result<Result<Fused, String>, ScheduleError> {
     let mut readers: Vec<Instances> = fused.to_vec();
     let mut out: Fused = Vec::new();
@@ -325,6 +317,13 @@ fn fuse_group(
             )));
         };
         let inst = Instances::extension(program, s, k, &cs)?;
+        if writes_output && !covers(program, &inst, k)? {
+            return Ok(Err(format!(
+                "some instances of {}, which writes the kernel output {}, are in no tile",
+                stmt_name(program, s),
+                array_name(program, s)
+            )));
+        }
         if !disjoint(&inst, k)? {
             return Ok(Err(format!(
                 "neighbouring tiles need the same instances of {} (recomputation not enabled)",
@@ -559,6 +558,39 @@ fn computed_in_tile(
         }
     }
     Ok(true)
+}
+
+/// Every instance of the statement is in the extension of some tile, at the kernel's sizes.
+fn covers(program: &Program, ext: &Instances, k: usize) -> Result<bool, ScheduleError> {
+    let np = ext.np;
+    let n = ext.rel.n;
+    // [np | iterators | tile | locals], so that the tile and the locals are projected out.
+    let map: Vec<usize> = (0..n)
+        .map(|v| {
+            if v < np {
+                v
+            } else if v < np + k {
+                np + ext.n_iter + (v - np)
+            } else if v < np + k + ext.n_iter {
+                v - k
+            } else {
+                v
+            }
+        })
+        .collect();
+    let pieces = project(&ext.rel.remap(n, &map), np + ext.n_iter)?;
+    let reached = as_set(program, &pieces, ext.n_iter);
+    // At the kernel's sizes, which the generated code is for: a parametric check would fail
+    // where a size that only the consumer depends on is zero.
+    let mut dom = Instances::domain(program, ext.stmt)?.rel;
+    for (i, p) in program.params.iter().enumerate() {
+        let mut row = vec![0; dom.n + 1];
+        row[0] = -p.value;
+        row[1 + i] = 1;
+        dom.eqs.push(row);
+    }
+    let dom = as_set(program, std::slice::from_ref(&dom), ext.n_iter);
+    Ok(dom.is_subset(&reached)?)
 }
 
 /// No instance is in the extensions of two tiles.
