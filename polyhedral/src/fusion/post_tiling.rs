@@ -121,7 +121,8 @@ pub fn fuse_after_tiling(
     let mut plans = Vec::new();
     let mut refusals: Vec<(usize, String)> = Vec::new();
     for b in (0..groups.len()).rev() {
-        if !writes_output(&groups[b]) {
+        // A group that writes outputs may itself have been fused into a later consumer.
+        if done[b] || !writes_output(&groups[b]) {
             continue;
         }
         let Some(NodeKind::Band(band)) = seq.children[b].children.first().map(|n| &n.kind) else {
