@@ -101,7 +101,10 @@ enum Target {
     Interp,
     /// OpenMP C built with the system C compiler, checked against the interpreter.
     Cpu,
-    /// Every target above, one after the other.
+    /// The DaVinci-like accelerator: the compiled program run on the simulator, checked
+    /// against the interpreter.
+    Npu,
+    /// The interpreter and the CPU, one after the other.
     All,
 }
 
@@ -110,6 +113,8 @@ enum Target {
 enum CodeTarget {
     /// C99 + OpenMP.
     Cpu,
+    /// `.npuasm` for the DaVinci-like accelerator (run it with `polyfuse sim`).
+    Npu,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -122,6 +127,8 @@ enum CompileEmit {
     Ast,
     /// The dependences the scheduler worked from.
     Deps,
+    /// The accelerator program (the default with `--target npu`).
+    Npuasm,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -195,11 +202,34 @@ struct CompileArgs {
     /// Where to write the output (default: standard output).
     #[arg(short = 'o', value_name = "OUT")]
     output: Option<PathBuf>,
-    /// What to write.
-    #[arg(long, value_enum, default_value = "c")]
-    emit: CompileEmit,
+    /// What to write (default: `c` for the CPU, `npuasm` for the accelerator).
+    #[arg(long, value_enum)]
+    emit: Option<CompileEmit>,
     #[command(flatten)]
     optimize: OptimizeArgs,
+    #[command(flatten)]
+    npu: NpuArgs,
+}
+
+/// How the accelerator target lowers a kernel.
+#[derive(Args)]
+struct NpuArgs {
+    /// Keep one buffer per tile in L1, L0 and UB instead of two (for comparison).
+    #[arg(long)]
+    no_double_buffer: bool,
+    /// Compute f64 arithmetic in f32 on the accelerator (compared with f32 tolerance).
+    #[arg(long)]
+    npu_f32: bool,
+}
+
+impl NpuArgs {
+    fn options(&self) -> backends::npu::Options {
+        backends::npu::Options {
+            double_buffer: !self.no_double_buffer,
+            f64_as_f32: self.npu_f32,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Args)]
@@ -215,8 +245,13 @@ struct RunArgs {
     /// Print the results as JSON (format documented in the README).
     #[arg(long)]
     json: bool,
+    /// With `--target npu`: write an SVG Gantt chart of the accelerator's pipes.
+    #[arg(long, value_name = "OUT.svg")]
+    timeline: Option<PathBuf>,
     #[command(flatten)]
     optimize: OptimizeArgs,
+    #[command(flatten)]
+    npu: NpuArgs,
 }
 
 fn parse_size(text: &str) -> Result<(String, i64), String> {
@@ -308,9 +343,47 @@ fn optimize(
 
 fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    let CodeTarget::Cpu = args.target;
-    let compiled = optimize(&program, &args.optimize)?;
-    let text = match args.emit {
+    let text = match args.target {
+        CodeTarget::Cpu => compile_cpu(&program, args)?,
+        CodeTarget::Npu => compile_npu(&program, args)?,
+    };
+    match &args.output {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn compile_npu(program: &polyhedral::Program, args: &CompileArgs) -> Result<String, Failure> {
+    let target = backends::npu::NpuTarget::default();
+    let emit = args.emit.unwrap_or(CompileEmit::Npuasm);
+    if emit == CompileEmit::Npuasm {
+        return backends::npu::compile(program, &target, &args.npu.options())
+            .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)));
+    }
+    let compiled =
+        polyhedral::pipeline::compile(program, &target.description(), &args.optimize.pipeline())
+            .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?;
+    Ok(match emit {
+        CompileEmit::Deps => compiled.deps.display(&compiled.program).to_string(),
+        CompileEmit::Tree => compiled.tree.display(&compiled.program),
+        CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
+        _ => return Err(Failure(
+            "error: `--emit c` is for `--target cpu`; the accelerator's code is `--emit npuasm`\n"
+                .into(),
+        )),
+    })
+}
+
+fn compile_cpu(program: &polyhedral::Program, args: &CompileArgs) -> Result<String, Failure> {
+    let compiled = optimize(program, &args.optimize)?;
+    let text = match args.emit.unwrap_or(CompileEmit::C) {
+        CompileEmit::Npuasm => {
+            return Err(Failure(
+                "error: `--emit npuasm` is for `--target npu`\n".into(),
+            ))
+        }
         CompileEmit::Deps => compiled.deps.display(&compiled.program).to_string(),
         CompileEmit::Tree => compiled.tree.display(&compiled.program),
         CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
@@ -338,12 +411,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
             generated.map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?
         }
     };
-    match &args.output {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?,
-        None => print!("{text}"),
-    }
-    Ok(())
+    Ok(text)
 }
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
@@ -361,10 +429,14 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         let (text, document, matches) = match target {
             Target::Interp => run_interp(&program, args)?,
             Target::Cpu => run_cpu(&program, args)?,
+            Target::Npu => run_npu(&program, args)?,
             Target::All => return Err(Failure("error: `all` is not a target of its own\n".into())),
         };
         if !matches {
-            mismatch.push("cpu");
+            mismatch.push(match target {
+                Target::Npu => "npu",
+                _ => "cpu",
+            });
         }
         print!("{text}");
         documents.push(document);
@@ -431,6 +503,45 @@ fn run_cpu(
     let mut document = report::to_value(program, "cpu", args.seed, &results);
     document["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
     document["matches_interp"] = serde_json::json!(report.comparison.passed());
+    if let Some(outputs) = document["outputs"].as_array_mut() {
+        for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
+            out["max_abs_error"] = serde_json::json!(c.max_abs);
+            out["max_rel_error"] = serde_json::json!(c.max_rel);
+            out["mismatches"] = serde_json::json!(c.mismatches);
+        }
+    }
+    let text = if args.json {
+        String::new()
+    } else {
+        report.to_text(program)
+    };
+    Ok((text, document, report.comparison.passed()))
+}
+
+/// Compiles the kernel for the accelerator, runs it on the simulator and compares with the
+/// interpreter: the text to print (empty with `--json`), the JSON document, and whether the
+/// outputs match.
+fn run_npu(
+    program: &polyhedral::Program,
+    args: &RunArgs,
+) -> Result<(String, serde_json::Value, bool), Failure> {
+    let target = backends::npu::NpuTarget::default();
+    let report = backends::npu::check(
+        program,
+        &target,
+        &args.npu.options(),
+        args.seed,
+        args.timeline.is_some(),
+    )
+    .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?;
+    if let (Some(path), Some(t)) = (&args.timeline, &report.timeline) {
+        std::fs::write(path, t.to_svg())
+            .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?;
+    }
+    let results = report::summarize_outputs(program, &report.outputs);
+    let mut document = report::to_value(program, "npu", args.seed, &results);
+    document["matches_interp"] = serde_json::json!(report.comparison.passed());
+    document["simulator"] = serde_json::to_value(&report.report).expect("reports always serialise");
     if let Some(outputs) = document["outputs"].as_array_mut() {
         for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
             out["max_abs_error"] = serde_json::json!(c.max_abs);
