@@ -10,7 +10,8 @@
 //! at the path's bandwidth or the share of the GM bandwidth the running blocks leave it),
 //! MTE1, the Cube and the write-back, times the waves of blocks over the cores. A's row panel
 //! stays in L1 across the block's column tiles when it fits, so it crosses GM once. The
-//! cheapest estimate wins; ties go to the larger tile.
+//! cheapest estimate wins among the tilings that keep the Cubes they use busy (more blocks
+//! than the GM bandwidth can feed only add idle cores); ties go to the larger tile.
 
 use sim::isa::{CopyPath, Mem};
 
@@ -90,13 +91,14 @@ pub fn choose(
                         estimate: 0,
                     };
                     t.estimate = estimate(target, &t, (m, n, k), ub);
-                    let better = match &best {
-                        None => true,
-                        Some(b) => {
-                            (t.estimate, u64::MAX - tm * tn * tk)
-                                < (b.estimate, u64::MAX - b.tm * b.tn * b.tk)
-                        }
+                    let key = |t: &Tiles| {
+                        (
+                            !efficient(target, t, (m, n, k)),
+                            t.estimate,
+                            u64::MAX - t.tm * t.tn * t.tk,
+                        )
                     };
+                    let better = best.as_ref().is_none_or(|b| key(&t) < key(b));
                     if better {
                         best = Some(t);
                     }
@@ -110,6 +112,19 @@ pub fn choose(
             ub.tiles, ub.columns
         )
     })
+}
+
+/// The share of the cores' time the Cube must be busy for a tiling to count as efficient.
+const EFFICIENT: f64 = 0.8;
+
+/// Whether the estimate keeps the Cube of every core it uses busy at least [`EFFICIENT`] of
+/// the time: more cores than the GM bandwidth can feed only wait for data, so the fastest
+/// efficient tiling is preferred to a marginally faster one that leaves the Cubes idle.
+fn efficient(target: &NpuTarget, t: &Tiles, (m, n, k): (u64, u64, u64)) -> bool {
+    let blocks = t.blocks(m);
+    let cores = blocks.min(target.cores()).max(1);
+    let macs = m.div_ceil(FRACTAL) * (n / FRACTAL) * (k / FRACTAL);
+    macs as f64 >= EFFICIENT * (t.estimate.max(1) * cores) as f64
 }
 
 /// Whether the footprints fit; `Some(a_resident)` when they do.
@@ -152,21 +167,17 @@ fn estimate(target: &NpuTarget, t: &Tiles, (m, _n, k): (u64, u64, u64), ub: UbNe
         .bandwidth(CopyPath::GmL1)
         .min((mc.gm_bandwidth / running).max(1));
     let kt = k / t.tk;
-    let steps = t.ntb * kt;
     let f = |x: u64| x / FRACTAL;
     let a_bytes = t.tm * t.tk * 2;
     let b_bytes = t.tk * t.tn * 2;
     let startup2 = target.startup(CopyPath::GmL1);
     let a_copy = f(t.tk) * startup2 + a_bytes.div_ceil(gm_bw);
     let b_copy = f(t.tn) * startup2 + b_bytes.div_ceil(gm_bw);
-    let a_loads = if t.a_resident { kt } else { steps };
-    let mte2 = a_loads * a_copy + steps * b_copy;
-    let mte1 = steps
-        * (f(t.tm) * target.startup(CopyPath::L1L0a)
-            + a_bytes.div_ceil(target.bandwidth(CopyPath::L1L0a))
-            + f(t.tk) * target.startup(CopyPath::L1L0b)
-            + b_bytes.div_ceil(target.bandwidth(CopyPath::L1L0b)));
-    let cube = steps * (mc.cube_startup + mc.cube_per_fractal * f(t.tm) * f(t.tk) * f(t.tn));
+    let mte1 = t.tm / FRACTAL * target.startup(CopyPath::L1L0a)
+        + a_bytes.div_ceil(target.bandwidth(CopyPath::L1L0a))
+        + f(t.tk) * target.startup(CopyPath::L1L0b)
+        + b_bytes.div_ceil(target.bandwidth(CopyPath::L1L0b));
+    let cube = mc.cube_startup + mc.cube_per_fractal * f(t.tm) * f(t.tk) * f(t.tn);
     let c_bytes = t.tm * t.tn * 4;
     let repeats = c_bytes / super::VECTOR_BYTES;
     let vector = c_bytes.div_ceil(target.bandwidth(CopyPath::L0cUb))
@@ -174,18 +185,22 @@ fn estimate(target: &NpuTarget, t: &Tiles, (m, _n, k): (u64, u64, u64), ub: UbNe
     let mte3 = f(t.tn) * target.startup(CopyPath::UbGm)
         + c_bytes.div_ceil(target.bandwidth(CopyPath::UbGm).min(gm_bw));
     let drain = vector + mte3;
-    let fill = a_copy + b_copy;
-    let busiest = [mte2, mte1, cube, t.ntb * vector, t.ntb * mte3]
-        .into_iter()
-        .max()
-        .unwrap_or(0);
-    let serial = if t.nbuf == 1 {
-        // Without double buffering the stages of a step follow one another.
-        steps * (a_copy.min(a_loads * a_copy / steps.max(1)) + b_copy) + mte1 + cube + t.ntb * drain
+    // The first column tile also brings A's row panel when it stays resident; a streamed A
+    // comes with every step.
+    let later_a = if t.a_resident { 0 } else { a_copy };
+    let block = if t.nbuf == 1 {
+        kt * (a_copy + b_copy + mte1 + cube)
+            + (t.ntb - 1) * kt * (later_a + b_copy + mte1 + cube)
+            + t.ntb * drain
     } else {
-        busiest + fill + drain
+        let first = [cube, mte1, a_copy + b_copy].into_iter().max().unwrap_or(0);
+        let later = [cube, mte1, later_a + b_copy, drain.div_ceil(kt.max(1))]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        kt * first + (t.ntb - 1) * kt * later + a_copy + b_copy + mte1 + drain
     };
-    waves * serial
+    waves * block
 }
 
 #[cfg(test)]
