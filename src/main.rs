@@ -4,11 +4,11 @@
 //! the file's extension picks the language (`.pf` kernel language, `.c` SCoP). Errors in the
 //! user's input are printed as located diagnostics and exit with status 1.
 
-mod report;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use backends::target::{self, Emit, Source, Target, TargetOptions, TARGETS};
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
@@ -95,40 +95,32 @@ enum CheckEmit {
     Ast,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Target {
-    /// The reference interpreter.
-    Interp,
-    /// OpenMP C built with the system C compiler, checked against the interpreter.
-    Cpu,
-    /// The DaVinci-like accelerator: the compiled program run on the simulator, checked
-    /// against the interpreter.
-    Npu,
-    /// The interpreter and the CPU, one after the other.
-    All,
+/// The `--target` values of `compile`: every target of the table that generates code.
+fn code_targets() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        TARGETS
+            .iter()
+            .filter(|t| t.code().is_some())
+            .map(|t| PossibleValue::new(t.name()).help(t.about())),
+    )
 }
 
-/// The targets `compile` generates code for.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum CodeTarget {
-    /// C99 + OpenMP.
-    Cpu,
-    /// `.npuasm` for the DaVinci-like accelerator (run it with `polyfuse sim`).
-    Npu,
+/// The first target of the table that generates code: what `compile` targets by default.
+fn default_code_target() -> &'static str {
+    TARGETS
+        .iter()
+        .find(|t| t.code().is_some())
+        .map_or("", |t| t.name())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum CompileEmit {
-    /// The generated code: for C input, the same file with its SCoP replaced.
-    C,
-    /// The optimized schedule tree.
-    Tree,
-    /// The loop AST generated from the optimized tree.
-    Ast,
-    /// The dependences the scheduler worked from.
-    Deps,
-    /// The accelerator program (the default with `--target npu`).
-    Npuasm,
+/// The `--target` values of `run`: every target of the table, and `all`.
+fn run_targets() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        TARGETS
+            .iter()
+            .map(|t| PossibleValue::new(t.name()).help(t.about()))
+            .chain([PossibleValue::new("all").help("every target, one after the other")]),
+    )
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -162,16 +154,22 @@ struct OptimizeArgs {
     /// OpenMP threads of the generated code (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
+    /// npu: one buffer per tile in L1, L0 and UB instead of two (for comparison).
+    #[arg(long)]
+    no_double_buffer: bool,
+    /// npu: compute f64 arithmetic in f32 (compared with f32 tolerance).
+    #[arg(long)]
+    npu_f32: bool,
 }
 
 impl OptimizeArgs {
     fn pipeline(&self) -> polyhedral::pipeline::Options {
-        use polyhedral::pipeline::Tiling;
         use polyhedral::schedule::pluto::Fusion;
+        use polyhedral::schedule::tile_size::TileSizes;
         let tiling = match (&self.tile, self.no_tile) {
-            (_, true) => Tiling::Off,
-            (Some(sizes), false) => Tiling::Sizes(sizes.clone()),
-            (None, false) => Tiling::FromTarget,
+            (_, true) => TileSizes::Off,
+            (Some(sizes), false) => TileSizes::Fixed(sizes.clone()),
+            (None, false) => TileSizes::FromTarget,
         };
         polyhedral::pipeline::Options {
             fuse: match self.fuse {
@@ -184,10 +182,12 @@ impl OptimizeArgs {
         }
     }
 
-    fn cpu(&self) -> backends::cpu::Options {
-        backends::cpu::Options {
+    fn target(&self) -> TargetOptions {
+        TargetOptions {
             threads: self.threads.map(|n| n as usize),
-            ..Default::default()
+            no_double_buffer: self.no_double_buffer,
+            f64_as_f32: self.npu_f32,
+            timeline: false,
         }
     }
 }
@@ -197,39 +197,18 @@ struct CompileArgs {
     #[command(flatten)]
     kernel: KernelArgs,
     /// The target to generate code for.
-    #[arg(long, value_enum, default_value = "cpu")]
-    target: CodeTarget,
+    #[arg(long, default_value = default_code_target(), value_parser = code_targets())]
+    target: String,
     /// Where to write the output (default: standard output).
     #[arg(short = 'o', value_name = "OUT")]
     output: Option<PathBuf>,
-    /// What to write (default: `c` for the CPU, `npuasm` for the accelerator).
-    #[arg(long, value_enum)]
-    emit: Option<CompileEmit>,
+    /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
+    /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
+    /// intra-tile), `ast` (the loop AST) or `deps` (the dependences the scheduler worked from).
+    #[arg(long, value_name = "WHAT")]
+    emit: Option<String>,
     #[command(flatten)]
     optimize: OptimizeArgs,
-    #[command(flatten)]
-    npu: NpuArgs,
-}
-
-/// How the accelerator target lowers a kernel.
-#[derive(Args)]
-struct NpuArgs {
-    /// Keep one buffer per tile in L1, L0 and UB instead of two (for comparison).
-    #[arg(long)]
-    no_double_buffer: bool,
-    /// Compute f64 arithmetic in f32 on the accelerator (compared with f32 tolerance).
-    #[arg(long)]
-    npu_f32: bool,
-}
-
-impl NpuArgs {
-    fn options(&self) -> backends::npu::Options {
-        backends::npu::Options {
-            double_buffer: !self.no_double_buffer,
-            f64_as_f32: self.npu_f32,
-            ..Default::default()
-        }
-    }
 }
 
 #[derive(Args)]
@@ -237,21 +216,19 @@ struct RunArgs {
     #[command(flatten)]
     kernel: KernelArgs,
     /// Where to run the kernel.
-    #[arg(long, value_enum, default_value = "interp")]
-    target: Target,
+    #[arg(long, default_value = "interp", value_parser = run_targets())]
+    target: String,
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Print the results as JSON (format documented in the README).
     #[arg(long)]
     json: bool,
-    /// With `--target npu`: write an SVG Gantt chart of the accelerator's pipes.
+    /// npu: write an SVG Gantt chart of the accelerator's pipes (core 0).
     #[arg(long, value_name = "OUT.svg")]
     timeline: Option<PathBuf>,
     #[command(flatten)]
     optimize: OptimizeArgs,
-    #[command(flatten)]
-    npu: NpuArgs,
 }
 
 fn parse_size(text: &str) -> Result<(String, i64), String> {
@@ -332,114 +309,90 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The optimizing pipeline for the CPU target.
-fn optimize(
-    program: &polyhedral::Program,
-    args: &OptimizeArgs,
-) -> Result<polyhedral::pipeline::Compiled, Failure> {
-    polyhedral::pipeline::compile(program, &backends::cpu::target(), &args.pipeline())
-        .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))
+impl From<target::Error> for Failure {
+    fn from(e: target::Error) -> Failure {
+        Failure(format!("error: {e}\n"))
+    }
 }
 
 fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    let text = match args.target {
-        CodeTarget::Cpu => compile_cpu(&program, args)?,
-        CodeTarget::Npu => compile_npu(&program, args)?,
+    let target = target::find(&args.target)?;
+    let emit = match &args.emit {
+        Some(text) => Emit::parse(text, target)?,
+        None => Emit::Code,
     };
+    let text = match (&emit, &program.source) {
+        (Emit::Code, polyhedral::program::SourceKind::CScop { .. }) => {
+            let bytes = std::fs::read(&args.kernel.file).map_err(|e| {
+                Failure(format!(
+                    "error: cannot read {}: {e}\n",
+                    args.kernel.file.display()
+                ))
+            })?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        _ => None,
+    };
+    let source = Source {
+        program: &program,
+        text: text.as_deref(),
+    };
+    let out = target::emit(
+        target,
+        &source,
+        &emit,
+        &args.optimize.pipeline(),
+        &args.optimize.target(),
+    )?;
     match &args.output {
-        Some(path) => std::fs::write(path, text)
+        Some(path) => std::fs::write(path, out)
             .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?,
-        None => print!("{text}"),
+        None => print!("{out}"),
     }
     Ok(())
 }
 
-fn compile_npu(program: &polyhedral::Program, args: &CompileArgs) -> Result<String, Failure> {
-    let target = backends::npu::NpuTarget::default();
-    let emit = args.emit.unwrap_or(CompileEmit::Npuasm);
-    if emit == CompileEmit::Npuasm {
-        return backends::npu::compile(program, &target, &args.npu.options())
-            .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)));
-    }
-    let compiled =
-        polyhedral::pipeline::compile(program, &target.description(), &args.optimize.pipeline())
-            .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?;
-    Ok(match emit {
-        CompileEmit::Deps => compiled.deps.display(&compiled.program).to_string(),
-        CompileEmit::Tree => compiled.tree.display(&compiled.program),
-        CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
-        _ => return Err(Failure(
-            "error: `--emit c` is for `--target cpu`; the accelerator's code is `--emit npuasm`\n"
-                .into(),
-        )),
-    })
-}
-
-fn compile_cpu(program: &polyhedral::Program, args: &CompileArgs) -> Result<String, Failure> {
-    let compiled = optimize(program, &args.optimize)?;
-    let text = match args.emit.unwrap_or(CompileEmit::C) {
-        CompileEmit::Npuasm => {
-            return Err(Failure(
-                "error: `--emit npuasm` is for `--target npu`\n".into(),
-            ))
-        }
-        CompileEmit::Deps => compiled.deps.display(&compiled.program).to_string(),
-        CompileEmit::Tree => compiled.tree.display(&compiled.program),
-        CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
-        CompileEmit::C => {
-            let options = args.optimize.cpu();
-            let generated = match program.source {
-                polyhedral::program::SourceKind::CScop { .. } => {
-                    let source = std::fs::read(&args.kernel.file).map_err(|e| {
-                        Failure(format!(
-                            "error: cannot read {}: {e}\n",
-                            args.kernel.file.display()
-                        ))
-                    })?;
-                    backends::cpu::replace_scop(
-                        &compiled.program,
-                        &compiled.ast,
-                        &String::from_utf8_lossy(&source),
-                        &options,
-                    )
-                }
-                polyhedral::program::SourceKind::Kernel => {
-                    backends::cpu::Writer::new(&compiled.program, &options).write(&compiled.ast)
-                }
-            };
-            generated.map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?
-        }
-    };
-    Ok(text)
-}
-
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    let targets: &[Target] = match args.target {
-        Target::All => &[Target::Interp, Target::Cpu],
-        ref one => std::slice::from_ref(one),
+    let mut options = args.optimize.target();
+    options.timeline = args.timeline.is_some();
+    let targets: Vec<&dyn Target> = if args.target == "all" {
+        TARGETS
+            .iter()
+            .copied()
+            .filter(|t| t.available().is_ok() && t.supports(&program, &options).is_ok())
+            .collect()
+    } else {
+        vec![target::find(&args.target)?]
     };
+    let pipeline = args.optimize.pipeline();
     let mut mismatch = Vec::new();
     let mut documents = Vec::new();
     for (k, target) in targets.iter().enumerate() {
         if k > 0 && !args.json {
             println!();
         }
-        let (text, document, matches) = match target {
-            Target::Interp => run_interp(&program, args)?,
-            Target::Cpu => run_cpu(&program, args)?,
-            Target::Npu => run_npu(&program, args)?,
-            Target::All => return Err(Failure("error: `all` is not a target of its own\n".into())),
-        };
-        if !matches {
-            mismatch.push(match target {
-                Target::Npu => "npu",
-                _ => "cpu",
-            });
+        target.available()?;
+        let mut out = target.run(&program, &pipeline, &options, args.seed)?;
+        if let Some(svg) = out
+            .json
+            .as_object_mut()
+            .and_then(|o| o.remove("timeline_svg"))
+        {
+            if let (Some(path), Some(svg)) = (&args.timeline, svg.as_str()) {
+                std::fs::write(path, svg).map_err(|e| {
+                    Failure(format!("error: cannot write {}: {e}\n", path.display()))
+                })?;
+            }
         }
-        print!("{text}");
-        documents.push(document);
+        if !out.matches {
+            mismatch.push(target.name());
+        }
+        if !args.json {
+            print!("{}", out.text);
+        }
+        documents.push(out.json);
     }
     if args.json {
         let doc = if documents.len() == 1 {
@@ -460,101 +413,6 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
             mismatch.join(", ")
         )))
     }
-}
-
-/// Runs the kernel on the interpreter: the text to print (empty with `--json`), the JSON
-/// document, and whether it matches (always).
-fn run_interp(
-    program: &polyhedral::Program,
-    args: &RunArgs,
-) -> Result<(String, serde_json::Value, bool), Failure> {
-    let mut memory = polyhedral::interp::random_inputs(program, args.seed);
-    let start = std::time::Instant::now();
-    polyhedral::interp::run(program, &mut memory)
-        .map_err(|e| Failure(format!("error: the interpreter stopped: {e}\n")))?;
-    let elapsed = start.elapsed();
-    let results = report::summarize(program, &memory);
-    let document = report::to_value(program, "interp", args.seed, &results);
-    let text = if args.json {
-        String::new()
-    } else {
-        report::to_text(program, "interp", args.seed, &results, elapsed)
-    };
-    Ok((text, document, true))
-}
-
-/// Runs the optimized kernel on the CPU against the interpreter: the text to print (empty with
-/// `--json`), the JSON document, and whether the outputs match.
-fn run_cpu(
-    program: &polyhedral::Program,
-    args: &RunArgs,
-) -> Result<(String, serde_json::Value, bool), Failure> {
-    let compiled = optimize(program, &args.optimize)?;
-    let options = args.optimize.cpu();
-    let report = backends::cpu::check_transformed(
-        program,
-        &compiled.program,
-        &compiled.ast,
-        &options,
-        args.seed,
-    )
-    .map_err(|e| Failure(format!("error: {e}\n")))?;
-    let results = report::summarize_outputs(program, &report.outputs);
-    let mut document = report::to_value(program, "cpu", args.seed, &results);
-    document["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
-    document["matches_interp"] = serde_json::json!(report.comparison.passed());
-    if let Some(outputs) = document["outputs"].as_array_mut() {
-        for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
-            out["max_abs_error"] = serde_json::json!(c.max_abs);
-            out["max_rel_error"] = serde_json::json!(c.max_rel);
-            out["mismatches"] = serde_json::json!(c.mismatches);
-        }
-    }
-    let text = if args.json {
-        String::new()
-    } else {
-        report.to_text(program)
-    };
-    Ok((text, document, report.comparison.passed()))
-}
-
-/// Compiles the kernel for the accelerator, runs it on the simulator and compares with the
-/// interpreter: the text to print (empty with `--json`), the JSON document, and whether the
-/// outputs match.
-fn run_npu(
-    program: &polyhedral::Program,
-    args: &RunArgs,
-) -> Result<(String, serde_json::Value, bool), Failure> {
-    let target = backends::npu::NpuTarget::default();
-    let report = backends::npu::check(
-        program,
-        &target,
-        &args.npu.options(),
-        args.seed,
-        args.timeline.is_some(),
-    )
-    .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?;
-    if let (Some(path), Some(t)) = (&args.timeline, &report.timeline) {
-        std::fs::write(path, t.to_svg())
-            .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?;
-    }
-    let results = report::summarize_outputs(program, &report.outputs);
-    let mut document = report::to_value(program, "npu", args.seed, &results);
-    document["matches_interp"] = serde_json::json!(report.comparison.passed());
-    document["simulator"] = serde_json::to_value(&report.report).expect("reports always serialise");
-    if let Some(outputs) = document["outputs"].as_array_mut() {
-        for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
-            out["max_abs_error"] = serde_json::json!(c.max_abs);
-            out["max_rel_error"] = serde_json::json!(c.max_rel);
-            out["mismatches"] = serde_json::json!(c.mismatches);
-        }
-    }
-    let text = if args.json {
-        String::new()
-    } else {
-        report.to_text(program)
-    };
-    Ok((text, document, report.comparison.passed()))
 }
 
 fn simulate(args: &SimArgs) -> Result<(), Failure> {

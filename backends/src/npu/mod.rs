@@ -31,8 +31,13 @@ pub mod tiles;
 pub use runner::{check, simulate, NpuCheck};
 
 use polyhedral::interp::InterpError;
-use polyhedral::pipeline::{MemoryLevel, TargetDescription};
+use polyhedral::pipeline::{self, Compiled};
+use polyhedral::program::ScalarType;
+use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription, VectorUnit};
 use polyhedral::Program;
+
+use crate::report;
+use crate::target::{self as table, RunOutput, Source, Target, TargetOptions};
 use sim::isa::{CopyPath, Mem};
 use sim::Machine;
 
@@ -44,17 +49,9 @@ pub const VECTOR_BYTES: u64 = 256;
 pub const BLOCK_BYTES: u64 = 32;
 
 /// The accelerator as the compiler sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct NpuTarget {
     pub machine: Machine,
-}
-
-impl Default for NpuTarget {
-    fn default() -> NpuTarget {
-        NpuTarget {
-            machine: Machine::default(),
-        }
-    }
 }
 
 impl NpuTarget {
@@ -84,23 +81,48 @@ impl NpuTarget {
         self.machine.path(path).startup
     }
 
-    /// The middle end's view: the on-chip memories innermost first, 256-byte vectors.
-    pub fn description(&self) -> TargetDescription {
-        let level = |mem: Mem| MemoryLevel {
-            name: mem.name().to_string(),
-            bytes: self.capacity(mem),
-            line_bytes: self.align(mem) as u32,
-        };
+    /// The middle end's view: GM feeds L1 (which feeds L0A and L0B) and UB (which L0C drains
+    /// to), all scratchpads; the cores and the Cube's fractal; 256-byte vectors; f16 and f32
+    /// (and f64 when it is computed in f32).
+    pub fn description(&self, f64_as_f32: bool) -> TargetDescription {
+        let mut memory = MemoryTree::global("GM", self.capacity(Mem::Gm));
+        let l1 = memory.add(
+            "L1",
+            MemoryKind::Scratchpad,
+            self.capacity(Mem::L1),
+            memory.root(),
+        );
+        memory.add("L0A", MemoryKind::Scratchpad, self.capacity(Mem::L0a), l1);
+        memory.add("L0B", MemoryKind::Scratchpad, self.capacity(Mem::L0b), l1);
+        let ub = memory.add(
+            "UB",
+            MemoryKind::Scratchpad,
+            self.capacity(Mem::Ub),
+            memory.root(),
+        );
+        memory.add("L0C", MemoryKind::Scratchpad, self.capacity(Mem::L0c), ub);
+        let mut element_types = vec![ScalarType::F16, ScalarType::F32];
+        if f64_as_f32 {
+            element_types.push(ScalarType::F64);
+        }
         TargetDescription {
             name: "npu".to_string(),
-            memory: vec![
-                level(Mem::L0a),
-                level(Mem::L0b),
-                level(Mem::L0c),
-                level(Mem::Ub),
-                level(Mem::L1),
+            memory,
+            parallel: vec![
+                ParallelLevel::Cores {
+                    count: self.machine.cores,
+                },
+                ParallelLevel::Matrix {
+                    m: FRACTAL as u32,
+                    n: FRACTAL as u32,
+                    k: FRACTAL as u32,
+                },
             ],
-            vector_bytes: VECTOR_BYTES as u32,
+            vector: Some(VectorUnit {
+                bytes: VECTOR_BYTES as u32,
+                tile_iterations: 128,
+            }),
+            element_types,
         }
     }
 }
@@ -150,4 +172,101 @@ pub enum Error {
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
     let plan = plan::plan(program, options)?;
     cube::write(program, &plan, target, options)
+}
+
+/// The accelerator target of the table.
+pub struct Npu;
+
+impl Npu {
+    fn options(options: &TargetOptions) -> Options {
+        Options {
+            double_buffer: !options.no_double_buffer,
+            f64_as_f32: options.f64_as_f32,
+            ..Options::default()
+        }
+    }
+
+    fn error(program: &Program, source: Error) -> table::Error {
+        table::Error::Npu {
+            kernel: program.name.clone(),
+            source,
+        }
+    }
+}
+
+impl Target for Npu {
+    fn name(&self) -> &'static str {
+        "npu"
+    }
+
+    fn about(&self) -> &'static str {
+        "the DaVinci-like accelerator: .npuasm run on the simulator"
+    }
+
+    fn code(&self) -> Option<&'static str> {
+        Some("npuasm")
+    }
+
+    fn description(&self, options: &TargetOptions) -> Option<TargetDescription> {
+        Some(NpuTarget::default().description(options.f64_as_f32))
+    }
+
+    /// The lowering reads the kernel's statements and access relations directly (its own
+    /// tiling of the contraction replaces the middle end's tiles).
+    fn write(
+        &self,
+        source: &Source,
+        _compiled: &Compiled,
+        options: &TargetOptions,
+    ) -> Result<String, table::Error> {
+        compile(
+            source.program,
+            &NpuTarget::default(),
+            &Npu::options(options),
+        )
+        .map_err(|e| Npu::error(source.program, e))
+    }
+
+    fn run(
+        &self,
+        program: &Program,
+        _pipeline: &pipeline::Options,
+        options: &TargetOptions,
+        seed: u64,
+    ) -> Result<RunOutput, table::Error> {
+        let checked = check(
+            program,
+            &NpuTarget::default(),
+            &Npu::options(options),
+            seed,
+            options.timeline,
+        )
+        .map_err(|e| Npu::error(program, e))?;
+        let results = report::summarize_outputs(program, &checked.outputs);
+        let mut json = report::to_value(program, self.name(), seed, &results);
+        json["matches_interp"] = serde_json::json!(checked.comparison.passed());
+        json["simulator"] =
+            serde_json::to_value(&checked.report).unwrap_or(serde_json::Value::Null);
+        if let Some(outputs) = json["outputs"].as_array_mut() {
+            for (out, c) in outputs.iter_mut().zip(&checked.comparison.arrays) {
+                out["max_abs_error"] = serde_json::json!(c.max_abs);
+                out["max_rel_error"] = serde_json::json!(c.max_rel);
+                out["mismatches"] = serde_json::json!(c.mismatches);
+            }
+        }
+        if let Some(t) = &checked.timeline {
+            json["timeline_svg"] = serde_json::json!(t.to_svg());
+        }
+        Ok(RunOutput {
+            text: checked.to_text(program),
+            json,
+            matches: checked.comparison.passed(),
+        })
+    }
+
+    fn supports(&self, program: &Program, options: &TargetOptions) -> Result<(), table::Error> {
+        plan::plan(program, &Npu::options(options))
+            .map(|_| ())
+            .map_err(|e| Npu::error(program, e))
+    }
 }

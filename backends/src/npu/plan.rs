@@ -253,13 +253,11 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
         epilogue.push(id);
     }
     for (k, arr) in program.arrays.iter().enumerate() {
-        if arr.role != ArrayRole::Temporary && !holding.contains_key(&ArrayId(k as u32)) {
-            if arr.role.is_live_out() {
-                return Err(Error::NotYet(format!(
-                    "output `{}` is not written by the lowered statements",
-                    arr.name
-                )));
-            }
+        if arr.role.is_live_out() && !holding.contains_key(&ArrayId(k as u32)) {
+            return Err(Error::NotYet(format!(
+                "output `{}` is not written by the lowered statements",
+                arr.name
+            )));
         }
     }
     Ok(Plan {

@@ -43,6 +43,9 @@ impl NpuCheck {
     }
 }
 
+/// Every live-out array's contents, in [`ArrayId`] order.
+pub type Outputs = Vec<(ArrayId, Vec<f64>)>;
+
 /// Assembles `asm` and runs it on the interpreter's random inputs of `seed`.
 pub fn simulate(
     program: &Program,
@@ -50,7 +53,7 @@ pub fn simulate(
     target: &NpuTarget,
     seed: u64,
     timeline: bool,
-) -> Result<(Vec<(ArrayId, Vec<f64>)>, sim::Outcome), Error> {
+) -> Result<(Outputs, sim::Outcome), Error> {
     let file = format!("{}.npuasm", program.name);
     let kernel =
         sim::load(&file, asm, &target.machine).map_err(|e| Error::Simulator(e.render(false)))?;

@@ -228,8 +228,8 @@ mod tests {
                 None,
             )
             .expect("a tiling");
-            assert!(t.tm % 16 == 0 && t.tn % 16 == 0 && t.tk % 16 == 0);
-            assert!(n % t.tn == 0 && k % t.tk == 0);
+            assert!(t.tm.is_multiple_of(16) && t.tn.is_multiple_of(16) && t.tk.is_multiple_of(16));
+            assert!(n.is_multiple_of(t.tn) && k.is_multiple_of(t.tk));
             assert!(t.tm * t.tk * 2 * 2 <= target.capacity(Mem::L0a));
             assert!(t.tm * t.tn * 4 * 2 <= target.capacity(Mem::L0c));
         }
