@@ -165,3 +165,29 @@ fn arithmetic_the_machine_lacks_is_refused() {
         "{e}"
     );
 }
+
+#[test]
+fn element_wise_statements_after_the_product_run_on_the_vector_unit() {
+    // Subtraction and division by scalars, min, exp, a per-column vector minus the tile,
+    // negation, and a second live-out array computed from the first.
+    let text = "kernel epi<M = 48, N = 32, K = 32>(A: f16[M, K], B: f16[K, N], v: f32[N], s: f32)
+    -> (C: f32[M, N], D: f32[M, N]) {
+    T(i, j) +=! A(i, k) * B(k, j);
+    C(i, j) = exp(min(T(i, j) - s, 1.0)) / s + (v(j) - T(i, j));
+    D(i, j) = -C(i, j) * 2.0 - s / C(i, j);
+}
+";
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("epi.pf");
+    std::fs::write(&path, text).expect("the kernel is written");
+    let program = snapshots::load(&path);
+    run(&program, &NpuTarget::default(), &Options::default());
+    run(
+        &program,
+        &NpuTarget::default(),
+        &Options {
+            double_buffer: false,
+            ..Options::default()
+        },
+    );
+}

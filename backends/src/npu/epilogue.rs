@@ -403,21 +403,17 @@ impl Lowering<'_> {
                 };
                 let (x, y) = (fill(self, x), fill(self, y));
                 let operand = |v: Val| match v {
-                    Val::Array(t) | Val::Temp(t) => Operand::Tile(t),
-                    Val::Column(c) => Operand::Column(c),
-                    Val::Scalar(_) => unreachable_scalar(),
+                    Val::Array(t) | Val::Temp(t) => Ok(Operand::Tile(t)),
+                    Val::Column(c) => Ok(Operand::Column(c)),
+                    Val::Scalar(_) => Err(not_tile(s)),
                 };
+                let (oa, ob) = (operand(x)?, operand(y)?);
                 let d = self.result_tile(&[x, y]);
-                self.ep.ops.push(Op::Binary { op: vop, dst: d, a: operand(x), b: operand(y) });
+                self.ep.ops.push(Op::Binary { op: vop, dst: d, a: oa, b: ob });
                 Ok(Val::Temp(d))
             }
         }
     }
-}
-
-/// Scalars were filled into tiles just before; no operand is a scalar here.
-fn unreachable_scalar() -> Operand {
-    Operand::Tile(usize::MAX)
 }
 
 fn scalar_name(vop: &'static str) -> &'static str {
