@@ -98,11 +98,13 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
                 .map_err(|e| format!("cannot run polyfuse: {e}"))?;
             if !compiled.status.success() {
                 let why = String::from_utf8_lossy(&compiled.stderr);
+                let stem = file.trim_end_matches(".pf");
                 let why = why
                     .lines()
                     .next()
                     .unwrap_or("")
-                    .trim_start_matches("error: ");
+                    .trim_start_matches("error: ")
+                    .trim_start_matches(&format!("{stem}: "));
                 eprintln!("{label}: {why}");
                 table += &format!(
                     "| {label} | — | | | | | | | {} |\n",

@@ -48,17 +48,20 @@ pub(crate) fn write(
         columns: ep.columns.len() as u64,
         scalar_bytes: 32 * ep.scalars.len() as u64,
     };
-    let t = tiles::choose(
-        target,
-        (plan.m, plan.n, plan.k),
-        needs,
-        options.double_buffer,
-        options.max_tile,
-    )
-    .map_err(|why| Error::NoTiling {
-        kernel: program.name.clone(),
-        why,
-    })?;
+    // The tiles are chosen for double buffering even when it is off, so that the two compare
+    // on the same tiling; a single-buffered search is the fallback when no double-buffered
+    // tiling fits.
+    let sizes = (plan.m, plan.n, plan.k);
+    let t = match tiles::choose(target, sizes, needs, true, options.max_tile) {
+        Ok(t) if options.double_buffer => t,
+        Ok(t) => Tiles { nbuf: 1, ..t },
+        Err(_) => tiles::choose(target, sizes, needs, false, options.max_tile).map_err(|why| {
+            Error::NoTiling {
+                kernel: program.name.clone(),
+                why,
+            }
+        })?,
+    };
     let w = Emitter {
         program,
         plan,

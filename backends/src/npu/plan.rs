@@ -91,6 +91,12 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
         }
     };
     let stmt = &program.statements[c.stmt.index()];
+    if c.windowed {
+        return Err(Error::NotYet(format!(
+            "statement {} is a convolution (an operand subscript slides with the reduction); im2col lowering is not done",
+            stmt.name
+        )));
+    }
     if !c.batch.is_empty() || c.m.len() != 1 || c.n.len() != 1 || c.k.len() != 1 {
         return Err(Error::NotYet(format!(
             "statement {} is a contraction over {} batch, {} m, {} n and {} k iterators; one each of m, n, k is lowered",
@@ -99,12 +105,6 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
             c.m.len(),
             c.n.len(),
             c.k.len()
-        )));
-    }
-    if c.windowed {
-        return Err(Error::NotYet(format!(
-            "statement {} is a convolution (an operand subscript slides with the reduction); im2col lowering is not done",
-            stmt.name
         )));
     }
     let (mi, ni, ki) = (c.m[0], c.n[0], c.k[0]);
