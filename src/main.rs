@@ -4,6 +4,7 @@
 //! the file's extension picks the language (`.pf` kernel language, `.c` SCoP). Errors in the
 //! user's input are printed as located diagnostics and exit with status 1.
 
+mod progress;
 mod report;
 
 use std::path::PathBuf;
@@ -398,7 +399,7 @@ fn run_interp(
 ) -> Result<(String, serde_json::Value, bool), Failure> {
     let mut memory = polyhedral::interp::random_inputs(program, args.seed);
     let start = std::time::Instant::now();
-    polyhedral::interp::run(program, &mut memory)
+    interpret(program, &mut memory, args.json)
         .map_err(|e| Failure(format!("error: the interpreter stopped: {e}\n")))?;
     let elapsed = start.elapsed();
     let results = report::summarize(program, &memory);
@@ -409,6 +410,29 @@ fn run_interp(
         report::to_text(program, "interp", args.seed, &results, elapsed)
     };
     Ok((text, document, true))
+}
+
+/// Runs the kernel on the interpreter on every core, with a progress line on a terminal.
+fn interpret(
+    program: &polyhedral::Program,
+    memory: &mut polyhedral::interp::Memory,
+    json: bool,
+) -> Result<polyhedral::interp::RunStats, polyhedral::interp::InterpError> {
+    let progress = progress::Progress::for_terminal(&format!("{} on interp", program.name), json);
+    let report = |fraction: f64| {
+        if let Some(p) = &progress {
+            p.update(fraction);
+        }
+    };
+    let options = polyhedral::interp::RunOptions {
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        progress: Some(&report),
+    };
+    let result = polyhedral::interp::run_with(program, memory, &options);
+    if let Some(p) = &progress {
+        p.finish();
+    }
+    result
 }
 
 /// Runs the optimized kernel on the CPU against the interpreter: the text to print (empty with
