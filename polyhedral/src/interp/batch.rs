@@ -69,6 +69,8 @@ pub(crate) struct BatchState {
     /// (or `other op acc`): the operation, the operand type, the result type, the other
     /// operand's register, and whether the accumulator is on the left.
     reduce: Option<(BinaryOp, ScalarType, ScalarType, Reg, bool)>,
+    /// Whether the fields above describe some loop entry yet.
+    prepared: bool,
 }
 
 impl BatchState {
@@ -102,16 +104,29 @@ pub(crate) struct LoopEntry<'a> {
 pub(crate) fn prepare(state: &mut BatchState, code: &Code, entry: &LoopEntry, lo: i64, hi: i64) {
     let (bw, sw) = entry.offsets[0];
     let reads = entry.offsets.len() - 1;
-    state.carried.clear();
-    state.accumulate = true;
+    let mut accumulate = true;
+    let mut same = state.carried.len() == reads && state.prepared;
     for r in 0..reads {
         let (br, sr) = entry.offsets[r + 1];
         let carried = entry.arrays[r + 1] == entry.arrays[0] && overlaps(bw, sw, br, sr, lo, hi);
         if carried && !(sw == 0 && sr == 0 && br == bw) {
-            state.accumulate = false;
+            accumulate = false;
         }
-        state.carried.push(carried);
+        if state.carried.get(r) != Some(&carried) {
+            same = false;
+            if state.carried.len() <= r {
+                state.carried.push(carried);
+            } else {
+                state.carried[r] = carried;
+            }
+        }
     }
+    // The split depends only on which loads are carried: most loop entries repeat the last.
+    if same && accumulate == state.accumulate {
+        return;
+    }
+    state.accumulate = accumulate;
+    state.prepared = true;
     let regs = code.frame.len();
     state.dependent.clear();
     state.dependent.resize(regs, false);

@@ -145,6 +145,9 @@ fn plan_items(nodes: &[NestNode], parallel: &[bool], next: &mut usize) -> Vec<It
         .collect()
 }
 
+/// The fewest iterations (less one) an innermost loop runs batched.
+const BATCH_MIN: i64 = 15;
+
 struct Shared<'p, 'm> {
     program: &'p Program,
     memory: RawMemory<'m>,
@@ -361,7 +364,8 @@ impl<'s, 'p, 'm> Machine<'s, 'p, 'm> {
                 let st = &self.leaf[s.index()];
                 (st.lo, st.hi, st.fast)
             };
-            if fast && self.leaf[s.index()].batch.is_some() {
+            // Below a few iterations, setting up a batch costs more than it saves.
+            if fast && b - a >= BATCH_MIN && self.leaf[s.index()].batch.is_some() {
                 self.run_batched(s, d, a, b);
                 return Ok(());
             }
