@@ -15,9 +15,12 @@ use polyhedral::Program;
 const README_BEGIN: &str = "<!-- bench interp: begin -->";
 const README_END: &str = "<!-- bench interp: end -->";
 
+/// A kernel file, its size overrides and its `-D` macros.
+type Case = (&'static str, &'static [(&'static str, i64)], &'static [&'static str]);
+
 /// The kernels and the sizes they run at: large enough that a run takes a while, small enough
 /// that the tree walker finishes in seconds.
-const CASES: &[(&str, &[(&str, i64)], &[&str])] = &[
+const CASES: &[Case] = &[
     ("gemm.pf", &[("NI", 256), ("NJ", 256), ("NK", 256)], &[]),
     ("gemm.c", &[], &["MEDIUM_DATASET"]),
     ("2mm.c", &[], &["MEDIUM_DATASET"]),
