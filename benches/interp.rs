@@ -16,7 +16,11 @@ const README_BEGIN: &str = "<!-- bench interp: begin -->";
 const README_END: &str = "<!-- bench interp: end -->";
 
 /// A kernel file, its size overrides and its `-D` macros.
-type Case = (&'static str, &'static [(&'static str, i64)], &'static [&'static str]);
+type Case = (
+    &'static str,
+    &'static [(&'static str, i64)],
+    &'static [&'static str],
+);
 
 /// The kernels and the sizes they run at: large enough that a run takes a while, small enough
 /// that the tree walker finishes in seconds.

@@ -5,12 +5,12 @@
 //! user's input are printed as located diagnostics and exit with status 1.
 
 mod pipe;
-mod progress;
-mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use backends::target::{self, Emit, Source, Target, TargetOptions, TARGETS};
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
@@ -97,33 +97,32 @@ enum CheckEmit {
     Ast,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Target {
-    /// The reference interpreter.
-    Interp,
-    /// OpenMP C built with the system C compiler, checked against the interpreter.
-    Cpu,
-    /// Every target above, one after the other.
-    All,
+/// The `--target` values of `compile`: every target of the table that generates code.
+fn code_targets() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        TARGETS
+            .iter()
+            .filter(|t| t.code().is_some())
+            .map(|t| PossibleValue::new(t.name()).help(t.about())),
+    )
 }
 
-/// The targets `compile` generates code for.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum CodeTarget {
-    /// C99 + OpenMP.
-    Cpu,
+/// The first target of the table that generates code: what `compile` targets by default.
+fn default_code_target() -> &'static str {
+    TARGETS
+        .iter()
+        .find(|t| t.code().is_some())
+        .map_or("", |t| t.name())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum CompileEmit {
-    /// The generated code: for C input, the same file with its SCoP replaced.
-    C,
-    /// The optimized schedule tree.
-    Tree,
-    /// The loop AST generated from the optimized tree.
-    Ast,
-    /// The dependences the scheduler worked from.
-    Deps,
+/// The `--target` values of `run`: every target of the table, and `all`.
+fn run_targets() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        TARGETS
+            .iter()
+            .map(|t| PossibleValue::new(t.name()).help(t.about()))
+            .chain([PossibleValue::new("all").help("every target, one after the other")]),
+    )
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -161,12 +160,12 @@ struct OptimizeArgs {
 
 impl OptimizeArgs {
     fn pipeline(&self) -> polyhedral::pipeline::Options {
-        use polyhedral::pipeline::Tiling;
         use polyhedral::schedule::pluto::Fusion;
+        use polyhedral::schedule::tile_size::TileSizes;
         let tiling = match (&self.tile, self.no_tile) {
-            (_, true) => Tiling::Off,
-            (Some(sizes), false) => Tiling::Sizes(sizes.clone()),
-            (None, false) => Tiling::FromTarget,
+            (_, true) => TileSizes::Off,
+            (Some(sizes), false) => TileSizes::Fixed(sizes.clone()),
+            (None, false) => TileSizes::FromTarget,
         };
         polyhedral::pipeline::Options {
             fuse: match self.fuse {
@@ -179,10 +178,10 @@ impl OptimizeArgs {
         }
     }
 
-    fn cpu(&self) -> backends::cpu::Options {
-        backends::cpu::Options {
+    fn target(&self) -> TargetOptions {
+        TargetOptions {
             threads: self.threads.map(|n| n as usize),
-            ..Default::default()
+            ..TargetOptions::default()
         }
     }
 }
@@ -192,14 +191,16 @@ struct CompileArgs {
     #[command(flatten)]
     kernel: KernelArgs,
     /// The target to generate code for.
-    #[arg(long, value_enum, default_value = "cpu")]
-    target: CodeTarget,
+    #[arg(long, default_value = default_code_target(), value_parser = code_targets())]
+    target: String,
     /// Where to write the output (default: standard output).
     #[arg(short = 'o', value_name = "OUT")]
     output: Option<PathBuf>,
-    /// What to write.
-    #[arg(long, value_enum, default_value = "c")]
-    emit: CompileEmit,
+    /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
+    /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
+    /// intra-tile), `ast` (the loop AST) or `deps` (the dependences the scheduler worked from).
+    #[arg(long, value_name = "WHAT")]
+    emit: Option<String>,
     #[command(flatten)]
     optimize: OptimizeArgs,
 }
@@ -209,8 +210,8 @@ struct RunArgs {
     #[command(flatten)]
     kernel: KernelArgs,
     /// Where to run the kernel.
-    #[arg(long, value_enum, default_value = "interp")]
-    target: Target,
+    #[arg(long, default_value = "interp", value_parser = run_targets())]
+    target: String,
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -315,60 +316,65 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The optimizing pipeline for the CPU target.
-fn optimize(
-    program: &polyhedral::Program,
-    args: &OptimizeArgs,
-) -> Result<polyhedral::pipeline::Compiled, Failure> {
-    polyhedral::pipeline::compile(program, &backends::cpu::target(), &args.pipeline())
-        .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))
+impl From<target::Error> for Failure {
+    fn from(e: target::Error) -> Failure {
+        Failure(format!("error: {e}\n"))
+    }
 }
 
 fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    let CodeTarget::Cpu = args.target;
-    let compiled = optimize(&program, &args.optimize)?;
-    let text = match args.emit {
-        CompileEmit::Deps => compiled.deps.display(&compiled.program).to_string(),
-        CompileEmit::Tree => compiled.tree.display(&compiled.program),
-        CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
-        CompileEmit::C => {
-            let options = args.optimize.cpu();
-            let generated = match program.source {
-                polyhedral::program::SourceKind::CScop { .. } => {
-                    let source = std::fs::read(&args.kernel.file).map_err(|e| {
-                        Failure(format!(
-                            "error: cannot read {}: {e}\n",
-                            args.kernel.file.display()
-                        ))
-                    })?;
-                    backends::cpu::replace_scop(
-                        &compiled.program,
-                        &compiled.ast,
-                        &String::from_utf8_lossy(&source),
-                        &options,
-                    )
-                }
-                polyhedral::program::SourceKind::Kernel => {
-                    backends::cpu::Writer::new(&compiled.program, &options).write(&compiled.ast)
-                }
-            };
-            generated.map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?
-        }
+    let target = target::find(&args.target)?;
+    let emit = match &args.emit {
+        Some(text) => Emit::parse(text, target)?,
+        None => Emit::Code,
     };
+    let text = match (&emit, &program.source) {
+        (Emit::Code, polyhedral::program::SourceKind::CScop { .. }) => {
+            let bytes = std::fs::read(&args.kernel.file).map_err(|e| {
+                Failure(format!(
+                    "error: cannot read {}: {e}\n",
+                    args.kernel.file.display()
+                ))
+            })?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        _ => None,
+    };
+    let source = Source {
+        program: &program,
+        text: text.as_deref(),
+    };
+    let out = target::emit(
+        target,
+        &source,
+        &emit,
+        &args.optimize.pipeline(),
+        &args.optimize.target(),
+    )?;
     match &args.output {
-        Some(path) => std::fs::write(path, text)
+        Some(path) => std::fs::write(path, out)
             .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?,
-        None => print!("{text}"),
+        None => print!("{out}"),
     }
     Ok(())
 }
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    let targets: &[Target] = match args.target {
-        Target::All => &[Target::Interp, Target::Cpu],
-        ref one => std::slice::from_ref(one),
+    let targets: Vec<&dyn Target> = if args.target == "all" {
+        TARGETS
+            .iter()
+            .copied()
+            .filter(|t| t.available().is_ok())
+            .collect()
+    } else {
+        vec![target::find(&args.target)?]
+    };
+    let pipeline = args.optimize.pipeline();
+    let options = TargetOptions {
+        progress: !args.json,
+        ..args.optimize.target()
     };
     let mut mismatch = Vec::new();
     let mut documents = Vec::new();
@@ -376,16 +382,15 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         if k > 0 && !args.json {
             println!();
         }
-        let (text, document, matches) = match target {
-            Target::Interp => run_interp(&program, args)?,
-            Target::Cpu => run_cpu(&program, args)?,
-            Target::All => return Err(Failure("error: `all` is not a target of its own\n".into())),
-        };
-        if !matches {
-            mismatch.push("cpu");
+        target.available()?;
+        let out = target.run(&program, &pipeline, &options, args.seed)?;
+        if !out.matches {
+            mismatch.push(target.name());
         }
-        print!("{text}");
-        documents.push(document);
+        if !args.json {
+            print!("{}", out.text);
+        }
+        documents.push(out.json);
     }
     if args.json {
         let doc = if documents.len() == 1 {
@@ -406,85 +411,6 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
             mismatch.join(", ")
         )))
     }
-}
-
-/// Runs the kernel on the interpreter: the text to print (empty with `--json`), the JSON
-/// document, and whether it matches (always).
-fn run_interp(
-    program: &polyhedral::Program,
-    args: &RunArgs,
-) -> Result<(String, serde_json::Value, bool), Failure> {
-    let mut memory = polyhedral::interp::random_inputs(program, args.seed);
-    let start = std::time::Instant::now();
-    interpret(program, &mut memory, args.json)
-        .map_err(|e| Failure(format!("error: the interpreter stopped: {e}\n")))?;
-    let elapsed = start.elapsed();
-    let results = report::summarize(program, &memory);
-    let document = report::to_value(program, "interp", args.seed, &results);
-    let text = if args.json {
-        String::new()
-    } else {
-        report::to_text(program, "interp", args.seed, &results, elapsed)
-    };
-    Ok((text, document, true))
-}
-
-/// Runs the kernel on the interpreter on every core, with a progress line on a terminal.
-fn interpret(
-    program: &polyhedral::Program,
-    memory: &mut polyhedral::interp::Memory,
-    json: bool,
-) -> Result<polyhedral::interp::RunStats, polyhedral::interp::InterpError> {
-    let progress = progress::Progress::for_terminal(&format!("{} on interp", program.name), json);
-    let report = |fraction: f64| {
-        if let Some(p) = &progress {
-            p.update(fraction);
-        }
-    };
-    let options = polyhedral::interp::RunOptions {
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        progress: Some(&report),
-    };
-    let result = polyhedral::interp::run_with(program, memory, &options);
-    if let Some(p) = &progress {
-        p.finish();
-    }
-    result
-}
-
-/// Runs the optimized kernel on the CPU against the interpreter: the text to print (empty with
-/// `--json`), the JSON document, and whether the outputs match.
-fn run_cpu(
-    program: &polyhedral::Program,
-    args: &RunArgs,
-) -> Result<(String, serde_json::Value, bool), Failure> {
-    let compiled = optimize(program, &args.optimize)?;
-    let options = args.optimize.cpu();
-    let report = backends::cpu::check_transformed(
-        program,
-        &compiled.program,
-        &compiled.ast,
-        &options,
-        args.seed,
-    )
-    .map_err(|e| Failure(format!("error: {e}\n")))?;
-    let results = report::summarize_outputs(program, &report.outputs);
-    let mut document = report::to_value(program, "cpu", args.seed, &results);
-    document["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
-    document["matches_interp"] = serde_json::json!(report.comparison.passed());
-    if let Some(outputs) = document["outputs"].as_array_mut() {
-        for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
-            out["max_abs_error"] = serde_json::json!(c.max_abs);
-            out["max_rel_error"] = serde_json::json!(c.max_rel);
-            out["mismatches"] = serde_json::json!(c.mismatches);
-        }
-    }
-    let text = if args.json {
-        String::new()
-    } else {
-        report.to_text(program)
-    };
-    Ok((text, document, report.comparison.passed()))
 }
 
 fn simulate(args: &SimArgs) -> Result<(), Failure> {

@@ -1,6 +1,6 @@
 //! A progress line for long interpreter runs: drawn on standard error once a run has taken more
-//! than a second, only when standard output is a terminal and the output is not JSON, and
-//! erased when the run ends.
+//! than a second, only when standard output and standard error are terminals (and the caller
+//! asked for one: the command line does not with `--json`), and erased when the run ends.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
@@ -19,8 +19,8 @@ pub(crate) struct Progress {
 
 impl Progress {
     /// A progress line for `label`, or `None` where none should be shown.
-    pub(crate) fn for_terminal(label: &str, json: bool) -> Option<Progress> {
-        if json || !std::io::stdout().is_terminal() || !std::io::stderr().is_terminal() {
+    pub(crate) fn for_terminal(label: &str) -> Option<Progress> {
+        if !std::io::stdout().is_terminal() || !std::io::stderr().is_terminal() {
             return None;
         }
         Some(Progress {
