@@ -4,6 +4,8 @@
 //! the file's extension picks the language (`.pf` kernel language, `.c` SCoP). Errors in the
 //! user's input are printed as located diagnostics and exit with status 1.
 
+mod pipe;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -187,7 +189,7 @@ impl OptimizeArgs {
             threads: self.threads.map(|n| n as usize),
             no_double_buffer: self.no_double_buffer,
             f64_as_f32: self.npu_f32,
-            timeline: false,
+            ..TargetOptions::default()
         }
     }
 }
@@ -274,12 +276,28 @@ impl From<frontend::LoadError> for Failure {
 }
 
 fn load(args: &KernelArgs) -> Result<polyhedral::Program, Failure> {
+    load_with_notes(args).map(|(p, _)| p)
+}
+
+/// The kernel, with the front end's notes on what it inferred.
+fn load_with_notes(args: &KernelArgs) -> Result<(polyhedral::Program, Vec<String>), Failure> {
     let options = frontend::Options {
         sizes: args.sizes.clone(),
         defines: args.defines.clone(),
         include_dirs: args.include_dirs.clone(),
     };
-    Ok(frontend::load(&args.file, &options)?)
+    Ok(frontend::load_with_notes(&args.file, &options)?)
+}
+
+/// `check`'s program listing followed by the index ranges the front end inferred.
+fn print_program(program: &polyhedral::Program, notes: &[String]) {
+    print!("{program}");
+    if !notes.is_empty() {
+        println!("inferred ranges:");
+        for n in notes {
+            println!("  {n}");
+        }
+    }
 }
 
 fn original_tree(
@@ -295,9 +313,9 @@ fn original_loops(program: &polyhedral::Program) -> Result<polyhedral::ast::Ast,
 }
 
 fn check(args: &CheckArgs) -> Result<(), Failure> {
-    let program = load(&args.kernel)?;
+    let (program, notes) = load_with_notes(&args.kernel)?;
     match args.emit {
-        CheckEmit::Program => print!("{program}"),
+        CheckEmit::Program => print_program(&program, &notes),
         CheckEmit::Deps => {
             let deps = polyhedral::deps::compute_dependences(&program)
                 .map_err(|e| Failure(format!("error: {e}\n")))?;
@@ -355,8 +373,11 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    let mut options = args.optimize.target();
-    options.timeline = args.timeline.is_some();
+    let options = TargetOptions {
+        progress: !args.json,
+        timeline: args.timeline.is_some(),
+        ..args.optimize.target()
+    };
     let targets: Vec<&dyn Target> = if args.target == "all" {
         TARGETS
             .iter()
@@ -429,6 +450,7 @@ fn simulate(args: &SimArgs) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
+    pipe::restore_default_sigpipe();
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Check(args) => check(args),

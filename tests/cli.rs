@@ -358,3 +358,45 @@ fn run_on_the_cpu_matches_the_interpreter() {
         "{text}"
     );
 }
+
+/// Every subcommand that prints, run with its standard output a pipe nobody reads: the process
+/// ends by `SIGPIPE` (or successfully, where it wrote nothing), never with a panic.
+#[cfg(unix)]
+#[test]
+fn closed_stdout_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let runs: &[&[&str]] = &[
+        &["check", "kernels/gemm.pf"],
+        &["check", "kernels/gemm.pf", "--emit", "deps"],
+        &["check", "kernels/gemm.pf", "--emit", "tree"],
+        &["check", "kernels/gemm.pf", "--emit", "ast"],
+        &["compile", "kernels/gemm.pf"],
+        &["run", "kernels/gemm.pf", "--size", "NI=16"],
+        &["run", "kernels/gemm.pf", "--size", "NI=16", "--json"],
+        &["--help"],
+    ];
+    for args in runs {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_polyfuse"))
+            .args(*args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("the polyfuse binary runs");
+        let err = stderr(&out);
+        assert!(err.is_empty(), "{args:?}: {err}");
+        assert!(
+            out.status.signal() == Some(libc_sigpipe()) || out.status.success(),
+            "{args:?}: {:?}",
+            out.status
+        );
+    }
+}
+
+/// `SIGPIPE`'s number, which POSIX fixes at 13 on every Unix polyfuse builds for.
+#[cfg(unix)]
+fn libc_sigpipe() -> i32 {
+    13
+}

@@ -16,5 +16,6 @@ pub mod compare;
 pub mod cpu;
 pub mod interp;
 pub mod npu;
+mod progress;
 pub mod report;
 pub mod target;

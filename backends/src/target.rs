@@ -43,7 +43,7 @@ pub fn names() -> String {
 /// Options the command line gives every target; each target reads those it has a use for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TargetOptions {
-    /// Threads of the generated code (`None`: every core).
+    /// Threads of the generated code and of the interpreter (`None`: every core).
     pub threads: Option<usize>,
     /// Accelerator: one buffer per tile instead of two.
     pub no_double_buffer: bool,
@@ -51,6 +51,16 @@ pub struct TargetOptions {
     pub f64_as_f32: bool,
     /// Accelerator: record the pipes' timeline (written by `run --timeline`).
     pub timeline: bool,
+    /// Whether a long interpreter run may show a progress line (on a terminal only).
+    pub progress: bool,
+}
+
+impl TargetOptions {
+    /// The threads to use: the ones asked for, or every core.
+    pub fn thread_count(&self) -> usize {
+        self.threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
 }
 
 /// A kernel as read: the program and, for C input, the text of the file it came from (for
