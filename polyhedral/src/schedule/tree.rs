@@ -14,8 +14,7 @@
 
 use super::expr::{QuasiAffine, QuasiConstraint};
 use super::ScheduleError;
-use crate::interp::{build_nest, collect_stmts, Node as NestNode};
-use crate::program::{Constraint, Program, StmtId, Var};
+use crate::program::{build_nest, collect_stmts, Constraint, NestNode, Program, StmtId, Var};
 
 /// The mark above a subtree whose instances do not run where the subtree is: extensions run
 /// them elsewhere (post-tiling fusion). AST generation leaves the subtree out.
