@@ -4,6 +4,7 @@
 //! the file's extension picks the language (`.pf` kernel language, `.c` SCoP). Errors in the
 //! user's input are printed as located diagnostics and exit with status 1.
 
+mod gpu;
 mod report;
 
 use std::path::PathBuf;
@@ -101,7 +102,9 @@ enum Target {
     Interp,
     /// OpenMP C built with the system C compiler, checked against the interpreter.
     Cpu,
-    /// Every target above, one after the other.
+    /// WGSL compute shaders run through wgpu, checked against the interpreter.
+    Gpu,
+    /// Every target above, one after the other (gpu when an adapter is present).
     All,
 }
 
@@ -110,12 +113,16 @@ enum Target {
 enum CodeTarget {
     /// C99 + OpenMP.
     Cpu,
+    /// WGSL compute shaders.
+    Gpu,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum CompileEmit {
     /// The generated code: for C input, the same file with its SCoP replaced.
     C,
+    /// The WGSL module (`--target gpu`).
+    Wgsl,
     /// The optimized schedule tree.
     Tree,
     /// The loop AST generated from the optimized tree.
@@ -155,6 +162,16 @@ struct OptimizeArgs {
     /// OpenMP threads of the generated code (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
+    /// GPU: do not promote tiles to workgroup memory or accumulators to registers.
+    #[arg(long)]
+    no_promote: bool,
+    /// GPU: compute f64 kernels in f32 (WGSL has no f64).
+    #[arg(long)]
+    gpu_f32: bool,
+    /// GPU: the adapter whose name contains this text (default: `POLYFUSE_GPU_ADAPTER`, else
+    /// the first GPU, else a software adapter).
+    #[arg(long, value_name = "NAME")]
+    adapter: Option<String>,
 }
 
 impl OptimizeArgs {
@@ -308,9 +325,17 @@ fn optimize(
 
 fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    let CodeTarget::Cpu = args.target;
+    if args.target == CodeTarget::Gpu {
+        let text = gpu::compile(&program, &args.optimize, args.emit)?;
+        return write_output(args, text);
+    }
     let compiled = optimize(&program, &args.optimize)?;
     let text = match args.emit {
+        CompileEmit::Wgsl => {
+            return Err(Failure(
+                "error: --emit wgsl is the gpu target's output (add --target gpu)\n".into(),
+            ))
+        }
         CompileEmit::Deps => compiled.deps.display(&compiled.program).to_string(),
         CompileEmit::Tree => compiled.tree.display(&compiled.program),
         CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
@@ -338,6 +363,10 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
             generated.map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?
         }
     };
+    write_output(args, text)
+}
+
+fn write_output(args: &CompileArgs, text: String) -> Result<(), Failure> {
     match &args.output {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?,
@@ -348,8 +377,13 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
+    let all: Vec<Target> = if gpu::adapter_present(&args.optimize) {
+        vec![Target::Interp, Target::Cpu, Target::Gpu]
+    } else {
+        vec![Target::Interp, Target::Cpu]
+    };
     let targets: &[Target] = match args.target {
-        Target::All => &[Target::Interp, Target::Cpu],
+        Target::All => &all,
         ref one => std::slice::from_ref(one),
     };
     let mut mismatch = Vec::new();
@@ -361,10 +395,11 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         let (text, document, matches) = match target {
             Target::Interp => run_interp(&program, args)?,
             Target::Cpu => run_cpu(&program, args)?,
+            Target::Gpu => gpu::run(&program, args)?,
             Target::All => return Err(Failure("error: `all` is not a target of its own\n".into())),
         };
         if !matches {
-            mismatch.push("cpu");
+            mismatch.push(if *target == Target::Gpu { "gpu" } else { "cpu" });
         }
         print!("{text}");
         documents.push(document);
