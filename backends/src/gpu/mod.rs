@@ -24,7 +24,7 @@ mod writer;
 pub use host::{HostOp, Kernel, KernelMapping};
 pub use narrow::narrow_f64;
 pub use runner::{adapter_limits, check, run, GpuCheckReport, GpuRun};
-pub use writer::{Module, Writer};
+pub use writer::{validate, Module, Writer};
 
 use polyhedral::interp::InterpError;
 use polyhedral::pipeline::{self, Compiled, MemoryLevel, TargetDescription};

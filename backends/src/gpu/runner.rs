@@ -317,7 +317,10 @@ pub fn run(
     let gpu = open(options.adapter.as_deref())?;
     let device = &gpu.device;
     let limits = Limits {
-        max_workgroups_per_dimension: gpu.limits.max_compute_workgroups_per_dimension,
+        max_workgroups_per_dimension: gpu
+            .limits
+            .max_compute_workgroups_per_dimension
+            .min(options.limits.max_workgroups_per_dimension),
         ..options.limits
     };
     let error_scope = device.push_error_scope(wgpu::ErrorFilter::Validation);

@@ -205,7 +205,7 @@ impl<'a> Writer<'a> {
 }
 
 /// Parses and validates `source` with naga.
-pub(crate) fn validate(source: &str) -> Result<(), Error> {
+pub fn validate(source: &str) -> Result<(), Error> {
     let module = naga::front::wgsl::parse_str(source).map_err(|e| Error::Validation {
         message: e.emit_to_string(source),
         source_text: source.to_string(),
