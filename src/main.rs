@@ -4,12 +4,11 @@
 //! the file's extension picks the language (`.pf` kernel language, `.c` SCoP). Errors in the
 //! user's input are printed as located diagnostics and exit with status 1.
 
-mod gpu;
-mod report;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use backends::target::{self, Emit, Source, Target, TargetOptions, TARGETS};
+use clap::builder::{PossibleValue, PossibleValuesParser};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
@@ -96,39 +95,32 @@ enum CheckEmit {
     Ast,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Target {
-    /// The reference interpreter.
-    Interp,
-    /// OpenMP C built with the system C compiler, checked against the interpreter.
-    Cpu,
-    /// WGSL compute shaders run through wgpu, checked against the interpreter.
-    Gpu,
-    /// Every target above, one after the other (gpu when an adapter is present).
-    All,
+/// The `--target` values of `compile`: every target of the table that generates code.
+fn code_targets() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        TARGETS
+            .iter()
+            .filter(|t| t.code().is_some())
+            .map(|t| PossibleValue::new(t.name()).help(t.about())),
+    )
 }
 
-/// The targets `compile` generates code for.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum CodeTarget {
-    /// C99 + OpenMP.
-    Cpu,
-    /// WGSL compute shaders.
-    Gpu,
+/// The first target of the table that generates code: what `compile` targets by default.
+fn default_code_target() -> &'static str {
+    TARGETS
+        .iter()
+        .find(|t| t.code().is_some())
+        .map_or("", |t| t.name())
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum CompileEmit {
-    /// The generated code: for C input, the same file with its SCoP replaced.
-    C,
-    /// The WGSL module (`--target gpu`).
-    Wgsl,
-    /// The optimized schedule tree.
-    Tree,
-    /// The loop AST generated from the optimized tree.
-    Ast,
-    /// The dependences the scheduler worked from.
-    Deps,
+/// The `--target` values of `run`: every target of the table, and `all`.
+fn run_targets() -> PossibleValuesParser {
+    PossibleValuesParser::new(
+        TARGETS
+            .iter()
+            .map(|t| PossibleValue::new(t.name()).help(t.about()))
+            .chain([PossibleValue::new("all").help("every target, one after the other")]),
+    )
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -168,7 +160,7 @@ struct OptimizeArgs {
     /// GPU: compute f64 kernels in f32 (WGSL has no f64).
     #[arg(long)]
     gpu_f32: bool,
-    /// GPU: the adapter whose name contains this text (default: `POLYFUSE_GPU_ADAPTER`, else
+    /// GPU: run on the adapter whose name contains NAME (default: `POLYFUSE_GPU_ADAPTER`, else
     /// the first GPU, else a software adapter).
     #[arg(long, value_name = "NAME")]
     adapter: Option<String>,
@@ -176,12 +168,12 @@ struct OptimizeArgs {
 
 impl OptimizeArgs {
     fn pipeline(&self) -> polyhedral::pipeline::Options {
-        use polyhedral::pipeline::Tiling;
         use polyhedral::schedule::pluto::Fusion;
+        use polyhedral::schedule::tile_size::TileSizes;
         let tiling = match (&self.tile, self.no_tile) {
-            (_, true) => Tiling::Off,
-            (Some(sizes), false) => Tiling::Sizes(sizes.clone()),
-            (None, false) => Tiling::FromTarget,
+            (_, true) => TileSizes::Off,
+            (Some(sizes), false) => TileSizes::Fixed(sizes.clone()),
+            (None, false) => TileSizes::FromTarget,
         };
         polyhedral::pipeline::Options {
             fuse: match self.fuse {
@@ -194,10 +186,12 @@ impl OptimizeArgs {
         }
     }
 
-    fn cpu(&self) -> backends::cpu::Options {
-        backends::cpu::Options {
+    fn target(&self) -> TargetOptions {
+        TargetOptions {
             threads: self.threads.map(|n| n as usize),
-            ..Default::default()
+            no_promote: self.no_promote,
+            f64_as_f32: self.gpu_f32,
+            adapter: self.adapter.clone(),
         }
     }
 }
@@ -207,14 +201,16 @@ struct CompileArgs {
     #[command(flatten)]
     kernel: KernelArgs,
     /// The target to generate code for.
-    #[arg(long, value_enum, default_value = "cpu")]
-    target: CodeTarget,
+    #[arg(long, default_value = default_code_target(), value_parser = code_targets())]
+    target: String,
     /// Where to write the output (default: standard output).
     #[arg(short = 'o', value_name = "OUT")]
     output: Option<PathBuf>,
-    /// What to write.
-    #[arg(long, value_enum, default_value = "c")]
-    emit: CompileEmit,
+    /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
+    /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
+    /// intra-tile), `ast` (the loop AST) or `deps` (the dependences the scheduler worked from).
+    #[arg(long, value_name = "WHAT")]
+    emit: Option<String>,
     #[command(flatten)]
     optimize: OptimizeArgs,
 }
@@ -224,8 +220,8 @@ struct RunArgs {
     #[command(flatten)]
     kernel: KernelArgs,
     /// Where to run the kernel.
-    #[arg(long, value_enum, default_value = "interp")]
-    target: Target,
+    #[arg(long, default_value = "interp", value_parser = run_targets())]
+    target: String,
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -314,95 +310,78 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The optimizing pipeline for the CPU target.
-fn optimize(
-    program: &polyhedral::Program,
-    args: &OptimizeArgs,
-) -> Result<polyhedral::pipeline::Compiled, Failure> {
-    polyhedral::pipeline::compile(program, &backends::cpu::target(), &args.pipeline())
-        .map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))
+impl From<target::Error> for Failure {
+    fn from(e: target::Error) -> Failure {
+        Failure(format!("error: {e}\n"))
+    }
 }
 
 fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    if args.target == CodeTarget::Gpu {
-        let text = gpu::compile(&program, &args.optimize, args.emit)?;
-        return write_output(args, text);
-    }
-    let compiled = optimize(&program, &args.optimize)?;
-    let text = match args.emit {
-        CompileEmit::Wgsl => {
-            return Err(Failure(
-                "error: --emit wgsl is the gpu target's output (add --target gpu)\n".into(),
-            ))
-        }
-        CompileEmit::Deps => compiled.deps.display(&compiled.program).to_string(),
-        CompileEmit::Tree => compiled.tree.display(&compiled.program),
-        CompileEmit::Ast => compiled.ast.display(&compiled.program).to_string(),
-        CompileEmit::C => {
-            let options = args.optimize.cpu();
-            let generated = match program.source {
-                polyhedral::program::SourceKind::CScop { .. } => {
-                    let source = std::fs::read(&args.kernel.file).map_err(|e| {
-                        Failure(format!(
-                            "error: cannot read {}: {e}\n",
-                            args.kernel.file.display()
-                        ))
-                    })?;
-                    backends::cpu::replace_scop(
-                        &compiled.program,
-                        &compiled.ast,
-                        &String::from_utf8_lossy(&source),
-                        &options,
-                    )
-                }
-                polyhedral::program::SourceKind::Kernel => {
-                    backends::cpu::Writer::new(&compiled.program, &options).write(&compiled.ast)
-                }
-            };
-            generated.map_err(|e| Failure(format!("error: {}: {e}\n", program.name)))?
-        }
+    let target = target::find(&args.target)?;
+    let emit = match &args.emit {
+        Some(text) => Emit::parse(text, target)?,
+        None => Emit::Code,
     };
-    write_output(args, text)
-}
-
-fn write_output(args: &CompileArgs, text: String) -> Result<(), Failure> {
+    let text = match (&emit, &program.source) {
+        (Emit::Code, polyhedral::program::SourceKind::CScop { .. }) => {
+            let bytes = std::fs::read(&args.kernel.file).map_err(|e| {
+                Failure(format!(
+                    "error: cannot read {}: {e}\n",
+                    args.kernel.file.display()
+                ))
+            })?;
+            Some(String::from_utf8_lossy(&bytes).into_owned())
+        }
+        _ => None,
+    };
+    let source = Source {
+        program: &program,
+        text: text.as_deref(),
+    };
+    let out = target::emit(
+        target,
+        &source,
+        &emit,
+        &args.optimize.pipeline(),
+        &args.optimize.target(),
+    )?;
     match &args.output {
-        Some(path) => std::fs::write(path, text)
+        Some(path) => std::fs::write(path, out)
             .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?,
-        None => print!("{text}"),
+        None => print!("{out}"),
     }
     Ok(())
 }
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    let all: Vec<Target> = if gpu::adapter_present(&args.optimize) {
-        vec![Target::Interp, Target::Cpu, Target::Gpu]
+    let targets: Vec<&dyn Target> = if args.target == "all" {
+        TARGETS
+            .iter()
+            .copied()
+            .filter(|t| t.available().is_ok())
+            .collect()
     } else {
-        vec![Target::Interp, Target::Cpu]
+        vec![target::find(&args.target)?]
     };
-    let targets: &[Target] = match args.target {
-        Target::All => &all,
-        ref one => std::slice::from_ref(one),
-    };
+    let pipeline = args.optimize.pipeline();
+    let options = args.optimize.target();
     let mut mismatch = Vec::new();
     let mut documents = Vec::new();
     for (k, target) in targets.iter().enumerate() {
         if k > 0 && !args.json {
             println!();
         }
-        let (text, document, matches) = match target {
-            Target::Interp => run_interp(&program, args)?,
-            Target::Cpu => run_cpu(&program, args)?,
-            Target::Gpu => gpu::run(&program, args)?,
-            Target::All => return Err(Failure("error: `all` is not a target of its own\n".into())),
-        };
-        if !matches {
-            mismatch.push(if *target == Target::Gpu { "gpu" } else { "cpu" });
+        target.available()?;
+        let out = target.run(&program, &pipeline, &options, args.seed)?;
+        if !out.matches {
+            mismatch.push(target.name());
         }
-        print!("{text}");
-        documents.push(document);
+        if !args.json {
+            print!("{}", out.text);
+        }
+        documents.push(out.json);
     }
     if args.json {
         let doc = if documents.len() == 1 {
@@ -423,62 +402,6 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
             mismatch.join(", ")
         )))
     }
-}
-
-/// Runs the kernel on the interpreter: the text to print (empty with `--json`), the JSON
-/// document, and whether it matches (always).
-fn run_interp(
-    program: &polyhedral::Program,
-    args: &RunArgs,
-) -> Result<(String, serde_json::Value, bool), Failure> {
-    let mut memory = polyhedral::interp::random_inputs(program, args.seed);
-    let start = std::time::Instant::now();
-    polyhedral::interp::run(program, &mut memory)
-        .map_err(|e| Failure(format!("error: the interpreter stopped: {e}\n")))?;
-    let elapsed = start.elapsed();
-    let results = report::summarize(program, &memory);
-    let document = report::to_value(program, "interp", args.seed, &results);
-    let text = if args.json {
-        String::new()
-    } else {
-        report::to_text(program, "interp", args.seed, &results, elapsed)
-    };
-    Ok((text, document, true))
-}
-
-/// Runs the optimized kernel on the CPU against the interpreter: the text to print (empty with
-/// `--json`), the JSON document, and whether the outputs match.
-fn run_cpu(
-    program: &polyhedral::Program,
-    args: &RunArgs,
-) -> Result<(String, serde_json::Value, bool), Failure> {
-    let compiled = optimize(program, &args.optimize)?;
-    let options = args.optimize.cpu();
-    let report = backends::cpu::check_transformed(
-        program,
-        &compiled.program,
-        &compiled.ast,
-        &options,
-        args.seed,
-    )
-    .map_err(|e| Failure(format!("error: {e}\n")))?;
-    let results = report::summarize_outputs(program, &report.outputs);
-    let mut document = report::to_value(program, "cpu", args.seed, &results);
-    document["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
-    document["matches_interp"] = serde_json::json!(report.comparison.passed());
-    if let Some(outputs) = document["outputs"].as_array_mut() {
-        for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
-            out["max_abs_error"] = serde_json::json!(c.max_abs);
-            out["max_rel_error"] = serde_json::json!(c.max_rel);
-            out["mismatches"] = serde_json::json!(c.mismatches);
-        }
-    }
-    let text = if args.json {
-        String::new()
-    } else {
-        report.to_text(program)
-    };
-    Ok((text, document, report.comparison.passed()))
 }
 
 fn simulate(args: &SimArgs) -> Result<(), Failure> {

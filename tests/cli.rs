@@ -254,6 +254,63 @@ fn compile_emits_every_stage() {
 }
 
 #[test]
+fn compile_emits_the_tree_after_a_stage() {
+    let after = |stage: &str| {
+        polyfuse(&[
+            "compile",
+            "kernels/gemm.pf",
+            "--emit",
+            &format!("tree=after:{stage}"),
+        ])
+    };
+    let scheduled = after("schedule");
+    assert!(scheduled.status.success(), "{}", stderr(&scheduled));
+    let tiled = after("tile");
+    assert!(tiled.status.success(), "{}", stderr(&tiled));
+    // Tiling adds the floor divisions of the tile band.
+    assert!(
+        !stdout(&scheduled).contains("floor("),
+        "{}",
+        stdout(&scheduled)
+    );
+    assert!(stdout(&tiled).contains("floor("), "{}", stdout(&tiled));
+    let last = after("intra-tile");
+    let full = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "tree"]);
+    assert_eq!(stdout(&last), stdout(&full));
+    let o = after("nothing");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("schedule, tile, intra-tile"),
+        "{}",
+        stderr(&o)
+    );
+    let o = polyfuse(&[
+        "compile",
+        "kernels/gemm.pf",
+        "--emit",
+        "tree=after:tile",
+        "--no-tile",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("did not run"), "{}", stderr(&o));
+}
+
+#[test]
+fn targets_come_from_the_table() {
+    let help = polyfuse(&["run", "--help"]);
+    let text = stdout(&help);
+    assert!(
+        text.contains("interp") && text.contains("cpu") && text.contains("all"),
+        "{text}"
+    );
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--target", "interp"]);
+    assert!(!o.status.success());
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "wgsl"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("it writes c,"), "{}", stderr(&o));
+}
+
+#[test]
 fn bad_optimizer_options_are_reported() {
     let o = polyfuse(&["compile", "kernels/gemm.pf", "--tile", "32,32"]);
     assert_eq!(o.status.code(), Some(1));

@@ -1,11 +1,20 @@
-//! The back ends of polyfuse: each turns a [`polyhedral::Program`] and its loop AST
+//! The targets of polyfuse: each turns a [`polyhedral::Program`] and its loop AST
 //! ([`polyhedral::ast::Ast`]) into code for one kind of machine, and runs it.
 //!
+//! - [`target`]: the one table of targets ([`target::TARGETS`]) the command line reads, the
+//!   [`target::Target`] trait each target implements, and the drivers of the optimizing
+//!   pipeline for any target;
+//! - [`interp`]: the reference interpreter, as a target that runs kernels in their original
+//!   order;
 //! - [`cpu`]: C99 + OpenMP, built with the system C compiler and run by a generated harness;
 //! - [`gpu`]: WGSL compute shaders, validated by naga and run through wgpu;
 //! - [`compare`]: checks a target's outputs against the reference interpreter's, with a
-//!   tolerance by element type; shared by every runner.
+//!   tolerance by element type; shared by every runner;
+//! - [`report`]: what `polyfuse run` prints about a kernel's outputs, as text and JSON.
 
 pub mod compare;
 pub mod cpu;
 pub mod gpu;
+pub mod interp;
+pub mod report;
+pub mod target;

@@ -6,8 +6,9 @@
 //! - [`schedule`]: schedule trees (isl's node kinds), the original-order tree, rewrites, the
 //!   verifier and the printer; the Pluto scheduler and tiling;
 //! - [`codegen`]: AST generation from a schedule tree;
-//! - [`pipeline`]: the optimizing pipeline in one place (dependences → Pluto → tiling → tree →
-//!   AST) and the [`pipeline::TargetDescription`] that steers it;
+//! - [`pipeline`]: the optimizing pipeline in one place (dependences → Pluto → tree → the
+//!   list of tree passes → AST);
+//! - [`target`]: the [`target::TargetDescription`] that steers the passes;
 //! - [`deps`]: dependence analysis under the original schedule;
 //! - [`expand`]: array expansion, which makes loops that only reuse storage parallel;
 //! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
@@ -24,6 +25,7 @@ pub mod pipeline;
 pub mod program;
 pub mod schedule;
 pub mod sets;
+pub mod target;
 
 pub use codegen::generate_ast;
 pub use program::Program;

@@ -1,12 +1,17 @@
 //! The optimizing pipeline, written out in one place: dependences → array expansion →
-//! Pluto scheduling (with the fusion strategy) → tiling → intra-tile permutation → schedule
-//! tree → verification → AST.
+//! Pluto scheduling (with the fusion strategy) → schedule tree → the tree passes of
+//! [`passes`] (tiling, intra-tile permutation, mapping marks), each followed by the verifier → AST.
 //!
-//! What a pass does for a target comes from the target's [`TargetDescription`] (its memory
-//! levels and vector width), never from its name. With [`Options::verify`] every pass's
-//! result is checked before the next one runs: the flat schedules exactly against every
+//! What a pass does for a target comes from the target's [`TargetDescription`] (its memories,
+//! parallel hierarchy and vector unit), never from its name. With [`Options::verify`] every
+//! pass's result is checked before the next one runs: the flat schedules exactly against every
 //! legality dependence ([`pluto::check_legality`]), the tree by the tree verifier
 //! ([`crate::schedule::verify`]); AST generation verifies the tree once more on entry.
+//!
+//! A tree pass is a [`Pass`]: a name (what `--emit tree=after:NAME` asks for) and a rewrite of
+//! the [`PassContext`]. Passes that work on the flat schedule (tiling, intra-tile permutation)
+//! hand the new schedule to [`PassContext::set_schedule`], which checks it and rebuilds the tree;
+//! passes that rewrite the tree itself replace [`PassContext::tree`].
 //!
 //! What holds on the way out: [`Compiled::ast`] runs every statement instance of the program
 //! exactly once, in an order that respects every dependence, so it computes what the
@@ -16,69 +21,27 @@ use crate::ast::Ast;
 use crate::deps::{compute_dependences, Dependences};
 use crate::expand::{expand_for_parallelism, Expansion};
 use crate::program::Program;
-use crate::schedule::intra_tile;
-use crate::schedule::pluto::{self, BandKind, DimKind, Fusion, PlutoSchedule};
-use crate::schedule::tile::{self, TileOptions, TileSizes};
+use crate::schedule::intra_tile::IntraTile;
+use crate::schedule::map::MapMarks;
+use crate::schedule::pluto::{self, Fusion, PlutoSchedule};
+use crate::schedule::tile::Tile;
+use crate::schedule::tile_size::TileSizes;
 use crate::schedule::{tree_of_schedule, verify, ScheduleError, ScheduleTree};
-
-/// One level of a target's memory hierarchy, closest to the compute units first.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemoryLevel {
-    /// What the level is called in messages (`L1d`, `UB`, `shared`).
-    pub name: String,
-    /// Capacity in bytes.
-    pub bytes: u64,
-    /// Transfer granularity in bytes (a cache line).
-    pub line_bytes: u32,
-}
-
-/// What the middle end needs to know about a target to optimize for it. Each back end
-/// describes its machine with one; the passes read the numbers and never the name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TargetDescription {
-    /// The target's name, for messages only.
-    pub name: String,
-    /// Memory levels, closest first. Tiles are sized for the first one.
-    pub memory: Vec<MemoryLevel>,
-    /// Bytes of one vector register (0: no vector unit).
-    pub vector_bytes: u32,
-}
-
-impl TargetDescription {
-    /// The capacity a tile's footprint must fit in: the closest memory level's.
-    pub fn tile_capacity(&self) -> Option<u64> {
-        self.memory.first().map(|m| m.bytes)
-    }
-}
-
-/// Iterations of the innermost, vectorized loop in one tile, when the target has a cache
-/// hierarchy: long enough for SIMD loops with few remainders and for hardware prefetching.
-const VECTOR_TILE: i64 = 128;
-
-/// Where tile sizes come from.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Tiling {
-    /// No tiling.
-    Off,
-    /// One size per member of the deepest permutable band, outermost first; shallower bands
-    /// take the first sizes.
-    Sizes(Vec<i64>),
-    /// The capacity rule on the target's closest memory level.
-    #[default]
-    FromTarget,
-}
+use crate::target::{TargetDescription, TargetError};
 
 /// Pipeline options.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     pub fuse: Fusion,
-    pub tiling: Tiling,
+    pub tiling: TileSizes,
     /// Turn tile bands whose outer member carries a dependence into wavefronts.
     pub wavefront: bool,
-    /// Permute point bands so that a parallel loop with stride-one accesses is innermost.
+    /// Permute point bands so that a parallel loop with stride-one accesses is innermost (on
+    /// targets with a vector unit).
     pub intra_tile: bool,
-    /// Expand arrays whose reuse keeps an outermost loop sequential (see
-    /// [`crate::expand`]), within the capacity of the target's outermost memory level.
+    /// Expand arrays whose reuse keeps an outermost loop sequential (see [`crate::expand`]),
+    /// on targets with parallel units, within the capacity of the target's outermost cache
+    /// (or of its global memory, when it has no cache).
     pub expand: bool,
     /// Check every pass's result before the next pass (see the module docs).
     pub verify: bool,
@@ -88,7 +51,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             fuse: Fusion::SmartFuse,
-            tiling: Tiling::FromTarget,
+            tiling: TileSizes::FromTarget,
             wavefront: true,
             intra_tile: true,
             expand: true,
@@ -106,9 +69,11 @@ pub enum Error {
     Schedule(#[from] pluto::Error),
     #[error("{0}")]
     Tree(#[from] ScheduleError),
-    /// `Tiling::Sizes` does not fit the schedule's bands.
+    /// `TileSizes::Fixed` does not fit the schedule's bands.
     #[error("{0}")]
     TileSizes(String),
+    #[error("{0}")]
+    Target(#[from] TargetError),
 }
 
 /// Everything the pipeline computed, for the emitters and for `--emit`.
@@ -126,7 +91,69 @@ pub struct Compiled {
     /// The flat schedule after tiling (the same as `schedule` when nothing was tiled).
     pub tiled: PlutoSchedule,
     pub tree: ScheduleTree,
+    /// The tree as each stage left it: `schedule` (built from the scheduler's schedule), then
+    /// one entry per pass of [`passes`] that ran, by the pass's name.
+    pub stages: Vec<(&'static str, ScheduleTree)>,
     pub ast: Ast,
+}
+
+impl Compiled {
+    /// The tree as the stage `name` left it (see [`Compiled::stages`]).
+    pub fn tree_after(&self, name: &str) -> Option<&ScheduleTree> {
+        self.stages.iter().find(|(n, _)| *n == name).map(|(_, t)| t)
+    }
+}
+
+/// What a tree pass reads and rewrites.
+pub struct PassContext<'a> {
+    pub program: &'a Program,
+    pub deps: &'a Dependences,
+    pub target: &'a TargetDescription,
+    pub options: &'a Options,
+    /// The flat schedule the tree was last built from.
+    pub schedule: PlutoSchedule,
+    pub tree: ScheduleTree,
+}
+
+impl PassContext<'_> {
+    /// Replaces the flat schedule (checked against every legality dependence when verifying)
+    /// and rebuilds the tree from it.
+    pub fn set_schedule(&mut self, schedule: PlutoSchedule) -> Result<(), Error> {
+        if schedule == self.schedule {
+            return Ok(());
+        }
+        if self.options.verify {
+            pluto::check_legality(self.program, self.deps, &schedule)?;
+        }
+        self.tree = tree_of_schedule(self.program, self.deps, &schedule)?;
+        self.schedule = schedule;
+        Ok(())
+    }
+}
+
+/// One pass over the schedule tree.
+pub trait Pass {
+    /// The pass's name in `--emit tree=after:NAME` and in messages.
+    fn name(&self) -> &'static str;
+    fn run(&self, cx: &mut PassContext) -> Result<(), Error>;
+}
+
+/// The names of the stages whose trees [`Compiled::stages`] can hold, in order.
+pub const STAGES: &[&str] = &["schedule", Tile::NAME, IntraTile::NAME, MapMarks::NAME];
+
+/// The tree passes for `target` under `options`, in the order they run.
+pub fn passes(target: &TargetDescription, options: &Options) -> Vec<Box<dyn Pass>> {
+    let mut passes: Vec<Box<dyn Pass>> = Vec::new();
+    if options.tiling != TileSizes::Off {
+        passes.push(Box::new(Tile));
+    }
+    if options.intra_tile && target.vector.is_some() {
+        passes.push(Box::new(IntraTile));
+    }
+    if target.invocations().is_some() {
+        passes.push(Box::new(MapMarks));
+    }
+    passes
 }
 
 /// Runs the pipeline on `program` for `target`.
@@ -135,11 +162,16 @@ pub fn compile(
     target: &TargetDescription,
     options: &Options,
 ) -> Result<Compiled, Error> {
+    target.supports(program)?;
     let mut deps = compute_dependences(program).map_err(|e| Error::Deps(e.to_string()))?;
     let mut expansions = Vec::new();
     let mut expanded = None;
-    if options.expand {
-        let budget = target.memory.last().map_or(0, |m| m.bytes);
+    if options.expand && target.has_parallel_units() {
+        let budget = target
+            .memory
+            .cache_chain()
+            .last()
+            .map_or(target.memory.node(target.memory.root()).bytes, |m| m.bytes);
         if let Some((p, e)) = expand_for_parallelism(program, &deps, budget) {
             if options.verify {
                 p.verify().map_err(|e| Error::Deps(e.to_string()))?;
@@ -159,39 +191,32 @@ pub fn compile(
     if options.verify {
         pluto::check_legality(program, &deps, &schedule)?;
     }
-
-    let tiled = match tile_sizes(program, target, &schedule, &options.tiling)? {
-        Some(sizes) => {
-            let tiled = tile::tile(
-                program,
-                &deps,
-                &schedule,
-                &TileOptions {
-                    sizes,
-                    wavefront: options.wavefront,
-                },
-            )?;
-            if options.verify {
-                pluto::check_legality(program, &deps, &tiled)?;
-            }
-            tiled
-        }
-        None => schedule.clone(),
-    };
-    let tiled = if options.intra_tile {
-        let permuted = intra_tile::sink_vector_loops(program, &deps, &tiled)?;
-        if options.verify && permuted != tiled {
-            pluto::check_legality(program, &deps, &permuted)?;
-        }
-        permuted
-    } else {
-        tiled
-    };
-
-    let tree = tree_of_schedule(program, &deps, &tiled)?;
+    let tree = tree_of_schedule(program, &deps, &schedule)?;
     if options.verify {
         verify(program, &tree)?;
     }
+
+    let mut stages = vec![("schedule", tree.clone())];
+    let mut cx = PassContext {
+        program,
+        deps: &deps,
+        target,
+        options,
+        schedule: schedule.clone(),
+        tree,
+    };
+    for pass in passes(target, options) {
+        pass.run(&mut cx)?;
+        if options.verify {
+            verify(program, &cx.tree)?;
+        }
+        stages.push((pass.name(), cx.tree.clone()));
+    }
+    let PassContext {
+        schedule: tiled,
+        tree,
+        ..
+    } = cx;
 
     let ast = crate::codegen::generate_ast(program, &tree)?;
     Ok(Compiled {
@@ -201,63 +226,7 @@ pub fn compile(
         schedule,
         tiled,
         tree,
+        stages,
         ast,
     })
-}
-
-/// The members of the deepest band tiling would split (permutable, at least two loops).
-pub fn deepest_tileable_band(schedule: &PlutoSchedule) -> usize {
-    schedule
-        .bands
-        .iter()
-        .filter(|b| {
-            b.permutable
-                && b.kind == BandKind::Plain
-                && b.len >= 2
-                && schedule.dims[b.start..b.start + b.len]
-                    .iter()
-                    .all(|d| d.kind == DimKind::Loop)
-        })
-        .map(|b| b.len)
-        .max()
-        .unwrap_or(0)
-}
-
-/// The tiling pass's sizes, or `None` when nothing is to be tiled.
-fn tile_sizes(
-    program: &Program,
-    target: &TargetDescription,
-    schedule: &PlutoSchedule,
-    tiling: &Tiling,
-) -> Result<Option<TileSizes>, Error> {
-    let deepest = deepest_tileable_band(schedule);
-    match tiling {
-        Tiling::Off => Ok(None),
-        _ if deepest == 0 => Ok(None),
-        Tiling::Sizes(sizes) => {
-            if sizes.len() != deepest {
-                return Err(Error::TileSizes(format!(
-                    "{} tile sizes given, but the deepest permutable band of `{}` has {deepest} \
-                     members",
-                    sizes.len(),
-                    program.name
-                )));
-            }
-            if let Some(t) = sizes.iter().find(|&&t| t < 1) {
-                return Err(Error::TileSizes(format!(
-                    "tile sizes must be positive, found {t}"
-                )));
-            }
-            Ok(Some(TileSizes::Fixed(sizes.clone())))
-        }
-        Tiling::FromTarget => Ok(match target.memory.as_slice() {
-            [] => None,
-            [only] => Some(TileSizes::Capacity { bytes: only.bytes }),
-            [l1, l2, ..] => Some(TileSizes::Hierarchy {
-                l1: l1.bytes,
-                l2: l2.bytes / 2,
-                vector: VECTOR_TILE,
-            }),
-        }),
-    }
 }

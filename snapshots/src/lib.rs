@@ -8,7 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use polyhedral::interp::Memory;
-use polyhedral::pipeline::{MemoryLevel, TargetDescription};
+use polyhedral::program::ScalarType;
+use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription, VectorUnit};
 
 /// Every kernel in `kernels/` (`.pf` and `.c` files), sorted by file name.
 pub fn kernels() -> Vec<PathBuf> {
@@ -61,14 +62,35 @@ pub fn snapshot_name(path: &Path) -> String {
 /// A machine whose closest memory is so small that tiles at the test sizes are 2 to 4 wide,
 /// so that partial and full tiles both occur.
 pub fn tiny_target() -> TargetDescription {
+    let mut memory = MemoryTree::global("DRAM", 1 << 30);
+    memory.add("L1", MemoryKind::Cache, 256, memory.root());
     TargetDescription {
         name: "tiny".into(),
-        memory: vec![MemoryLevel {
-            name: "L1".into(),
-            bytes: 256,
-            line_bytes: 64,
-        }],
-        vector_bytes: 16,
+        memory,
+        parallel: vec![ParallelLevel::Threads { count: None }],
+        vector: Some(VectorUnit {
+            bytes: 16,
+            tile_iterations: 128,
+        }),
+        element_types: vec![
+            ScalarType::F16,
+            ScalarType::F32,
+            ScalarType::F64,
+            ScalarType::I32,
+        ],
+    }
+}
+
+/// [`tiny_target`] with a 1 MiB cache beyond its L1: room for expanded arrays, and tiles
+/// sized by the cache-hierarchy rule.
+pub fn roomy_target() -> TargetDescription {
+    let mut memory = MemoryTree::global("DRAM", 1 << 30);
+    let l3 = memory.add("L3", MemoryKind::Cache, 1 << 20, memory.root());
+    memory.add("L1", MemoryKind::Cache, 256, l3);
+    TargetDescription {
+        name: "tiny with room for expanded arrays".into(),
+        memory,
+        ..tiny_target()
     }
 }
 

@@ -6,8 +6,9 @@
 
 use polyhedral::ast::{run_ast, Ast, AstCond, AstExpr};
 use polyhedral::interp::{random_inputs, run};
-use polyhedral::pipeline::{compile, Options, Tiling};
+use polyhedral::pipeline::{compile, Options};
 use polyhedral::schedule::pluto::Fusion;
+use polyhedral::schedule::tile_size::TileSizes;
 use polyhedral::Program;
 use snapshots::{bits, kernels, tiny_target};
 
@@ -76,7 +77,7 @@ fn generated_asts_run_like_the_interpreter_at_other_sizes() {
     for path in kernels() {
         let program = load(&path);
         for fuse in [Fusion::NoFuse, Fusion::SmartFuse, Fusion::MaxFuse] {
-            for tiling in [Tiling::Off, Tiling::FromTarget] {
+            for tiling in [TileSizes::Off, TileSizes::FromTarget] {
                 let what = format!("{} {} {tiling:?}", path.display(), fuse.name());
                 let options = Options {
                     fuse,

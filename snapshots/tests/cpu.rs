@@ -29,7 +29,7 @@ fn every_kernel_every_strategy_runs_on_the_cpu_like_the_interpreter() {
     for path in kernels() {
         let program = load_small(&path);
         for fuse in [Fusion::NoFuse, Fusion::SmartFuse, Fusion::MaxFuse] {
-            for target in [cpu::target(), tiny_target()] {
+            for target in [cpu::description(), tiny_target()] {
                 let what = format!("{} {} on {}", path.display(), fuse.name(), target.name);
                 eprintln!("{what}");
                 let options = Options {
@@ -97,7 +97,7 @@ fn optimized_c_of_every_kernel_passes_the_sanitizers() {
     };
     for path in kernels() {
         let program = load_small(&path);
-        for target in [tiny_target(), cpu::target()] {
+        for target in [tiny_target(), cpu::description()] {
             let what = format!("{} on {}", path.display(), target.name);
             let c = compile(&program, &target, &Options::default())
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -169,7 +169,7 @@ fn source_to_source_output_prints_what_the_original_prints() {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
         for (target, fuse) in [
             (tiny_target(), Fusion::SmartFuse),
-            (cpu::target(), Fusion::MaxFuse),
+            (cpu::description(), Fusion::MaxFuse),
             (tiny_target(), Fusion::NoFuse),
         ] {
             let c = compile(

@@ -4,28 +4,23 @@
 
 use polyhedral::ast::{run_ast, verify};
 use polyhedral::interp::{random_inputs, run};
-use polyhedral::pipeline::{compile, MemoryLevel, Options, Tiling};
+use polyhedral::pipeline::{compile, Options};
 use polyhedral::schedule::pluto::Fusion;
-use snapshots::{bits, kernels, load_small, tiny_target};
+use polyhedral::schedule::tile_size::TileSizes;
+use snapshots::{bits, kernels, load_small, roomy_target, tiny_target};
 
 #[test]
 fn every_kernel_every_strategy_tiled_and_untiled_runs_like_the_interpreter() {
-    let mut roomy = tiny_target();
-    roomy.name = "tiny with room for expanded arrays".into();
-    roomy.memory.push(MemoryLevel {
-        name: "L3".into(),
-        bytes: 1 << 20,
-        line_bytes: 64,
-    });
+    let roomy = roomy_target();
     for path in kernels() {
         let program = load_small(&path);
         let mut expected = random_inputs(&program, 5);
         let reference = run(&program, &mut expected).unwrap();
         for fuse in [Fusion::NoFuse, Fusion::SmartFuse, Fusion::MaxFuse] {
             for (tiling, target) in [
-                (Tiling::Off, tiny_target()),
-                (Tiling::FromTarget, tiny_target()),
-                (Tiling::FromTarget, roomy.clone()),
+                (TileSizes::Off, tiny_target()),
+                (TileSizes::FromTarget, tiny_target()),
+                (TileSizes::FromTarget, roomy.clone()),
             ] {
                 let what = format!("{} {} {tiling:?}", path.display(), fuse.name());
                 let options = Options {

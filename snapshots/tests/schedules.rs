@@ -36,7 +36,8 @@ fn optimized(program: &polyhedral::Program, fuse: Fusion) -> Compiled {
         fuse,
         ..Options::default()
     };
-    compile(program, &cpu::target(), &options).unwrap_or_else(|e| panic!("{}: {e}", program.name))
+    compile(program, &cpu::description(), &options)
+        .unwrap_or_else(|e| panic!("{}: {e}", program.name))
 }
 
 #[test]

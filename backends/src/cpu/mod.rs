@@ -17,6 +17,7 @@ mod helpers;
 mod names;
 mod runner;
 mod scop;
+mod syntax;
 mod writer;
 
 pub use runner::{check, check_transformed, run, CheckReport, CpuRun};
@@ -24,25 +25,122 @@ pub use scop::replace_scop;
 pub use writer::Writer;
 
 use polyhedral::interp::InterpError;
-use polyhedral::pipeline::{MemoryLevel, TargetDescription};
+use polyhedral::pipeline::{self, Compiled};
+use polyhedral::program::{Program, ScalarType, SourceKind};
+use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription, VectorUnit};
+
+use crate::report;
+use crate::target::{self as table, RunOutput, Source, Target, TargetOptions};
 
 /// The machine the CPU target optimizes for, as the middle end sees it: a 32 KiB L1 data
-/// cache, a 1 MiB L2 and a shared L3, 64-byte lines, 256-bit vectors. Fixed rather than read
-/// from the build machine, so that generated code does not depend on where it was generated.
-pub fn target() -> TargetDescription {
-    let level = |name: &str, bytes: u64| MemoryLevel {
-        name: name.to_string(),
-        bytes,
-        line_bytes: 64,
-    };
+/// cache, a 1 MiB L2 and a shared 32 MiB L3, threads sharing memory, 256-bit vectors. Fixed
+/// rather than read from the build machine, so that generated code does not depend on where
+/// it was generated.
+pub fn description() -> TargetDescription {
+    let mut memory = MemoryTree::global("DRAM", 1 << 36);
+    let l3 = memory.add("L3", MemoryKind::Cache, 32 << 20, memory.root());
+    let l2 = memory.add("L2", MemoryKind::Cache, 1 << 20, l3);
+    memory.add("L1d", MemoryKind::Cache, 32 << 10, l2);
     TargetDescription {
         name: "cpu".to_string(),
-        memory: vec![
-            level("L1d", 32 << 10),
-            level("L2", 1 << 20),
-            level("L3", 32 << 20),
+        memory,
+        parallel: vec![ParallelLevel::Threads { count: None }],
+        vector: Some(VectorUnit {
+            bytes: 32,
+            tile_iterations: 128,
+        }),
+        element_types: vec![
+            ScalarType::F16,
+            ScalarType::F32,
+            ScalarType::F64,
+            ScalarType::I32,
         ],
-        vector_bytes: 32,
+    }
+}
+
+/// The CPU target of the table.
+pub struct Cpu;
+
+impl Cpu {
+    fn options(options: &TargetOptions) -> Options {
+        Options {
+            threads: options.threads,
+            ..Options::default()
+        }
+    }
+}
+
+impl Target for Cpu {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn about(&self) -> &'static str {
+        "C99 + OpenMP, built with the system C compiler"
+    }
+
+    fn code(&self) -> Option<&'static str> {
+        Some("c")
+    }
+
+    fn description(&self, _: &TargetOptions) -> Option<TargetDescription> {
+        Some(description())
+    }
+
+    fn write(
+        &self,
+        source: &Source,
+        compiled: &Compiled,
+        options: &TargetOptions,
+    ) -> Result<String, table::Error> {
+        let options = Cpu::options(options);
+        let generated = match (&source.program.source, source.text) {
+            (SourceKind::CScop { .. }, Some(text)) => {
+                replace_scop(&compiled.program, &compiled.ast, text, &options)
+            }
+            _ => Writer::new(&compiled.program, &options).write(&compiled.ast),
+        };
+        generated.map_err(|source_error| table::Error::Cpu {
+            kernel: source.program.name.clone(),
+            source: source_error,
+        })
+    }
+
+    fn run(
+        &self,
+        program: &Program,
+        pipeline: &pipeline::Options,
+        options: &TargetOptions,
+        seed: u64,
+    ) -> Result<RunOutput, table::Error> {
+        let compiled = table::compile(self, program, pipeline, options)?;
+        let report = check_transformed(
+            program,
+            &compiled.program,
+            &compiled.ast,
+            &Cpu::options(options),
+            seed,
+        )
+        .map_err(|source| table::Error::Cpu {
+            kernel: program.name.clone(),
+            source,
+        })?;
+        let results = report::summarize_outputs(program, &report.outputs);
+        let mut json = report::to_value(program, self.name(), seed, &results);
+        json["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
+        json["matches_interp"] = serde_json::json!(report.comparison.passed());
+        if let Some(outputs) = json["outputs"].as_array_mut() {
+            for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
+                out["max_abs_error"] = serde_json::json!(c.max_abs);
+                out["max_rel_error"] = serde_json::json!(c.max_rel);
+                out["mismatches"] = serde_json::json!(c.mismatches);
+            }
+        }
+        Ok(RunOutput {
+            text: report.to_text(program),
+            json,
+            matches: report.comparison.passed(),
+        })
     }
 }
 

@@ -16,7 +16,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
-use polyhedral::ast::{self, Ast, AstCond, AstExpr, CSyntax};
+use polyhedral::ast::{self, Ast, AstCond, AstExpr};
 use polyhedral::program::{
     ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, SourceKind, Stmt, StmtId,
 };
@@ -24,6 +24,7 @@ use polyhedral::program::{
 use super::body::{value_type, BodyContext};
 use super::helpers::Helper;
 use super::names::Scope;
+use super::syntax::CSyntax;
 use super::{Error, Options};
 
 /// How the harness calls a written kernel.
@@ -274,7 +275,7 @@ impl<'a> Writer<'a> {
     /// An integer AST expression in C, recording the helpers it calls.
     pub(crate) fn ast_expr(&mut self, e: &AstExpr) -> String {
         self.note_helpers(e);
-        self.with_syntax(|s| e.to_c(s))
+        self.with_syntax(|s| e.to_infix(s))
     }
 
     fn ast_cond(&mut self, c: &AstCond) -> String {
@@ -285,7 +286,7 @@ impl<'a> Writer<'a> {
                 self.note_helpers(e);
             }
         }
-        self.with_syntax(|s| c.to_c(s))
+        self.with_syntax(|s| c.to_infix(s))
     }
 
     /// Calls `f` with the C spelling of loop variables, parameters and integer helpers.
@@ -301,8 +302,6 @@ impl<'a> Writer<'a> {
         f(&CSyntax {
             var: &var,
             param: &param,
-            helper_prefix: "pf_",
-            binary_min_max: true,
         })
     }
 
@@ -432,7 +431,7 @@ impl<'a> Writer<'a> {
         // them by name, and `calloc(0, …)` may fail, so at least one element is asked for.
         let count = if self.in_source {
             let first = AstExpr::from_affine(&a.shape[0], &|_| AstExpr::Int(0));
-            let n = self.with_syntax(|s| first.to_c(s));
+            let n = self.with_syntax(|s| first.to_infix(s));
             format!("{n} > 0 ? {n} : 1")
         } else {
             self.program.array_extents(id)[0].max(1).to_string()
@@ -462,7 +461,7 @@ impl<'a> Writer<'a> {
                 .map(|e| {
                     format!(
                         "[{}]",
-                        AstExpr::from_affine(e, &|_| AstExpr::Int(0)).to_c(syntax)
+                        AstExpr::from_affine(e, &|_| AstExpr::Int(0)).to_infix(syntax)
                     )
                 })
                 .collect()
@@ -489,7 +488,7 @@ impl<'a> Writer<'a> {
                 decls.push(format!("{store} *restrict {name}"));
             } else {
                 let first = AstExpr::from_affine(&a.shape[0], &|_| AstExpr::Int(0));
-                let first = self.with_syntax(|s| first.to_c(s));
+                let first = self.with_syntax(|s| first.to_infix(s));
                 let constness = if a.role == ArrayRole::Input {
                     "const "
                 } else {

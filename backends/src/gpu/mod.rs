@@ -27,9 +27,12 @@ pub use runner::{adapter_limits, check, run, GpuCheckReport, GpuRun};
 pub use writer::{validate, Module, Writer};
 
 use polyhedral::interp::InterpError;
-use polyhedral::pipeline::{self, Compiled, MemoryLevel, TargetDescription};
+use polyhedral::pipeline::{self, Compiled};
 use polyhedral::program::{Program, ScalarType};
-use polyhedral::schedule::map::insert_mapping_marks;
+use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription};
+
+use crate::report;
+use crate::target::{self as table, RunOutput, Source, Target, TargetOptions};
 
 /// What the middle end and the writer know about a GPU: WebGPU's names for its limits. Read
 /// from the adapter's `limits()` when a device is present ([`adapter_limits`]), from
@@ -89,17 +92,31 @@ impl Limits {
     }
 }
 
-/// The GPU as the middle end sees it: one memory level, the workgroup memory, which tiles are
-/// sized for.
+/// The GPU as the middle end sees it: storage buffers in global memory, the workgroup memory
+/// (a scratchpad the code copies tiles into), a grid of workgroups of invocations, no vector
+/// unit, and no 64-bit floats.
 pub fn target(limits: &Limits) -> TargetDescription {
+    let mut memory = MemoryTree::global("storage", 1 << 30);
+    memory.add(
+        "workgroup",
+        MemoryKind::Scratchpad,
+        u64::from(limits.workgroup_memory_bytes),
+        memory.root(),
+    );
     TargetDescription {
         name: "gpu".to_string(),
-        memory: vec![MemoryLevel {
-            name: "workgroup".to_string(),
-            bytes: u64::from(limits.workgroup_memory_bytes),
-            line_bytes: 128,
-        }],
-        vector_bytes: 0,
+        memory,
+        parallel: vec![
+            ParallelLevel::Workgroups {
+                max_per_dim: [limits.max_workgroups_per_dimension; 3],
+            },
+            ParallelLevel::Invocations {
+                max_total: limits.max_invocations_per_workgroup,
+                max_per_dim: limits.max_workgroup_size,
+            },
+        ],
+        vector: None,
+        element_types: vec![ScalarType::F16, ScalarType::F32, ScalarType::I32],
     }
 }
 
@@ -188,7 +205,8 @@ pub fn gpu_program(program: &Program, options: &Options) -> Result<Program, Erro
     Ok(narrow_f64(program))
 }
 
-/// Runs the optimizing pipeline for the GPU and maps the result (see the module docs).
+/// Runs the optimizing pipeline for the GPU, whose passes end with the mapping marks (see the
+/// module docs).
 pub fn compile(
     program: &Program,
     pipeline_options: &pipeline::Options,
@@ -198,18 +216,131 @@ pub fn compile(
         return Err(Error::Unsupported(format!("the bool array `{}`", a.name)));
     }
     let reference = gpu_program(program, options)?;
-    let pipeline_options = pipeline::Options {
-        intra_tile: false,
-        ..pipeline_options.clone()
-    };
-    let mut compiled = pipeline::compile(&reference, &target(&options.limits), &pipeline_options)?;
-    insert_mapping_marks(&mut compiled.tree)?;
-    if pipeline_options.verify {
-        polyhedral::schedule::verify(&compiled.program, &compiled.tree)?;
-    }
-    compiled.ast = polyhedral::generate_ast(&compiled.program, &compiled.tree)?;
+    let compiled = pipeline::compile(&reference, &target(&options.limits), pipeline_options)?;
     Ok(GpuCompiled {
         reference,
         compiled,
     })
+}
+
+/// The GPU in the table of targets.
+pub struct Gpu;
+
+impl Gpu {
+    fn options(options: &TargetOptions) -> Options {
+        Options {
+            promote: !options.no_promote,
+            f64_as_f32: options.f64_as_f32,
+            adapter: options.adapter.clone(),
+            ..Options::default()
+        }
+    }
+
+    fn error(program: &Program, source: Error) -> table::Error {
+        table::Error::Gpu {
+            kernel: program.name.clone(),
+            source,
+        }
+    }
+}
+
+impl Target for Gpu {
+    fn name(&self) -> &'static str {
+        "gpu"
+    }
+
+    fn about(&self) -> &'static str {
+        "WGSL compute shaders, validated by naga and run through wgpu (Vulkan; lavapipe without a GPU)"
+    }
+
+    fn code(&self) -> Option<&'static str> {
+        Some("wgsl")
+    }
+
+    fn description(&self, _: &TargetOptions) -> Option<TargetDescription> {
+        Some(target(&Limits::default()))
+    }
+
+    fn program_for(
+        &self,
+        program: &Program,
+        options: &TargetOptions,
+    ) -> Result<Program, table::Error> {
+        gpu_program(program, &Gpu::options(options)).map_err(|e| Gpu::error(program, e))
+    }
+
+    fn write(
+        &self,
+        source: &Source,
+        compiled: &Compiled,
+        options: &TargetOptions,
+    ) -> Result<String, table::Error> {
+        let options = Gpu::options(options);
+        Writer::new(&compiled.program, &options)
+            .write(&compiled.ast)
+            .map(|m| m.wgsl)
+            .map_err(|e| Gpu::error(source.program, e))
+    }
+
+    fn run(
+        &self,
+        program: &Program,
+        pipeline: &pipeline::Options,
+        options: &TargetOptions,
+        seed: u64,
+    ) -> Result<RunOutput, table::Error> {
+        let mut options = Gpu::options(options);
+        // Code for the adapter that runs it.
+        let (_, limits) =
+            adapter_limits(options.adapter.as_deref()).map_err(|e| Gpu::error(program, e))?;
+        options.limits = limits;
+        let gpu = compile(program, pipeline, &options).map_err(|e| Gpu::error(program, e))?;
+        let module = Writer::new(&gpu.compiled.program, &options)
+            .write(&gpu.compiled.ast)
+            .map_err(|e| Gpu::error(program, e))?;
+        let report = check(
+            &gpu.reference,
+            &gpu.compiled.program,
+            &module,
+            &options,
+            seed,
+        )
+        .map_err(|e| Gpu::error(program, e))?;
+        let reference = &gpu.reference;
+        let results = report::summarize_outputs(reference, &report.outputs);
+        let mut json = report::to_value(reference, self.name(), seed, &results);
+        json["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
+        json["matches_interp"] = serde_json::json!(report.comparison.passed());
+        json["adapter"] = serde_json::json!(report.adapter);
+        if let Some(outputs) = json["outputs"].as_array_mut() {
+            for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
+                out["max_abs_error"] = serde_json::json!(c.max_abs);
+                out["max_rel_error"] = serde_json::json!(c.max_rel);
+                out["mismatches"] = serde_json::json!(c.mismatches);
+            }
+        }
+        let mut text = String::new();
+        if gpu.reference != *program {
+            text += "note: f64 computed in f32 (--gpu-f32); compared with the interpreter running \
+                     the kernel in f32\n";
+        }
+        for n in &module.notes {
+            text += &format!("note: {n}\n");
+        }
+        text += &report.to_text(reference);
+        Ok(RunOutput {
+            text,
+            json,
+            matches: report.comparison.passed(),
+        })
+    }
+
+    fn available(&self) -> Result<(), table::Error> {
+        adapter_limits(None)
+            .map(|_| ())
+            .map_err(|e| table::Error::Gpu {
+                kernel: "gpu".into(),
+                source: e,
+            })
+    }
 }

@@ -221,15 +221,20 @@ pub fn validate(source: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// Names as the host program's comment writes them.
+struct HostSpelling<'a>(&'a Program);
+
+impl polyhedral::ast::Spelling for HostSpelling<'_> {
+    fn var(&self, name: &str) -> String {
+        name.to_string()
+    }
+    fn param(&self, p: polyhedral::program::ParamId) -> String {
+        self.0.params[p.index()].name.clone()
+    }
+}
+
 fn show(e: &AstExpr, program: &Program) -> String {
-    let param = |p: polyhedral::program::ParamId| program.params[p.index()].name.clone();
-    let syntax = polyhedral::ast::CSyntax {
-        var: &|v: &str| v.to_string(),
-        param: &param,
-        helper_prefix: "",
-        binary_min_max: false,
-    };
-    e.to_c(&syntax)
+    e.to_infix(&HostSpelling(program))
 }
 
 /// The host program as a comment: which loops run on the host and what they dispatch.
@@ -535,6 +540,17 @@ impl KernelWriter<'_> {
             self.line(depth, "}");
         } else {
             let n = loops.len();
+            // Invocations along block dimensions this region does not map sit it out.
+            let idle: Vec<String> = (n..3)
+                .filter(|&d| self.block[d] > 1)
+                .map(|d| format!("pf_lid.{} == 0u", DIMS[d]))
+                .collect();
+            let depth = if idle.is_empty() {
+                depth
+            } else {
+                self.line(depth, &format!("if ({}) {{", idle.join(" && ")));
+                depth + 1
+            };
             for (j, l) in loops.iter().enumerate() {
                 let d = DIMS[n - 1 - j];
                 let b = self.block[n - 1 - j];
@@ -545,6 +561,9 @@ impl KernelWriter<'_> {
             self.invocation(inner, depth + n);
             for j in (0..n).rev() {
                 self.line(depth + j, "}");
+            }
+            if !idle.is_empty() {
+                self.line(depth - 1, "}");
             }
         }
         self.line(depth, SYNC);

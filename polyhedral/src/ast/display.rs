@@ -1,22 +1,34 @@
 //! The printed form of an [`Ast`]: pseudo-C, as `--emit ast` shows it and snapshots record it.
 //!
-//! The expression printer is shared with the C back end through [`CSyntax`], which says how
-//! variables, parameters and the integer helpers are spelled, so both print the same
-//! precedence-correct expressions.
+//! The infix expression printer is shared with the back ends through [`Spelling`], which says
+//! how variables, parameters, integer literals and the integer helpers (`floord`, `ceild`,
+//! `mod`, `min`, `max`) are spelled in a language, so every output prints the same
+//! precedence-correct expressions. The pseudo-C of this module is one spelling; each back end
+//! has its own beside its writer.
 
 use std::fmt::{self, Write};
 
 use super::{Ast, AstCond, AstExpr};
 use crate::program::{ParamId, Program};
 
-/// How [`AstExpr::to_c`] spells names.
-pub struct CSyntax<'a> {
-    pub var: &'a dyn Fn(&str) -> String,
-    pub param: &'a dyn Fn(ParamId) -> String,
-    /// Prepended to `floord`, `ceild`, `mod`, `min` and `max`.
-    pub helper_prefix: &'a str,
-    /// Whether `min` / `max` take exactly two arguments (C helpers) rather than any number.
-    pub binary_min_max: bool,
+/// How [`AstExpr::to_infix`] spells names, literals and helper calls.
+pub trait Spelling {
+    /// A loop variable.
+    fn var(&self, name: &str) -> String;
+    /// A parameter.
+    fn param(&self, p: ParamId) -> String;
+    /// An integer literal.
+    fn int(&self, v: i64) -> String {
+        v.to_string()
+    }
+    /// A call of the integer helper `name` (`floord`, `ceild`, `mod`, `min`, `max`).
+    fn call(&self, name: &str, args: &[String]) -> String {
+        format!("{name}({})", args.join(", "))
+    }
+    /// Whether `min` / `max` take exactly two arguments rather than any number.
+    fn binary_min_max(&self) -> bool {
+        false
+    }
 }
 
 const PREC_ADD: u8 = 1;
@@ -24,16 +36,16 @@ const PREC_MUL: u8 = 2;
 const PREC_ATOM: u8 = 3;
 
 impl AstExpr {
-    /// The expression in C syntax, parenthesised only where precedence needs it.
-    pub fn to_c(&self, syntax: &CSyntax) -> String {
+    /// The expression in infix syntax, parenthesised only where precedence needs it.
+    pub fn to_infix(&self, syntax: &dyn Spelling) -> String {
         self.c_at(syntax, 0)
     }
 
-    fn c_at(&self, s: &CSyntax, min_prec: u8) -> String {
+    fn c_at(&self, s: &dyn Spelling, min_prec: u8) -> String {
         let (text, prec) = match self {
-            AstExpr::Int(v) => (int_literal(*v), if *v < 0 { PREC_ADD } else { PREC_ATOM }),
-            AstExpr::Var(name) => ((s.var)(name), PREC_ATOM),
-            AstExpr::Param(p) => ((s.param)(*p), PREC_ATOM),
+            AstExpr::Int(v) => (s.int(*v), if *v < 0 { PREC_ADD } else { PREC_ATOM }),
+            AstExpr::Var(name) => (s.var(name), PREC_ATOM),
+            AstExpr::Param(p) => (s.param(*p), PREC_ATOM),
             AstExpr::Add(a, b) => {
                 let left = a.c_at(s, PREC_ADD);
                 let text = match &**b {
@@ -48,7 +60,7 @@ impl AstExpr {
             }
             AstExpr::Mul(-1, x) => (format!("-{}", x.c_at(s, PREC_ATOM)), PREC_ADD),
             AstExpr::Mul(k, x) => (
-                format!("{} * {}", int_literal(*k), x.c_at(s, PREC_ATOM)),
+                format!("{} * {}", s.int(*k), x.c_at(s, PREC_ATOM)),
                 if *k < 0 { PREC_ADD } else { PREC_MUL },
             ),
             AstExpr::FloorDiv(x, k) => (call(s, "floord", &[x, &AstExpr::Int(*k)]), PREC_ATOM),
@@ -65,23 +77,13 @@ impl AstExpr {
     }
 }
 
-fn int_literal(v: i64) -> String {
-    if v == i64::MIN {
-        "INT64_MIN".to_string()
-    } else if i32::try_from(v).is_ok() {
-        v.to_string()
-    } else {
-        format!("{v}LL")
-    }
-}
-
-fn call(s: &CSyntax, name: &str, args: &[&AstExpr]) -> String {
+fn call(s: &dyn Spelling, name: &str, args: &[&AstExpr]) -> String {
     let args: Vec<String> = args.iter().map(|a| a.c_at(s, 0)).collect();
-    format!("{}{name}({})", s.helper_prefix, args.join(", "))
+    s.call(name, &args)
 }
 
-fn min_max(s: &CSyntax, name: &str, items: &[AstExpr]) -> String {
-    if !s.binary_min_max || items.len() <= 2 {
+fn min_max(s: &dyn Spelling, name: &str, items: &[AstExpr]) -> String {
+    if !s.binary_min_max() || items.len() <= 2 {
         let refs: Vec<&AstExpr> = items.iter().collect();
         return call(s, name, &refs);
     }
@@ -94,9 +96,9 @@ fn min_max(s: &CSyntax, name: &str, items: &[AstExpr]) -> String {
 }
 
 impl AstCond {
-    /// The condition in C syntax, with negative terms moved to the right: `i >= c1 + 1`,
+    /// The condition in infix syntax, with negative terms moved to the right: `i >= c1 + 1`,
     /// `c0 == N`, `mod(e, k) == 0`.
-    pub fn to_c(&self, syntax: &CSyntax) -> String {
+    pub fn to_infix(&self, syntax: &dyn Spelling) -> String {
         match self {
             AstCond::NonNegative(e) => relation(syntax, e, ">="),
             AstCond::Zero(e) => relation(syntax, e, "=="),
@@ -108,7 +110,7 @@ impl AstCond {
 }
 
 /// `e op 0` written as `positive terms op negative terms`.
-fn relation(s: &CSyntax, e: &AstExpr, op: &str) -> String {
+fn relation(s: &dyn Spelling, e: &AstExpr, op: &str) -> String {
     let mut terms = Vec::new();
     let mut constant = 0i64;
     flatten(e, 1, &mut terms, &mut constant);
@@ -122,7 +124,7 @@ fn relation(s: &CSyntax, e: &AstExpr, op: &str) -> String {
         if k > 0 {
             out = AstExpr::plus(out, AstExpr::Int(k));
         }
-        out.to_c(s)
+        out.to_infix(s)
     };
     format!("{} {op} {}", side(1, constant), side(-1, -constant))
 }
@@ -154,25 +156,35 @@ struct DisplayAst<'a> {
 
 impl fmt::Display for DisplayAst<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let param = |p: ParamId| {
-            self.program
-                .params
-                .get(p.index())
-                .map_or_else(|| format!("param{}", p.0), |p| p.name.clone())
-        };
-        let syntax = CSyntax {
-            var: &|v| v.to_string(),
-            param: &param,
-            helper_prefix: "",
-            binary_min_max: false,
-        };
         let mut out = String::new();
+        let syntax = PseudoC {
+            program: self.program,
+        };
         write_node(&mut out, self.ast, self.program, &syntax, 0);
         f.write_str(&out)
     }
 }
 
-fn write_node(out: &mut String, ast: &Ast, program: &Program, s: &CSyntax, indent: usize) {
+/// The spelling of `--emit ast`: names as written, helpers without a prefix, n-ary `min` and
+/// `max`.
+struct PseudoC<'a> {
+    program: &'a Program,
+}
+
+impl Spelling for PseudoC<'_> {
+    fn var(&self, name: &str) -> String {
+        name.to_string()
+    }
+
+    fn param(&self, p: ParamId) -> String {
+        self.program
+            .params
+            .get(p.index())
+            .map_or_else(|| format!("param{}", p.0), |p| p.name.clone())
+    }
+}
+
+fn write_node(out: &mut String, ast: &Ast, program: &Program, s: &dyn Spelling, indent: usize) {
     let pad = "  ".repeat(indent);
     match ast {
         Ast::Block(items) => {
@@ -201,8 +213,8 @@ fn write_node(out: &mut String, ast: &Ast, program: &Program, s: &CSyntax, inden
             let _ = writeln!(
                 out,
                 "{pad}for ({var} = {}; {var} <= {}; {var} += {step}) {{",
-                lower.to_c(s),
-                upper.to_c(s)
+                lower.to_infix(s),
+                upper.to_infix(s)
             );
             write_node(out, body, program, s, indent + 1);
             let _ = writeln!(out, "{pad}}}");
@@ -212,7 +224,7 @@ fn write_node(out: &mut String, ast: &Ast, program: &Program, s: &CSyntax, inden
             then,
             otherwise,
         } => {
-            let conds: Vec<String> = conds.iter().map(|c| c.to_c(s)).collect();
+            let conds: Vec<String> = conds.iter().map(|c| c.to_infix(s)).collect();
             let _ = writeln!(out, "{pad}if ({}) {{", conds.join(" && "));
             write_node(out, then, program, s, indent + 1);
             let mut rest = otherwise.as_deref();
@@ -220,7 +232,7 @@ fn write_node(out: &mut String, ast: &Ast, program: &Program, s: &CSyntax, inden
             while let Some(o) = rest {
                 match o.single_if() {
                     Some((conds, then, otherwise)) => {
-                        let conds: Vec<String> = conds.iter().map(|c| c.to_c(s)).collect();
+                        let conds: Vec<String> = conds.iter().map(|c| c.to_infix(s)).collect();
                         let _ = writeln!(out, "{pad}}} else if ({}) {{", conds.join(" && "));
                         write_node(out, then, program, s, indent + 1);
                         rest = otherwise;
@@ -239,7 +251,7 @@ fn write_node(out: &mut String, ast: &Ast, program: &Program, s: &CSyntax, inden
                 .statements
                 .get(stmt.index())
                 .map_or_else(|| format!("S?{}", stmt.0), |st| st.name.clone());
-            let args: Vec<String> = args.iter().map(|a| a.to_c(s)).collect();
+            let args: Vec<String> = args.iter().map(|a| a.to_infix(s)).collect();
             let _ = writeln!(out, "{pad}{name}({});", args.join(", "));
         }
         Ast::Mark { name, body } => {

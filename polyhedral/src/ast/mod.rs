@@ -22,7 +22,7 @@ mod run;
 mod tests;
 mod verify;
 
-pub use display::CSyntax;
+pub use display::Spelling;
 pub use original::original_ast;
 pub use run::run_ast;
 pub use verify::verify;

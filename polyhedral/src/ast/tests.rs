@@ -289,29 +289,3 @@ fn verifier_rejects_unbound_variables_and_bad_arities() {
         Err(InterpError::InvalidAst(_))
     ));
 }
-
-#[test]
-fn expressions_print_with_minimal_parentheses() {
-    let syntax = CSyntax {
-        var: &|v| v.to_string(),
-        param: &|_| "N".to_string(),
-        helper_prefix: "pf_",
-        binary_min_max: true,
-    };
-    let x = AstExpr::var("x");
-    let e = AstExpr::plus(
-        AstExpr::mul(-2, AstExpr::plus(x.clone(), AstExpr::Int(1))),
-        AstExpr::mul(-1, AstExpr::plus(x.clone(), AstExpr::Param(ParamId(0)))),
-    );
-    assert_eq!(e.to_c(&syntax), "-2 * (x + 1) - (x + N)");
-    let m = AstExpr::Min(vec![
-        AstExpr::floor_div(x.clone(), 4),
-        AstExpr::ceil_div(AstExpr::plus(x.clone(), AstExpr::Int(-3)), 2),
-        AstExpr::Int(5_000_000_000),
-    ]);
-    assert_eq!(
-        m.to_c(&syntax),
-        "pf_min(pf_floord(x, 4), pf_min(pf_ceild(x - 3, 2), 5000000000LL))"
-    );
-    assert_eq!(AstCond::Divisible(x, 3).to_c(&syntax), "pf_mod(x, 3) == 0");
-}

@@ -30,6 +30,7 @@ use super::pluto::{
     coincident_dims, coincident_dims_among, Band, BandKind, DimKind, Error, PlutoSchedule,
 };
 use crate::deps::Dependences;
+use crate::pipeline::{Error as PipelineError, Pass, PassContext};
 use crate::program::{Program, StmtId, Var};
 
 /// `schedule` with the innermost member of every permutable point band (and untiled
@@ -348,6 +349,24 @@ fn invert(rows: &[Vec<Rational64>]) -> Option<Vec<Vec<Rational64>>> {
         }
     }
     Some(m.into_iter().map(|r| r[n..].to_vec()).collect())
+}
+
+/// The intra-tile permutation pass ([`sink_vector_loops`]).
+pub struct IntraTile;
+
+impl IntraTile {
+    pub const NAME: &'static str = "intra-tile";
+}
+
+impl Pass for IntraTile {
+    fn name(&self) -> &'static str {
+        IntraTile::NAME
+    }
+
+    fn run(&self, cx: &mut PassContext) -> Result<(), PipelineError> {
+        let permuted = sink_vector_loops(cx.program, cx.deps, &cx.schedule)?;
+        cx.set_schedule(permuted)
+    }
 }
 
 #[cfg(test)]

@@ -118,3 +118,21 @@ fn mark_group(node: &mut Node) -> Result<(), ScheduleError> {
         }
     }
 }
+
+/// The mapping marks as a pass of the pipeline, for targets with workgroups of invocations.
+pub struct MapMarks;
+
+impl MapMarks {
+    pub const NAME: &'static str = "map";
+}
+
+impl crate::pipeline::Pass for MapMarks {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn run(&self, cx: &mut crate::pipeline::PassContext) -> Result<(), crate::pipeline::Error> {
+        insert_mapping_marks(&mut cx.tree)?;
+        Ok(())
+    }
+}

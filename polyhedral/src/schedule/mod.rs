@@ -13,8 +13,8 @@
 //!   multi-dimensional schedule it produces, and an exact legality checker;
 //! - [`from_pluto`]: a flat Pluto schedule as a tree (bands, sequences for distribution, tile
 //!   and point bands);
-//! - [`tile`]: tiling of permutable bands into tile and point bands, tile sizes from a
-//!   capacity rule, and the tile-level wavefront;
+//! - [`tile`]: tiling of permutable bands into tile and point bands, and the tile-level
+//!   wavefront; [`tile_size`]: the sizes, from the target's description;
 //! - [`intra_tile`]: the permutation of point bands that puts a parallel, stride-one loop
 //!   innermost;
 //! - [`map`]: kernel and thread marks, where a grid of groups of threads starts mapping loops.
@@ -29,6 +29,7 @@ pub mod map;
 pub mod pluto;
 mod print;
 pub mod tile;
+pub mod tile_size;
 pub mod tree;
 mod verify;
 

@@ -6,7 +6,10 @@ use polyhedral::program::{AffineExpr, Program, StmtId, Var};
 use polyhedral::schedule::pluto::{
     self, check_legality, BandKind, DimKind, Fusion, Options, PlutoSchedule,
 };
-use polyhedral::schedule::tile::{footprint, tile, TileOptions, TileSizes};
+use polyhedral::schedule::tile::{tile, TileOptions};
+use polyhedral::schedule::tile_size::{band_sizes, footprint, TileSizes};
+use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription};
+use snapshots::tiny_target;
 use std::path::{Path, PathBuf};
 
 fn kernels_dir() -> PathBuf {
@@ -22,6 +25,16 @@ fn load(name: &str) -> (Program, Dependences) {
         .unwrap_or_else(|e| panic!("{name}: {e:?}"));
     let d = compute_dependences(&p).unwrap();
     (p, d)
+}
+
+/// A machine with one cache of `bytes` bytes: tiles get the uniform capacity rule on it.
+fn one_cache(bytes: u64) -> TargetDescription {
+    let mut memory = MemoryTree::global("DRAM", 1 << 30);
+    memory.add("L1", MemoryKind::Cache, bytes, memory.root());
+    TargetDescription {
+        memory,
+        ..tiny_target()
+    }
 }
 
 fn sched(p: &Program, d: &Dependences, fuse: Fusion) -> PlutoSchedule {
@@ -89,6 +102,7 @@ fn every_kernel_every_strategy_is_legal_and_tiles_legally() {
                     sizes: TileSizes::Fixed(vec![4]),
                     wavefront: true,
                 },
+                &tiny_target(),
             )
             .unwrap();
             check_legality(&p, &d, &t)
@@ -179,6 +193,7 @@ fn jacobi_2d_gets_a_skewed_band_and_a_tile_wavefront() {
                 sizes: TileSizes::Fixed(vec![8, 16, 16]),
                 wavefront: true,
             },
+            &tiny_target(),
         )
         .unwrap();
         check_legality(&p, &d, &t).unwrap();
@@ -204,6 +219,7 @@ fn jacobi_2d_gets_a_skewed_band_and_a_tile_wavefront() {
                 sizes: TileSizes::Fixed(vec![8]),
                 wavefront: false,
             },
+            &tiny_target(),
         )
         .unwrap();
         check_legality(&p, &d, &flat).unwrap();
@@ -282,9 +298,10 @@ fn capacity_rule_picks_the_largest_fitting_tile() {
         &d,
         &s,
         &TileOptions {
-            sizes: TileSizes::Capacity { bytes: 32 * 1024 },
+            sizes: TileSizes::FromTarget,
             wavefront: true,
         },
+        &one_cache(32 * 1024),
     )
     .unwrap();
     let tb = t
@@ -312,7 +329,8 @@ fn bad_tile_sizes_are_errors() {
             &TileOptions {
                 sizes: TileSizes::Fixed(sizes),
                 wavefront: true
-            }
+            },
+            &tiny_target(),
         )
         .is_err());
     }
@@ -331,4 +349,61 @@ fn an_illegal_schedule_is_reported() {
         }
     }
     assert!(check_legality(&p, &d, &s).is_err());
+}
+
+/// The sizes `band_sizes` chooses for gemm's three-member band on `target`.
+fn gemm_sizes(target: &TargetDescription) -> Vec<i64> {
+    let (p, d) = load("gemm.pf");
+    let s = sched(&p, &d, Fusion::NoFuse);
+    let band = *s.bands.iter().find(|b| b.len == 3).unwrap();
+    band_sizes(&p, &d, &s, &band, &TileSizes::FromTarget, target).unwrap()
+}
+
+#[test]
+fn workgroup_limits_bound_the_parallel_members_of_a_tile() {
+    let mut memory = MemoryTree::global("storage", 1 << 30);
+    memory.add("workgroup", MemoryKind::Scratchpad, 16 << 10, memory.root());
+    let gpu = TargetDescription {
+        memory,
+        parallel: vec![
+            ParallelLevel::Workgroups {
+                max_per_dim: [65535; 3],
+            },
+            ParallelLevel::Invocations {
+                max_total: 256,
+                max_per_dim: [256, 256, 64],
+            },
+        ],
+        ..tiny_target()
+    };
+    // gemm's i and j are parallel: 16 × 16 = 256 invocations; a 16³ tile of f64 blocks of A,
+    // B and C takes 6 KiB, a 32³ one 24 KiB.
+    assert_eq!(gemm_sizes(&gpu), [16, 16, 16]);
+}
+
+#[test]
+fn scratchpad_tiles_fit_the_smallest_buffer_in_fractal_multiples() {
+    let mut memory = MemoryTree::global("GM", 1 << 30);
+    let l1 = memory.add("L1", MemoryKind::Scratchpad, 1 << 20, memory.root());
+    memory.add("L0A", MemoryKind::Scratchpad, 64 << 10, l1);
+    memory.add("L0B", MemoryKind::Scratchpad, 64 << 10, l1);
+    let npu = TargetDescription {
+        memory,
+        parallel: vec![
+            ParallelLevel::Cores { count: 2 },
+            ParallelLevel::Matrix {
+                m: 16,
+                n: 16,
+                k: 16,
+            },
+        ],
+        vector: None,
+        ..tiny_target()
+    };
+    // 32³ f64 tiles take 24 KiB of the 64 KiB buffers, 64³ ones 96 KiB.
+    assert_eq!(gemm_sizes(&npu), [32, 32, 32]);
+    // Where not even a fractal fits, nothing is tiled.
+    let mut small = npu.clone();
+    small.memory.nodes[2].bytes = 1024;
+    assert_eq!(gemm_sizes(&small), [1, 1, 1]);
 }

@@ -1,0 +1,234 @@
+//! The table of targets: everything the command line knows about a target comes from here.
+//!
+//! A [`Target`] gives its name and a line of help, its [`TargetDescription`] (what the middle
+//! end optimizes for), its writer (the code it emits, with its own options and errors behind
+//! [`Target::write`]) and its runner ([`Target::run`]: the kernel run on deterministic random
+//! inputs and compared with the reference interpreter). [`TARGETS`] lists them in the order
+//! `run --target all` runs them; [`compile`] and [`emit`] drive the optimizing pipeline for any
+//! target, so a target added to the table (or defined elsewhere, as the tests do) needs nothing
+//! else.
+
+use std::fmt;
+
+use polyhedral::pipeline::{self, Compiled, STAGES};
+use polyhedral::program::Program;
+use polyhedral::target::TargetDescription;
+
+use crate::{cpu, gpu, interp};
+
+/// The targets, in the order `run --target all` runs them.
+pub static TARGETS: &[&dyn Target] = &[&interp::Interp, &cpu::Cpu, &gpu::Gpu];
+
+/// The target called `name`.
+pub fn find(name: &str) -> Result<&'static dyn Target, Error> {
+    TARGETS
+        .iter()
+        .copied()
+        .find(|t| t.name() == name)
+        .ok_or_else(|| Error::UnknownTarget {
+            name: name.to_string(),
+            known: names(),
+        })
+}
+
+/// The names of every target, comma-separated, for messages.
+pub fn names() -> String {
+    TARGETS
+        .iter()
+        .map(|t| t.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Options the command line gives every target; each target reads those it has a use for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TargetOptions {
+    /// Threads of the generated code (`None`: every core).
+    pub threads: Option<usize>,
+    /// GPU: no promotion to workgroup memory or registers.
+    pub no_promote: bool,
+    /// GPU: compute f64 kernels in f32.
+    pub f64_as_f32: bool,
+    /// GPU: part of the name of the adapter to run on.
+    pub adapter: Option<String>,
+}
+
+/// A kernel as read: the program and, for C input, the text of the file it came from (for
+/// source-to-source output).
+pub struct Source<'a> {
+    pub program: &'a Program,
+    pub text: Option<&'a str>,
+}
+
+/// What a target's run produced.
+pub struct RunOutput {
+    /// What `polyfuse run` prints.
+    pub text: String,
+    /// The JSON document of `polyfuse run --json`.
+    pub json: serde_json::Value,
+    /// Whether the outputs match the interpreter's.
+    pub matches: bool,
+}
+
+/// One target.
+pub trait Target: Sync {
+    /// The `--target` value.
+    fn name(&self) -> &'static str;
+    /// One line for `--help`.
+    fn about(&self) -> &'static str;
+    /// The `--emit` name of the code the target writes (`c`), or `None` for a target that
+    /// only runs kernels (the interpreter).
+    fn code(&self) -> Option<&'static str>;
+    /// What the middle end optimizes for; `None` for a target that only runs kernels.
+    fn description(&self, options: &TargetOptions) -> Option<TargetDescription>;
+    /// The code for `compiled`, the optimized form of `source`.
+    fn write(
+        &self,
+        source: &Source,
+        compiled: &Compiled,
+        options: &TargetOptions,
+    ) -> Result<String, Error>;
+    /// Runs `program` (optimized with `pipeline`) on the random inputs of `seed` and compares
+    /// its outputs with the interpreter's.
+    fn run(
+        &self,
+        program: &Program,
+        pipeline: &pipeline::Options,
+        options: &TargetOptions,
+        seed: u64,
+    ) -> Result<RunOutput, Error>;
+    /// The program the target compiles for `program` (the GPU narrows f64 to f32 when asked);
+    /// the program itself by default.
+    fn program_for(&self, program: &Program, _options: &TargetOptions) -> Result<Program, Error> {
+        Ok(program.clone())
+    }
+    /// Whether the target can run here; `run --target all` skips the ones that cannot.
+    fn available(&self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// What `compile --emit` writes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Emit {
+    /// The target's code.
+    Code,
+    /// The optimized schedule tree, or the tree after one stage of the pipeline.
+    Tree { after: Option<String> },
+    /// The loop AST generated from the optimized tree.
+    Ast,
+    /// The dependences the scheduler worked from.
+    Deps,
+}
+
+impl Emit {
+    /// Reads an `--emit` value for `target`: its code's name, `tree`, `tree=after:STAGE`,
+    /// `ast` or `deps`.
+    pub fn parse(text: &str, target: &dyn Target) -> Result<Emit, Error> {
+        let emit = match text {
+            "tree" => Emit::Tree { after: None },
+            "ast" => Emit::Ast,
+            "deps" => Emit::Deps,
+            _ if Some(text) == target.code() => Emit::Code,
+            _ => match text.strip_prefix("tree=after:") {
+                Some(stage) if STAGES.contains(&stage) => Emit::Tree {
+                    after: Some(stage.to_string()),
+                },
+                Some(stage) => {
+                    return Err(Error::Usage(format!(
+                        "`{stage}` is not a stage of the pipeline; the stages are {}",
+                        STAGES.join(", ")
+                    )))
+                }
+                None => {
+                    let code = target.code().map(|c| format!("{c}, ")).unwrap_or_default();
+                    return Err(Error::Usage(format!(
+                        "`--emit {text}` is not something the {} target writes; it writes {code}\
+                         tree, tree=after:STAGE, ast or deps",
+                        target.name()
+                    )));
+                }
+            },
+        };
+        Ok(emit)
+    }
+}
+
+/// Runs the optimizing pipeline on `program` for `target`.
+pub fn compile(
+    target: &dyn Target,
+    program: &Program,
+    pipeline: &pipeline::Options,
+    options: &TargetOptions,
+) -> Result<Compiled, Error> {
+    let description = target.description(options).ok_or(Error::NoCode {
+        target: target.name(),
+    })?;
+    let program = &target.program_for(program, options)?;
+    pipeline::compile(program, &description, pipeline).map_err(|source| Error::Pipeline {
+        kernel: program.name.clone(),
+        source,
+    })
+}
+
+/// What `polyfuse compile --emit …` writes for `source` on `target`.
+pub fn emit(
+    target: &dyn Target,
+    source: &Source,
+    what: &Emit,
+    pipeline: &pipeline::Options,
+    options: &TargetOptions,
+) -> Result<String, Error> {
+    let compiled = compile(target, source.program, pipeline, options)?;
+    Ok(match what {
+        Emit::Code => target.write(source, &compiled, options)?,
+        Emit::Tree { after: None } => compiled.tree.display(&compiled.program),
+        Emit::Tree { after: Some(stage) } => match compiled.tree_after(stage) {
+            Some(tree) => tree.display(&compiled.program),
+            None => {
+                return Err(Error::Usage(format!(
+                    "the stage `{stage}` did not run for this kernel on {}; the stages that \
+                     ran are {}",
+                    target.name(),
+                    compiled
+                        .stages
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+        },
+        Emit::Ast => compiled.ast.display(&compiled.program).to_string(),
+        Emit::Deps => compiled.deps.display(&compiled.program).to_string(),
+    })
+}
+
+/// What can go wrong behind the table; each message is one line, except the build and run
+/// logs of generated code.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("unknown target `{name}`; the targets are {known}")]
+    UnknownTarget { name: String, known: String },
+    #[error("the {target} target generates no code: it runs kernels in their original order")]
+    NoCode { target: &'static str },
+    #[error("{0}")]
+    Usage(String),
+    #[error("{kernel}: {source}")]
+    Pipeline {
+        kernel: String,
+        source: pipeline::Error,
+    },
+    #[error("{kernel}: {source}")]
+    Cpu { kernel: String, source: cpu::Error },
+    #[error("{kernel}: {source}")]
+    Gpu { kernel: String, source: gpu::Error },
+    #[error("the interpreter stopped: {0}")]
+    Interp(#[from] polyhedral::interp::InterpError),
+}
+
+impl fmt::Debug for dyn Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

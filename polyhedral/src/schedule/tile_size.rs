@@ -1,0 +1,371 @@
+//! Tile-size selection: how large the tiles of a permutable band are, read from the target's
+//! description alone (never from its name). The tiling transformation itself is in
+//! [`super::tile`]; [`band_sizes`] is the one entry point it calls.
+//!
+//! The rules, chosen by what the description holds:
+//!
+//! - **a cache hierarchy** (a CPU): with two or more caches, the cache rule of
+//!   [`hierarchy_sizes`]; with one, the uniform rule on it;
+//! - **workgroups** (a GPU): the largest uniform power of two for which the band's parallel
+//!   members fit the workgroup's invocation limits (in all and per dimension) and the tile's
+//!   footprint fits the workgroup memory;
+//! - **scratchpads** (an accelerator): the largest uniform power of two whose footprint fits the
+//!   smallest scratchpad, a multiple of the matrix unit's fractal where the target has one;
+//! - otherwise nothing is tiled.
+//!
+//! Footprints are the bounding boxes of the array elements one interior tile touches, computed
+//! exactly from the access relations at the program's parameter values ([`footprint`]).
+
+use crate::deps::Dependences;
+use crate::program::{AffineExpr, ConstraintKind, Program, StmtId};
+use crate::sets::{Map, Set, Tuple};
+use crate::target::TargetDescription;
+
+use super::intra_tile::predicted_innermost;
+use super::pluto::{affine_row, stmt_tuple, Band, DimKind, Error, PlutoSchedule};
+
+/// Where tile sizes come from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum TileSizes {
+    /// No tiling.
+    Off,
+    /// One size per band member, outermost first; a band longer than the list repeats the
+    /// last size.
+    Fixed(Vec<i64>),
+    /// The rules of the module docs, on the target's description.
+    #[default]
+    FromTarget,
+}
+
+/// The tile sizes of `band`, one per member (all 1: leave the band untiled).
+pub fn band_sizes(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    sizes: &TileSizes,
+    target: &TargetDescription,
+) -> Result<Vec<i64>, Error> {
+    match sizes {
+        TileSizes::Off => Ok(vec![1; band.len]),
+        TileSizes::Fixed(v) => Ok((0..band.len)
+            .map(|k| *v.get(k).unwrap_or(v.last().unwrap_or(&1)))
+            .collect()),
+        TileSizes::FromTarget => target_sizes(program, deps, schedule, band, target),
+    }
+}
+
+fn target_sizes(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    target: &TargetDescription,
+) -> Result<Vec<i64>, Error> {
+    let caches = target.memory.cache_chain();
+    match caches.as_slice() {
+        [] => {}
+        [only] => return uniform_sizes(program, schedule, band, only.bytes, |_| true),
+        [l1, l2, ..] => {
+            // Two-member bands have no middle member whose block is reused from the L1
+            // cache; measured on PolyBench, uniform tiles that fit it serve them best. Without
+            // a vector unit, long inner tiles would buy nothing.
+            let vector = match target.vector {
+                Some(v) if band.len >= 3 => v,
+                _ => return uniform_sizes(program, schedule, band, l1.bytes, |_| true),
+            };
+            let lanes = program
+                .arrays
+                .iter()
+                .map(|a| vector.lanes(a.elem))
+                .max()
+                .unwrap_or(1);
+            let length = round_up(vector.tile_iterations.max(lanes), lanes);
+            return match predicted_innermost(program, deps, schedule, band)? {
+                Some(v) => {
+                    hierarchy_sizes(program, schedule, band, v, l1.bytes, l2.bytes / 2, length)
+                }
+                // Nothing will be vectorized: long inner tiles would buy nothing.
+                None => uniform_sizes(program, schedule, band, l1.bytes, |_| true),
+            };
+        }
+    }
+    let smallest = target.memory.scratchpads().map(|m| m.bytes).min();
+    if let Some((max_total, max_per_dim)) = target.invocations() {
+        let bytes = smallest.unwrap_or(u64::MAX);
+        let parallel: Vec<usize> = (0..band.len)
+            .filter(|&k| schedule.dims[band.start + k].coincident)
+            .collect();
+        return uniform_sizes(program, schedule, band, bytes, |t| {
+            let mapped = parallel.len().min(3);
+            (t as u64).saturating_pow(mapped as u32) <= max_total as u64
+                && max_per_dim[..mapped].iter().all(|&m| t <= m as i64)
+        });
+    }
+    if let Some(bytes) = smallest {
+        let multiple = target
+            .fractal()
+            .map_or(1, |(m, n, k)| m.max(n).max(k) as i64);
+        return uniform_sizes(program, schedule, band, bytes, |t| t % multiple == 0);
+    }
+    Ok(vec![1; band.len])
+}
+
+fn round_up(x: i64, multiple: i64) -> i64 {
+    (x + multiple - 1) / multiple * multiple
+}
+
+/// The sizes the capacity rules choose from, largest first.
+const TILE_SIZES: [i64; 8] = [256, 128, 64, 32, 16, 8, 4, 2];
+
+/// The largest uniform power of two from 2 to 256 that `allowed` accepts and whose tile
+/// footprint fits `bytes` (1 when none does).
+fn uniform_sizes(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    bytes: u64,
+    allowed: impl Fn(i64) -> bool,
+) -> Result<Vec<i64>, Error> {
+    for t in TILE_SIZES.into_iter().filter(|&t| allowed(t)) {
+        let sizes = vec![t; band.len];
+        if footprint(program, schedule, band, &sizes)? <= bytes {
+            return Ok(sizes);
+        }
+    }
+    Ok(vec![1; band.len])
+}
+
+/// The largest tile of a parallel outermost member under the cache rule: a loop of
+/// 500 to 1,000 iterations then has 16 to 32 tiles, which 2 to 8 threads share with at most
+/// one tile of imbalance, while the block reused from the L1 cache is still brought in only
+/// once per 32 iterations.
+const PARALLEL_TILE: i64 = 32;
+
+/// Tile sizes for a cache hierarchy. The member `v` (predicted by [`predicted_innermost`])
+/// will run innermost, vectorized: it gets `vector` iterations, enough for long SIMD loops
+/// and hardware prefetching.
+/// The members between the outermost one and it get the largest uniform power of two for which
+/// one iteration of the outermost member — the data reused from one iteration of it to the next
+/// — fits `l1` bytes (for a matrix product, the block of the right operand). The outermost
+/// member gets the largest power of two up to 256 for which the whole tile fits `l2` bytes,
+/// which amortises bringing that block into the closest cache; when the outermost member is
+/// parallel, at most [`PARALLEL_TILE`], so that threads get equal shares of it. When not even
+/// middle tiles of 2 fit `l1`, the band gets the uniform rule instead.
+fn hierarchy_sizes(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    v: usize,
+    l1: u64,
+    l2: u64,
+    vector: i64,
+) -> Result<Vec<i64>, Error> {
+    let n = band.len;
+    let outer = (0..n).find(|&k| k != v).unwrap_or(0);
+    let middle: Vec<usize> = (0..n).filter(|&k| k != v && k != outer).collect();
+    let mut sizes = vec![1i64; n];
+    sizes[v] = vector.max(1);
+    let mut t_mid = None;
+    for t in TILE_SIZES {
+        for &k in &middle {
+            sizes[k] = t;
+        }
+        if middle.is_empty() || footprint(program, schedule, band, &sizes)? <= l1 {
+            t_mid = Some(t);
+            break;
+        }
+    }
+    // Not even the smallest middle block fits the L1 cache: there is no reuse there for
+    // long vector tiles to exploit.
+    let Some(t_mid) = t_mid else {
+        return uniform_sizes(program, schedule, band, l1, |_| true);
+    };
+    for &k in &middle {
+        sizes[k] = t_mid;
+    }
+    // A parallel outermost member is shared among threads tile by tile: keep its tiles small
+    // enough that a loop of a few hundred iterations splits evenly.
+    let cap = if schedule.dims[band.start + outer].coincident {
+        PARALLEL_TILE
+    } else {
+        TILE_SIZES[0]
+    };
+    for t in TILE_SIZES.into_iter().filter(|&t| t <= cap) {
+        sizes[outer] = t;
+        if footprint(program, schedule, band, &sizes)? <= l2 {
+            return Ok(sizes);
+        }
+    }
+    sizes[outer] = 1;
+    Ok(sizes)
+}
+
+/// Inclusive bounds per array dimension.
+type BoundingBox = Vec<(i64, i64)>;
+
+/// Bytes of the bounding boxes of the array elements touched by one interior tile of `band`,
+/// at the program's parameter values: one iteration of the loops outside the band (their
+/// values fixed at an interior instance), the tile's `sizes` along the band. Statements that
+/// scalar dimensions before the band put into different loop nests run their tiles at
+/// different times, so the answer is the largest nest's footprint, not their sum.
+pub fn footprint(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    sizes: &[i64],
+) -> Result<u64, Error> {
+    let np = program.params.len();
+    let values = program.param_values();
+    let groups = schedule.nests_at(band.start);
+    // Per loop nest, per array: the bounding box of the elements touched, once touched.
+    let mut nests: Vec<Vec<Option<BoundingBox>>> =
+        vec![vec![None; program.arrays.len()]; groups.len()];
+    for (si, s) in program.statements.iter().enumerate() {
+        let slot = groups
+            .iter()
+            .position(|g| g.contains(&StmtId(si as u32)))
+            .unwrap_or(0);
+        let boxes = &mut nests[slot];
+        let ds = s.depth();
+        let phis: Vec<AffineExpr> = (band.start..band.start + band.len)
+            .map(|d| {
+                schedule.dims[d].exprs[si]
+                    .as_affine()
+                    .cloned()
+                    .ok_or_else(|| Error::Invalid("only affine bands can be tiled".into()))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut eqs = Vec::new();
+        let mut ineqs = Vec::new();
+        for c in &s.domain {
+            let r = bind(&affine_row(&c.expr, np, ds), &values);
+            match c.kind {
+                ConstraintKind::Zero => eqs.push(r),
+                ConstraintKind::NonNegative => ineqs.push(r),
+            }
+        }
+        let domain = Set::from_constraints(&[], stmt_tuple(s), &eqs, &ineqs)?;
+        let Some(point) = interior_point(&domain, ds)? else {
+            continue;
+        };
+        for d in 0..band.start {
+            let dim = &schedule.dims[d];
+            if dim.kind != DimKind::Loop {
+                continue;
+            }
+            // A tile dimension outside the band is implied by the point dimensions it
+            // divides; only affine loops are fixed.
+            if let Some(phi) = dim.exprs[si].as_affine() {
+                if !phi.terms().is_empty() {
+                    let mut row = bind(&affine_row(phi, np, ds), &values);
+                    row[0] -= phi.eval(&point, &values);
+                    eqs.push(row);
+                }
+            }
+        }
+        for (phi, &t) in phis.iter().zip(sizes) {
+            if phi.terms().is_empty() {
+                continue;
+            }
+            let origin = phi.eval(&point, &values).div_euclid(t) * t;
+            let mut lo = bind(&affine_row(phi, np, ds), &values);
+            lo[0] -= origin;
+            let mut hi: Vec<i64> = lo.iter().map(|x| -x).collect();
+            hi[0] += t - 1;
+            ineqs.push(lo);
+            ineqs.push(hi);
+        }
+        let tile = Set::from_constraints(&[], stmt_tuple(s), &eqs, &ineqs)?;
+        for (_, acc) in s.accesses() {
+            let k = acc.subscripts.len();
+            let mut rows = Vec::new();
+            for (j, e) in acc.subscripts.iter().enumerate() {
+                let mut r = bind(&affine_row(e, np, ds + k), &values);
+                r[1 + ds + j] = -1;
+                rows.push(r);
+            }
+            let map = Map::from_constraints(
+                &[],
+                stmt_tuple(s),
+                Tuple::anonymous_dims(Some(&program.array(acc.array).name), k),
+                &rows,
+                &[],
+            )?;
+            let image = tile.apply(&map);
+            let mut b = Vec::with_capacity(k);
+            for j in 0..k {
+                match image.dim_range(j)? {
+                    Some(r) => match (r.min, r.max) {
+                        (Some(lo), Some(hi)) => b.push((lo, hi)),
+                        _ => return Err(Error::Sets(crate::sets::Error::Unbounded)),
+                    },
+                    None => break,
+                }
+            }
+            if b.len() < k {
+                continue;
+            }
+            let slot = &mut boxes[acc.array.index()];
+            *slot = Some(match slot.take() {
+                None => b,
+                Some(old) => old
+                    .iter()
+                    .zip(&b)
+                    .map(|(&(a, bb), &(c, d))| (a.min(c), bb.max(d)))
+                    .collect(),
+            });
+        }
+    }
+    let mut largest: u64 = 0;
+    for boxes in &nests {
+        let mut total: u64 = 0;
+        for (a, b) in boxes.iter().enumerate() {
+            if let Some(b) = b {
+                let elems: u64 = b
+                    .iter()
+                    .map(|&(lo, hi)| (hi - lo + 1).max(0) as u64)
+                    .product();
+                let size = program.arrays[a].elem.size_in_bytes() as u64;
+                total = total.saturating_add(elems.saturating_mul(size));
+            }
+        }
+        largest = largest.max(total);
+    }
+    Ok(largest)
+}
+
+/// A point of a parameter-free set near the middle of its bounding box (the middle itself when
+/// it belongs to the set, else the lexicographic minimum).
+fn interior_point(set: &Set, depth: usize) -> Result<Option<Vec<i64>>, Error> {
+    let mut mid = Vec::with_capacity(depth);
+    for k in 0..depth {
+        match set.dim_range(k)? {
+            Some(r) => match (r.min, r.max) {
+                (Some(lo), Some(hi)) => mid.push(lo + (hi - lo) / 2),
+                _ => return Err(Error::Sets(crate::sets::Error::Unbounded)),
+            },
+            None => return Ok(None),
+        }
+    }
+    if set.contains(&[], &mid).unwrap_or(false) {
+        return Ok(Some(mid));
+    }
+    Ok(set.lexmin_point()?)
+}
+
+/// A row with parameter columns replaced by their values (folded into the constant).
+fn bind(row: &[i64], values: &[i64]) -> Vec<i64> {
+    let np = values.len();
+    let mut out = Vec::with_capacity(row.len() - np);
+    out.push(
+        row[0]
+            + row[1..=np]
+                .iter()
+                .zip(values)
+                .map(|(a, v)| a * v)
+                .sum::<i64>(),
+    );
+    out.extend_from_slice(&row[1 + np..]);
+    out
+}

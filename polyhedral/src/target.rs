@@ -1,0 +1,363 @@
+//! Target descriptions: what the middle end knows about a machine.
+//!
+//! Every back end describes its machine with one [`TargetDescription`]; the passes read its
+//! numbers and never its name (the name is for messages only). A description is data:
+//!
+//! - a [`MemoryTree`]: the machine's memories as a tree whose root is the global memory and
+//!   whose edges say which memory feeds which (a CPU's caches form a chain; an accelerator's L1
+//!   feeds L0A and L0B, and L0C drains to UB). Each node says how large it is, whether it is a
+//!   transparent cache or an addressable scratchpad (which the code names and copies to);
+//! - a parallel hierarchy ([`ParallelLevel`], outermost first): threads, cores, workgroups and
+//!   invocations, a matrix unit's fractal;
+//! - the vector unit, if any;
+//! - the element types the machine computes in.
+//!
+//! Invariants (checked by [`TargetDescription::validate`]): the memory tree has exactly one root,
+//! which is global; every other node has a parent that comes before it; capacities are positive.
+
+use std::fmt;
+
+use crate::program::{Program, ScalarType};
+
+/// A memory of the tree, by its index in [`MemoryTree::nodes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MemoryId(pub u32);
+
+impl MemoryId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What a memory is to the code that runs on the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// The memory the kernel's arrays live in (DRAM, a GPU's storage buffers, an
+    /// accelerator's GM). The root of the tree.
+    Global,
+    /// A hardware-managed cache: never named by the code, only exploited by tiling.
+    Cache,
+    /// An on-chip memory the code addresses explicitly (a GPU's workgroup memory, an
+    /// accelerator's buffers): data must be copied in and out of it.
+    Scratchpad,
+}
+
+/// One memory of the machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryNode {
+    /// What the memory is called in messages and reports (`L1d`, `workgroup`, `L0A`).
+    pub name: String,
+    pub kind: MemoryKind,
+    /// Capacity in bytes of one instance of the memory.
+    pub bytes: u64,
+    /// The memory this one is filled from (`None` for the root).
+    pub parent: Option<MemoryId>,
+}
+
+/// The memories of a machine, as a tree rooted at the global memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryTree {
+    pub nodes: Vec<MemoryNode>,
+}
+
+impl MemoryTree {
+    /// The global memory alone: a machine with no caches and no scratchpads.
+    pub fn global(name: &str, bytes: u64) -> MemoryTree {
+        MemoryTree {
+            nodes: vec![MemoryNode {
+                name: name.to_string(),
+                kind: MemoryKind::Global,
+                bytes,
+                parent: None,
+            }],
+        }
+    }
+
+    /// Adds a node filled from `parent` and returns its id.
+    pub fn add(&mut self, name: &str, kind: MemoryKind, bytes: u64, parent: MemoryId) -> MemoryId {
+        self.nodes.push(MemoryNode {
+            name: name.to_string(),
+            kind,
+            bytes,
+            parent: Some(parent),
+        });
+        MemoryId(self.nodes.len() as u32 - 1)
+    }
+
+    pub fn node(&self, id: MemoryId) -> &MemoryNode {
+        &self.nodes[id.index()]
+    }
+
+    pub fn root(&self) -> MemoryId {
+        MemoryId(0)
+    }
+
+    /// The nodes filled from `id`.
+    pub fn children(&self, id: MemoryId) -> impl Iterator<Item = MemoryId> + '_ {
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(move |(_, n)| n.parent == Some(id))
+            .map(|(k, _)| MemoryId(k as u32))
+    }
+
+    /// The caches between the compute units and the global memory, closest first: the chain
+    /// from the deepest cache up to the root (empty when the machine has no cache).
+    pub fn cache_chain(&self) -> Vec<&MemoryNode> {
+        let depth = |mut id: MemoryId| {
+            let mut d = 0;
+            while let Some(p) = self.node(id).parent {
+                id = p;
+                d += 1;
+            }
+            d
+        };
+        let deepest = (0..self.nodes.len() as u32)
+            .map(MemoryId)
+            .filter(|&id| self.node(id).kind == MemoryKind::Cache)
+            .max_by_key(|&id| (depth(id), std::cmp::Reverse(id)));
+        let mut chain = Vec::new();
+        let mut at = deepest;
+        while let Some(id) = at {
+            let node = self.node(id);
+            if node.kind == MemoryKind::Cache {
+                chain.push(node);
+            }
+            at = node.parent;
+        }
+        chain
+    }
+
+    /// The addressable on-chip memories, in tree order.
+    pub fn scratchpads(&self) -> impl Iterator<Item = &MemoryNode> {
+        self.nodes
+            .iter()
+            .filter(|n| n.kind == MemoryKind::Scratchpad)
+    }
+}
+
+/// One level of a machine's parallel hierarchy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParallelLevel {
+    /// Threads that share the global memory and run loops of their own (a CPU's cores);
+    /// `None` when the count is only known where the code runs.
+    Threads { count: Option<u32> },
+    /// Independent cores, each with its own on-chip memories (an accelerator's blocks).
+    Cores { count: u32 },
+    /// A grid of workgroups of up to three dimensions, with the largest count per dimension.
+    Workgroups { max_per_dim: [u32; 3] },
+    /// The invocations of one workgroup: at most `max_total` in all and `max_per_dim` along
+    /// each dimension.
+    Invocations {
+        max_total: u32,
+        max_per_dim: [u32; 3],
+    },
+    /// A matrix unit that multiplies an `m`×`k` fractal by a `k`×`n` one per instruction.
+    Matrix { m: u32, n: u32, k: u32 },
+}
+
+/// A machine's vector unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VectorUnit {
+    /// Bytes of one vector register.
+    pub bytes: u32,
+    /// Iterations of the innermost, vectorized loop in one tile: long enough for vector loops
+    /// with few remainders and for the hardware's prefetching. A whole number of vectors for
+    /// every element type.
+    pub tile_iterations: i64,
+}
+
+impl VectorUnit {
+    /// Elements of type `ty` in one vector register (at least 1).
+    pub fn lanes(&self, ty: ScalarType) -> i64 {
+        (self.bytes as i64 / ty.size_in_bytes() as i64).max(1)
+    }
+}
+
+/// What the middle end knows about a target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TargetDescription {
+    /// The target's name, for messages only: no pass reads it.
+    pub name: String,
+    pub memory: MemoryTree,
+    /// The parallel hierarchy, outermost level first (empty: one sequential unit).
+    pub parallel: Vec<ParallelLevel>,
+    pub vector: Option<VectorUnit>,
+    /// The element types the machine can compute in.
+    pub element_types: Vec<ScalarType>,
+}
+
+/// A description that breaks one of the invariants of [`TargetDescription`], or a program the
+/// target cannot run.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("target `{target}`: {what}")]
+    Invalid { target: String, what: String },
+    #[error("not supported on {target}: {ty} (array `{array}`)")]
+    ElementType {
+        target: String,
+        ty: ScalarType,
+        array: String,
+    },
+}
+
+impl TargetDescription {
+    /// Checks the invariants of the module docs.
+    pub fn validate(&self) -> Result<(), TargetError> {
+        let invalid = |what: String| {
+            Err(TargetError::Invalid {
+                target: self.name.clone(),
+                what,
+            })
+        };
+        let nodes = &self.memory.nodes;
+        match nodes.first() {
+            Some(root) if root.kind == MemoryKind::Global && root.parent.is_none() => {}
+            _ => return invalid("the first memory must be the global memory, the root".into()),
+        }
+        for (k, n) in nodes.iter().enumerate().skip(1) {
+            match n.parent {
+                Some(p) if p.index() < k => {}
+                _ => return invalid(format!("memory `{}` has no parent before it", n.name)),
+            }
+            if n.kind == MemoryKind::Global {
+                return invalid(format!("memory `{}` is global but not the root", n.name));
+            }
+        }
+        if let Some(n) = nodes.iter().find(|n| n.bytes == 0) {
+            return invalid(format!("memory `{}` has no capacity", n.name));
+        }
+        Ok(())
+    }
+
+    /// Checks that the target computes in every element type of `program`'s arrays.
+    pub fn supports(&self, program: &Program) -> Result<(), TargetError> {
+        for a in &program.arrays {
+            if !self.element_types.contains(&a.elem) {
+                return Err(TargetError::ElementType {
+                    target: self.name.clone(),
+                    ty: a.elem,
+                    array: a.name.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the target has units that run loop iterations in parallel with shared
+    /// global memory (threads, cores or workgroups).
+    pub fn has_parallel_units(&self) -> bool {
+        self.parallel.iter().any(|l| match l {
+            ParallelLevel::Threads { count } => count.is_none_or(|c| c > 1),
+            ParallelLevel::Cores { count } => *count > 1,
+            ParallelLevel::Workgroups { .. } | ParallelLevel::Invocations { .. } => true,
+            ParallelLevel::Matrix { .. } => false,
+        })
+    }
+
+    /// The invocation limits of one workgroup, if the target has workgroups.
+    pub fn invocations(&self) -> Option<(u32, [u32; 3])> {
+        self.parallel.iter().find_map(|l| match *l {
+            ParallelLevel::Invocations {
+                max_total,
+                max_per_dim,
+            } => Some((max_total, max_per_dim)),
+            _ => None,
+        })
+    }
+
+    /// The matrix unit's fractal `(m, n, k)`, if the target has one.
+    pub fn fractal(&self) -> Option<(u32, u32, u32)> {
+        self.parallel.iter().find_map(|l| match *l {
+            ParallelLevel::Matrix { m, n, k } => Some((m, n, k)),
+            _ => None,
+        })
+    }
+}
+
+impl fmt::Display for TargetDescription {
+    /// The description in a few lines, for `--help`-style listings and test messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "target {}", self.name)?;
+        for (k, n) in self.memory.nodes.iter().enumerate() {
+            let parent = n
+                .parent
+                .map(|p| format!(" <- {}", self.memory.node(p).name))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "  memory {k}: {} {:?} {} bytes{parent}",
+                n.name, n.kind, n.bytes
+            )?;
+        }
+        for l in &self.parallel {
+            writeln!(f, "  parallel: {l:?}")?;
+        }
+        if let Some(v) = self.vector {
+            writeln!(f, "  vector: {} bytes", v.bytes)?;
+        }
+        let types: Vec<&str> = self.element_types.iter().map(|t| t.name()).collect();
+        writeln!(f, "  element types: {}", types.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accelerator() -> TargetDescription {
+        let mut memory = MemoryTree::global("GM", 1 << 30);
+        let l1 = memory.add("L1", MemoryKind::Scratchpad, 1 << 20, memory.root());
+        memory.add("L0A", MemoryKind::Scratchpad, 64 << 10, l1);
+        memory.add("L0B", MemoryKind::Scratchpad, 64 << 10, l1);
+        TargetDescription {
+            name: "toy accelerator".into(),
+            memory,
+            parallel: vec![
+                ParallelLevel::Cores { count: 2 },
+                ParallelLevel::Matrix {
+                    m: 16,
+                    n: 16,
+                    k: 16,
+                },
+            ],
+            vector: None,
+            element_types: vec![ScalarType::F16],
+        }
+    }
+
+    #[test]
+    fn a_tree_of_scratchpads_validates_and_has_no_cache_chain() {
+        let t = accelerator();
+        t.validate().unwrap();
+        assert!(t.memory.cache_chain().is_empty());
+        assert_eq!(t.memory.children(MemoryId(1)).count(), 2);
+        assert_eq!(t.memory.scratchpads().count(), 3);
+        assert_eq!(t.fractal(), Some((16, 16, 16)));
+        assert!(t.has_parallel_units());
+    }
+
+    #[test]
+    fn a_cache_chain_runs_from_the_closest_cache_outwards() {
+        let mut memory = MemoryTree::global("DRAM", 1 << 34);
+        let l3 = memory.add("L3", MemoryKind::Cache, 32 << 20, memory.root());
+        let l2 = memory.add("L2", MemoryKind::Cache, 1 << 20, l3);
+        memory.add("L1d", MemoryKind::Cache, 32 << 10, l2);
+        let names: Vec<&str> = memory
+            .cache_chain()
+            .iter()
+            .map(|n| n.name.as_str())
+            .collect();
+        assert_eq!(names, ["L1d", "L2", "L3"]);
+    }
+
+    #[test]
+    fn broken_trees_are_refused() {
+        let mut t = accelerator();
+        t.memory.nodes[2].parent = Some(MemoryId(3));
+        assert!(t.validate().is_err());
+        let mut t = accelerator();
+        t.memory.nodes[0].kind = MemoryKind::Cache;
+        assert!(t.validate().is_err());
+    }
+}
