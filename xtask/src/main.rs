@@ -8,6 +8,7 @@
 //!   environment variable); a panic fails the run and prints the input.
 
 mod bench_cpu;
+mod bench_gpu;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -40,7 +41,10 @@ tasks:
                                simulator (release build)
   bench cpu [--runs N] [--only TEXT] [--readme]
                                PolyBench C kernels at LARGE sizes: gcc -O3 against
-                               polyfuse (OpenMP) and Polly; --readme writes the table";
+                               polyfuse (OpenMP) and Polly; --readme writes the table
+  bench gpu [--runs N] [--adapter NAME] [--readme]
+                               gemm, 2mm, conv2d_relu, jacobi2d, softmax, layernorm on
+                               the GPU adapter: promoted against unpromoted code";
 
 fn workspace_root() -> PathBuf {
     // xtask lives one level below the workspace root.
@@ -135,6 +139,7 @@ fn bench(args: &[String]) -> Result<(), String> {
         [what] if what == "deps" => bench_deps(),
         [what] if what == "sim" => bench_sim(),
         [what, rest @ ..] if what == "cpu" => bench_cpu::bench_cpu(rest),
+        [what, rest @ ..] if what == "gpu" => bench_gpu::bench_gpu(rest),
         _ => Err(USAGE.to_string()),
     }
 }

@@ -1,18 +1,19 @@
 //! The GPU target: WGSL compute shaders, validated by naga and run through wgpu.
 //!
-//! [`compile`] runs the optimizing pipeline for the GPU's [`Limits`] (tiles sized for the
-//! workgroup memory, no intra-tile permutation: the point band keeps its coincident members
-//! outermost so they can map to invocations), inserts the kernel and thread marks of
-//! [`polyhedral::schedule::map`] and generates the loop AST. [`Writer`] turns that AST into a
-//! [`Module`]: one WGSL module with one entry point per kernel and the host program that
-//! dispatches them (sequential outer loops, one dispatch per kernel instance), every module
-//! validated with naga before it is returned. [`run`] and [`check`] execute a module with wgpu
+//! [`compile`] runs the optimizing pipeline on the GPU's description ([`target`]: tiles sized
+//! for the invocation limits and the workgroup memory; no vector unit, so point bands keep
+//! their coincident members outermost, where they can map to invocations), whose last pass
+//! inserts the kernel and thread marks of [`polyhedral::schedule::map`]. [`Writer`] turns the
+//! loop AST into a [`Module`]: one WGSL module with one entry point per kernel and the host
+//! program that dispatches them (sequential outer loops, one dispatch per kernel instance),
+//! every module validated with naga before it is returned. [`run`] and [`check`] execute a module with wgpu
 //! and compare its outputs with the interpreter's.
 //!
 //! WGSL has no `f64`: f64 kernels are refused unless [`Options::f64_as_f32`] asks to compute
 //! them in `f32` ([`narrow_f64`]); they are then compared with the interpreter running the
 //! same narrowed program, at the `f32` tolerance. `f16` values are stored and computed in `f32`
-//! and rounded back to `f16` after every operation, as the interpreter rounds them.
+//! and rounded back to `f16` after every operation, as the interpreter rounds them (`enable
+//! f16` is not used: what the adapter supports would change the arithmetic).
 
 mod body;
 mod host;
