@@ -356,17 +356,25 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
+    let options = args.optimize.target();
     let targets: Vec<&dyn Target> = if args.target == "all" {
         TARGETS
             .iter()
             .copied()
             .filter(|t| t.available().is_ok())
+            // A target that cannot compute the kernel (the GPU and f64) is left out, saying why.
+            .filter(|t| match t.program_for(&program, &options) {
+                Ok(_) => true,
+                Err(e) => {
+                    eprintln!("note: {} left out: {e}", t.name());
+                    false
+                }
+            })
             .collect()
     } else {
         vec![target::find(&args.target)?]
     };
     let pipeline = args.optimize.pipeline();
-    let options = args.optimize.target();
     let mut mismatch = Vec::new();
     let mut documents = Vec::new();
     for (k, target) in targets.iter().enumerate() {

@@ -119,8 +119,11 @@ fn run_once(
         let at = text.find(&format!("\"{key}\""))?;
         let rest = &text[at + key.len() + 2..];
         let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+        if let Some(quoted) = rest.strip_prefix('"') {
+            return Some(quoted[..quoted.find('"')?].to_string());
+        }
         let end = rest.find([',', '\n', '}']).unwrap_or(rest.len());
-        Some(rest[..end].trim().trim_matches('"').to_string())
+        Some(rest[..end].trim().to_string())
     };
     if number("matches_interp").as_deref() != Some("true") {
         return Err(format!(
@@ -190,7 +193,7 @@ pub(crate) fn bench_gpu(args: &[String]) -> Result<(), String> {
         let shown: Vec<String> = sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
         eprintln!("{}: promoted {on:.4} s, unpromoted {off:.4} s", case.file);
         rows.push(format!(
-            "| {} | {} | {:.4} s | {:.3} | {:.4} s | {:.3} | {:.2}× |",
+            "| {} | {} | {:.4} s | {:.4} | {:.4} s | {:.4} | {:.2}× |",
             case.file.trim_end_matches(".pf"),
             shown.join(" "),
             on,
