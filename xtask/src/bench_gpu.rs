@@ -19,11 +19,14 @@ use crate::{cargo, status, workspace_root};
 const README_BEGIN: &str = "<!-- bench gpu: begin -->";
 const README_END: &str = "<!-- bench gpu: end -->";
 
+/// A kernel's sizes, by name.
+type Sizes<'a> = &'a dyn Fn(&str) -> f64;
+
 /// A kernel: file, sizes, and its floating-point operations at those sizes.
 struct Case {
     file: &'static str,
     sizes: &'static [(&'static str, i64)],
-    flops: fn(&dyn Fn(&str) -> f64) -> f64,
+    flops: fn(Sizes) -> f64,
 }
 
 const CASES: &[Case] = &[
