@@ -4,6 +4,8 @@
 //! the file's extension picks the language (`.pf` kernel language, `.c` SCoP). Errors in the
 //! user's input are printed as located diagnostics and exit with status 1.
 
+mod pipe;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -164,6 +166,12 @@ struct OptimizeArgs {
     /// the first GPU, else a software adapter).
     #[arg(long, value_name = "NAME")]
     adapter: Option<String>,
+    /// npu: one buffer per tile in L1, L0 and UB instead of two (for comparison).
+    #[arg(long)]
+    no_double_buffer: bool,
+    /// npu: compute f64 arithmetic in f32 (compared with f32 tolerance).
+    #[arg(long)]
+    npu_f32: bool,
 }
 
 impl OptimizeArgs {
@@ -190,8 +198,10 @@ impl OptimizeArgs {
         TargetOptions {
             threads: self.threads.map(|n| n as usize),
             no_promote: self.no_promote,
-            f64_as_f32: self.gpu_f32,
             adapter: self.adapter.clone(),
+            no_double_buffer: self.no_double_buffer,
+            f64_as_f32: self.npu_f32 || self.gpu_f32,
+            ..TargetOptions::default()
         }
     }
 }
@@ -228,6 +238,9 @@ struct RunArgs {
     /// Print the results as JSON (format documented in the README).
     #[arg(long)]
     json: bool,
+    /// npu: write an SVG Gantt chart of the accelerator's pipes (core 0).
+    #[arg(long, value_name = "OUT.svg")]
+    timeline: Option<PathBuf>,
     #[command(flatten)]
     optimize: OptimizeArgs,
 }
@@ -275,12 +288,28 @@ impl From<frontend::LoadError> for Failure {
 }
 
 fn load(args: &KernelArgs) -> Result<polyhedral::Program, Failure> {
+    load_with_notes(args).map(|(p, _)| p)
+}
+
+/// The kernel, with the front end's notes on what it inferred.
+fn load_with_notes(args: &KernelArgs) -> Result<(polyhedral::Program, Vec<String>), Failure> {
     let options = frontend::Options {
         sizes: args.sizes.clone(),
         defines: args.defines.clone(),
         include_dirs: args.include_dirs.clone(),
     };
-    Ok(frontend::load(&args.file, &options)?)
+    Ok(frontend::load_with_notes(&args.file, &options)?)
+}
+
+/// `check`'s program listing followed by the index ranges the front end inferred.
+fn print_program(program: &polyhedral::Program, notes: &[String]) {
+    print!("{program}");
+    if !notes.is_empty() {
+        println!("inferred ranges:");
+        for n in notes {
+            println!("  {n}");
+        }
+    }
 }
 
 fn original_tree(
@@ -296,9 +325,9 @@ fn original_loops(program: &polyhedral::Program) -> Result<polyhedral::ast::Ast,
 }
 
 fn check(args: &CheckArgs) -> Result<(), Failure> {
-    let program = load(&args.kernel)?;
+    let (program, notes) = load_with_notes(&args.kernel)?;
     match args.emit {
-        CheckEmit::Program => print!("{program}"),
+        CheckEmit::Program => print_program(&program, &notes),
         CheckEmit::Deps => {
             let deps = polyhedral::deps::compute_dependences(&program)
                 .map_err(|e| Failure(format!("error: {e}\n")))?;
@@ -356,20 +385,16 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
 
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
-    let options = args.optimize.target();
+    let options = TargetOptions {
+        progress: !args.json,
+        timeline: args.timeline.is_some(),
+        ..args.optimize.target()
+    };
     let targets: Vec<&dyn Target> = if args.target == "all" {
         TARGETS
             .iter()
             .copied()
-            .filter(|t| t.available().is_ok())
-            // A target that cannot compute the kernel (the GPU and f64) is left out, saying why.
-            .filter(|t| match t.program_for(&program, &options) {
-                Ok(_) => true,
-                Err(e) => {
-                    eprintln!("note: {} left out: {e}", t.name());
-                    false
-                }
-            })
+            .filter(|t| t.available().is_ok() && t.supports(&program, &options).is_ok())
             .collect()
     } else {
         vec![target::find(&args.target)?]
@@ -382,7 +407,18 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
             println!();
         }
         target.available()?;
-        let out = target.run(&program, &pipeline, &options, args.seed)?;
+        let mut out = target.run(&program, &pipeline, &options, args.seed)?;
+        if let Some(svg) = out
+            .json
+            .as_object_mut()
+            .and_then(|o| o.remove("timeline_svg"))
+        {
+            if let (Some(path), Some(svg)) = (&args.timeline, svg.as_str()) {
+                std::fs::write(path, svg).map_err(|e| {
+                    Failure(format!("error: cannot write {}: {e}\n", path.display()))
+                })?;
+            }
+        }
         if !out.matches {
             mismatch.push(target.name());
         }
@@ -426,6 +462,7 @@ fn simulate(args: &SimArgs) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
+    pipe::restore_default_sigpipe();
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Check(args) => check(args),

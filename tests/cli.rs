@@ -359,6 +359,107 @@ fn run_on_the_cpu_matches_the_interpreter() {
     );
 }
 
+/// Every subcommand that prints, run with its standard output a pipe nobody reads: the process
+/// ends by `SIGPIPE` (or successfully, where it wrote nothing), never with a panic.
+#[cfg(unix)]
+#[test]
+fn closed_stdout_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let runs: &[&[&str]] = &[
+        &["check", "kernels/gemm.pf"],
+        &["check", "kernels/gemm.pf", "--emit", "deps"],
+        &["check", "kernels/gemm.pf", "--emit", "tree"],
+        &["check", "kernels/gemm.pf", "--emit", "ast"],
+        &["compile", "kernels/gemm.pf"],
+        &["run", "kernels/gemm.pf", "--size", "NI=16"],
+        &["run", "kernels/gemm.pf", "--size", "NI=16", "--json"],
+        &["--help"],
+    ];
+    for args in runs {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        drop(reader);
+        let out = Command::new(env!("CARGO_BIN_EXE_polyfuse"))
+            .args(*args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .expect("the polyfuse binary runs");
+        let err = stderr(&out);
+        assert!(err.is_empty(), "{args:?}: {err}");
+        assert!(
+            out.status.signal() == Some(libc_sigpipe()) || out.status.success(),
+            "{args:?}: {:?}",
+            out.status
+        );
+    }
+}
+
+/// `SIGPIPE`'s number, which POSIX fixes at 13 on every Unix polyfuse builds for.
+#[cfg(unix)]
+fn libc_sigpipe() -> i32 {
+    13
+}
+
+#[test]
+fn the_accelerator_compiles_runs_and_refuses_with_one_line() {
+    let sizes = ["--size", "M=40", "--size", "N=32", "--size", "K=32"];
+    let asm = source("gemm_f16.npuasm", "");
+    let o = polyfuse(
+        &[
+            &["compile", "kernels/gemm_f16.pf", "--target", "npu", "-o"][..],
+            &[asm.to_str().unwrap()],
+            &sizes,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = polyfuse(&["sim", asm.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("cube:"), "{}", stdout(&o));
+
+    let svg = source("gemm_f16.svg", "");
+    let o = polyfuse(
+        &[
+            &[
+                "run",
+                "kernels/gemm_f16.pf",
+                "--target",
+                "npu",
+                "--timeline",
+            ][..],
+            &[svg.to_str().unwrap()],
+            &sizes,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("result: matches the interpreter"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+
+    let o = polyfuse(
+        &[
+            &["run", "kernels/gemm_f16.pf", "--target", "npu", "--json"][..],
+            &sizes,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(doc["matches_interp"], true);
+    assert!(doc["simulator"]["cycles"].as_u64().unwrap() > 0);
+
+    let o = polyfuse(&["run", "kernels/gemm.pf", "--target", "npu"]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("not supported on npu: f64"), "{e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+}
+
 #[test]
 fn run_on_the_gpu_matches_the_interpreter() {
     let sizes = ["--size", "NI=20", "--size", "NJ=21", "--size", "NK=22"];

@@ -5,6 +5,7 @@ use polyhedral::pipeline::{self, Compiled};
 use polyhedral::program::Program;
 use polyhedral::target::TargetDescription;
 
+use crate::progress::Progress;
 use crate::report;
 use crate::target::{Error, RunOutput, Source, Target, TargetOptions};
 
@@ -38,12 +39,12 @@ impl Target for Interp {
         &self,
         program: &Program,
         _: &pipeline::Options,
-        _: &TargetOptions,
+        options: &TargetOptions,
         seed: u64,
     ) -> Result<RunOutput, Error> {
         let mut memory = polyhedral::interp::random_inputs(program, seed);
         let start = std::time::Instant::now();
-        polyhedral::interp::run(program, &mut memory)?;
+        interpret(program, &mut memory, options)?;
         let elapsed = start.elapsed();
         let results = report::summarize(program, &memory);
         Ok(RunOutput {
@@ -52,4 +53,32 @@ impl Target for Interp {
             matches: true,
         })
     }
+}
+
+/// Runs `program` on the interpreter with the options' threads, and a progress line on a
+/// terminal when they allow one.
+pub(crate) fn interpret(
+    program: &Program,
+    memory: &mut polyhedral::interp::Memory,
+    options: &TargetOptions,
+) -> Result<polyhedral::interp::RunStats, polyhedral::interp::InterpError> {
+    let label = format!("{} on interp", program.name);
+    let progress = options
+        .progress
+        .then(|| Progress::for_terminal(&label))
+        .flatten();
+    let report = |fraction: f64| {
+        if let Some(p) = &progress {
+            p.update(fraction);
+        }
+    };
+    let run_options = polyhedral::interp::RunOptions {
+        threads: options.thread_count(),
+        progress: Some(&report),
+    };
+    let result = polyhedral::interp::run_with(program, memory, &run_options);
+    if let Some(p) = &progress {
+        p.finish();
+    }
+    result
 }

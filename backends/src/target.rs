@@ -14,10 +14,10 @@ use polyhedral::pipeline::{self, Compiled, STAGES};
 use polyhedral::program::Program;
 use polyhedral::target::TargetDescription;
 
-use crate::{cpu, gpu, interp};
+use crate::{cpu, gpu, interp, npu};
 
 /// The targets, in the order `run --target all` runs them.
-pub static TARGETS: &[&dyn Target] = &[&interp::Interp, &cpu::Cpu, &gpu::Gpu];
+pub static TARGETS: &[&dyn Target] = &[&interp::Interp, &cpu::Cpu, &gpu::Gpu, &npu::Npu];
 
 /// The target called `name`.
 pub fn find(name: &str) -> Result<&'static dyn Target, Error> {
@@ -43,14 +43,28 @@ pub fn names() -> String {
 /// Options the command line gives every target; each target reads those it has a use for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TargetOptions {
-    /// Threads of the generated code (`None`: every core).
+    /// Threads of the generated code and of the interpreter (`None`: every core).
     pub threads: Option<usize>,
     /// GPU: no promotion to workgroup memory or registers.
     pub no_promote: bool,
-    /// GPU: compute f64 kernels in f32.
-    pub f64_as_f32: bool,
     /// GPU: part of the name of the adapter to run on.
     pub adapter: Option<String>,
+    /// Accelerator: one buffer per tile instead of two.
+    pub no_double_buffer: bool,
+    /// GPU and accelerator: compute f64 arithmetic in f32.
+    pub f64_as_f32: bool,
+    /// Accelerator: record the pipes' timeline (written by `run --timeline`).
+    pub timeline: bool,
+    /// Whether a long interpreter run may show a progress line (on a terminal only).
+    pub progress: bool,
+}
+
+impl TargetOptions {
+    /// The threads to use: the ones asked for, or every core.
+    pub fn thread_count(&self) -> usize {
+        self.threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
 }
 
 /// A kernel as read: the program and, for C input, the text of the file it came from (for
@@ -104,6 +118,10 @@ pub trait Target: Sync {
     }
     /// Whether the target can run here; `run --target all` skips the ones that cannot.
     fn available(&self) -> Result<(), Error> {
+        Ok(())
+    }
+    /// Whether the target takes this kernel; `run --target all` skips the ones that do not.
+    fn supports(&self, _program: &Program, _options: &TargetOptions) -> Result<(), Error> {
         Ok(())
     }
 }
@@ -223,6 +241,8 @@ pub enum Error {
     Cpu { kernel: String, source: cpu::Error },
     #[error("{kernel}: {source}")]
     Gpu { kernel: String, source: gpu::Error },
+    #[error("{kernel}: {source}")]
+    Npu { kernel: String, source: npu::Error },
     #[error("the interpreter stopped: {0}")]
     Interp(#[from] polyhedral::interp::InterpError),
 }

@@ -49,9 +49,19 @@ impl Language {
 
 /// Parses a source text in the given language.
 pub fn parse(file: &SourceFile, language: Language, options: &Options) -> Result<Program, Error> {
+    parse_with_notes(file, language, options).map(|(p, _)| p)
+}
+
+/// [`parse`], with notes on what the front end inferred (index ranges of `.pf` kernels), one
+/// line each.
+pub fn parse_with_notes(
+    file: &SourceFile,
+    language: Language,
+    options: &Options,
+) -> Result<(Program, Vec<String>), Error> {
     match language {
-        Language::Kernel => pf::parse_kernel(file, options),
-        Language::CScop => c::parse_scop(file, options),
+        Language::Kernel => pf::parse_kernel_with_notes(file, options),
+        Language::CScop => c::parse_scop(file, options).map(|p| (p, Vec::new())),
     }
 }
 
@@ -97,6 +107,14 @@ impl std::error::Error for LoadError {}
 
 /// Reads `path` and parses it in the language its extension names.
 pub fn load(path: &Path, options: &Options) -> Result<Program, LoadError> {
+    load_with_notes(path, options).map(|(p, _)| p)
+}
+
+/// [`load`], with the notes of [`parse_with_notes`].
+pub fn load_with_notes(
+    path: &Path,
+    options: &Options,
+) -> Result<(Program, Vec<String>), LoadError> {
     let language = Language::from_path(path).ok_or_else(|| LoadError::UnknownLanguage {
         path: path.to_path_buf(),
     })?;
@@ -108,5 +126,5 @@ pub fn load(path: &Path, options: &Options) -> Result<Program, LoadError> {
     // with its location.
     let text = String::from_utf8_lossy(&bytes).into_owned();
     let file = SourceFile::new(path, text);
-    parse(&file, language, options).map_err(|e| LoadError::Source(Box::new(e)))
+    parse_with_notes(&file, language, options).map_err(|e| LoadError::Source(Box::new(e)))
 }

@@ -6,6 +6,7 @@
 //! - [`schedule`]: schedule trees (isl's node kinds), the original-order tree, rewrites, the
 //!   verifier and the printer; the Pluto scheduler and tiling;
 //! - [`codegen`]: AST generation from a schedule tree;
+//! - [`contraction`]: recognition of contractions (reductions of a product of two operands);
 //! - [`pipeline`]: the optimizing pipeline in one place (dependences → Pluto → tree → the
 //!   list of tree passes → AST);
 //! - [`target`]: the [`target::TargetDescription`] that steers the passes;
@@ -17,6 +18,7 @@
 
 pub mod ast;
 pub mod codegen;
+pub mod contraction;
 pub mod deps;
 pub mod expand;
 pub mod ilp;

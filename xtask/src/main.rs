@@ -9,6 +9,7 @@
 
 mod bench_cpu;
 mod bench_gpu;
+mod bench_npu;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -37,6 +38,9 @@ tasks:
                                targets: pf, c, sets (isl notation; default: all)
   bench deps                   time dependence analysis of every kernel; with islpy
                                installed, recompute the answers with isl and compare
+  bench interp [--readme]      statement instances per second of the reference
+                               interpreter against its tree walker; --readme writes
+                               the table
   bench sim                    simulated instructions per second of the accelerator
                                simulator (release build)
   bench cpu [--runs N] [--only TEXT] [--readme]
@@ -44,7 +48,11 @@ tasks:
                                polyfuse (OpenMP) and Polly; --readme writes the table
   bench gpu [--runs N] [--adapter NAME] [--readme]
                                gemm, 2mm, conv2d_relu, jacobi2d, softmax, layernorm on
-                               the GPU adapter: promoted against unpromoted code";
+                               the GPU adapter: promoted against unpromoted code
+
+  bench npu [--readme]         the accelerator target on the simulator: cycles, cube and
+                               vector utilisation, GM bytes, roofline bound, single against
+                               double buffering; --readme writes the table";
 
 fn workspace_root() -> PathBuf {
     // xtask lives one level below the workspace root.
@@ -138,9 +146,29 @@ fn bench(args: &[String]) -> Result<(), String> {
     match args {
         [what] if what == "deps" => bench_deps(),
         [what] if what == "sim" => bench_sim(),
+        [what, rest @ ..] if what == "interp" => bench_interp(rest),
         [what, rest @ ..] if what == "cpu" => bench_cpu::bench_cpu(rest),
         [what, rest @ ..] if what == "gpu" => bench_gpu::bench_gpu(rest),
+        [what, rest @ ..] if what == "npu" => bench_npu::bench_npu(rest),
         _ => Err(USAGE.to_string()),
+    }
+}
+
+fn bench_interp(args: &[String]) -> Result<(), String> {
+    let readme = match args {
+        [] => false,
+        [flag] if flag == "--readme" => true,
+        _ => return Err(USAGE.to_string()),
+    };
+    let mut cmd = cargo();
+    cmd.args(["bench", "--quiet", "--bench", "interp"]);
+    if readme {
+        cmd.args(["--", "--readme"]);
+    }
+    if status(&mut cmd)? {
+        Ok(())
+    } else {
+        Err("the interpreter benchmark failed".into())
     }
 }
 

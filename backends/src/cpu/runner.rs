@@ -139,7 +139,19 @@ pub fn check_transformed(
         ));
     }
     let mut expected = interp::random_inputs(reference, seed);
-    interp::run(reference, &mut expected)?;
+    // The reference on as many threads as the generated code gets: loops the interpreter
+    // proves parallel give the same bits on any number.
+    let threads = options
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    interp::run_with(
+        reference,
+        &mut expected,
+        &interp::RunOptions {
+            threads,
+            ..interp::RunOptions::default()
+        },
+    )?;
     let inputs = interp::random_inputs(program, seed);
     let cpu = run(program, ast, &inputs, options)?;
     Ok(CheckReport {

@@ -336,6 +336,10 @@ impl Target for Gpu {
         })
     }
 
+    fn supports(&self, program: &Program, options: &TargetOptions) -> Result<(), table::Error> {
+        self.program_for(program, options).map(|_| ())
+    }
+
     fn available(&self) -> Result<(), table::Error> {
         adapter_limits(None)
             .map(|_| ())

@@ -17,6 +17,7 @@ use polyhedral::program::{
 use super::affine::{non_affine, to_affine, to_constraints};
 use super::ast::{self, AssignKind, ExprKind, Ident, Kernel, KernelStmt, TensorStmt, Where};
 use super::function::{is_builtin, resolve_call, FunctionTable};
+use super::infer;
 use super::ranges::{bind, Domain, Search};
 use super::types::{self, Callee, Names, Ty, Typed};
 use crate::diagnostic::Diagnostic;
@@ -58,6 +59,8 @@ struct KernelLowering<'a> {
     /// Functions defined above the kernel, which it may call.
     visible: usize,
     all_functions: &'a [ast::FnDecl],
+    /// What the user may want to know about the lowering: the ranges it inferred.
+    notes: Vec<String>,
 }
 
 pub(crate) fn lower_kernel(
@@ -66,7 +69,7 @@ pub(crate) fn lower_kernel(
     visible: usize,
     all_functions: &[ast::FnDecl],
     options: &Options,
-) -> LResult<Program> {
+) -> LResult<(Program, Vec<String>)> {
     let mut k = KernelLowering {
         program: Program {
             name: kernel.name.name.clone(),
@@ -79,6 +82,7 @@ pub(crate) fn lower_kernel(
         functions,
         visible,
         all_functions,
+        notes: Vec::new(),
     };
     k.sizes(kernel, options)?;
     for decl in &kernel.inputs {
@@ -107,7 +111,7 @@ pub(crate) fn lower_kernel(
             };
         }
     }
-    Ok(k.program)
+    Ok((k.program, k.notes))
 }
 
 fn duplicate(id: &Ident) -> Diagnostic {
@@ -333,6 +337,9 @@ struct Collector<'a, 'b> {
     k: &'a KernelLowering<'b>,
     fors: &'a [ForLoop],
     indices: Vec<IndexInfo>,
+    /// Right-hand side subscripts that are not a bare index: (array, dimension, subscript,
+    /// the whole access).
+    affine_uses: Vec<(ArrayId, usize, ast::Expr, Span)>,
 }
 
 impl Collector<'_, '_> {
@@ -399,11 +406,12 @@ impl Collector<'_, '_> {
                         check_arity(&self.k.program, a, args.len(), e.span)?;
                         for (d, arg) in args.iter().enumerate() {
                             self.expr(arg, Ctx::Subscript)?;
-                            if let ExprKind::Name(n) = &arg.kind {
-                                if self.kind(&n.name) == NameKind::Index {
+                            match &arg.kind {
+                                ExprKind::Name(n) if self.kind(&n.name) == NameKind::Index => {
                                     let i = self.index(n);
                                     self.indices[i].rhs_dims.push((a, d));
                                 }
+                                _ => self.affine_uses.push((a, d, arg.clone(), e.span)),
                             }
                         }
                         Ok(())
@@ -628,6 +636,7 @@ impl KernelLowering<'_> {
             k: self,
             fors,
             indices: Vec::new(),
+            affine_uses: Vec::new(),
         };
         for (d, sub) in ts.subs.iter().enumerate() {
             c.expr(sub, Ctx::Subscript)?;
@@ -670,6 +679,7 @@ impl KernelLowering<'_> {
             }
         }
         let indices = c.indices;
+        let affine_uses = c.affine_uses;
         if ts.kind == AssignKind::Set {
             if let Some(x) = indices[n_lhs..].first() {
                 return Err(Diagnostic::new(
@@ -713,7 +723,7 @@ impl KernelLowering<'_> {
             domain.extend(f.constraints.iter().cloned());
         }
         // Per index: its constraints, and (lower, upper) bounds used to size temporaries.
-        let mut bounds: Vec<(AffineExpr, AffineExpr)> = Vec::new();
+        let mut bounds: Vec<Option<(AffineExpr, AffineExpr)>> = Vec::new();
         let mut deps: Vec<Vec<usize>> = Vec::new();
         for (k, x) in indices.iter().enumerate() {
             let me = AffineExpr::var(Var::Iter(n_for + k));
@@ -733,7 +743,7 @@ impl KernelLowering<'_> {
                 deps.push(d);
                 domain.push(Constraint::le(&lo, &me));
                 domain.push(Constraint::lt(&me, &hi));
-                bounds.push((lo, hi.add(&AffineExpr::constant(-1))));
+                bounds.push(Some((lo, hi.add(&AffineExpr::constant(-1)))));
                 continue;
             }
             deps.push(Vec::new());
@@ -771,14 +781,10 @@ impl KernelLowering<'_> {
                 }
             }
             if extents.is_empty() {
-                return Err(Diagnostic::new(
-                    x.first,
-                    format!("cannot infer the range of index `{}`", x.name),
-                )
-                .with_hint(format!(
-                    "use it as a bare subscript of a tensor, or add `where {} in lo:hi`",
-                    x.name
-                )));
+                // Inferred from the affine subscripts it appears in, once the other indices'
+                // ranges are known.
+                bounds.push(None);
+                continue;
             }
             domain.push(Constraint::le(&AffineExpr::constant(0), &me));
             for e in &extents {
@@ -790,11 +796,38 @@ impl KernelLowering<'_> {
                 .min_by_key(|e| e.eval(&[], &params))
                 .cloned()
                 .unwrap_or_default();
-            bounds.push((
+            bounds.push(Some((
                 AffineExpr::constant(0),
                 smallest.add(&AffineExpr::constant(-1)),
+            )));
+        }
+        let inferred = infer::infer_ranges(
+            &self.program,
+            &indices.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
+            &indices.iter().map(|x| x.first).collect::<Vec<_>>(),
+            &indices
+                .iter()
+                .map(|x| x.lhs_dim.is_some())
+                .collect::<Vec<_>>(),
+            n_for,
+            &mut bounds,
+            &affine_uses,
+            &mut |e| to_affine(e, "subscript", &mut |id| lookup_in(&self.syms, id)),
+        )?;
+        for range in inferred {
+            domain.extend(range.constraints);
+            self.notes.push(format!(
+                "{}: index `{}` in {} (inferred from {})",
+                ts.lhs.name,
+                range.index,
+                range.range,
+                range.from.join(", ")
             ));
         }
+        let bounds: Vec<(AffineExpr, AffineExpr)> = bounds
+            .into_iter()
+            .map(|b| b.expect("infer_ranges gives every index a range or fails"))
+            .collect();
         check_acyclic(&indices, &deps)?;
         for w in &ts.wheres {
             if let Where::Cond(e) = w {

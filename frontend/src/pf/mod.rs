@@ -102,6 +102,7 @@
 mod affine;
 mod ast;
 mod function;
+mod infer;
 mod lexer;
 mod lower;
 mod parser;
@@ -119,10 +120,18 @@ use crate::Options;
 
 /// Parses and lowers the one kernel of a `.pf` file.
 pub fn parse_kernel(file: &SourceFile, options: &Options) -> Result<Program, Error> {
+    parse_kernel_with_notes(file, options).map(|(p, _)| p)
+}
+
+/// [`parse_kernel`], with notes on what was inferred (index ranges), one line each.
+pub fn parse_kernel_with_notes(
+    file: &SourceFile,
+    options: &Options,
+) -> Result<(Program, Vec<String>), Error> {
     lower_file(&file.text, options).map_err(|d| Error::new(file, d))
 }
 
-fn lower_file(text: &str, options: &Options) -> Result<Program, Diagnostic> {
+fn lower_file(text: &str, options: &Options) -> Result<(Program, Vec<String>), Diagnostic> {
     let tokens = lexer::lex(text)?;
     let ast = parser::parse_file(&tokens)?;
     let kernel = match ast.kernels.as_slice() {
@@ -151,7 +160,7 @@ fn lower_file(text: &str, options: &Options) -> Result<Program, Diagnostic> {
     for f in &ast.functions {
         function::lower_function(&mut table, &ast.functions, f)?;
     }
-    let program = lower::lower_kernel(kernel, &table, visible, &ast.functions, options)?;
+    let (program, notes) = lower::lower_kernel(kernel, &table, visible, &ast.functions, options)?;
     if let Err(e) = program.verify() {
         return Err(Diagnostic::new(
             kernel.name.span,
@@ -159,5 +168,5 @@ fn lower_file(text: &str, options: &Options) -> Result<Program, Diagnostic> {
         )
         .with_hint("this is a bug in polyfuse; please report it with this kernel"));
     }
-    Ok(program)
+    Ok((program, notes))
 }

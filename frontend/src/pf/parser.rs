@@ -124,6 +124,21 @@ impl Parser<'_> {
                 let span = self.bump().span;
                 Ok(Ident { name, span })
             }
+            // Where a name is expected, a reserved word is a name the user meant.
+            Tok::Ident(name) if what.contains("name") || what.contains("index") => {
+                Err(Diagnostic::new(
+                    self.span(),
+                    format!("`{name}` is a reserved word and cannot be used as {what}"),
+                )
+                .with_hint(format!(
+                "choose another name, such as `{name}_` or `{name}0`; the reserved words are {}",
+                KEYWORDS
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )))
+            }
             _ => Err(self.expected(what)),
         }
     }

@@ -424,6 +424,28 @@ fn writing_an_input() {
 }
 
 #[test]
+fn reserved_words_as_names() {
+    assert_error(
+        "kernel k<N = 8>(var: f32[N]) -> (C: f32[N]) {\n  C(i) = var(i);\n}",
+        "`var` is a reserved word and cannot be used as a tensor name",
+        1,
+        17,
+    );
+    assert_error(
+        "kernel k<in = 8>(A: f32[8]) -> (C: f32[8]) {\n  C(i) = A(i);\n}",
+        "`in` is a reserved word and cannot be used as a size name",
+        1,
+        10,
+    );
+    assert_error(
+        "kernel k<N = 8>(A: f32[N]) -> (C: f32[N]) {\n  for while in 0:N {\n  C(i) = A(i);\n  }\n}",
+        "`while` is a reserved word and cannot be used as a loop index",
+        2,
+        7,
+    );
+}
+
+#[test]
 fn uninferable_range() {
     assert_error(
         &format!("{HEAD}  C(i) = A(i + j);\n}}"),
@@ -431,9 +453,105 @@ fn uninferable_range() {
         2,
         16,
     );
+    // `y` and `j` appear only together: neither range follows from the other.
+    let text =
+        "kernel k<N = 8>(A: f32[N]) -> (C: f32[N]) {\n  T(y) +=! A(y + j);\n  C(i) = A(i);\n}";
+    assert_error(text, "cannot infer the range of index `y`", 2, 5);
+    let file = SourceFile::new("t.pf", text);
+    let hint = parse_kernel(&file, &Options::default())
+        .unwrap_err()
+        .diagnostic
+        .hint
+        .unwrap_or_default();
+    assert!(
+        hint.contains("0 <= y + j < N (dimension 0 of `A`)") && hint.contains("where y in lo:hi"),
+        "{hint}"
+    );
+    // An index in no subscript at all.
     assert_error(
-        "kernel k<N = 8>(A: f32[N]) -> (C: f32[N]) {\n  T(y) = A(y + 1);\n  C(i) = A(i);\n}",
+        "kernel k<N = 8>(A: f32[N]) -> (C: f32[N]) {\n  T(y) = 1.0;\n  C(i) = A(i);\n}",
         "cannot infer the range of index `y`",
+        2,
+        5,
+    );
+}
+
+/// The notes of a kernel that lowers.
+fn notes(text: &str) -> Vec<String> {
+    let file = SourceFile::new("t.pf", text);
+    match super::parse_kernel_with_notes(&file, &Options::default()) {
+        Ok((_, notes)) => notes,
+        Err(e) => panic!("{}", e.render(false)),
+    }
+}
+
+fn run_bits(p: &Program) -> Vec<Vec<u64>> {
+    let mut mem = interp::random_inputs(p, 3);
+    interp::run(p, &mut mem).expect("the kernel runs");
+    mem.arrays
+        .iter()
+        .map(|a| a.iter().map(|v| v.to_bits()).collect())
+        .collect()
+}
+
+#[test]
+fn convolution_ranges_are_inferred_as_tensor_comprehensions_does() {
+    let with_where = kernel_text("conv2d_relu.pf");
+    let without = with_where.replace(" where y in 0:H, x in 0:W", "");
+    assert_ne!(with_where, without);
+    let a = lower(&with_where);
+    let b = lower(&without);
+    let instances = |p: &Program| {
+        let mut mem = interp::random_inputs(p, 3);
+        interp::run(p, &mut mem).unwrap().instances
+    };
+    assert_eq!(instances(&a), instances(&b));
+    assert_eq!(run_bits(&a), run_bits(&b));
+    assert_eq!(
+        notes(&without),
+        [
+            "Conv: index `y` in 0:H (inferred from 0 <= y + ky < H + KH - 1 (dimension 1 of `I`))",
+            "Conv: index `x` in 0:W (inferred from 0 <= x + kx < W + KW - 1 (dimension 2 of `I`))",
+        ]
+    );
+    // The form of the task that motivated it: `h` only in `h + kh`, `Z` a temporary.
+    let tc = "kernel conv<CI = 2, CO = 3, H = 5, W = 6, KH = 3, KW = 2>(\n\
+        X: f32[CI, H + KH - 1, W + KW - 1], Wt: f32[CO, CI, KH, KW]) -> (O: f32[CO, H, W]) {\n\
+        Z(co, h, w) +=! X(ci, h + kh, w + kw) * Wt(co, ci, kh, kw);\n\
+        O(co, h, w) = Z(co, h, w);\n}";
+    let p = lower(tc);
+    let z = p.array_by_name("Z").unwrap();
+    assert_eq!(p.array_extents(z), vec![3, 5, 6]);
+    assert_eq!(p.statements[1].depth(), 6);
+}
+
+#[test]
+fn strided_and_offset_ranges() {
+    // 2i + 1 <= 8: i in 0:4.
+    let text =
+        "kernel k<N = 9>(A: f32[N]) -> (C: f32[4]) {\n  T(i) = A(2 * i + 1);\n  C(i) = T(i);\n}";
+    assert_eq!(
+        notes(text),
+        ["T: index `i` in 0:4 (inferred from 0 <= 2i + 1 < N (dimension 0 of `A`))"]
+    );
+    let p = lower(text);
+    let mut mem = interp::random_inputs(&p, 1);
+    interp::run(&p, &mut mem).unwrap();
+    let a = mem.array(p.array_by_name("A").unwrap()).to_vec();
+    let c = mem.array(p.array_by_name("C").unwrap()).to_vec();
+    assert_eq!(c, vec![a[1], a[3], a[5], a[7]]);
+    // i - 1 >= 0 and i + 1 < N: i in 1:N - 1, from two accesses.
+    let text = "kernel k<N = 9>(A: f32[N]) -> (C: f32[N]) {\n  T(i) = A(i - 1) + A(i + 1);\n  C(i) = A(i);\n}";
+    let n = notes(text);
+    assert_eq!(n.len(), 1);
+    assert!(
+        n[0].starts_with("T: index `i` in 1:N - 1 (inferred from"),
+        "{n:?}"
+    );
+    // Nothing fits: the range is empty.
+    assert_error(
+        "kernel k<N = 8>(A: f32[N]) -> (C: f32[N]) {\n  T(y) = A(y + 10);\n  C(i) = A(i);\n}",
+        "the range of index `y` inferred from its subscripts is empty",
         2,
         5,
     );

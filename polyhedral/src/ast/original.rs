@@ -9,8 +9,10 @@
 //! dependences.
 
 use super::{Ast, AstCond, AstExpr, LoopAnnotations};
-use crate::interp::{build_nest, collect_stmts, InterpError, Node};
-use crate::program::{ConstraintKind, Program, Statement, StmtId, Var};
+use crate::interp::InterpError;
+use crate::program::{
+    build_nest, collect_stmts, ConstraintKind, NestNode as Node, Program, Statement, StmtId, Var,
+};
 
 /// The program's original loop nest.
 pub fn original_ast(program: &Program) -> Result<Ast, InterpError> {

@@ -1,14 +1,14 @@
 //! The AST interpreter: executes a generated [`Ast`] on a [`Memory`].
 //!
-//! Statement instances run through the reference interpreter's own statement executor, so a
+//! Statement instances run through the reference interpreter's own compiled statements, so a
 //! generated AST computes exactly what [`crate::interp::run`] computes whenever it runs the same
 //! instances in a dependence-respecting order. Every instance is checked against its
 //! statement's domain first: an AST that executes a point outside it is wrong, and is reported
 //! rather than silently run. Integer expressions are evaluated in `i64`, wrapping on overflow.
 
 use super::{Ast, AstCond, AstExpr};
-use crate::interp::{body_types, execute_instance, InterpError, Memory, RunStats};
-use crate::program::{Program, ScalarType};
+use crate::interp::{InstanceRunner, InterpError, Memory, RunStats};
+use crate::program::Program;
 
 /// Runs `ast` on `memory`; the AST is verified first.
 pub fn run_ast(program: &Program, ast: &Ast, memory: &mut Memory) -> Result<RunStats, InterpError> {
@@ -16,12 +16,7 @@ pub fn run_ast(program: &Program, ast: &Ast, memory: &mut Memory) -> Result<RunS
     let mut runner = AstRunner {
         program,
         params: program.param_values(),
-        types: program
-            .statements
-            .iter()
-            .map(|s| body_types(program, s))
-            .collect(),
-        memory,
+        instances: InstanceRunner::new(program, memory)?,
         scope: Vec::new(),
         stats: RunStats::default(),
     };
@@ -29,17 +24,16 @@ pub fn run_ast(program: &Program, ast: &Ast, memory: &mut Memory) -> Result<RunS
     Ok(runner.stats)
 }
 
-struct AstRunner<'a> {
+struct AstRunner<'a, 'm> {
     program: &'a Program,
     params: Vec<i64>,
-    types: Vec<Vec<ScalarType>>,
-    memory: &'a mut Memory,
+    instances: InstanceRunner<'a, 'm>,
     /// Bound loop variables, innermost last.
     scope: Vec<(&'a str, i64)>,
     stats: RunStats,
 }
 
-impl<'a> AstRunner<'a> {
+impl<'a> AstRunner<'a, '_> {
     fn run(&mut self, ast: &'a Ast) -> Result<(), InterpError> {
         match ast {
             Ast::Block(items) => items.iter().try_for_each(|item| self.run(item)),
@@ -81,24 +75,16 @@ impl<'a> AstRunner<'a> {
                 }
             }
             Ast::User { stmt, args } => {
-                let program = self.program;
-                let s = &program.statements[stmt.index()];
                 let iters: Vec<i64> = args.iter().map(|a| self.eval(a)).collect();
-                if !s.domain.iter().all(|c| c.holds(&iters, &self.params)) {
+                if !self.instances.in_domain(*stmt, &iters) {
+                    let s = &self.program.statements[stmt.index()];
                     let point: Vec<String> = iters.iter().map(|v| v.to_string()).collect();
                     return Err(InterpError::OutsideDomain {
                         stmt: s.name.clone(),
                         point: point.join(", "),
                     });
                 }
-                execute_instance(
-                    program,
-                    s,
-                    &self.types[stmt.index()],
-                    &iters,
-                    &self.params,
-                    self.memory,
-                )?;
+                self.instances.execute(*stmt, &iters)?;
                 self.stats.instances += 1;
                 Ok(())
             }

@@ -27,10 +27,12 @@ mod affine;
 mod display;
 mod expr;
 mod function;
+mod nest;
 
 pub use affine::{AffineExpr, Constraint, ConstraintKind, Var};
 pub use expr::{BinaryOp, Expr, ExprArena, ExprId, Literal, MathFn, UnaryOp};
 pub use function::{Block, Function, FunctionId, Local, LocalId, Stmt};
+pub use nest::{build_nest, collect_stmts, NestError, NestNode};
 
 use std::fmt;
 

@@ -14,8 +14,7 @@
 
 use super::expr::{QuasiAffine, QuasiConstraint};
 use super::ScheduleError;
-use crate::interp::{build_nest, collect_stmts, Node as NestNode};
-use crate::program::{Constraint, Program, StmtId, Var};
+use crate::program::{build_nest, collect_stmts, Constraint, NestNode, Program, StmtId, Var};
 
 /// A multi-dimensional schedule piece: one member per dimension.
 #[derive(Clone, Debug, PartialEq, Eq)]

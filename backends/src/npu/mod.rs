@@ -1,0 +1,272 @@
+//! The accelerator target: kernels lowered onto the Cube and Vector units of the simulated
+//! DaVinci-like core (`sim`), as `.npuasm` programs the simulator runs.
+//!
+//! [`NpuTarget`] is the machine as the compiler sees it, read from the simulator's own machine
+//! description (capacities and alignments of L1, L0A, L0B, L0C and UB, copy bandwidths, the
+//! number of cores) plus the ISA's fixed shapes (the Cube's 16×16×16 fractal, 256-byte vector
+//! repeats), so the two never disagree. [`compile`] recognises the kernel's structure from its
+//! polyhedral representation ([`plan`]), chooses tile sizes from the capacities ([`tiles`]) and
+//! writes the program ([`cube`], with the element-wise part on the Vector unit in
+//! [`epilogue`]); [`check`] assembles it, runs it on the simulator on the interpreter's random
+//! inputs and compares every output with the interpreter's.
+//!
+//! Invariants of every program [`compile`] returns:
+//! - GM tensors are the kernel's arrays, row-major as given; layouts change only on chip (GM→L1
+//!   copies of one 32-byte block per row put operands in fractal order, `load2d` reaches the
+//!   zZ / zN layouts of L0A / L0B, L0C's nZ tiles go to UB as they are and leave for GM one row
+//!   of 16 columns per burst). Temporaries that never leave a tile have no GM tensor.
+//! - Nothing is read or written outside a tensor: a row tail (rows not a multiple of the tile)
+//!   is copied with fewer bursts; the rows of the on-chip tile past it are never written out.
+//! - Every pair of accesses from different pipes to the same buffer bytes is ordered by a
+//!   `set_flag` / `wait_flag` pair derived from the producer / consumer pipes of that buffer, and
+//!   every wait's set is issued before it in program order (or pre-set), so programs are free of
+//!   races and deadlocks.
+
+mod cube;
+mod epilogue;
+pub mod plan;
+mod runner;
+pub mod tiles;
+
+pub use runner::{check, simulate, NpuCheck};
+
+use polyhedral::interp::InterpError;
+use polyhedral::pipeline::{self, Compiled};
+use polyhedral::program::ScalarType;
+use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription, VectorUnit};
+use polyhedral::Program;
+
+use crate::report;
+use crate::target::{self as table, RunOutput, Source, Target, TargetOptions};
+use sim::isa::{CopyPath, Mem};
+use sim::Machine;
+
+/// Edge of the Cube's fractal: `mmad` works on 16×16 (A, B) and 16×16 (C) blocks.
+pub const FRACTAL: u64 = 16;
+/// Bytes one vector repeat covers.
+pub const VECTOR_BYTES: u64 = 256;
+/// Bytes of one DMA block (the unit of `len` and gaps of `copy`).
+pub const BLOCK_BYTES: u64 = 32;
+
+/// The accelerator as the compiler sees it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NpuTarget {
+    pub machine: Machine,
+}
+
+impl NpuTarget {
+    /// The target of a machine description (as `sim` parses it).
+    pub fn new(machine: Machine) -> NpuTarget {
+        NpuTarget { machine }
+    }
+
+    pub fn capacity(&self, mem: Mem) -> u64 {
+        self.machine.mem(mem).capacity
+    }
+
+    pub fn align(&self, mem: Mem) -> u64 {
+        self.machine.mem(mem).align
+    }
+
+    pub fn cores(&self) -> u64 {
+        self.machine.cores as u64
+    }
+
+    /// Bytes per cycle of a copy path.
+    pub fn bandwidth(&self, path: CopyPath) -> u64 {
+        self.machine.path(path).bandwidth.max(1)
+    }
+
+    pub fn startup(&self, path: CopyPath) -> u64 {
+        self.machine.path(path).startup
+    }
+
+    /// The middle end's view: GM feeds L1 (which feeds L0A and L0B) and UB (which L0C drains
+    /// to), all scratchpads; the cores and the Cube's fractal; 256-byte vectors; f16 and f32
+    /// (and f64 when it is computed in f32).
+    pub fn description(&self, f64_as_f32: bool) -> TargetDescription {
+        let mut memory = MemoryTree::global("GM", self.capacity(Mem::Gm));
+        let l1 = memory.add(
+            "L1",
+            MemoryKind::Scratchpad,
+            self.capacity(Mem::L1),
+            memory.root(),
+        );
+        memory.add("L0A", MemoryKind::Scratchpad, self.capacity(Mem::L0a), l1);
+        memory.add("L0B", MemoryKind::Scratchpad, self.capacity(Mem::L0b), l1);
+        let ub = memory.add(
+            "UB",
+            MemoryKind::Scratchpad,
+            self.capacity(Mem::Ub),
+            memory.root(),
+        );
+        memory.add("L0C", MemoryKind::Scratchpad, self.capacity(Mem::L0c), ub);
+        let mut element_types = vec![ScalarType::F16, ScalarType::F32];
+        if f64_as_f32 {
+            element_types.push(ScalarType::F64);
+        }
+        TargetDescription {
+            name: "npu".to_string(),
+            memory,
+            parallel: vec![
+                ParallelLevel::Cores {
+                    count: self.machine.cores,
+                },
+                ParallelLevel::Matrix {
+                    m: FRACTAL as u32,
+                    n: FRACTAL as u32,
+                    k: FRACTAL as u32,
+                },
+            ],
+            vector: Some(VectorUnit {
+                bytes: VECTOR_BYTES as u32,
+                tile_iterations: 128,
+            }),
+            element_types,
+        }
+    }
+}
+
+/// How a kernel is lowered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Double-buffer the L1, L0 and UB tiles so copies overlap the Cube and Vector units.
+    pub double_buffer: bool,
+    /// Compute f64 arithmetic in f32 (the machine has no f64); compared with f32 tolerance.
+    pub f64_as_f32: bool,
+    /// Cap on the tile sizes `(m, n, k)` of the Cube (multiples of 16), e.g. to test
+    /// that a smaller tile is chosen; `None`: chosen from the capacities alone.
+    pub max_tile: Option<(u64, u64, u64)>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            double_buffer: true,
+            f64_as_f32: false,
+            max_tile: None,
+        }
+    }
+}
+
+/// Why a kernel could not be compiled or run for the accelerator.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The machine lacks what the kernel needs (f64 or i32 arithmetic).
+    #[error("not supported on npu: {0}")]
+    Unsupported(String),
+    /// The lowering does not handle this kernel's structure yet.
+    #[error("not supported on npu yet: {0}")]
+    NotYet(String),
+    /// No tile sizes fit the on-chip memories.
+    #[error("no tiling of `{kernel}` fits the on-chip memories: {why}")]
+    NoTiling { kernel: String, why: String },
+    /// The simulator rejected the program (a bug in the lowering) or stopped on it.
+    #[error("the simulator stopped: {0}")]
+    Simulator(String),
+    #[error(transparent)]
+    Interp(#[from] InterpError),
+}
+
+/// The `.npuasm` program of `program`.
+pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
+    let plan = plan::plan(program, options)?;
+    cube::write(program, &plan, target, options)
+}
+
+/// The accelerator target of the table.
+pub struct Npu;
+
+impl Npu {
+    fn options(options: &TargetOptions) -> Options {
+        Options {
+            double_buffer: !options.no_double_buffer,
+            f64_as_f32: options.f64_as_f32,
+            ..Options::default()
+        }
+    }
+
+    fn error(program: &Program, source: Error) -> table::Error {
+        table::Error::Npu {
+            kernel: program.name.clone(),
+            source,
+        }
+    }
+}
+
+impl Target for Npu {
+    fn name(&self) -> &'static str {
+        "npu"
+    }
+
+    fn about(&self) -> &'static str {
+        "the DaVinci-like accelerator: .npuasm run on the simulator"
+    }
+
+    fn code(&self) -> Option<&'static str> {
+        Some("npuasm")
+    }
+
+    fn description(&self, options: &TargetOptions) -> Option<TargetDescription> {
+        Some(NpuTarget::default().description(options.f64_as_f32))
+    }
+
+    /// The lowering reads the kernel's statements and access relations directly (its own
+    /// tiling of the contraction replaces the middle end's tiles).
+    fn write(
+        &self,
+        source: &Source,
+        _compiled: &Compiled,
+        options: &TargetOptions,
+    ) -> Result<String, table::Error> {
+        compile(
+            source.program,
+            &NpuTarget::default(),
+            &Npu::options(options),
+        )
+        .map_err(|e| Npu::error(source.program, e))
+    }
+
+    fn run(
+        &self,
+        program: &Program,
+        _pipeline: &pipeline::Options,
+        options: &TargetOptions,
+        seed: u64,
+    ) -> Result<RunOutput, table::Error> {
+        let checked = check(
+            program,
+            &NpuTarget::default(),
+            &Npu::options(options),
+            seed,
+            options.timeline,
+        )
+        .map_err(|e| Npu::error(program, e))?;
+        let results = report::summarize_outputs(program, &checked.outputs);
+        let mut json = report::to_value(program, self.name(), seed, &results);
+        json["matches_interp"] = serde_json::json!(checked.comparison.passed());
+        json["simulator"] =
+            serde_json::to_value(&checked.report).unwrap_or(serde_json::Value::Null);
+        if let Some(outputs) = json["outputs"].as_array_mut() {
+            for (out, c) in outputs.iter_mut().zip(&checked.comparison.arrays) {
+                out["max_abs_error"] = serde_json::json!(c.max_abs);
+                out["max_rel_error"] = serde_json::json!(c.max_rel);
+                out["mismatches"] = serde_json::json!(c.mismatches);
+            }
+        }
+        if let Some(t) = &checked.timeline {
+            json["timeline_svg"] = serde_json::json!(t.to_svg());
+        }
+        Ok(RunOutput {
+            text: checked.to_text(program),
+            json,
+            matches: checked.comparison.passed(),
+        })
+    }
+
+    fn supports(&self, program: &Program, options: &TargetOptions) -> Result<(), table::Error> {
+        plan::plan(program, &Npu::options(options))
+            .map(|_| ())
+            .map_err(|e| Npu::error(program, e))
+    }
+}

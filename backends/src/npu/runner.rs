@@ -1,0 +1,123 @@
+//! Runs a compiled program on the simulator and checks it against the interpreter.
+//!
+//! The inputs are the interpreter's random inputs (`polyhedral::interp::random_inputs`), as
+//! the CPU runner uses them, so the comparison is element by element with the same tolerances
+//! ([`crate::compare`]); f64 arrays (with [`Options::f64_as_f32`]) cross to the machine as f32
+//! and are compared with the f32 tolerance.
+
+use std::collections::BTreeMap;
+
+use polyhedral::interp;
+use polyhedral::program::{ArrayId, ArrayRole, ScalarType};
+use polyhedral::Program;
+use sim::{SimOptions, Tensor};
+
+use super::{compile, Error, NpuTarget, Options};
+use crate::compare::{compare, Comparison};
+
+/// What `polyfuse run --target npu` reports.
+#[derive(Clone, Debug)]
+pub struct NpuCheck {
+    /// The program that ran.
+    pub asm: String,
+    pub comparison: Comparison,
+    /// Every live-out array as the machine computed it, in [`ArrayId`] order.
+    pub outputs: Vec<(ArrayId, Vec<f64>)>,
+    pub report: sim::Report,
+    pub timeline: Option<sim::Timeline>,
+    pub seed: u64,
+}
+
+impl NpuCheck {
+    /// The text `polyfuse run --target npu` prints.
+    pub fn to_text(&self, program: &Program) -> String {
+        let mut out = format!("kernel {} on npu (seed {})\n", program.name, self.seed);
+        out += &self.comparison.to_text(program);
+        out += &self.report.to_text();
+        out += if self.comparison.passed() {
+            "result: matches the interpreter\n"
+        } else {
+            "result: MISMATCH with the interpreter\n"
+        };
+        out
+    }
+}
+
+/// Every live-out array's contents, in [`ArrayId`] order.
+pub type Outputs = Vec<(ArrayId, Vec<f64>)>;
+
+/// Assembles `asm` and runs it on the interpreter's random inputs of `seed`.
+pub fn simulate(
+    program: &Program,
+    asm: &str,
+    target: &NpuTarget,
+    seed: u64,
+    timeline: bool,
+) -> Result<(Outputs, sim::Outcome), Error> {
+    let file = format!("{}.npuasm", program.name);
+    let kernel =
+        sim::load(&file, asm, &target.machine).map_err(|e| Error::Simulator(e.render(false)))?;
+    let memory = interp::random_inputs(program, seed);
+    let mut inputs = BTreeMap::new();
+    for param in &kernel.program().params {
+        let Some(id) = program.array_by_name(&param.name) else {
+            continue;
+        };
+        if program.array(id).role == ArrayRole::Output {
+            continue;
+        }
+        inputs.insert(
+            param.name.clone(),
+            Tensor::new(
+                param.dtype,
+                param.shape.clone(),
+                memory.array(id).iter().copied(),
+            ),
+        );
+    }
+    let options = SimOptions {
+        timeline,
+        ..SimOptions::default()
+    };
+    let outcome =
+        sim::simulate(&kernel, &inputs, &options).map_err(|e| Error::Simulator(e.render(false)))?;
+    let mut outputs = Vec::new();
+    for (k, arr) in program.arrays.iter().enumerate() {
+        if !arr.role.is_live_out() {
+            continue;
+        }
+        if let Some(t) = outcome.outputs.get(&arr.name) {
+            outputs.push((ArrayId(k as u32), t.data.clone()));
+        }
+    }
+    Ok((outputs, outcome))
+}
+
+/// Compiles `program`, runs it on the simulator and compares with the interpreter.
+pub fn check(
+    program: &Program,
+    target: &NpuTarget,
+    options: &Options,
+    seed: u64,
+    timeline: bool,
+) -> Result<NpuCheck, Error> {
+    let asm = compile(program, target, options)?;
+    let (outputs, outcome) = simulate(program, &asm, target, seed, timeline)?;
+    let mut expected = interp::random_inputs(program, seed);
+    interp::run(program, &mut expected)?;
+    // f64 computed in f32 is held to f32's tolerance.
+    let mut typed = program.clone();
+    for arr in &mut typed.arrays {
+        if arr.elem == ScalarType::F64 {
+            arr.elem = ScalarType::F32;
+        }
+    }
+    Ok(NpuCheck {
+        asm,
+        comparison: compare(&typed, &expected, &outputs),
+        outputs,
+        report: outcome.report,
+        timeline: outcome.timeline,
+        seed,
+    })
+}

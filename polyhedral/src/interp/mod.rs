@@ -1,0 +1,173 @@
+//! The reference interpreter: runs a [`Program`] in its original order.
+//!
+//! It is the oracle every target is checked against. Statement instances run one at a time, in
+//! the order of the 2d+1 original schedule, and no access ever leaves its array: an access
+//! outside is an error. Bodies and scalar functions are compiled once into register code over
+//! flat arrays ([`code`]), accesses into affine offsets ([`plan`]), and the loop nest runs over
+//! them ([`engine`]), with loops that dependence analysis proves parallel optionally on several
+//! threads. [`run_tree_walker`] is the first, tree-walking evaluator, kept as the oracle the
+//! compiled one is tested against bit for bit.
+//!
+//! Values are held as `f64` and rounded to their expression's type after every operation. For
+//! `+ - * /` and `sqrt` this gives exactly the result of computing in the narrower type, because
+//! `f64` has more than twice the precision of `f32` and `f16` plus two bits; `f16` rounding is
+//! round-to-nearest-even (the `half` crate). `i32` arithmetic wraps as two's complement; integer
+//! division truncates, as in C.
+
+mod batch;
+mod code;
+mod engine;
+mod plan;
+#[cfg(test)]
+mod tests;
+mod walk;
+
+pub use engine::{run, run_with, RunOptions};
+pub(crate) use plan::InstanceRunner;
+pub use walk::run_tree_walker;
+
+use crate::program::{ArrayId, ArrayRole, NestError, Program, ScalarType};
+
+/// The contents of every array of a program, indexed by [`ArrayId`], row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Memory {
+    pub arrays: Vec<Vec<f64>>,
+}
+
+impl Memory {
+    pub fn array(&self, id: ArrayId) -> &[f64] {
+        &self.arrays[id.index()]
+    }
+}
+
+/// Why a run stopped.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InterpError {
+    #[error("{stmt} accesses {array}[{index}] outside its extents [{extents}]")]
+    OutOfBounds {
+        stmt: String,
+        array: String,
+        index: String,
+        extents: String,
+    },
+    #[error("{stmt} divides an integer by zero")]
+    DivisionByZero { stmt: String },
+    #[error("the loop over `{iter}` around {stmt} has no {which} bound")]
+    Unbounded {
+        stmt: String,
+        iter: String,
+        which: &'static str,
+    },
+    #[error("function `{function}` ran more than {limit} loop iterations in one call")]
+    NonTerminating { function: String, limit: u64 },
+    #[error("the statements' positions do not form a loop nest ({0})")]
+    BadPositions(String),
+    #[error("invalid AST: {0}")]
+    InvalidAst(String),
+    #[error("the AST executes {stmt}[{point}], which is outside its domain")]
+    OutsideDomain { stmt: String, point: String },
+    #[error("the memory does not fit the program: {0}")]
+    BadMemory(String),
+}
+
+impl From<NestError> for InterpError {
+    fn from(e: NestError) -> InterpError {
+        InterpError::BadPositions(e.0)
+    }
+}
+
+/// Deterministic pseudo-random contents for every array that is not a temporary; temporaries
+/// start as zeros.
+///
+/// The value of an element depends only on the seed, the array's name and element type, and the
+/// element's flat index, so two programs with the same arrays (say, a `.pf` kernel and its C
+/// version) get the same inputs whatever order they declare them in. Floats are uniform in
+/// [-1, 1) rounded to the element type; `i32`s are uniform in [-16, 16).
+pub fn random_inputs(program: &Program, seed: u64) -> Memory {
+    let arrays = program
+        .arrays
+        .iter()
+        .enumerate()
+        .map(|(k, a)| {
+            let len = program.array_len(ArrayId(k as u32));
+            if a.role == ArrayRole::Temporary {
+                return vec![0.0; len];
+            }
+            let base = splitmix64(seed ^ fnv1a(a.name.as_bytes()));
+            (0..len as u64)
+                .map(|i| {
+                    let bits = splitmix64(base ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                    match a.elem {
+                        ScalarType::I32 => ((bits >> 59) as i64 - 16) as f64,
+                        ty => {
+                            // 53 random bits → [0, 1) exactly, then [-1, 1).
+                            let unit = (bits >> 11) as f64 / (1u64 << 53) as f64;
+                            round(ty, 2.0 * unit - 1.0)
+                        }
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Memory { arrays }
+}
+
+fn splitmix64(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Rounds `x` to the nearest value of type `ty` (integers wrap to 32 bits; booleans are 0/1).
+pub fn round(ty: ScalarType, x: f64) -> f64 {
+    match ty {
+        ScalarType::F64 => x,
+        ScalarType::F32 => x as f32 as f64,
+        ScalarType::F16 => round_f16(x),
+        ScalarType::I32 => wrap_i32(x as i64),
+        ScalarType::Bool => (x != 0.0) as u8 as f64,
+    }
+}
+
+/// Round-to-nearest-even to `f16`, computed in `f64`: scaling by a power of two and rounding to
+/// an integer are exact, so this is the correctly rounded result (`half`'s software conversion
+/// gives the same, several times slower; a test compares them).
+fn round_f16(x: f64) -> f64 {
+    /// The smallest normal `f16`, 2^-14.
+    const MIN_NORMAL: f64 = 6.103_515_625e-5;
+    /// Halfway between the largest finite `f16` (65504) and the next power of two: from here on,
+    /// values round to infinity.
+    const OVERFLOW: f64 = 65520.0;
+    if !x.is_finite() {
+        return x;
+    }
+    let a = x.abs();
+    if a >= OVERFLOW {
+        return f64::INFINITY.copysign(x);
+    }
+    let exponent = if a < MIN_NORMAL {
+        -14
+    } else {
+        ((a.to_bits() >> 52) & 0x7ff) as i32 - 1023
+    };
+    let ulp = f64::powi(2.0, exponent - 10);
+    (x / ulp).round_ties_even() * ulp
+}
+
+pub(crate) fn wrap_i32(x: i64) -> f64 {
+    x as i32 as f64
+}
+
+/// Counts of what a run did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Statement instances executed.
+    pub instances: u64,
+}
