@@ -52,8 +52,12 @@
 //! # Ranges
 //!
 //! An index ranges over the intersection of the extents of every tensor dimension it subscripts
-//! as a bare name: in `A(i, k)` with `A: f32[M, K]`, `0 <= i < M` and `0 <= k < K`. Subscripts
-//! such as `I(y + ky)` do not define ranges. On the left-hand side, a declared output's shape must
+//! as a bare name: in `A(i, k)` with `A: f32[M, K]`, `0 <= i < M` and `0 <= k < K`. An index
+//! that subscripts no dimension bare gets its range from the affine subscripts it appears in, as
+//! Tensor Comprehensions does: the largest range for which each such access stays in bounds
+//! whatever values the subscript's other indices take in theirs (`y` in `I(y + ky)` with
+//! `0 <= ky < KH` and `I`'s extent `H + KH - 1`: `0 <= y < H`; see `infer.rs`); such subscripts
+//! never narrow the range of an index used bare. On the left-hand side, a declared output's shape must
 //! agree with the range inferred from the right-hand side. `where` overrides and adds:
 //! `where i in 1:N-1, j in 0:i+1` gives half-open ranges (affine in sizes, loop indices and
 //! other indices, without cycles), and `where i <= j` (any affine comparison, `&&` allowed) adds

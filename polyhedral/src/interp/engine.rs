@@ -20,7 +20,7 @@ use rayon::prelude::*;
 
 use super::batch::{self, BatchState, LoopEntry, LANES};
 use super::code::{self, Env, Fault};
-use super::plan::{execute_checked, Compiled, Frames, RawMemory};
+use super::plan::{execute_checked, Bound, Compiled, Frames, RawMemory};
 use super::{round, InterpError, Memory, RunStats};
 use crate::deps::{compute_dependences, Level};
 use crate::program::{build_nest, NestNode, Program, StmtId};
@@ -55,10 +55,12 @@ pub fn run_with(
     let mut next_id = 0;
     let items = plan_items(&nest, &parallel, &mut next_id);
     let compiled = Compiled::new(program);
+    let guards = leaf_guards(program, &compiled, &items);
     let shared = Shared {
         program,
         memory: RawMemory::new(program, memory)?,
         compiled,
+        guards,
         threads: options.threads,
         progress: options.progress,
     };
@@ -108,6 +110,48 @@ fn parallel_loops(program: &Program, nest: &[NestNode]) -> Vec<bool> {
     parallel
 }
 
+/// Per statement and depth: the statement's constraints whose innermost iterator is outside
+/// that depth, less those whose innermost iterator is a loop holding this statement alone (its
+/// bounds are the statement's own there, so it enforces them).
+fn leaf_guards(program: &Program, compiled: &Compiled, items: &[Item]) -> Vec<Vec<Vec<Bound>>> {
+    fn mark(items: &[Item], exclusive: &mut [Vec<bool>]) {
+        for item in items {
+            if let Item::Loop(lp) = item {
+                if let [s] = lp.stmts[..] {
+                    exclusive[s.index()][lp.depth] = true;
+                }
+                mark(&lp.body, exclusive);
+            }
+        }
+    }
+    let mut exclusive: Vec<Vec<bool>> = program
+        .statements
+        .iter()
+        .map(|s| vec![false; s.depth()])
+        .collect();
+    mark(items, &mut exclusive);
+    compiled
+        .plans
+        .iter()
+        .zip(&exclusive)
+        .map(|(plan, exclusive)| {
+            plan.outer
+                .iter()
+                .map(|bounds| {
+                    bounds
+                        .iter()
+                        .filter(|b| match b.expr.coeffs.iter().rposition(|&c| c != 0) {
+                            Some(level) => !exclusive[level],
+                            None => true,
+                        })
+                        .cloned()
+                        .collect()
+                })
+                .collect()
+        })
+        .collect()
+}
+
 enum Item {
     Stmt(StmtId),
     Loop(LoopPlan),
@@ -150,6 +194,9 @@ const BATCH_MIN: i64 = 15;
 
 struct Shared<'p, 'm> {
     program: &'p Program,
+    /// Per statement and depth, the constraints on iterators outside the loop at that depth
+    /// that a run of that loop must check: those the enclosing loops do not already enforce.
+    guards: Vec<Vec<Vec<Bound>>>,
     memory: RawMemory<'m>,
     compiled: Compiled,
     threads: usize,
@@ -301,7 +348,7 @@ impl<'s, 'p, 'm> Machine<'s, 'p, 'm> {
             return self.run_parallel(lp, lo, hi, report);
         }
         if lp.leaf {
-            self.run_leaf(lp, lo, hi)?;
+            self.run_leaf(lp, lo, hi, false)?;
             report(1.0);
             return Ok(());
         }
@@ -334,7 +381,7 @@ impl<'s, 'p, 'm> Machine<'s, 'p, 'm> {
             .map(|&(a, b)| {
                 let mut m = this.fork();
                 if lp.leaf {
-                    m.run_leaf(lp, a, b)?;
+                    m.run_leaf(lp, a, b, true)?;
                 } else {
                     for i in a..=b {
                         m.iters[lp.depth] = i;
@@ -354,10 +401,19 @@ impl<'s, 'p, 'm> Machine<'s, 'p, 'm> {
     }
 
     /// Runs an innermost loop over `lo..=hi`.
-    fn run_leaf(&mut self, lp: &LoopPlan, lo: i64, hi: i64) -> Result<(), InterpError> {
+    /// `chunk`: `lo..=hi` is a part of the loop's range (a parallel chunk), not all of it.
+    fn run_leaf(
+        &mut self,
+        lp: &LoopPlan,
+        lo: i64,
+        hi: i64,
+        chunk: bool,
+    ) -> Result<(), InterpError> {
         let d = lp.depth;
         for &s in &lp.stmts {
-            self.prepare_leaf(s, d, lo, hi)?;
+            // A loop over one statement runs exactly its range.
+            let own = (lp.stmts.len() == 1 && !chunk).then_some((lo, hi));
+            self.prepare_leaf(s, d, lo, hi, own)?;
         }
         if let [s] = lp.stmts[..] {
             let (a, b, fast) = {
@@ -437,28 +493,43 @@ impl<'s, 'p, 'm> Machine<'s, 'p, 'm> {
     }
 
     /// Decides how statement `s` runs in the innermost loop at `d` over `lo..=hi`.
-    fn prepare_leaf(&mut self, s: StmtId, d: usize, lo: i64, hi: i64) -> Result<(), InterpError> {
+    /// `own` is the statement's own range at `d` when the caller has it.
+    fn prepare_leaf(
+        &mut self,
+        s: StmtId,
+        d: usize,
+        lo: i64,
+        hi: i64,
+        own: Option<(i64, i64)>,
+    ) -> Result<(), InterpError> {
         let shared = self.shared;
         let plan = &shared.compiled.plans[s.index()];
         let stmt = &shared.program.statements[s.index()];
         let state = &mut self.leaf[s.index()];
         // Constraints on outer iterators only: they hold for the whole loop or for none of it.
-        if !plan.outer[d].iter().all(|b| b.holds(&self.iters)) {
+        if !shared.guards[s.index()][d]
+            .iter()
+            .all(|b| b.holds(&self.iters))
+        {
             state.lo = 1;
             state.hi = 0;
             return Ok(());
         }
-        let (l, h) = plan.bounds_at(stmt, &self.iters, d)?;
+        let (l, h) = match own {
+            Some(range) => range,
+            None => plan.bounds_at(stmt, &self.iters, d)?,
+        };
         state.lo = l.max(lo);
         state.hi = h.min(hi);
         if state.lo > state.hi {
             return Ok(());
         }
         let (a, b) = (state.lo, state.hi);
-        state.fast = plan
-            .accesses
-            .iter()
-            .all(|acc| acc.in_bounds(&mut self.iters, d, a, b));
+        state.fast = plan.always_in_bounds
+            || plan
+                .accesses
+                .iter()
+                .all(|acc| acc.in_bounds(&self.iters, d, a, b));
         for (slot, acc) in state.offsets.iter_mut().zip(&plan.accesses) {
             *slot = (acc.offset.eval_outer(&self.iters, d), acc.offset.coeff(d));
         }

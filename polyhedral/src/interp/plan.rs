@@ -103,18 +103,13 @@ impl AccessPlan {
     /// Whether the access stays inside the array for every value of the iterator at `depth`
     /// from `lo` to `hi`, the outer iterators as in `iters`. Subscripts are affine, so the ends
     /// of the range decide.
-    pub fn in_bounds(&self, iters: &mut [i64], depth: usize, lo: i64, hi: i64) -> bool {
-        let saved = iters[depth];
-        let mut inside = true;
-        for at in [lo, hi] {
-            iters[depth] = at;
-            for (sub, &n) in self.subscripts.iter().zip(&self.extents) {
-                let i = sub.eval_outer(iters, depth + 1);
-                inside &= 0 <= i && i < n;
-            }
-        }
-        iters[depth] = saved;
-        inside
+    pub fn in_bounds(&self, iters: &[i64], depth: usize, lo: i64, hi: i64) -> bool {
+        self.subscripts.iter().zip(&self.extents).all(|(sub, &n)| {
+            let rest = sub.eval_outer(iters, depth);
+            let a = sub.coeff(depth);
+            let (x, y) = (rest + a * lo, rest + a * hi);
+            0 <= x.min(y) && x.max(y) < n
+        })
     }
 
     /// The row-major offset of the access at `iters`, or the error naming the element outside
@@ -180,12 +175,15 @@ pub(crate) struct StmtPlan {
     /// Per depth, the constraints whose innermost iterator is outside it (or that use none).
     pub outer: Vec<Vec<Bound>>,
     pub elem: ScalarType,
+    /// Every access stays inside its array at every point of a box that contains the domain:
+    /// no run needs to check them.
+    pub always_in_bounds: bool,
 }
 
 impl StmtPlan {
     fn new(program: &Program, stmt: &Statement, params: &[i64]) -> StmtPlan {
         let depth = stmt.depth();
-        let accesses = stmt
+        let accesses: Vec<AccessPlan> = stmt
             .accesses()
             .map(|(_, a)| AccessPlan::new(program, a, depth, params))
             .collect();
@@ -218,10 +216,20 @@ impl StmtPlan {
                     .collect()
             })
             .collect();
+        let always_in_bounds = match bounding_box(&domain, depth) {
+            Some(bx) => accesses.iter().all(|a| {
+                a.subscripts.iter().zip(&a.extents).all(|(sub, &n)| {
+                    let (lo, hi) = range_over(sub, &bx);
+                    0 <= lo && hi < n
+                })
+            }),
+            None => false,
+        };
         StmtPlan {
             code: code::compile_statement(program, stmt),
             accesses,
             domain,
+            always_in_bounds,
             bounds,
             outer,
             elem: program.array(stmt.write.array).elem,
@@ -269,6 +277,78 @@ impl StmtPlan {
             hi.ok_or_else(|| missing("upper"))?,
         ))
     }
+}
+
+/// Interval bounds of every iterator over a domain, by propagating its constraints to a fixed
+/// point: a box that contains the domain. `None` when some iterator is unbounded, the domain is
+/// found empty, or the bounds grow too large to compute with safely.
+fn bounding_box(domain: &[Bound], depth: usize) -> Option<Vec<(i64, i64)>> {
+    const LIMIT: i128 = 1 << 40;
+    let mut bx: Vec<(Option<i128>, Option<i128>)> = vec![(None, None); depth];
+    for _ in 0..16 {
+        let mut changed = false;
+        for b in domain {
+            // Both directions for an equality.
+            let signs: &[i128] = match b.kind {
+                ConstraintKind::NonNegative => &[1],
+                ConstraintKind::Zero => &[1, -1],
+            };
+            for &sign in signs {
+                for j in 0..depth {
+                    let a = sign * b.expr.coeffs[j] as i128;
+                    if a == 0 {
+                        continue;
+                    }
+                    // The largest value of the rest of the row.
+                    let mut rest = Some(sign * b.expr.c as i128);
+                    for (k, &c) in b.expr.coeffs.iter().enumerate() {
+                        let c = sign * c as i128;
+                        if k == j || c == 0 {
+                            continue;
+                        }
+                        let end = if c > 0 { bx[k].1 } else { bx[k].0 };
+                        rest = rest.zip(end).map(|(r, e)| r + c * e);
+                    }
+                    let Some(rest) = rest else { continue };
+                    if a > 0 {
+                        let lo = -(rest.div_euclid(a));
+                        if bx[j].0.is_none_or(|l| lo > l) {
+                            bx[j].0 = Some(lo);
+                            changed = true;
+                        }
+                    } else {
+                        let hi = rest.div_euclid(-a);
+                        if bx[j].1.is_none_or(|h| hi < h) {
+                            bx[j].1 = Some(hi);
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    bx.iter()
+        .map(|&(lo, hi)| match (lo, hi) {
+            (Some(l), Some(h)) if l <= h && l.abs() < LIMIT && h.abs() < LIMIT => {
+                Some((l as i64, h as i64))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The smallest and largest values of `e` over the box `bx`.
+fn range_over(e: &Lin, bx: &[(i64, i64)]) -> (i64, i64) {
+    let (mut lo, mut hi) = (e.c, e.c);
+    for (&a, &(l, h)) in e.coeffs.iter().zip(bx) {
+        let (x, y) = (a * l, a * h);
+        lo += x.min(y);
+        hi += x.max(y);
+    }
+    (lo, hi)
 }
 
 fn div_floor(a: i64, b: i64) -> i64 {
