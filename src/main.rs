@@ -162,6 +162,16 @@ struct OptimizeArgs {
     /// OpenMP threads of the generated code (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
+    /// GPU: do not promote tiles to workgroup memory or accumulators to registers.
+    #[arg(long)]
+    no_promote: bool,
+    /// GPU: compute f64 kernels in f32 (WGSL has no f64).
+    #[arg(long)]
+    gpu_f32: bool,
+    /// GPU: run on the adapter whose name contains NAME (default: `POLYFUSE_GPU_ADAPTER`, else
+    /// the first GPU, else a software adapter).
+    #[arg(long, value_name = "NAME")]
+    adapter: Option<String>,
     /// npu: one buffer per tile in L1, L0 and UB instead of two (for comparison).
     #[arg(long)]
     no_double_buffer: bool,
@@ -195,8 +205,10 @@ impl OptimizeArgs {
     fn target(&self) -> TargetOptions {
         TargetOptions {
             threads: self.threads.map(|n| n as usize),
+            no_promote: self.no_promote,
+            adapter: self.adapter.clone(),
             no_double_buffer: self.no_double_buffer,
-            f64_as_f32: self.npu_f32,
+            f64_as_f32: self.npu_f32 || self.gpu_f32,
             ..TargetOptions::default()
         }
     }

@@ -459,3 +459,64 @@ fn the_accelerator_compiles_runs_and_refuses_with_one_line() {
     assert!(e.contains("not supported on npu: f64"), "{e}");
     assert_eq!(e.trim_end().lines().count(), 1, "{e}");
 }
+
+#[test]
+fn run_on_the_gpu_matches_the_interpreter() {
+    let sizes = ["--size", "NI=20", "--size", "NJ=21", "--size", "NK=22"];
+    let run = |extra: &[&str]| {
+        polyfuse(
+            &[
+                &["run", "kernels/gemm.pf", "--target", "gpu"][..],
+                &sizes,
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    let o = run(&[]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("not supported on gpu: f64"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["--gpu-f32", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["target"], "gpu");
+    assert_eq!(doc["matches_interp"], true);
+    let o = run(&["--gpu-f32", "--no-promote"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let all = polyfuse(
+        &[
+            &["run", "kernels/gemm.pf", "--target", "all", "--gpu-f32"][..],
+            &sizes,
+        ]
+        .concat(),
+    );
+    assert!(all.status.success(), "{}", stderr(&all));
+    assert!(stdout(&all).contains("on gpu"), "{}", stdout(&all));
+    let wgsl = polyfuse(&[
+        "compile",
+        "kernels/softmax.pf",
+        "--target",
+        "gpu",
+        "--emit",
+        "wgsl",
+    ]);
+    assert!(wgsl.status.success(), "{}", stderr(&wgsl));
+    assert!(stdout(&wgsl).contains("@compute"));
+    let tree = polyfuse(&[
+        "compile",
+        "kernels/softmax.pf",
+        "--target",
+        "gpu",
+        "--emit",
+        "tree",
+    ]);
+    assert!(
+        stdout(&tree).contains("mark: \"kernel\""),
+        "{}",
+        stdout(&tree)
+    );
+}

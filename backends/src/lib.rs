@@ -7,6 +7,7 @@
 //! - [`interp`]: the reference interpreter, as a target that runs kernels in their original
 //!   order;
 //! - [`cpu`]: C99 + OpenMP, built with the system C compiler and run by a generated harness;
+//! - [`gpu`]: WGSL compute shaders, validated by naga and run through wgpu;
 //! - [`npu`]: `.npuasm` for the DaVinci-like accelerator, run on the simulator in `sim`;
 //! - [`compare`]: checks a target's outputs against the reference interpreter's, with a
 //!   tolerance by element type; shared by every runner;
@@ -14,6 +15,7 @@
 
 pub mod compare;
 pub mod cpu;
+pub mod gpu;
 pub mod interp;
 pub mod npu;
 mod progress;

@@ -14,10 +14,10 @@ use polyhedral::pipeline::{self, Compiled, STAGES};
 use polyhedral::program::Program;
 use polyhedral::target::TargetDescription;
 
-use crate::{cpu, interp, npu};
+use crate::{cpu, gpu, interp, npu};
 
 /// The targets, in the order `run --target all` runs them.
-pub static TARGETS: &[&dyn Target] = &[&interp::Interp, &cpu::Cpu, &npu::Npu];
+pub static TARGETS: &[&dyn Target] = &[&interp::Interp, &cpu::Cpu, &gpu::Gpu, &npu::Npu];
 
 /// The target called `name`.
 pub fn find(name: &str) -> Result<&'static dyn Target, Error> {
@@ -45,9 +45,13 @@ pub fn names() -> String {
 pub struct TargetOptions {
     /// Threads of the generated code and of the interpreter (`None`: every core).
     pub threads: Option<usize>,
+    /// GPU: no promotion to workgroup memory or registers.
+    pub no_promote: bool,
+    /// GPU: part of the name of the adapter to run on.
+    pub adapter: Option<String>,
     /// Accelerator: one buffer per tile instead of two.
     pub no_double_buffer: bool,
-    /// Accelerator: compute f64 arithmetic in f32.
+    /// GPU and accelerator: compute f64 arithmetic in f32.
     pub f64_as_f32: bool,
     /// Accelerator: record the pipes' timeline (written by `run --timeline`).
     pub timeline: bool,
@@ -107,6 +111,11 @@ pub trait Target: Sync {
         options: &TargetOptions,
         seed: u64,
     ) -> Result<RunOutput, Error>;
+    /// The program the target compiles for `program` (the GPU narrows f64 to f32 when asked);
+    /// the program itself by default.
+    fn program_for(&self, program: &Program, _options: &TargetOptions) -> Result<Program, Error> {
+        Ok(program.clone())
+    }
     /// Whether the target can run here; `run --target all` skips the ones that cannot.
     fn available(&self) -> Result<(), Error> {
         Ok(())
@@ -173,6 +182,7 @@ pub fn compile(
     let description = target.description(options).ok_or(Error::NoCode {
         target: target.name(),
     })?;
+    let program = &target.program_for(program, options)?;
     pipeline::compile(program, &description, pipeline).map_err(|source| Error::Pipeline {
         kernel: program.name.clone(),
         source,
@@ -229,6 +239,8 @@ pub enum Error {
     },
     #[error("{kernel}: {source}")]
     Cpu { kernel: String, source: cpu::Error },
+    #[error("{kernel}: {source}")]
+    Gpu { kernel: String, source: gpu::Error },
     #[error("{kernel}: {source}")]
     Npu { kernel: String, source: npu::Error },
     #[error("the interpreter stopped: {0}")]

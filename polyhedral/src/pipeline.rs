@@ -1,6 +1,7 @@
 //! The optimizing pipeline, written out in one place: dependences → array expansion →
 //! Pluto scheduling (with the fusion strategy) → schedule tree → the tree passes of
-//! [`passes`] (tiling, intra-tile permutation, post-tiling fusion), each followed by the verifier → AST.
+//! [`passes`] (tiling, intra-tile permutation, post-tiling fusion, mapping marks), each
+//! followed by the verifier → AST.
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memories,
 //! parallel hierarchy and vector unit), never from its name. With [`Options::verify`] every
@@ -23,6 +24,7 @@ use crate::expand::{expand_for_parallelism, Expansion};
 use crate::fusion::post_tiling::PostTilingFusion;
 use crate::program::Program;
 use crate::schedule::intra_tile::IntraTile;
+use crate::schedule::map::MapMarks;
 use crate::schedule::pluto::{self, Fusion, PlutoSchedule};
 use crate::schedule::tile::Tile;
 use crate::schedule::tile_size::TileSizes;
@@ -148,6 +150,7 @@ pub const STAGES: &[&str] = &[
     Tile::NAME,
     IntraTile::NAME,
     PostTilingFusion::NAME,
+    MapMarks::NAME,
 ];
 
 /// The tree passes for `target` under `options`, in the order they run.
@@ -159,10 +162,13 @@ pub fn passes(target: &TargetDescription, options: &Options) -> Vec<Box<dyn Pass
     if options.intra_tile && target.vector.is_some() {
         passes.push(Box::new(IntraTile));
     }
-    // Last: the passes before it rebuild the tree from the flat schedule, which has no
+    // After the passes that rebuild the tree from the flat schedule, which has no
     // extensions.
     if options.post_tiling_fusion {
         passes.push(Box::new(PostTilingFusion));
+    }
+    if target.invocations().is_some() {
+        passes.push(Box::new(MapMarks));
     }
     passes
 }

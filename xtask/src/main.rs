@@ -9,6 +9,7 @@
 
 mod bench_cpu;
 mod bench_fusion;
+mod bench_gpu;
 mod bench_npu;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,9 @@ tasks:
   bench fusion [--runs N] [--readme]
                                the fusion kernels on the CPU: smartfuse, maxfuse and
                                post-tiling fusion timed; --readme writes the table
+  bench gpu [--runs N] [--adapter NAME] [--readme]
+                               gemm, 2mm, conv2d_relu, jacobi2d, softmax, layernorm on
+                               the GPU adapter: promoted against unpromoted code
   bench npu [--readme]         the accelerator target on the simulator: cycles, cube and
                                vector utilisation, GM bytes, roofline bound, single against
                                double buffering; --readme writes the table";
@@ -148,6 +152,7 @@ fn bench(args: &[String]) -> Result<(), String> {
         [what, rest @ ..] if what == "interp" => bench_interp(rest),
         [what, rest @ ..] if what == "cpu" => bench_cpu::bench_cpu(rest),
         [what, rest @ ..] if what == "fusion" => bench_fusion::bench_fusion(rest),
+        [what, rest @ ..] if what == "gpu" => bench_gpu::bench_gpu(rest),
         [what, rest @ ..] if what == "npu" => bench_npu::bench_npu(rest),
         _ => Err(USAGE.to_string()),
     }

@@ -16,7 +16,8 @@
 //! - [`tile`]: tiling of permutable bands into tile and point bands, and the tile-level
 //!   wavefront; [`tile_size`]: the sizes, from the target's description;
 //! - [`intra_tile`]: the permutation of point bands that puts a parallel, stride-one loop
-//!   innermost.
+//!   innermost;
+//! - [`map`]: kernel and thread marks, where a grid of groups of threads starts mapping loops.
 //!
 //! AST generation from a tree is [`crate::codegen::generate_ast`].
 
@@ -24,6 +25,7 @@ pub mod expr;
 mod from_pluto;
 pub(crate) mod instances;
 pub mod intra_tile;
+pub mod map;
 pub mod pluto;
 mod print;
 pub mod tile;

@@ -1,0 +1,339 @@
+//! WGSL expressions for statement bodies and scalar functions.
+//!
+//! Values live in their WGSL type (`f16` and `f32` → `f32`, `i32` → `i32`, `bool` → `bool`) and
+//! are rounded where the interpreter rounds: `f32` arithmetic is `f32` already; every `f16`
+//! operation goes through `pf_f16r`, which rounds an `f32` to the nearest `f16` value, ties to
+//! even, exactly. `i32` arithmetic wraps in WGSL as in the interpreter. Math functions are
+//! WGSL's, whose precision is the device's: the comparison's tolerance covers a few ulps.
+
+use polyhedral::interp::round;
+use polyhedral::program::{
+    BinaryOp, Block, Expr, ExprArena, ExprId, Function, Literal, MathFn, Program, ScalarType, Stmt,
+    UnaryOp,
+};
+
+/// The WGSL type of values (and of stored elements) of `ty`.
+pub(crate) fn value_type(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::F16 | ScalarType::F32 | ScalarType::F64 => "f32",
+        ScalarType::I32 => "i32",
+        ScalarType::Bool => "bool",
+    }
+}
+
+/// A WGSL literal with the value the interpreter gives `l`.
+pub(crate) fn literal(l: Literal) -> String {
+    let v = round(l.ty, l.value);
+    match l.ty {
+        ScalarType::Bool => (if v != 0.0 { "true" } else { "false" }).to_string(),
+        ScalarType::I32 if v == i32::MIN as f64 => "bitcast<i32>(0x80000000u)".to_string(),
+        ScalarType::I32 if v < 0.0 => format!("({}i)", v as i32),
+        ScalarType::I32 => format!("{}i", v as i32),
+        _ => float_literal(v as f32),
+    }
+}
+
+pub(crate) fn float_literal(v: f32) -> String {
+    if v.is_nan() {
+        "bitcast<f32>(0x7fc00000u)".to_string()
+    } else if v.is_infinite() {
+        if v < 0.0 {
+            "bitcast<f32>(0xff800000u)".to_string()
+        } else {
+            "bitcast<f32>(0x7f800000u)".to_string()
+        }
+    } else {
+        let text = format!("{v:?}");
+        let text = if text.contains(['.', 'e', 'E']) {
+            text
+        } else {
+            format!("{text}.0")
+        };
+        if v.is_sign_negative() {
+            format!("({text}f)")
+        } else {
+            format!("{text}f")
+        }
+    }
+}
+
+/// The zero of `ty`.
+pub(crate) fn zero(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::F16 | ScalarType::F32 | ScalarType::F64 => "0.0f",
+        ScalarType::I32 => "0i",
+        ScalarType::Bool => "false",
+    }
+}
+
+/// What an expression's leaves refer to.
+pub(crate) enum Leaves<'a> {
+    /// A statement instance: the WGSL text of each iterator and of each read.
+    Statement {
+        iters: &'a [String],
+        reads: &'a [String],
+    },
+    /// A scalar function: locals are `l0`, `l1`, …
+    Function,
+}
+
+pub(crate) struct BodyWriter<'a> {
+    pub program: &'a Program,
+    pub param: &'a dyn Fn(usize) -> String,
+}
+
+impl BodyWriter<'_> {
+    /// The WGSL text of expression `id` of `arena`, whose expression types are `types`.
+    pub(crate) fn expr(
+        &self,
+        arena: &ExprArena,
+        types: &[ScalarType],
+        leaves: &Leaves,
+        id: ExprId,
+    ) -> String {
+        let ty = types[id.index()];
+        let sub = |x: ExprId| self.expr(arena, types, leaves, x);
+        match &arena[id] {
+            Expr::Literal(l) => literal(*l),
+            Expr::Iter(d) => match leaves {
+                Leaves::Statement { iters, .. } => iters[*d].clone(),
+                Leaves::Function => "0i".into(),
+            },
+            Expr::Param(p) => (self.param)(p.index()),
+            Expr::Read(r) => match leaves {
+                Leaves::Statement { reads, .. } => reads[*r].clone(),
+                Leaves::Function => zero(ty).into(),
+            },
+            Expr::Local(l) => format!("l{}", l.index()),
+            Expr::Unary(UnaryOp::Not, a) => format!("(!{})", sub(*a)),
+            Expr::Unary(UnaryOp::Neg, a) => format!("(-{})", sub(*a)),
+            Expr::Binary(op, a, b) => {
+                let operand = types[a.index()];
+                binary(*op, operand, sub(*a), sub(*b))
+            }
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => format!(
+                "select({}, {}, {})",
+                sub(*otherwise),
+                sub(*then),
+                sub(*cond)
+            ),
+            Expr::Math(m, args) => {
+                let args: Vec<String> = args.iter().map(|a| sub(*a)).collect();
+                math(*m, ty, &args)
+            }
+            Expr::Cast(to, a) => cast(*to, types[a.index()], sub(*a)),
+            Expr::Call(f, args) => {
+                let args: Vec<String> = args.iter().map(|a| sub(*a)).collect();
+                format!(
+                    "{}({})",
+                    function_name(self.program.function(*f)),
+                    args.join(", ")
+                )
+            }
+        }
+    }
+
+    /// A scalar function as a WGSL function.
+    pub(crate) fn function(&self, f: &Function) -> String {
+        let types: Vec<ScalarType> = (0..f.exprs.len())
+            .map(|i| f.expr_type(self.program, ExprId(i as u32)))
+            .collect();
+        let params: Vec<String> = (0..f.params)
+            .map(|k| format!("p{k}: {}", value_type(f.locals[k].ty)))
+            .collect();
+        let mut out = format!(
+            "fn {}({}) -> {} {{\n",
+            function_name(f),
+            params.join(", "),
+            value_type(f.ret)
+        );
+        for (k, l) in f.locals.iter().enumerate() {
+            if k < f.params {
+                out += &format!("    var l{k}: {} = p{k};\n", value_type(l.ty));
+            } else {
+                out += &format!("    var l{k}: {};\n", value_type(l.ty));
+            }
+        }
+        self.block(f, &types, &f.body, 1, &mut out);
+        out += &format!("    return {};\n}}\n", zero(f.ret));
+        out
+    }
+
+    fn block(
+        &self,
+        f: &Function,
+        types: &[ScalarType],
+        block: &Block,
+        depth: usize,
+        out: &mut String,
+    ) {
+        let pad = "    ".repeat(depth);
+        let e = |id: ExprId| self.expr(&f.exprs, types, &Leaves::Function, id);
+        for s in block {
+            match s {
+                Stmt::Assign(l, v) => *out += &format!("{pad}l{} = {};\n", l.index(), e(*v)),
+                Stmt::If {
+                    cond,
+                    then,
+                    otherwise,
+                } => {
+                    *out += &format!("{pad}if ({}) {{\n", e(*cond));
+                    self.block(f, types, then, depth + 1, out);
+                    if otherwise.is_empty() {
+                        *out += &format!("{pad}}}\n");
+                    } else {
+                        *out += &format!("{pad}}} else {{\n");
+                        self.block(f, types, otherwise, depth + 1, out);
+                        *out += &format!("{pad}}}\n");
+                    }
+                }
+                Stmt::While { cond, body } => {
+                    *out += &format!(
+                        "{pad}loop {{\n{pad}    if (!({})) {{\n{pad}        break;\n{pad}    }}\n",
+                        e(*cond)
+                    );
+                    self.block(f, types, body, depth + 1, out);
+                    *out += &format!("{pad}}}\n");
+                }
+                Stmt::Return(v) => *out += &format!("{pad}return {};\n", e(*v)),
+            }
+        }
+    }
+}
+
+pub(crate) fn function_name(f: &Function) -> String {
+    format!("f_{}", f.name)
+}
+
+fn binary(op: BinaryOp, ty: ScalarType, a: String, b: String) -> String {
+    use BinaryOp::*;
+    if op.is_comparison() || op.is_logical() {
+        return format!("({a} {} {b})", op.symbol());
+    }
+    match (ty, op) {
+        (_, Min) => format!("min({a}, {b})"),
+        (_, Max) => format!("max({a}, {b})"),
+        (ScalarType::F16, _) => format!("pf_f16r({a} {} {b})", op.symbol()),
+        (ScalarType::F32 | ScalarType::F64, Mul) => format!("(({a} * {b}) + pf.zero)"),
+        (ScalarType::F32 | ScalarType::F64, Div) => format!("pf_div({a}, {b})"),
+        _ => format!("({a} {} {b})", op.symbol()),
+    }
+}
+
+fn math(m: MathFn, ty: ScalarType, args: &[String]) -> String {
+    let x = &args[0];
+    let text = match m {
+        MathFn::Rsqrt => format!("inverseSqrt({x})"),
+        MathFn::Pow => format!("pow({x}, {})", args[1]),
+        _ => format!("{}({x})", m.name()),
+    };
+    let exact = matches!(m, MathFn::Abs | MathFn::Floor | MathFn::Ceil);
+    if ty == ScalarType::F16 && !exact {
+        format!("pf_f16r({text})")
+    } else {
+        text
+    }
+}
+
+fn cast(to: ScalarType, from: ScalarType, a: String) -> String {
+    use ScalarType::*;
+    match (to, from) {
+        _ if to == from => a,
+        (F32 | F64, F16 | F32 | F64) => a,
+        (F16 | F32 | F64, Bool) => format!("select(0.0f, 1.0f, {a})"),
+        (F16, _) => format!("pf_f16r(f32({a}))"),
+        (F32 | F64, _) => format!("f32({a})"),
+        (I32, Bool) => format!("select(0i, 1i, {a})"),
+        (I32, _) => format!("pf_f2i({a})"),
+        (Bool, I32) => format!("({a} != 0i)"),
+        (Bool, _) => format!("({a} != 0.0f)"),
+    }
+}
+
+/// Helper functions every module may call (WGSL has no `static inline`; unused functions
+/// cost nothing).
+pub(crate) const HELPERS: &str = "\
+fn pf_floord(a: i32, b: i32) -> i32 {
+    let q = a / b;
+    if (a % b != 0i && a < 0i) {
+        return q - 1i;
+    }
+    return q;
+}
+
+fn pf_ceild(a: i32, b: i32) -> i32 {
+    let q = a / b;
+    if (a % b != 0i && a > 0i) {
+        return q + 1i;
+    }
+    return q;
+}
+
+fn pf_mod(a: i32, b: i32) -> i32 {
+    let r = a % b;
+    if (r < 0i) {
+        return r + b;
+    }
+    return r;
+}
+
+// Truncates toward zero and saturates, NaN giving 0, as the interpreter converts.
+fn pf_f2i(x: f32) -> i32 {
+    if (x != x) {
+        return 0i;
+    }
+    if (x >= 2147483648.0f) {
+        return 2147483647i;
+    }
+    if (x <= -2147483648.0f) {
+        return bitcast<i32>(0x80000000u);
+    }
+    return i32(x);
+}
+
+// a / b correctly rounded. WGSL allows 2.5 ulp of error in `/`, and a fused multiply-add may
+// be computed unfused, so the residual a - q·b of the quotient is computed exactly with
+// Dekker's product (Veltkamp's splitting; `pf.zero` keeps the products from being contracted),
+// and one correction step gives the nearest value.
+fn pf_div(a: f32, b: f32) -> f32 {
+    let q = a / b;
+    if (!(abs(q) < 1.0e30f) || abs(q) < 1.0e-30f || !(abs(b) < 1.0e30f) || abs(b) < 1.0e-30f
+        || !(abs(a) < 1.0e30f) || abs(a) < 1.0e-30f) {
+        return q;
+    }
+    let cq = 4097.0f * q + pf.zero;
+    let qh = cq - (cq - q);
+    let ql = q - qh;
+    let cb = 4097.0f * b + pf.zero;
+    let bh = cb - (cb - b);
+    let bl = b - bh;
+    let p = q * b + pf.zero;
+    let e = ((qh * bh + pf.zero - p) + qh * bl + pf.zero + ql * bh + pf.zero) + ql * bl + pf.zero;
+    let r = (a - p) - e;
+    return q + r / b;
+}
+
+// The f16 value nearest to x (ties to even), as an f32: scaling by a power of two is exact and
+// round() rounds ties to even, so this is the correctly rounded result.
+fn pf_f16r(x: f32) -> f32 {
+    let a = abs(x);
+    if (a != a) {
+        return x;
+    }
+    var r: f32;
+    if (a >= 65520.0f) {
+        r = bitcast<f32>(0x7f800000u);
+    } else if (a < 6.103515625e-5f) {
+        r = round(a * 16777216.0f) / 16777216.0f;
+    } else {
+        let e = i32((bitcast<u32>(a) >> 23u) & 0xffu) - 127i;
+        let ulp = bitcast<f32>(u32(e - 10i + 127i) << 23u);
+        r = round(a / ulp) * ulp;
+    }
+    return select(r, -r, x < 0.0f);
+}
+";

@@ -1,0 +1,352 @@
+//! Memory promotion on a kernel's loops: which footprints go to workgroup memory and which
+//! accumulators to registers.
+//!
+//! - **Workgroup tiles.** For one thread region (the loops under a `thread` mark, entered by
+//!   every invocation of the group in uniform control flow), each array the kernel only reads
+//!   and the region reads with reuse (some loop of the region that its subscripts do not use)
+//!   gets the box of its accesses: per dimension, the lowest subscript over the region's loop
+//!   ranges (an expression of the loops outside the region) and a constant extent, the largest
+//!   the region's tiles can reach. The box is copied in cooperatively before the region and
+//!   read there instead of global memory; arrays the kernel writes are never copied, so
+//!   nothing needs writing back. Boxes are taken in the order the arrays are first read while
+//!   they fit the workgroup memory left.
+//! - **Registers.** A sequential loop run by one invocation whose body accesses an array it
+//!   writes at a single subscript that does not change inside the loop (gemm's `C[i][j]` in
+//!   the `k` loop) keeps that element in a function-scope variable: loaded before the loop,
+//!   stored after it, only when the loop runs at least once. Every access in the loop has
+//!   that subscript, and no other invocation touches the element while the loop runs (the
+//!   loops mapped to invocations carry no dependence), so the result is the same.
+//!
+//! Subscripts must be affine in the loop variables (no floor division of a region loop) and
+//! loop bounds must not depend on other loops of the region, or the array is not promoted.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use polyhedral::ast::{Ast, AstExpr};
+use polyhedral::program::{ArrayId, ParamId, Program};
+
+/// An affine form over loop variables and parameters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Linear {
+    pub vars: BTreeMap<String, i64>,
+    pub params: BTreeMap<u32, i64>,
+    pub constant: i64,
+}
+
+impl Linear {
+    pub(crate) fn of(e: &AstExpr) -> Option<Linear> {
+        let mut out = Linear::default();
+        out.add(e, 1)?;
+        out.vars.retain(|_, c| *c != 0);
+        out.params.retain(|_, c| *c != 0);
+        Some(out)
+    }
+
+    fn add(&mut self, e: &AstExpr, k: i64) -> Option<()> {
+        match e {
+            AstExpr::Int(v) => self.constant += k * v,
+            AstExpr::Var(v) => *self.vars.entry(v.clone()).or_default() += k,
+            AstExpr::Param(p) => *self.params.entry(p.0).or_default() += k,
+            AstExpr::Add(a, b) => {
+                self.add(a, k)?;
+                self.add(b, k)?;
+            }
+            AstExpr::Mul(m, a) => self.add(a, k * m)?,
+            _ => return None,
+        }
+        Some(())
+    }
+
+    fn minus(&self, other: &Linear) -> Linear {
+        let mut out = self.clone();
+        for (v, c) in &other.vars {
+            *out.vars.entry(v.clone()).or_default() -= c;
+        }
+        for (p, c) in &other.params {
+            *out.params.entry(*p).or_default() -= c;
+        }
+        out.constant -= other.constant;
+        out.vars.retain(|_, c| *c != 0);
+        out.params.retain(|_, c| *c != 0);
+        out
+    }
+
+    fn is_constant(&self) -> bool {
+        self.vars.is_empty() && self.params.is_empty()
+    }
+
+    /// The form without the constant and the terms of `skip`, as an expression.
+    fn to_expr_without(&self, skip: &BTreeSet<String>) -> AstExpr {
+        let mut out = AstExpr::Int(0);
+        for (v, c) in &self.vars {
+            if !skip.contains(v) {
+                out = AstExpr::plus(out, AstExpr::mul(*c, AstExpr::Var(v.clone())));
+            }
+        }
+        for (p, c) in &self.params {
+            out = AstExpr::plus(out, AstExpr::mul(*c, AstExpr::Param(ParamId(*p))));
+        }
+        out
+    }
+}
+
+/// The variables an expression reads.
+pub(crate) fn expr_vars(e: &AstExpr, out: &mut BTreeSet<String>) {
+    match e {
+        AstExpr::Var(v) => {
+            out.insert(v.clone());
+        }
+        AstExpr::Add(a, b) => {
+            expr_vars(a, out);
+            expr_vars(b, out);
+        }
+        AstExpr::Mul(_, a)
+        | AstExpr::FloorDiv(a, _)
+        | AstExpr::CeilDiv(a, _)
+        | AstExpr::Mod(a, _) => expr_vars(a, out),
+        AstExpr::Min(items) | AstExpr::Max(items) => items.iter().for_each(|i| expr_vars(i, out)),
+        AstExpr::Int(_) | AstExpr::Param(_) => {}
+    }
+}
+
+/// The subscripts of every access of the statements below `ast`: (array, subscripts, is the
+/// write).
+pub(crate) fn accesses(program: &Program, ast: &Ast) -> Vec<(ArrayId, Vec<AstExpr>, bool)> {
+    let mut out = Vec::new();
+    ast.walk(&mut |a| {
+        if let Ast::User { stmt, args } = a {
+            let s = &program.statements[stmt.index()];
+            let subs = |acc: &polyhedral::program::Access| -> Vec<AstExpr> {
+                acc.subscripts
+                    .iter()
+                    .map(|e| AstExpr::from_affine(e, &|d| args[d].clone()))
+                    .collect()
+            };
+            for r in &s.reads {
+                out.push((r.array, subs(r), false));
+            }
+            out.push((s.write.array, subs(&s.write), true));
+        }
+    });
+    out
+}
+
+/// A box of an array copied to workgroup memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SharedTile {
+    pub array: ArrayId,
+    /// Per dimension, the lowest subscript, over the loops outside the region.
+    pub lower: Vec<AstExpr>,
+    /// Per dimension, the number of elements.
+    pub extent: Vec<i64>,
+}
+
+impl SharedTile {
+    pub(crate) fn len(&self) -> i64 {
+        self.extent.iter().product()
+    }
+}
+
+/// The loop ranges of the region: variable → (lower, upper); `None` when a variable is bound
+/// by several loops with different bounds.
+type Ranges = BTreeMap<String, Option<(AstExpr, AstExpr)>>;
+
+fn ranges(ast: &Ast) -> Ranges {
+    let mut out: Ranges = BTreeMap::new();
+    ast.walk(&mut |a| {
+        if let Ast::For {
+            var, lower, upper, ..
+        } = a
+        {
+            let r = (lower.clone(), upper.clone());
+            match out.get(var) {
+                Some(Some(old)) if *old != r => {
+                    out.insert(var.clone(), None);
+                }
+                Some(_) => {}
+                None => {
+                    out.insert(var.clone(), Some(r));
+                }
+            }
+        }
+    });
+    out
+}
+
+/// A constant bound on `upper - lower + 1` when a pair of their min / max terms differ by a
+/// constant.
+fn trip_bound(lower: &AstExpr, upper: &AstExpr) -> Option<i64> {
+    let lows: Vec<&AstExpr> = match lower {
+        AstExpr::Max(items) => items.iter().collect(),
+        e => vec![e],
+    };
+    let highs: Vec<&AstExpr> = match upper {
+        AstExpr::Min(items) => items.iter().collect(),
+        e => vec![e],
+    };
+    let mut best: Option<i64> = None;
+    for h in &highs {
+        for l in &lows {
+            if let (Some(h), Some(l)) = (Linear::of(h), Linear::of(l)) {
+                let d = h.minus(&l);
+                if d.is_constant() {
+                    let t = (d.constant + 1).max(0);
+                    best = Some(best.map_or(t, |b| b.min(t)));
+                }
+            }
+        }
+    }
+    best
+}
+
+/// The workgroup tiles of a thread region `region` of a kernel that writes `written`, within
+/// `budget` bytes of `elem_bytes`-byte elements (see the module docs).
+pub(crate) fn shared_tiles(
+    program: &Program,
+    region: &Ast,
+    written: &BTreeSet<ArrayId>,
+    budget: &mut i64,
+    elem_bytes: &dyn Fn(ArrayId) -> i64,
+) -> Vec<SharedTile> {
+    let ranges = ranges(region);
+    let inner: BTreeSet<String> = ranges.keys().cloned().collect();
+    // Per region variable: its bounds (over outer variables only) and its trip bound.
+    let mut info: BTreeMap<String, (AstExpr, AstExpr, i64)> = BTreeMap::new();
+    for (v, r) in &ranges {
+        let Some((lo, hi)) = r else { continue };
+        let mut used = BTreeSet::new();
+        expr_vars(lo, &mut used);
+        expr_vars(hi, &mut used);
+        if used.iter().any(|u| inner.contains(u)) {
+            continue;
+        }
+        if let Some(t) = trip_bound(lo, hi) {
+            info.insert(v.clone(), (lo.clone(), hi.clone(), t));
+        }
+    }
+    let all = accesses(program, region);
+    let mut order: Vec<ArrayId> = Vec::new();
+    for (a, _, _) in &all {
+        if !order.contains(a) {
+            order.push(*a);
+        }
+    }
+    let mut tiles = Vec::new();
+    'arrays: for array in order {
+        if written.contains(&array) || program.array(array).shape.is_empty() {
+            continue;
+        }
+        let subs: Vec<&Vec<AstExpr>> = all
+            .iter()
+            .filter(|(a, _, _)| *a == array)
+            .map(|(_, s, _)| s)
+            .collect();
+        let rank = program.array(array).shape.len();
+        let mut forms: Vec<Vec<Linear>> = Vec::new();
+        for s in &subs {
+            let mut f = Vec::new();
+            for e in s.iter() {
+                let Some(l) = Linear::of(e) else {
+                    continue 'arrays;
+                };
+                if l.vars
+                    .keys()
+                    .any(|v| inner.contains(v) && !info.contains_key(v))
+                {
+                    continue 'arrays;
+                }
+                f.push(l);
+            }
+            forms.push(f);
+        }
+        // Reuse: a region loop of more than one iteration that no subscript uses.
+        let reused = info.iter().any(|(v, (_, _, t))| {
+            *t > 1
+                && forms
+                    .iter()
+                    .all(|f| f.iter().all(|l| !l.vars.contains_key(v)))
+        });
+        if !reused {
+            continue;
+        }
+        let mut lower = Vec::new();
+        let mut extent = Vec::new();
+        for d in 0..rank {
+            let base = &forms[0][d];
+            // Every access must differ from the first by a constant in this dimension.
+            let mut offsets = Vec::new();
+            for f in &forms {
+                let diff = f[d].minus(base);
+                if !diff.is_constant() {
+                    continue 'arrays;
+                }
+                offsets.push(diff.constant);
+            }
+            let (min_off, max_off) = (
+                *offsets.iter().min().expect("one access at least"),
+                *offsets.iter().max().expect("one access at least"),
+            );
+            let mut lo = base.to_expr_without(&inner);
+            let mut ext = 1 + max_off - min_off;
+            for (v, c) in &base.vars {
+                if let Some((vlo, vhi, t)) = info.get(v) {
+                    let end = if *c > 0 { vlo } else { vhi };
+                    lo = AstExpr::plus(lo, AstExpr::mul(*c, end.clone()));
+                    ext += c.abs() * (t - 1);
+                }
+            }
+            lower.push(AstExpr::plus(lo, AstExpr::Int(base.constant + min_off)));
+            extent.push(ext);
+        }
+        let tile = SharedTile {
+            array,
+            lower,
+            extent,
+        };
+        let bytes = tile.len() * elem_bytes(array);
+        if bytes <= *budget {
+            *budget -= bytes;
+            tiles.push(tile);
+        }
+    }
+    tiles
+}
+
+/// The arrays a sequential loop `var` with body `body` can keep in registers, with their one
+/// subscript (see the module docs).
+pub(crate) fn register_candidates(
+    program: &Program,
+    var: &str,
+    body: &Ast,
+) -> Vec<(ArrayId, Vec<AstExpr>)> {
+    let mut guarded = false;
+    let mut bound_inside = BTreeSet::new();
+    bound_inside.insert(var.to_string());
+    body.walk(&mut |a| match a {
+        Ast::If { .. } => guarded = true,
+        Ast::For { var, .. } => {
+            bound_inside.insert(var.clone());
+        }
+        _ => {}
+    });
+    if guarded {
+        return Vec::new();
+    }
+    let all = accesses(program, body);
+    let mut out: Vec<(ArrayId, Vec<AstExpr>)> = Vec::new();
+    for (array, subs, write) in &all {
+        if !write || out.iter().any(|(a, _)| a == array) {
+            continue;
+        }
+        let same = all
+            .iter()
+            .filter(|(a, _, _)| a == array)
+            .all(|(_, s, _)| s == subs);
+        let mut used = BTreeSet::new();
+        subs.iter().for_each(|e| expr_vars(e, &mut used));
+        if same && used.is_disjoint(&bound_inside) {
+            out.push((*array, subs.clone()));
+        }
+    }
+    out
+}

@@ -1,0 +1,197 @@
+//! The GPU target on every kernel in `kernels/`: the WGSL module of each (f64 kernels computed
+//! in f32), validated with naga and recorded as a snapshot; and each run through wgpu on the
+//! machine's adapter (Mesa's lavapipe where there is no GPU) against the interpreter running
+//! the same program, with the default workgroup limits and with limits so small that tiles
+//! are 2 to 4 wide, so that partial tiles, folded grids and skipped promotions occur.
+
+use backends::gpu::{self, Limits};
+use polyhedral::pipeline::Options;
+use snapshots::{kernels, load, load_small, snapshot_name};
+
+fn gpu_options() -> gpu::Options {
+    gpu::Options {
+        f64_as_f32: true,
+        ..gpu::Options::default()
+    }
+}
+
+fn tiny_limits() -> Limits {
+    Limits {
+        max_invocations_per_workgroup: 8,
+        max_workgroups_per_dimension: 2,
+        workgroup_memory_bytes: 256,
+        ..Limits::default()
+    }
+}
+
+#[test]
+fn wgsl_of_every_kernel() {
+    for path in kernels() {
+        let program = load(&path);
+        let options = gpu_options();
+        let c = gpu::compile(&program, &Options::default(), &options)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let module = gpu::Writer::new(&c.compiled.program, &options)
+            .write(&c.compiled.ast)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        gpu::validate(&module.wgsl).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        insta::assert_snapshot!(format!("{}_wgsl", snapshot_name(&path)), module.wgsl);
+    }
+}
+
+#[test]
+fn every_kernel_runs_on_the_gpu_like_the_interpreter() {
+    for path in kernels() {
+        let program = load_small(&path);
+        for limits in [Limits::default(), tiny_limits()] {
+            for promote in [true, false] {
+                let what = format!(
+                    "{} with {} invocations per group, promotion {promote}",
+                    path.display(),
+                    limits.max_invocations_per_workgroup
+                );
+                eprintln!("{what}");
+                let options = gpu::Options {
+                    limits,
+                    promote,
+                    ..gpu_options()
+                };
+                let c = gpu::compile(&program, &Options::default(), &options)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let module = gpu::Writer::new(&c.compiled.program, &options)
+                    .write(&c.compiled.ast)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let report = gpu::check(&c.reference, &c.compiled.program, &module, &options, 3)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(
+                    report.comparison.passed(),
+                    "{what}:\n{}\n{}",
+                    report.to_text(&c.reference),
+                    module.wgsl
+                );
+            }
+        }
+    }
+}
+
+fn load_sized(name: &str, sizes: &[(&str, i64)]) -> polyhedral::Program {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kernels")
+        .join(name);
+    let options = frontend::Options {
+        sizes: sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+        ..frontend::Options::default()
+    };
+    frontend::load(&path, &options).unwrap_or_else(|e| panic!("{}", e.render(false)))
+}
+
+/// Compiles, writes and runs `program`, asserting that it matches the interpreter; the module
+/// and the number of dispatches.
+fn run_checked(
+    program: &polyhedral::Program,
+    pipeline: &Options,
+    options: &gpu::Options,
+) -> (gpu::Module, usize) {
+    let c = gpu::compile(program, pipeline, options).unwrap_or_else(|e| panic!("{e}"));
+    let module = gpu::Writer::new(&c.compiled.program, options)
+        .write(&c.compiled.ast)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let report = gpu::check(&c.reference, &c.compiled.program, &module, options, 7)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        report.comparison.passed(),
+        "{}\n{}",
+        report.to_text(&c.reference),
+        module.wgsl
+    );
+    (module, report.dispatches)
+}
+
+#[test]
+fn promoted_gemm_uses_workgroup_tiles_and_a_register_accumulator() {
+    let program = load_sized("gemm.pf", &[("NI", 64), ("NJ", 64), ("NK", 64)]);
+    let (module, _) = run_checked(&program, &Options::default(), &gpu_options());
+    assert!(module.wgsl.contains("var<workgroup>"), "{}", module.wgsl);
+    assert!(
+        module.wgsl.contains("workgroupBarrier()"),
+        "{}",
+        module.wgsl
+    );
+    let (shared, registers) = module
+        .promoted
+        .iter()
+        .find(|(s, _)| !s.is_empty())
+        .unwrap_or_else(|| panic!("no kernel promoted anything:\n{}", module.wgsl));
+    assert!(shared.contains(&"A".to_string()) && shared.contains(&"B".to_string()));
+    assert_eq!(registers, &vec!["C".to_string()]);
+    assert!(module.wgsl.contains("var pf_r"), "{}", module.wgsl);
+
+    let unpromoted = gpu::Options {
+        promote: false,
+        ..gpu_options()
+    };
+    let (module, _) = run_checked(&program, &Options::default(), &unpromoted);
+    assert!(!module.wgsl.contains("var<workgroup>"), "{}", module.wgsl);
+    assert!(!module.wgsl.contains("var pf_r"), "{}", module.wgsl);
+}
+
+#[test]
+fn a_grid_larger_than_the_dimension_limit_is_folded() {
+    let program = load_sized("gemm.pf", &[("NI", 70), ("NJ", 90), ("NK", 20)]);
+    let options = gpu::Options {
+        limits: Limits {
+            max_workgroups_per_dimension: 2,
+            ..Limits::default()
+        },
+        ..gpu_options()
+    };
+    let pipeline = Options {
+        tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![8, 8, 8]),
+        ..Options::default()
+    };
+    // 9 × 12 tiles on a grid of at most 2 × 2 groups.
+    run_checked(&program, &pipeline, &options);
+    // Untiled, every loop on global ids: 70 rows on 2 groups of 16.
+    let untiled = Options {
+        tiling: polyhedral::schedule::tile_size::TileSizes::Off,
+        ..Options::default()
+    };
+    run_checked(&program, &untiled, &options);
+}
+
+#[test]
+fn tiles_that_do_not_divide_the_sizes_leave_correct_tails() {
+    let program = load_sized("gemm.pf", &[("NI", 37), ("NJ", 41), ("NK", 43)]);
+    for promote in [true, false] {
+        let options = gpu::Options {
+            promote,
+            ..gpu_options()
+        };
+        let pipeline = Options {
+            tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![16, 16, 16]),
+            ..Options::default()
+        };
+        let (module, _) = run_checked(&program, &pipeline, &options);
+        assert_eq!(module.wgsl.contains("var<workgroup>"), promote);
+    }
+}
+
+#[test]
+fn a_time_iterated_stencil_runs_as_several_dispatches() {
+    let program = load_sized("jacobi2d.pf", &[("N", 40), ("TSTEPS", 6)]);
+    // Small tiles: a wavefront of tiles, one dispatch per wavefront step.
+    let tiled = Options {
+        tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![4, 4, 4]),
+        ..Options::default()
+    };
+    let (module, dispatches) = run_checked(&program, &tiled, &gpu_options());
+    assert!(dispatches > 1, "{dispatches} dispatches\n{}", module.wgsl);
+}
+
+#[test]
+fn f64_kernels_need_the_f32_option() {
+    let program = load_sized("gemm.pf", &[]);
+    let e = gpu::compile(&program, &Options::default(), &gpu::Options::default())
+        .expect_err("f64 is refused");
+    assert!(e.to_string().contains("not supported on gpu: f64"), "{e}");
+}
