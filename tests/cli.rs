@@ -520,3 +520,22 @@ fn run_on_the_gpu_matches_the_interpreter() {
         stdout(&tree)
     );
 }
+
+#[test]
+fn post_tiling_fusion_on_the_gpu_is_refused_until_it_can_be_mapped() {
+    let o = polyfuse(&[
+        "compile",
+        "kernels/gemm_bias_relu.pf",
+        "--target",
+        "gpu",
+        "--fuse",
+        "post-tiling",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("not supported yet") && err.contains("post-tiling fusion"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}

@@ -80,6 +80,9 @@ pub enum Error {
     TileSizes(String),
     #[error("{0}")]
     Target(#[from] TargetError),
+    /// A combination of passes that is not implemented yet.
+    #[error("not supported yet: {0}")]
+    Unsupported(String),
 }
 
 /// Everything the pipeline computed, for the emitters and for `--emit`.

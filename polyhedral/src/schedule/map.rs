@@ -132,6 +132,19 @@ impl crate::pipeline::Pass for MapMarks {
     }
 
     fn run(&self, cx: &mut crate::pipeline::PassContext) -> Result<(), crate::pipeline::Error> {
+        // Producers that post-tiling fusion pulls into a tile would have to be spread over the
+        // tile's threads with a barrier before their consumers; that mapping does not exist.
+        let mut extension = false;
+        cx.tree
+            .root
+            .walk(&mut |n| extension |= matches!(n.kind, NodeKind::Extension(_)));
+        if extension {
+            return Err(crate::pipeline::Error::Unsupported(
+                "mapping a tree with extension nodes (post-tiling fusion) onto groups and \
+                 threads"
+                    .into(),
+            ));
+        }
         insert_mapping_marks(&mut cx.tree)?;
         Ok(())
     }
