@@ -144,8 +144,9 @@ pub enum ParallelLevel {
     Threads { count: Option<u32> },
     /// Independent cores, each with its own on-chip memories (an accelerator's blocks).
     Cores { count: u32 },
-    /// A grid of workgroups of up to three dimensions, with the largest count per dimension.
-    Workgroups { max_per_dim: [u32; 3] },
+    /// A grid of workgroups of up to three dimensions (a grid larger than the machine's
+    /// per-dimension limit is the back end's to fold into loops).
+    Workgroups,
     /// The invocations of one workgroup: at most `max_total` in all and `max_per_dim` along
     /// each dimension.
     Invocations {
@@ -250,7 +251,7 @@ impl TargetDescription {
         self.parallel.iter().any(|l| match l {
             ParallelLevel::Threads { count } => count.is_none_or(|c| c > 1),
             ParallelLevel::Cores { count } => *count > 1,
-            ParallelLevel::Workgroups { .. } | ParallelLevel::Invocations { .. } => true,
+            ParallelLevel::Workgroups | ParallelLevel::Invocations { .. } => true,
             ParallelLevel::Matrix { .. } => false,
         })
     }

@@ -366,9 +366,7 @@ fn workgroup_limits_bound_the_parallel_members_of_a_tile() {
     let gpu = TargetDescription {
         memory,
         parallel: vec![
-            ParallelLevel::Workgroups {
-                max_per_dim: [65535; 3],
-            },
+            ParallelLevel::Workgroups,
             ParallelLevel::Invocations {
                 max_total: 256,
                 max_per_dim: [256, 256, 64],

@@ -108,9 +108,7 @@ pub fn target(limits: &Limits) -> TargetDescription {
         name: "gpu".to_string(),
         memory,
         parallel: vec![
-            ParallelLevel::Workgroups {
-                max_per_dim: [limits.max_workgroups_per_dimension; 3],
-            },
+            ParallelLevel::Workgroups,
             ParallelLevel::Invocations {
                 max_total: limits.max_invocations_per_workgroup,
                 max_per_dim: limits.max_workgroup_size,
