@@ -197,6 +197,18 @@ fn errors(expected: f64, actual: f64) -> (f64, f64) {
     (abs, rel)
 }
 
+/// Whether `program`, a rewrite of `reference`, keeps the reference's arrays in order (names,
+/// element types and roles), perhaps with temporaries added after them, so that the two can be
+/// run on the same random inputs and their outputs compared.
+pub fn keeps_arrays(reference: &Program, program: &Program) -> bool {
+    reference.arrays.len() <= program.arrays.len()
+        && reference
+            .arrays
+            .iter()
+            .zip(&program.arrays)
+            .all(|(a, b)| a.name == b.name && a.elem == b.elem && a.role == b.role)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

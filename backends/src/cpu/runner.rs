@@ -15,7 +15,7 @@ use polyhedral::program::{ArrayId, ArrayRole, Program, ScalarType};
 
 use super::writer::{storage_type, KernelInterface, Writer};
 use super::{Error, Options};
-use crate::compare::{compare, Comparison};
+use crate::compare::{compare, keeps_arrays, Comparison};
 
 /// What a kernel run produced.
 #[derive(Clone, Debug, PartialEq)]
@@ -127,13 +127,7 @@ pub fn check_transformed(
     options: &Options,
     seed: u64,
 ) -> Result<CheckReport, Error> {
-    let same_arrays = reference.arrays.len() <= program.arrays.len()
-        && reference
-            .arrays
-            .iter()
-            .zip(&program.arrays)
-            .all(|(a, b)| a.name == b.name && a.elem == b.elem && a.role == b.role);
-    if !same_arrays {
+    if !keeps_arrays(reference, program) {
         return Err(Error::InvalidProgram(
             "the rewritten program does not keep the original's arrays".into(),
         ));

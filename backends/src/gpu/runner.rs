@@ -19,7 +19,7 @@ use wgpu::util::DeviceExt;
 use super::host::{HostOp, KernelMapping, MappedLoop};
 use super::writer::Module;
 use super::{Error, Limits, Options};
-use crate::compare::{compare, Comparison};
+use crate::compare::{compare, keeps_arrays, Comparison};
 
 /// What a kernel run produced.
 #[derive(Clone, Debug, PartialEq)]
@@ -549,13 +549,7 @@ pub fn check(
     options: &Options,
     seed: u64,
 ) -> Result<GpuCheckReport, Error> {
-    let same_arrays = reference.arrays.len() <= program.arrays.len()
-        && reference
-            .arrays
-            .iter()
-            .zip(&program.arrays)
-            .all(|(a, b)| a.name == b.name && a.elem == b.elem && a.role == b.role);
-    if !same_arrays {
+    if !keeps_arrays(reference, program) {
         return Err(Error::InvalidProgram(
             "the rewritten program does not keep the original's arrays".into(),
         ));
