@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{cargo, status, workspace_root};
+use crate::{build_polyfuse, parse_runs, status, workspace_root};
 
 const README_BEGIN: &str = "<!-- bench cpu: begin -->";
 const README_END: &str = "<!-- bench cpu: end -->";
@@ -32,23 +32,14 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--runs" => {
-                runs = it
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .filter(|&n| n > 0)
-                    .ok_or("--runs needs a positive number")?;
-            }
+            "--runs" => runs = parse_runs(it.next())?,
             "--readme" => readme = true,
             "--only" => only = Some(it.next().ok_or("--only needs a text")?.clone()),
             other => return Err(format!("unknown option `{other}` of bench cpu")),
         }
     }
     let root = workspace_root();
-    if !status(cargo().args(["build", "--quiet", "--release", "--package", "polyfuse"]))? {
-        return Err("cannot build polyfuse".into());
-    }
-    let polyfuse = root.join("target/release/polyfuse");
+    let polyfuse = build_polyfuse()?;
     let work = root.join("target/bench-cpu");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     let kernels_dir = root.join("kernels");

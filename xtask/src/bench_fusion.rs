@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{cargo, status, workspace_root};
+use crate::{build_polyfuse, parse_runs, workspace_root};
 
 const README_BEGIN: &str = "<!-- bench fusion: begin -->";
 const README_END: &str = "<!-- bench fusion: end -->";
@@ -35,22 +35,13 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--runs" => {
-                runs = it
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .filter(|&n| n > 0)
-                    .ok_or("--runs needs a positive number")?;
-            }
+            "--runs" => runs = parse_runs(it.next())?,
             "--readme" => readme = true,
             other => return Err(format!("unknown option `{other}` of bench fusion")),
         }
     }
     let root = workspace_root();
-    if !status(cargo().args(["build", "--quiet", "--release", "--package", "polyfuse"]))? {
-        return Err("cannot build polyfuse".into());
-    }
-    let polyfuse = root.join("target/release/polyfuse");
+    let polyfuse = build_polyfuse()?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "fusion benchmark: {} kernel(s), default sizes, median of {runs} run(s), {threads} thread(s)",

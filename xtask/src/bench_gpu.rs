@@ -14,7 +14,7 @@
 
 use std::process::Command;
 
-use crate::{cargo, status, workspace_root};
+use crate::{build_polyfuse, parse_runs, workspace_root};
 
 const README_BEGIN: &str = "<!-- bench gpu: begin -->";
 const README_END: &str = "<!-- bench gpu: end -->";
@@ -154,23 +154,14 @@ pub(crate) fn bench_gpu(args: &[String]) -> Result<(), String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--runs" => {
-                runs = it
-                    .next()
-                    .and_then(|s| s.parse().ok())
-                    .filter(|&n| n > 0)
-                    .ok_or("--runs needs a positive number")?;
-            }
+            "--runs" => runs = parse_runs(it.next())?,
             "--readme" => readme = true,
             "--adapter" => adapter = Some(it.next().ok_or("--adapter needs a name")?.clone()),
             other => return Err(format!("unknown option `{other}` of bench gpu")),
         }
     }
     let root = workspace_root();
-    if !status(cargo().args(["build", "--quiet", "--release", "--package", "polyfuse"]))? {
-        return Err("cannot build polyfuse".into());
-    }
-    let polyfuse = root.join("target/release/polyfuse");
+    let polyfuse = build_polyfuse()?;
     let mut rows = Vec::new();
     let mut adapter_name = String::new();
     for case in CASES {

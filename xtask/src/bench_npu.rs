@@ -15,7 +15,7 @@
 
 use std::process::Command;
 
-use crate::{cargo, status, workspace_root};
+use crate::{build_polyfuse, workspace_root};
 
 const README_BEGIN: &str = "<!-- bench npu: begin -->";
 const README_END: &str = "<!-- bench npu: end -->";
@@ -55,9 +55,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
         _ => return Err("usage: cargo xtask bench npu [--readme]".into()),
     };
     let root = workspace_root();
-    if !status(cargo().args(["build", "--quiet", "--release", "--package", "polyfuse"]))? {
-        return Err("cannot build polyfuse".into());
-    }
+    build_polyfuse()?;
     let machine = std::fs::read_to_string(root.join("sim/machines/davinci910.machine"))
         .map_err(|e| format!("cannot read the machine file: {e}"))?;
     let key = |k: &str| -> Result<u64, String> {

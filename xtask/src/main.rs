@@ -65,6 +65,22 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Builds the release `polyfuse` binary that benchmarks run, and returns its path.
+fn build_polyfuse() -> Result<PathBuf, String> {
+    if !status(cargo().args(["build", "--quiet", "--release", "--package", "polyfuse"]))? {
+        return Err("cannot build polyfuse".into());
+    }
+    Ok(workspace_root().join("target/release/polyfuse"))
+}
+
+/// The value of a benchmark's `--runs` option.
+fn parse_runs(value: Option<&String>) -> Result<usize, String> {
+    value
+        .and_then(|s| s.parse().ok())
+        .filter(|&n| n > 0)
+        .ok_or_else(|| "--runs needs a positive number".to_string())
+}
+
 fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.current_dir(workspace_root());
