@@ -81,6 +81,15 @@ impl Comparison {
         self.arrays.iter().all(|a| a.mismatches == 0)
     }
 
+    /// The last line `polyfuse run` prints for a compiled target.
+    pub fn verdict(&self) -> &'static str {
+        if self.passed() {
+            "result: matches the interpreter\n"
+        } else {
+            "result: MISMATCH with the interpreter\n"
+        }
+    }
+
     /// One line per output array: errors, tolerance, and the first mismatch if any.
     pub fn to_text(&self, program: &Program) -> String {
         let mut out = String::new();

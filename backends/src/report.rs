@@ -5,6 +5,8 @@
 use std::time::Duration;
 
 use polyhedral::interp::Memory;
+
+use crate::compare::Comparison;
 use polyhedral::program::{ArrayId, Program};
 use serde_json::{json, Value};
 
@@ -147,4 +149,17 @@ pub fn to_value(program: &Program, target: &str, seed: u64, results: &[OutputSum
         "params": params,
         "outputs": outputs,
     })
+}
+
+/// Adds a target's comparison with the interpreter to its JSON document: `matches_interp`, and
+/// per output its largest absolute and relative errors and its count of mismatches.
+pub fn add_comparison(json: &mut Value, comparison: &Comparison) {
+    json["matches_interp"] = json!(comparison.passed());
+    if let Some(outputs) = json["outputs"].as_array_mut() {
+        for (out, c) in outputs.iter_mut().zip(&comparison.arrays) {
+            out["max_abs_error"] = json!(c.max_abs);
+            out["max_rel_error"] = json!(c.max_rel);
+            out["mismatches"] = json!(c.mismatches);
+        }
+    }
 }

@@ -128,14 +128,7 @@ impl Target for Cpu {
         let results = report::summarize_outputs(program, &report.outputs);
         let mut json = report::to_value(program, self.name(), seed, &results);
         json["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
-        json["matches_interp"] = serde_json::json!(report.comparison.passed());
-        if let Some(outputs) = json["outputs"].as_array_mut() {
-            for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
-                out["max_abs_error"] = serde_json::json!(c.max_abs);
-                out["max_rel_error"] = serde_json::json!(c.max_rel);
-                out["mismatches"] = serde_json::json!(c.mismatches);
-            }
-        }
+        report::add_comparison(&mut json, &report.comparison);
         Ok(RunOutput {
             text: report.to_text(program),
             json,

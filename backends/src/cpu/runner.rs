@@ -96,11 +96,7 @@ impl CheckReport {
         );
         out += &self.comparison.to_text(program);
         out += &format!("kernel time: {:.6} s\n", self.kernel_seconds);
-        out += if self.comparison.passed() {
-            "result: matches the interpreter\n"
-        } else {
-            "result: MISMATCH with the interpreter\n"
-        };
+        out += self.comparison.verdict();
         out
     }
 }

@@ -309,15 +309,8 @@ impl Target for Gpu {
         let results = report::summarize_outputs(reference, &report.outputs);
         let mut json = report::to_value(reference, self.name(), seed, &results);
         json["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
-        json["matches_interp"] = serde_json::json!(report.comparison.passed());
         json["adapter"] = serde_json::json!(report.adapter);
-        if let Some(outputs) = json["outputs"].as_array_mut() {
-            for (out, c) in outputs.iter_mut().zip(&report.comparison.arrays) {
-                out["max_abs_error"] = serde_json::json!(c.max_abs);
-                out["max_rel_error"] = serde_json::json!(c.max_rel);
-                out["mismatches"] = serde_json::json!(c.mismatches);
-            }
-        }
+        report::add_comparison(&mut json, &report.comparison);
         let mut text = String::new();
         if gpu.reference != *program {
             text += "note: f64 computed in f32 (--gpu-f32); compared with the interpreter running \

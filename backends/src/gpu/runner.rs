@@ -530,11 +530,7 @@ impl GpuCheckReport {
         );
         out += &self.comparison.to_text(program);
         out += &format!("kernel time: {:.6} s\n", self.kernel_seconds);
-        out += if self.comparison.passed() {
-            "result: matches the interpreter\n"
-        } else {
-            "result: MISMATCH with the interpreter\n"
-        };
+        out += self.comparison.verdict();
         out
     }
 }

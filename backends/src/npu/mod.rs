@@ -244,16 +244,9 @@ impl Target for Npu {
         .map_err(|e| Npu::error(program, e))?;
         let results = report::summarize_outputs(program, &checked.outputs);
         let mut json = report::to_value(program, self.name(), seed, &results);
-        json["matches_interp"] = serde_json::json!(checked.comparison.passed());
         json["simulator"] =
             serde_json::to_value(&checked.report).unwrap_or(serde_json::Value::Null);
-        if let Some(outputs) = json["outputs"].as_array_mut() {
-            for (out, c) in outputs.iter_mut().zip(&checked.comparison.arrays) {
-                out["max_abs_error"] = serde_json::json!(c.max_abs);
-                out["max_rel_error"] = serde_json::json!(c.max_rel);
-                out["mismatches"] = serde_json::json!(c.mismatches);
-            }
-        }
+        report::add_comparison(&mut json, &checked.comparison);
         if let Some(t) = &checked.timeline {
             json["timeline_svg"] = serde_json::json!(t.to_svg());
         }

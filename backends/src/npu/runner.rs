@@ -34,11 +34,7 @@ impl NpuCheck {
         let mut out = format!("kernel {} on npu (seed {})\n", program.name, self.seed);
         out += &self.comparison.to_text(program);
         out += &self.report.to_text();
-        out += if self.comparison.passed() {
-            "result: matches the interpreter\n"
-        } else {
-            "result: MISMATCH with the interpreter\n"
-        };
+        out += self.comparison.verdict();
         out
     }
 }
