@@ -311,23 +311,33 @@ fn relaxed(p: &Problem, extra: &[Row], lex: bool) -> LexMin {
     }
 }
 
-/// How a problem variable maps to tableau columns: `x = offset + col` (a variable with an
-/// integral lower bound) or `x = col⁺ − col⁻` (a free variable).
+/// How a problem variable maps to tableau columns (by column id, see [`Lp::ids`]):
+/// `x = offset + col` (a variable with an integral lower bound) or `x = col⁺ − col⁻` (a free
+/// variable).
 #[derive(Clone)]
 enum VarCols<T> {
     Shifted { col: usize, offset: T },
     Split { pos: usize, neg: usize },
 }
 
+/// Consecutive degenerate pivots after which pricing falls back to Bland's rule until the
+/// objective moves again; the most negative reduced cost is chosen otherwise.
+const DEGENERATE_RUN: usize = 32;
+
 /// A tableau in standard form: `rows[r] · (z, 1)` with `z ≥ 0`, each row meaning
 /// `Σ_j rows[r][j]·z_j = rows[r][rhs]` over the denominator `den[r]`, its basic column having
 /// entry `den[r]`.
+///
+/// Columns that can no longer take a non-zero value (artificials after phase 1, columns fixed
+/// at zero by an earlier lexicographic objective) are removed from the tableau, so every pivot
+/// touches live columns only; `ids[j]` is the column id (its position when the tableau was
+/// built) of the column now at position `j`, in increasing order.
 struct Lp<T> {
     cols: usize,
     rows: Vec<Vec<T>>,
     den: Vec<T>,
     basis: Vec<usize>,
-    alive: Vec<bool>,
+    ids: Vec<usize>,
     vars: Vec<VarCols<T>>,
 }
 
@@ -408,60 +418,82 @@ impl<T: Int> Lp<T> {
         for r in &p.eqs {
             add_row(r, false)?;
         }
+        // An inequality `Σ a z − s = rhs` with `rhs ≤ 0` is written `−Σ a z + s = −rhs`: its
+        // slack starts basic and feasible. Every other row starts on an artificial column.
+        let slack_basic = |ineq: bool, rhs: &T| ineq && !rhs.is_pos();
         let n_slack = body.iter().filter(|b| b.2).count();
-        let n_rows = body.len();
-        let total = n_struct + n_slack + n_rows; // structural, slacks, artificials
+        let n_art = body.iter().filter(|b| !slack_basic(b.2, &b.1)).count();
+        let first_art = n_struct + n_slack;
+        let total = first_art + n_art;
         let rhs_col = total;
-        let mut rows = Vec::with_capacity(n_rows + 1);
-        let mut slack = n_struct;
-        for (k, (coeffs, rhs, ineq)) in body.iter().enumerate() {
+        let mut rows = Vec::with_capacity(body.len());
+        let mut basis = Vec::with_capacity(body.len());
+        let (mut slack, mut art) = (n_struct, first_art);
+        for (coeffs, rhs, ineq) in &body {
             let mut row = vec![T::zero(); total + 1];
             for (j, a) in coeffs.iter().enumerate() {
                 row[j] = a.clone();
             }
+            row[rhs_col] = rhs.clone();
             if *ineq {
                 row[slack] = T::from_i64(-1);
-                slack += 1;
             }
-            row[rhs_col] = rhs.clone();
-            if rhs.is_neg() {
+            if slack_basic(*ineq, rhs) || rhs.is_neg() {
                 for x in row.iter_mut() {
                     *x = x.neg()?;
                 }
             }
-            row[n_struct + n_slack + k] = T::from_i64(1);
+            if slack_basic(*ineq, rhs) {
+                basis.push(slack);
+            } else {
+                row[art] = T::from_i64(1);
+                basis.push(art);
+                art += 1;
+            }
+            if *ineq {
+                slack += 1;
+            }
             rows.push(row);
         }
         let mut lp = Lp {
             cols: total,
-            den: vec![T::from_i64(1); n_rows],
-            basis: (0..n_rows).map(|k| n_struct + n_slack + k).collect(),
+            den: vec![T::from_i64(1); rows.len()],
+            basis,
             rows,
-            alive: vec![true; total],
+            ids: (0..total).collect(),
             vars,
         };
-        // Phase 1: minimise the sum of the artificials.
-        let mut obj = vec![T::zero(); total + 1];
-        for x in obj.iter_mut().take(total).skip(n_struct + n_slack) {
-            *x = T::from_i64(1);
-        }
-        let obj = lp.price(obj)?;
-        let (_, obj) = lp.optimise(obj)?;
-        if obj[rhs_col].signum() != 0 {
-            return Ok(LexMin::Empty);
-        }
-        lp.drive_out_artificials(n_struct + n_slack)?;
-        for a in n_struct + n_slack..total {
-            lp.alive[a] = false;
+        if n_art > 0 {
+            // Phase 1: minimise the sum of the artificials.
+            let mut obj = vec![T::zero(); total + 1];
+            for x in obj.iter_mut().take(total).skip(first_art) {
+                *x = T::from_i64(1);
+            }
+            let obj = lp.price(obj)?;
+            let (_, obj) = lp.optimise(obj)?;
+            if obj[lp.cols].signum() != 0 {
+                return Ok(LexMin::Empty);
+            }
+            lp.drive_out_artificials(first_art)?;
+            let keep: Vec<bool> = (0..lp.cols).map(|j| j < first_art).collect();
+            lp.retain_columns(&keep);
         }
         if lex {
             for v in 0..n {
-                let mut obj = vec![T::zero(); total + 1];
+                let mut obj = vec![T::zero(); lp.cols + 1];
                 match lp.vars[v] {
-                    VarCols::Shifted { col, .. } => obj[col] = T::from_i64(1),
+                    VarCols::Shifted { col, .. } => {
+                        if let Some(j) = lp.position(col) {
+                            obj[j] = T::from_i64(1);
+                        }
+                    }
                     VarCols::Split { pos, neg } => {
-                        obj[pos] = T::from_i64(1);
-                        obj[neg] = T::from_i64(-1);
+                        if let Some(j) = lp.position(pos) {
+                            obj[j] = T::from_i64(1);
+                        }
+                        if let Some(j) = lp.position(neg) {
+                            obj[j] = T::from_i64(-1);
+                        }
                     }
                 }
                 let obj = lp.price(obj)?;
@@ -469,21 +501,55 @@ impl<T: Int> Lp<T> {
                 if !bounded {
                     return Ok(LexMin::Unbounded);
                 }
-                let basic: Vec<bool> = {
-                    let mut b = vec![false; total];
-                    for &c in &lp.basis {
-                        b[c] = true;
-                    }
-                    b
-                };
-                for j in 0..total {
-                    if lp.alive[j] && !basic[j] && obj[j].signum() > 0 {
-                        lp.alive[j] = false;
-                    }
+                // Non-basic columns with a positive reduced cost are zero on the optimal face:
+                // they leave the tableau, which confines later objectives to that face.
+                let mut keep = vec![true; lp.cols];
+                for (j, k) in keep.iter_mut().enumerate() {
+                    *k = obj[j].signum() <= 0;
                 }
+                for &b in &lp.basis {
+                    keep[b] = true;
+                }
+                lp.retain_columns(&keep);
             }
         }
         Ok(LexMin::Point(lp.point()))
+    }
+
+    /// The current position of the column with id `id`, if it is still in the tableau.
+    fn position(&self, id: usize) -> Option<usize> {
+        self.ids.binary_search(&id).ok()
+    }
+
+    /// Keeps the columns `j` with `keep[j]` (every basic column among them), in order.
+    fn retain_columns(&mut self, keep: &[bool]) {
+        if keep.iter().all(|&k| k) {
+            return;
+        }
+        let mut new_pos = vec![usize::MAX; self.cols];
+        let mut next = 0;
+        for (j, &k) in keep.iter().enumerate() {
+            if k {
+                new_pos[j] = next;
+                next += 1;
+            }
+        }
+        for row in self.rows.iter_mut() {
+            let mut w = 0;
+            for j in 0..=self.cols {
+                if j == self.cols || keep[j] {
+                    row.swap(w, j);
+                    w += 1;
+                }
+            }
+            row.truncate(w);
+        }
+        for b in self.basis.iter_mut() {
+            *b = new_pos[*b];
+        }
+        let mut k = keep.iter();
+        self.ids.retain(|_| *k.next().unwrap_or(&false));
+        self.cols = next;
     }
 
     /// Reduced costs of an objective row for the current basis.
@@ -504,12 +570,28 @@ impl<T: Int> Lp<T> {
         Ok(obj)
     }
 
-    /// Primal simplex with Bland's rule on the live columns; the objective row's sign is all
-    /// that matters (its denominator is positive). Returns whether the optimum is bounded.
+    /// Primal simplex on the columns of the tableau; the objective row's sign is all that
+    /// matters (its denominator is positive). The entering column has the most negative
+    /// reduced cost, except after [`DEGENERATE_RUN`] pivots in a row that left the objective
+    /// where it was: then Bland's rule (the first negative column, ties in the ratio test to
+    /// the smallest basic column) until it moves, which rules out cycling. Returns whether
+    /// the optimum is bounded.
     fn optimise(&mut self, mut obj: Vec<T>) -> Result<(bool, Vec<T>), Overflow> {
         let rhs = self.cols;
+        let mut degenerate = 0usize;
         loop {
-            let Some(c) = (0..self.cols).find(|&j| self.alive[j] && obj[j].signum() < 0) else {
+            let entering = if degenerate >= DEGENERATE_RUN {
+                (0..self.cols).find(|&j| obj[j].signum() < 0)
+            } else {
+                let mut best: Option<usize> = None;
+                for j in 0..self.cols {
+                    if obj[j].signum() < 0 && best.is_none_or(|b| obj[j] < obj[b]) {
+                        best = Some(j);
+                    }
+                }
+                best
+            };
+            let Some(c) = entering else {
                 return Ok((true, obj));
             };
             let mut leave: Option<usize> = None;
@@ -534,6 +616,11 @@ impl<T: Int> Lp<T> {
             let Some(r) = leave else {
                 return Ok((false, obj));
             };
+            if self.rows[r][rhs].is_zero() {
+                degenerate += 1;
+            } else {
+                degenerate = 0;
+            }
             self.pivot(r, c, &mut obj)?;
         }
     }
@@ -546,15 +633,25 @@ impl<T: Int> Lp<T> {
             }
         }
         self.den[r] = self.rows[r][c].clone();
-        let pr = self.rows[r].clone();
+        let pr = std::mem::take(&mut self.rows[r]);
         let p = pr[c].clone();
+        // The pivot row's non-zero entries: the update of another row touches only these
+        // beyond its own scaling.
+        let support: Vec<usize> = (0..width).filter(|&j| !pr[j].is_zero()).collect();
         let update = |row: &mut [T], den: Option<&mut T>| -> Result<(), Overflow> {
             if row[c].signum() == 0 {
                 return Ok(());
             }
             let f = row[c].clone();
-            for j in 0..width {
-                row[j] = row[j].mul(&p)?.sub(&f.mul(&pr[j])?)?;
+            if !p.is_one() {
+                for x in row.iter_mut() {
+                    if !x.is_zero() {
+                        *x = x.mul(&p)?;
+                    }
+                }
+            }
+            for &j in &support {
+                row[j] = row[j].sub(&f.mul(&pr[j])?)?;
             }
             match den {
                 Some(d) => {
@@ -572,6 +669,7 @@ impl<T: Int> Lp<T> {
         }
         // The objective row's positive denominator is irrelevant to signs; keep it scaled.
         update(obj, None)?;
+        self.rows[r] = pr;
         let (row, den) = (&mut self.rows[r], &mut self.den[r]);
         normalise(row, Some(den))?;
         self.basis[r] = c;
@@ -587,8 +685,7 @@ impl<T: Int> Lp<T> {
                 r += 1;
                 continue;
             }
-            let col =
-                (0..first_artificial).find(|&j| self.alive[j] && self.rows[r][j].signum() != 0);
+            let col = (0..first_artificial).find(|&j| self.rows[r][j].signum() != 0);
             match col {
                 Some(c) => {
                     let mut dummy = vec![T::zero(); self.cols + 1];
@@ -606,15 +703,18 @@ impl<T: Int> Lp<T> {
     }
 
     fn point(&self) -> Vec<BigRational> {
-        let mut z = vec![BigRational::zero(); self.cols];
+        let n_ids = self.ids.last().map_or(0, |&l| l + 1);
+        let mut z = vec![BigRational::zero(); n_ids];
         for (r, &b) in self.basis.iter().enumerate() {
-            z[b] = BigRational::new(self.rows[r][self.cols].to_big(), self.den[r].to_big());
+            z[self.ids[b]] =
+                BigRational::new(self.rows[r][self.cols].to_big(), self.den[r].to_big());
         }
+        let at = |id: usize| z.get(id).cloned().unwrap_or_else(BigRational::zero);
         self.vars
             .iter()
             .map(|v| match v {
-                VarCols::Shifted { col, offset } => &z[*col] + BigRational::from(offset.to_big()),
-                VarCols::Split { pos, neg } => &z[*pos] - &z[*neg],
+                VarCols::Shifted { col, offset } => at(*col) + BigRational::from(offset.to_big()),
+                VarCols::Split { pos, neg } => at(*pos) - at(*neg),
             })
             .collect()
     }
