@@ -99,20 +99,27 @@ impl Row {
     /// Whether the row's constant is divisible by its only non-zero coefficient `a > 0` on
     /// variable `v`: then `a·x_v + b ≥ 0` is the integral lower bound `x_v ≥ −b/a`.
     fn integral_lower_bound(&self) -> Option<(usize, BigInt)> {
-        let r: Vec<BigInt> = match self {
-            Row::Narrow(v) => v.iter().map(|&x| BigInt::from(x)).collect(),
-            Row::Wide(v) => v.clone(),
-        };
-        let mut nz = r[1..]
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| !Zero::is_zero(*a));
-        if let (Some((v, a)), None) = (nz.next(), nz.next()) {
-            if a.sign() == num_bigint::Sign::Plus && Zero::is_zero(&(&r[0] % a)) {
-                return Some((v, -(&r[0] / a)));
+        match self {
+            Row::Narrow(r) => {
+                let mut nz = r[1..].iter().enumerate().filter(|(_, a)| **a != 0);
+                let (Some((v, &a)), None) = (nz.next(), nz.next()) else {
+                    return None;
+                };
+                // `a > 0`, so `r[0] / a` cannot overflow; its negation may not fit `i64`.
+                (a > 0 && r[0] % a == 0).then(|| (v, BigInt::from(-i128::from(r[0] / a))))
+            }
+            Row::Wide(r) => {
+                let mut nz = r[1..]
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| !Zero::is_zero(*a));
+                let (Some((v, a)), None) = (nz.next(), nz.next()) else {
+                    return None;
+                };
+                (a.sign() == num_bigint::Sign::Plus && Zero::is_zero(&(&r[0] % a)))
+                    .then(|| (v, -(&r[0] / a)))
             }
         }
-        None
     }
 }
 
@@ -534,15 +541,16 @@ impl<T: Int> Lp<T> {
                 next += 1;
             }
         }
+        // The kept columns and the right-hand side, in order; each moves left or stays.
+        let kept: Vec<usize> = (0..self.cols)
+            .filter(|&j| keep[j])
+            .chain([self.cols])
+            .collect();
         for row in self.rows.iter_mut() {
-            let mut w = 0;
-            for j in 0..=self.cols {
-                if j == self.cols || keep[j] {
-                    row.swap(w, j);
-                    w += 1;
-                }
+            for (w, &j) in kept.iter().enumerate() {
+                row.swap(w, j);
             }
-            row.truncate(w);
+            row.truncate(kept.len());
         }
         for b in self.basis.iter_mut() {
             *b = new_pos[*b];

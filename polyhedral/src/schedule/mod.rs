@@ -10,7 +10,9 @@
 //! - the printer ([`ScheduleTree::display`]) writes isl's YAML-like form;
 //! - [`pluto`]: the Pluto scheduler (affine hyperplanes per level by integer programming,
 //!   permutable bands, coincident members, SCC cuts and fusion strategies), the flat
-//!   multi-dimensional schedule it produces, and an exact legality checker;
+//!   multi-dimensional schedule it produces;
+//! - [`legality`]: legality and coincidence of flat schedules, tiled ones included, decided
+//!   from the dependences;
 //! - [`from_pluto`]: a flat Pluto schedule as a tree (bands, sequences for distribution, tile
 //!   and point bands);
 //! - [`tile`]: tiling of permutable bands into tile and point bands, and the tile-level
@@ -25,6 +27,7 @@ pub mod expr;
 mod from_pluto;
 pub(crate) mod instances;
 pub mod intra_tile;
+pub mod legality;
 pub mod map;
 pub mod pluto;
 mod print;

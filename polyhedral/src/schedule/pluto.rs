@@ -33,12 +33,13 @@
 //! Invariants of a [`PlutoSchedule`]: every dimension has one expression per statement; a
 //! scalar dimension's expressions are constants; bands cover loop dimensions only and do not
 //! overlap; `coincident` is exact (no legality dependence is carried by the dimension once the
-//! outer dimensions are equal), as computed by [`coincident_dims`].
+//! outer dimensions are equal), as computed by [`coincident_dims`] (exact before tiling).
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write;
 
 use super::expr::QuasiAffine;
+pub use super::legality::{check_legality, coincident_dims, coincident_dims_among};
 
 use num_rational::BigRational;
 use num_traits::{One, ToPrimitive, Zero};
@@ -349,85 +350,6 @@ pub(crate) fn affine_row(e: &AffineExpr, np: usize, width: usize) -> Vec<i64> {
         }
     }
     row
-}
-
-/// The pairs of a dependence as `{ [time of source] -> [time of sink] }`.
-fn timed_pairs(relation: &Map, src: &Map, dst: &Map) -> Map {
-    src.reverse().apply_range(relation).apply_range(dst)
-}
-
-/// Checks exactly that every legality dependence's sink runs after its source.
-pub fn check_legality(
-    program: &Program,
-    deps: &Dependences,
-    schedule: &PlutoSchedule,
-) -> Result<(), Error> {
-    let maps = statement_maps(program, schedule)?;
-    let params: Vec<&str> = program.params.iter().map(|p| p.name.as_str()).collect();
-    let time = Tuple::anonymous_dims(None, schedule.dims.len());
-    let later = Map::lex_lt(&params, &time, &time);
-    for d in deps.legality() {
-        let pairs = timed_pairs(&d.relation, &maps[d.source.index()], &maps[d.sink.index()]);
-        if !pairs.is_subset(&later)? {
-            return Err(Error::Illegal(format!(
-                "{} dependence {} -> {} on {} is violated",
-                d.kind.name(),
-                program.statements[d.source.index()].name,
-                program.statements[d.sink.index()].name,
-                program.array(d.array).name
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn statement_maps(program: &Program, schedule: &PlutoSchedule) -> Result<Vec<Map>, Error> {
-    program
-        .statement_ids()
-        .map(|s| schedule.schedule_map(program, s))
-        .collect()
-}
-
-/// Per dimension, whether no legality dependence is carried by it once the outer dimensions
-/// are equal (a parallel loop), decided exactly.
-pub fn coincident_dims(
-    program: &Program,
-    deps: &Dependences,
-    schedule: &PlutoSchedule,
-) -> Result<Vec<bool>, Error> {
-    let all: Vec<StmtId> = program.statement_ids().collect();
-    coincident_dims_among(program, deps, schedule, &all)
-}
-
-/// [`coincident_dims`] for the loop nest of the statements `stmts` only: dependences from or
-/// to other statements are not considered (the scalar dimensions that separate the nests
-/// order them).
-pub fn coincident_dims_among(
-    program: &Program,
-    deps: &Dependences,
-    schedule: &PlutoSchedule,
-    stmts: &[StmtId],
-) -> Result<Vec<bool>, Error> {
-    let maps = statement_maps(program, schedule)?;
-    let params: Vec<&str> = program.params.iter().map(|p| p.name.as_str()).collect();
-    let m = schedule.dims.len();
-    let time = Tuple::anonymous_dims(None, m);
-    let mut coincident = vec![true; m];
-    for d in deps
-        .legality()
-        .filter(|d| stmts.contains(&d.source) && stmts.contains(&d.sink))
-    {
-        let pairs = timed_pairs(&d.relation, &maps[d.source.index()], &maps[d.sink.index()]);
-        for (k, flag) in coincident.iter_mut().enumerate() {
-            if *flag {
-                let carried = pairs.intersect(&Map::lex_lt_at(&params, &time, &time, k)?);
-                if !carried.is_empty()? {
-                    *flag = false;
-                }
-            }
-        }
-    }
-    Ok(coincident)
 }
 
 /// Computes a Pluto schedule for `program` under its dependences `deps`.

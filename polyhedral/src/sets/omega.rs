@@ -494,8 +494,15 @@ fn ilp_lexmin_first<T: Int>(c: &Conj<T>) -> Option<Option<T>> {
     }
 }
 
+/// Branch-and-bound nodes the ILP solver may explore for the Omega test. Every question it
+/// is asked here has an exact answer by elimination as well, and a depth-first search that
+/// has not settled after this many nodes is usually walking an unbounded direction (sets of
+/// tiled loop nests are unbounded in their parameters), where it would not settle at all.
+const ILP_NODES: usize = 256;
+
 fn ilp_problem<T: Int>(c: &Conj<T>) -> Option<crate::ilp::Problem> {
     let mut p = crate::ilp::Problem::new(c.n);
+    p.set_node_limit(ILP_NODES);
     for r in &c.ineqs {
         p.add_row(r, true).ok()?;
     }

@@ -1,0 +1,526 @@
+//! Legality and coincidence of flat schedules, decided from the dependences.
+//!
+//! A schedule is *legal* when the schedule vectors of every legality dependence's source and
+//! sink instances are lexicographically increasing. A dimension is *coincident* (a parallel
+//! loop) when no legality dependence is carried by it: no pair whose schedule vectors agree
+//! on the dimensions before it is ordered by it.
+//!
+//! Affine dimensions are decided on the dependence relations themselves: "the pair agrees on
+//! the dimensions before `d` and goes backwards at `d`" is a set of affine constraints over
+//! the source and sink iterators, so each question is whether a dependence polyhedron cut by
+//! a few affine rows is empty. Prefixes on which no pair agrees end the walk over the
+//! dimensions early.
+//!
+//! Tile bands ([`super::tile`]) are not asked about directly. A tile member is a sum of
+//! `floor(φ_k / T_k)` over members `φ_k` of the point band right after it, and an integer
+//! question about floors of several expressions (each an existential variable) may need
+//! branch and bound or the Omega test's splinters to prove empty, while its answer follows
+//! from the point band:
+//!
+//! - *legality*: when every `φ_k` has a non-negative distance on every dependence pair that
+//!   agrees on the dimensions before the tile band (the band is permutable on them), so has
+//!   each floor and every sum of floors; the pairs the tile dimensions leave equal are ordered
+//!   by the dimensions after them. So a tiled schedule is legal when its *skeleton* (the
+//!   schedule without the dimensions of its tile bands) is legal and every tile band's point
+//!   members are non-negative on the pairs that reach it. This is what is checked: it is
+//!   exactly the reason tiling is legal, and it holds for every schedule the passes build;
+//! - *coincidence*: a tile dimension carries nothing when every point member it sums has
+//!   distance zero on the pairs that reach the band, or is forced to zero by an earlier tile
+//!   dimension of the band (a sum of non-negative terms that is zero has zero terms, which is
+//!   why a wavefront's inner tile loops are parallel); every other dimension is coincident
+//!   when it is in the skeleton, whose pairs include those of the tiled schedule. Coincidence
+//!   of a tiled schedule is therefore sound (a coincident dimension never carries a
+//!   dependence) but may miss parallelism that only tile boundaries create, as Pluto's and
+//!   isl's tiling do.
+//!
+//! Agreeing on every dimension before a tile band is the same as agreeing on the skeleton's
+//! dimensions before it, because every earlier tile dimension is a function of its point band,
+//! which comes right after it and so also before the band.
+//!
+//! A schedule with divisions elsewhere (or a tile band that does not decompose over the point
+//! band after it) is decided exactly on the composed schedule maps, divisions as existential
+//! variables.
+
+use num_traits::Zero;
+
+use super::expr::QuasiAffine;
+use super::pluto::{affine_row, stmt_tuple, BandKind, Error, PlutoSchedule};
+use crate::deps::{Dependence, Dependences};
+use crate::program::{AffineExpr, Program, StmtId};
+use crate::sets::{Map, Tuple};
+
+/// Checks that every legality dependence's sink runs after its source.
+pub fn check_legality(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+) -> Result<(), Error> {
+    let Some(shape) = Shape::of(schedule) else {
+        return check_legality_exact(program, deps, schedule);
+    };
+    for d in deps.legality() {
+        let q = DepQuery::new(program, schedule, d)?;
+        let mut prefix = d.relation.clone();
+        let mut reaches_all = true;
+        for (r, &dim) in shape.skeleton.iter().enumerate() {
+            for band in shape.bands.iter().filter(|b| b.before == r) {
+                for &k in band.members() {
+                    if !q
+                        .cut(&prefix, band.point_start + k, Sign::Negative)?
+                        .is_empty()?
+                    {
+                        return Err(violated(program, d, "inside a tile band"));
+                    }
+                }
+            }
+            if !q.cut(&prefix, dim, Sign::Negative)?.is_empty()? {
+                return Err(violated(program, d, ""));
+            }
+            prefix = q.cut(&prefix, dim, Sign::Zero)?;
+            if prefix.is_empty()? {
+                reaches_all = false;
+                break;
+            }
+        }
+        if reaches_all {
+            return Err(violated(program, d, "(its instances are not ordered)"));
+        }
+    }
+    Ok(())
+}
+
+/// Per dimension, whether no legality dependence is carried by it once the outer dimensions
+/// are equal (a parallel loop): exact for schedules without tile bands, sound for tiled ones
+/// (see the module docs).
+pub fn coincident_dims(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+) -> Result<Vec<bool>, Error> {
+    let all: Vec<StmtId> = program.statement_ids().collect();
+    coincident_dims_among(program, deps, schedule, &all)
+}
+
+/// [`coincident_dims`] for the loop nest of the statements `stmts` only: dependences from or
+/// to other statements are not considered (the scalar dimensions that separate the nests
+/// order them).
+pub fn coincident_dims_among(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    stmts: &[StmtId],
+) -> Result<Vec<bool>, Error> {
+    let Some(shape) = Shape::of(schedule) else {
+        return coincident_dims_exact(program, deps, schedule, stmts);
+    };
+    let mut coincident = vec![true; schedule.dims.len()];
+    for d in deps
+        .legality()
+        .filter(|d| stmts.contains(&d.source) && stmts.contains(&d.sink))
+    {
+        let q = DepQuery::new(program, schedule, d)?;
+        let mut prefix = d.relation.clone();
+        for (r, &dim) in shape.skeleton.iter().enumerate() {
+            for band in shape.bands.iter().filter(|b| b.before == r) {
+                // Members with pairs that reach the band at a positive distance.
+                let mut moves = vec![false; band.sizes.len()];
+                for &k in band.members() {
+                    if !q
+                        .cut(&prefix, band.point_start + k, Sign::Negative)?
+                        .is_empty()?
+                    {
+                        // Not a permutable tile band: ask the tiled schedule itself.
+                        return coincident_dims_exact(program, deps, schedule, stmts);
+                    }
+                    moves[k] = !q
+                        .cut(&prefix, band.point_start + k, Sign::Positive)?
+                        .is_empty()?;
+                }
+                let mut forced = vec![false; band.sizes.len()];
+                for (j, terms) in band.terms.iter().enumerate() {
+                    if terms.iter().any(|&k| moves[k] && !forced[k]) {
+                        coincident[band.start + j] = false;
+                    }
+                    for &k in terms {
+                        forced[k] = true;
+                    }
+                }
+            }
+            if coincident[dim] && !q.cut(&prefix, dim, Sign::Positive)?.is_empty()? {
+                coincident[dim] = false;
+            }
+            prefix = q.cut(&prefix, dim, Sign::Zero)?;
+            if prefix.is_empty()? {
+                break;
+            }
+        }
+    }
+    Ok(coincident)
+}
+
+/// A tile band of the schedule and how its members decompose over its point band.
+struct TileBand {
+    /// The band's first dimension.
+    start: usize,
+    /// The point band's first dimension.
+    point_start: usize,
+    /// How many skeleton dimensions come before the band.
+    before: usize,
+    /// Per tile member, the point members (indices into the point band) whose floors it sums.
+    terms: Vec<Vec<usize>>,
+    /// Per point member, its tile size (0 when no tile member uses it).
+    sizes: Vec<i64>,
+}
+
+impl TileBand {
+    /// The point members some tile member uses.
+    fn members(&self) -> impl Iterator<Item = &usize> {
+        let mut seen = vec![false; self.sizes.len()];
+        self.terms
+            .iter()
+            .flatten()
+            .filter(move |&&k| !std::mem::replace(&mut seen[k], true))
+    }
+}
+
+/// The structure of a schedule whose only divisions are in tile bands.
+struct Shape {
+    /// The dimensions outside tile bands, in order.
+    skeleton: Vec<usize>,
+    bands: Vec<TileBand>,
+}
+
+impl Shape {
+    /// The structure of `schedule`, or `None` when it has divisions the module docs do not
+    /// cover.
+    fn of(schedule: &PlutoSchedule) -> Option<Shape> {
+        let m = schedule.dims.len();
+        let mut in_tile = vec![false; m];
+        let mut bands = Vec::new();
+        for b in schedule.bands.iter().filter(|b| b.kind == BandKind::Tile) {
+            let p = schedule.bands.iter().find(|p| {
+                p.kind == BandKind::Point && p.start == b.start + b.len && p.len == b.len
+            })?;
+            let band = decompose(schedule, b.start, p.start, b.len)?;
+            in_tile[b.start..b.start + b.len].fill(true);
+            bands.push(band);
+        }
+        let skeleton: Vec<usize> = (0..m).filter(|&d| !in_tile[d]).collect();
+        if skeleton
+            .iter()
+            .any(|&d| schedule.dims[d].exprs.iter().any(|e| !e.is_affine()))
+        {
+            return None;
+        }
+        for band in &mut bands {
+            band.before = skeleton.iter().filter(|&&d| d < band.start).count();
+        }
+        Some(Shape { skeleton, bands })
+    }
+}
+
+/// The tile band of `len` members at `start` as sums of floors of the point band at
+/// `point_start`, when every statement's member is exactly such a sum.
+fn decompose(
+    schedule: &PlutoSchedule,
+    start: usize,
+    point_start: usize,
+    len: usize,
+) -> Option<TileBand> {
+    let dims = &schedule.dims;
+    let n = dims[start].exprs.len();
+    let point = |k: usize, s: usize| &dims[point_start + k].exprs[s];
+    let mut sizes = vec![0i64; len];
+    let mut terms: Vec<Vec<usize>> = vec![Vec::new(); len];
+    for (j, t) in terms.iter_mut().enumerate() {
+        for s in 0..n {
+            let e = &dims[start + j].exprs[s];
+            let mut parts: Vec<(QuasiAffine, i64)> = e
+                .floors
+                .iter()
+                .map(|f| (f.coeff == 1 && f.num.is_affine()).then(|| (f.num.clone(), f.den)))
+                .collect::<Option<_>>()?;
+            // A member of size 1 appears as itself, in the affine part.
+            let linear = AffineExpr::from_terms(e.affine.terms().iter().copied(), 0);
+            if !linear.is_constant() {
+                parts.push((QuasiAffine::from(linear), 1));
+            }
+            for (num, den) in parts {
+                let k = (0..len).find(|&k| *point(k, s) == num)?;
+                if sizes[k] != 0 && sizes[k] != den {
+                    return None;
+                }
+                sizes[k] = den;
+                if !t.contains(&k) {
+                    t.push(k);
+                }
+            }
+        }
+        t.sort_unstable();
+    }
+    // Every statement's member must be the sum it decomposes into, constants included.
+    for (j, t) in terms.iter().enumerate() {
+        for s in 0..n {
+            let expected = t.iter().try_fold(QuasiAffine::default(), |acc, &k| {
+                Some(acc.add(&point(k, s).floor_div(sizes[k])?))
+            })?;
+            if !same_sum(&expected, &dims[start + j].exprs[s]) {
+                return None;
+            }
+        }
+    }
+    Some(TileBand {
+        start,
+        point_start,
+        before: 0,
+        terms,
+        sizes,
+    })
+}
+
+/// Whether two quasi-affine expressions are the same sum of terms, in any order.
+fn same_sum(a: &QuasiAffine, b: &QuasiAffine) -> bool {
+    if a.affine != b.affine || a.floors.len() != b.floors.len() {
+        return false;
+    }
+    let mut used = vec![false; b.floors.len()];
+    a.floors.iter().all(|f| {
+        let hit = (0..b.floors.len()).find(|&i| !used[i] && b.floors[i] == *f);
+        hit.map(|i| used[i] = true).is_some()
+    })
+}
+
+/// Which distances a cut keeps.
+#[derive(Clone, Copy)]
+enum Sign {
+    Negative,
+    Zero,
+    Positive,
+}
+
+/// Distances of one dependence's pairs along affine schedule dimensions, as constraint rows
+/// over `[1, params…, source iterators…, sink iterators…]`.
+struct DepQuery<'a> {
+    schedule: &'a PlutoSchedule,
+    params: Vec<&'a str>,
+    src: StmtId,
+    dst: StmtId,
+    tuples: (Tuple, Tuple),
+    np: usize,
+    ds: usize,
+    dt: usize,
+}
+
+impl<'a> DepQuery<'a> {
+    fn new(
+        program: &'a Program,
+        schedule: &'a PlutoSchedule,
+        d: &Dependence,
+    ) -> Result<DepQuery<'a>, Error> {
+        let (ss, ts) = (
+            &program.statements[d.source.index()],
+            &program.statements[d.sink.index()],
+        );
+        Ok(DepQuery {
+            schedule,
+            params: program.params.iter().map(|p| p.name.as_str()).collect(),
+            src: d.source,
+            dst: d.sink,
+            tuples: (stmt_tuple(ss), stmt_tuple(ts)),
+            np: program.params.len(),
+            ds: ss.depth(),
+            dt: ts.depth(),
+        })
+    }
+
+    /// The row of `sink(dim) − source(dim)`; the dimension is affine for both statements.
+    fn distance(&self, dim: usize) -> Result<Vec<i64>, Error> {
+        let exprs = &self.schedule.dims[dim].exprs;
+        let (Some(es), Some(et)) = (
+            exprs[self.src.index()].as_affine(),
+            exprs[self.dst.index()].as_affine(),
+        ) else {
+            return Err(Error::Invalid(format!(
+                "schedule dimension {dim} is not affine"
+            )));
+        };
+        let width = self.ds + self.dt;
+        let rs = affine_row(es, self.np, width);
+        let rt = affine_row(&et.map_iters(|k| k + self.ds), self.np, width);
+        Ok(rt.iter().zip(&rs).map(|(b, a)| b - a).collect())
+    }
+
+    /// The pairs of `pairs` whose distance along `dim` has the given sign.
+    fn cut(&self, pairs: &Map, dim: usize, sign: Sign) -> Result<Map, Error> {
+        let mut row = self.distance(dim)?;
+        let (eqs, ineqs) = match sign {
+            Sign::Zero => (vec![row], Vec::new()),
+            Sign::Positive => {
+                row[0] -= 1;
+                (Vec::new(), vec![row])
+            }
+            Sign::Negative => {
+                for x in row.iter_mut() {
+                    *x = -*x;
+                }
+                row[0] -= 1;
+                (Vec::new(), vec![row])
+            }
+        };
+        if eqs
+            .iter()
+            .chain(&ineqs)
+            .all(|r| r[1..].iter().all(Zero::is_zero))
+        {
+            // A constant distance: every pair or none.
+            let c = eqs.first().or(ineqs.first()).map_or(0, |r| r[0]);
+            let holds = if eqs.is_empty() { c >= 0 } else { c == 0 };
+            return Ok(if holds {
+                pairs.clone()
+            } else {
+                Map::empty(&self.params)
+            });
+        }
+        let cut = Map::from_constraints(
+            &self.params,
+            self.tuples.0.clone(),
+            self.tuples.1.clone(),
+            &eqs,
+            &ineqs,
+        )?;
+        Ok(pairs.intersect(&cut))
+    }
+}
+
+fn violated(program: &Program, d: &Dependence, where_: &str) -> Error {
+    let mut text = format!(
+        "{} dependence {} -> {} on {} is violated",
+        d.kind.name(),
+        program.statements[d.source.index()].name,
+        program.statements[d.sink.index()].name,
+        program.array(d.array).name
+    );
+    if !where_.is_empty() {
+        text.push(' ');
+        text.push_str(where_);
+    }
+    Error::Illegal(text)
+}
+
+/// The pairs of a dependence as `{ [time of source] -> [time of sink] }`.
+fn timed_pairs(relation: &Map, src: &Map, dst: &Map) -> Map {
+    src.reverse().apply_range(relation).apply_range(dst)
+}
+
+fn statement_maps(program: &Program, schedule: &PlutoSchedule) -> Result<Vec<Map>, Error> {
+    program
+        .statement_ids()
+        .map(|s| schedule.schedule_map(program, s))
+        .collect()
+}
+
+/// [`check_legality`] on the composed schedule maps, divisions as existentials: the
+/// reference the structural check of tiled schedules is tested against.
+pub fn check_legality_exact(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+) -> Result<(), Error> {
+    let maps = statement_maps(program, schedule)?;
+    let params: Vec<&str> = program.params.iter().map(|p| p.name.as_str()).collect();
+    let time = Tuple::anonymous_dims(None, schedule.dims.len());
+    let later = Map::lex_lt(&params, &time, &time);
+    for d in deps.legality() {
+        let pairs = timed_pairs(&d.relation, &maps[d.source.index()], &maps[d.sink.index()]);
+        if !pairs.is_subset(&later)? {
+            return Err(violated(program, d, ""));
+        }
+    }
+    Ok(())
+}
+
+/// [`coincident_dims_among`] on the composed schedule maps, divisions as existentials: exact
+/// for every schedule, and slow for tiled ones.
+pub fn coincident_dims_exact(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    stmts: &[StmtId],
+) -> Result<Vec<bool>, Error> {
+    let maps = statement_maps(program, schedule)?;
+    let params: Vec<&str> = program.params.iter().map(|p| p.name.as_str()).collect();
+    let m = schedule.dims.len();
+    let time = Tuple::anonymous_dims(None, m);
+    let mut coincident = vec![true; m];
+    for d in deps
+        .legality()
+        .filter(|d| stmts.contains(&d.source) && stmts.contains(&d.sink))
+    {
+        let pairs = timed_pairs(&d.relation, &maps[d.source.index()], &maps[d.sink.index()]);
+        for (k, flag) in coincident.iter_mut().enumerate() {
+            if *flag {
+                let carried = pairs.intersect(&Map::lex_lt_at(&params, &time, &time, k)?);
+                if !carried.is_empty()? {
+                    *flag = false;
+                }
+            }
+        }
+    }
+    Ok(coincident)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::Var;
+    use crate::schedule::pluto::{Band, DimKind, ScheduleDim};
+
+    fn dim(exprs: Vec<QuasiAffine>) -> ScheduleDim {
+        ScheduleDim {
+            kind: DimKind::Loop,
+            exprs,
+            coincident: false,
+        }
+    }
+
+    fn iter(k: usize) -> QuasiAffine {
+        QuasiAffine::var(Var::Iter(k))
+    }
+
+    #[test]
+    fn a_wavefront_decomposes_over_its_point_band() {
+        let (i, j) = (iter(0), iter(1));
+        let ti = i.floor_div(32).unwrap();
+        let tj = j.floor_div(8).unwrap();
+        let schedule = PlutoSchedule {
+            dims: vec![
+                dim(vec![ti.add(&tj)]),
+                dim(vec![tj.clone()]),
+                dim(vec![i.clone()]),
+                dim(vec![j.clone()]),
+            ],
+            bands: vec![
+                Band {
+                    start: 0,
+                    len: 2,
+                    permutable: true,
+                    kind: BandKind::Tile,
+                },
+                Band {
+                    start: 2,
+                    len: 2,
+                    permutable: true,
+                    kind: BandKind::Point,
+                },
+            ],
+        };
+        let shape = Shape::of(&schedule).unwrap();
+        assert_eq!(shape.skeleton, vec![2, 3]);
+        assert_eq!(shape.bands[0].terms, vec![vec![0, 1], vec![1]]);
+        assert_eq!(shape.bands[0].sizes, vec![32, 8]);
+        // A tile member that is not a sum of the point band's floors is not decomposed.
+        let mut odd = schedule.clone();
+        odd.dims[1].exprs[0] = j.floor_div(4).unwrap();
+        assert!(Shape::of(&odd).is_none());
+    }
+}
