@@ -292,3 +292,36 @@ fn f16_arrays_are_stored_as_f16_where_the_adapter_has_shader_f16() {
     assert!(module.wgsl.starts_with("// kernel h") && module.wgsl.contains("enable f16;"));
     assert!(module.wgsl.contains("array<f16>"), "{}", module.wgsl);
 }
+
+#[test]
+fn a_written_box_goes_back_to_global_memory_element_by_element() {
+    // Each group updates the even columns of its rows T times from the odd ones next to them:
+    // the box of A is read and written with reuse across t, and half of it is never written.
+    // Sizes leave partial tiles in both dimensions.
+    let src = "kernel evens<T = 6, N = 45, M = 19>() -> (A: f32[N, 2 * M + 1]) {\n\
+               for t in 0:T {\n\
+               A(i, 2 * j) = 0.5 * (A(i, 2 * j) + A(i, 2 * j + 1)) where j in 0:M;\n\
+               }\n\
+               }\n";
+    let file = frontend::SourceFile::new("evens.pf", src);
+    let program = frontend::parse(
+        &file,
+        frontend::Language::Kernel,
+        &frontend::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    for promote in [true, false] {
+        let options = gpu::Options {
+            promote,
+            ..gpu_options()
+        };
+        let (module, _) = run_checked(&program, &Options::default(), &options);
+        assert_eq!(
+            module.wgsl.contains("_w: array<atomic<u32>"),
+            promote,
+            "{}",
+            module.wgsl
+        );
+        assert_eq!(module.promoted[0].0.contains(&"A".to_string()), promote);
+    }
+}

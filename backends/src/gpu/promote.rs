@@ -7,9 +7,15 @@
 //!   gets the box of its accesses: per dimension, the lowest subscript over the region's loop
 //!   ranges (an expression of the loops outside the region) and a constant extent, the largest
 //!   the region's tiles can reach. The box is copied in cooperatively before the region and
-//!   read there instead of global memory; arrays the kernel writes are never copied, so
-//!   nothing needs writing back. Boxes are taken in the order the arrays are first read while
-//!   they fit the workgroup memory left.
+//!   read there instead of global memory. An array the region writes is promoted the same way
+//!   when its accesses have more than one subscript (a single one is a register's, below):
+//!   every store into the box also sets the element's bit in a bit set beside it, and after
+//!   the region exactly the elements whose bit is set are written back — never an element the
+//!   group did not write, which another group may own. The loops mapped to groups and to
+//!   invocations carry no dependence, so no other group or invocation reads or writes those
+//!   elements meanwhile. Arrays the kernel writes only outside the region are not copied.
+//!   Boxes are taken in the order the arrays are first accessed while they fit the workgroup
+//!   memory left (a written box with its bit set).
 //! - **Registers.** A sequential loop run by one invocation whose body accesses an array it
 //!   writes at a single subscript that does not change inside the loop (gemm's `C[i][j]` in
 //!   the `k` loop) keeps that element in a function-scope variable: loaded before the loop,
@@ -139,11 +145,18 @@ pub(crate) struct SharedTile {
     pub lower: Vec<AstExpr>,
     /// Per dimension, the number of elements.
     pub extent: Vec<i64>,
+    /// Whether the region writes the array (the box is written back after it).
+    pub written: bool,
 }
 
 impl SharedTile {
     pub(crate) fn len(&self) -> i64 {
         self.extent.iter().product()
+    }
+
+    /// The 32-bit words of the bit set of written elements.
+    pub(crate) fn flag_words(&self) -> i64 {
+        (self.len() + 31) / 32
     }
 }
 
@@ -233,7 +246,8 @@ pub(crate) fn shared_tiles(
     }
     let mut tiles = Vec::new();
     'arrays: for array in order {
-        if written.contains(&array) || program.array(array).shape.is_empty() {
+        let writes_here = all.iter().any(|(a, _, w)| *a == array && *w);
+        if (written.contains(&array) && !writes_here) || program.array(array).shape.is_empty() {
             continue;
         }
         let subs: Vec<&Vec<AstExpr>> = all
@@ -241,6 +255,9 @@ pub(crate) fn shared_tiles(
             .filter(|(a, _, _)| *a == array)
             .map(|(_, s, _)| s)
             .collect();
+        if writes_here && subs.iter().all(|s| *s == subs[0]) {
+            continue;
+        }
         let rank = program.array(array).shape.len();
         let mut forms: Vec<Vec<Linear>> = Vec::new();
         for s in &subs {
@@ -302,8 +319,14 @@ pub(crate) fn shared_tiles(
             array,
             lower,
             extent,
+            written: writes_here,
         };
-        let bytes = tile.len() * elem_bytes(array);
+        let flags = if writes_here {
+            4 * tile.flag_words()
+        } else {
+            0
+        };
+        let bytes = tile.len() * elem_bytes(array) + flags;
         if bytes <= *budget {
             *budget -= bytes;
             tiles.push(tile);

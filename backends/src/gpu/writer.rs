@@ -547,6 +547,23 @@ impl KernelWriter<'_> {
                 tile.len()
             );
             self.promoted_shared.push(array.name.clone());
+            if tile.written {
+                let words = tile.flag_words();
+                let _ = writeln!(
+                    self.shared_decls,
+                    "var<workgroup> {name}_w: array<atomic<u32>, {words}>;"
+                );
+                let w = self.fresh("pf_f");
+                self.open_loop(
+                    depth,
+                    &w,
+                    "i32(pf_lidx)",
+                    format!("{w} < {words}i"),
+                    &format!("{w} = {w} + {nthreads}i"),
+                );
+                self.line(depth + 1, &format!("atomicStore(&{name}_w[{w}], 0u);"));
+                self.close_loop(depth);
+            }
             let mut lows = Vec::new();
             for e in &tile.lower {
                 let lo = self.fresh("pf_lo");
@@ -557,15 +574,7 @@ impl KernelWriter<'_> {
             // The cooperative copy: invocation k copies elements k, k + n, … of the box.
             let extents = self.program.array_extents(tile.array);
             let f = self.fresh("pf_f");
-            let mut idx = Vec::new();
-            let mut rest = f.clone();
-            let mut inner_len: i64 = tile.len();
-            for (d, e) in tile.extent.iter().enumerate() {
-                inner_len /= e.max(&1);
-                idx.push(format!("({} + ({rest}) / {inner_len}i)", lows[d]));
-                rest = format!("{rest} % {inner_len}i");
-                let _ = &rest;
-            }
+            let idx = box_element(&tile, &lows, &f);
             let inside: Vec<String> = idx
                 .iter()
                 .zip(&extents)
@@ -594,6 +603,7 @@ impl KernelWriter<'_> {
             self.close_loop(depth);
             self.shared.push((tile, name, lows));
         }
+
         if pushed > 0 {
             self.line(depth, "workgroupBarrier();");
         }
@@ -630,6 +640,45 @@ impl KernelWriter<'_> {
             if !idle.is_empty() {
                 self.line(depth - 1, "}");
             }
+        }
+        let first = self.shared.len() - pushed;
+        let written: Vec<(SharedTile, String, Vec<String>)> = self.shared[first..]
+            .iter()
+            .filter(|(t, _, _)| t.written)
+            .cloned()
+            .collect();
+        if !written.is_empty() {
+            self.line(depth, "workgroupBarrier();");
+        }
+        // Back to global memory: the elements whose bit is set, and only those.
+        for (tile, name, lows) in &written {
+            let f = self.fresh("pf_f");
+            let idx = box_element(tile, lows, &f);
+            let extents = self.program.array_extents(tile.array);
+            let global = format!(
+                "a_{}[{}]",
+                self.program.array(tile.array).name,
+                flat_index(&idx, &extents)
+            );
+            let value = if self.half(tile.array) {
+                format!("f16({name}[{f}])")
+            } else {
+                format!("{name}[{f}]")
+            };
+            self.open_loop(
+                depth,
+                &f,
+                "i32(pf_lidx)",
+                format!("{f} < {}i", tile.len()),
+                &format!("{f} = {f} + {nthreads}i"),
+            );
+            self.line(
+                depth + 1,
+                &format!(
+                    "if (((atomicLoad(&{name}_w[{f} / 32i]) >> u32({f} % 32i)) & 1u) != 0u) {{\n    {global} = {value};\n}}"
+                ),
+            );
+            self.close_loop(depth);
         }
         self.line(depth, SYNC);
         for _ in 0..pushed {
@@ -759,6 +808,18 @@ impl KernelWriter<'_> {
     /// The statement storing `value` to element `subs` of `array`.
     fn store(&self, array: ArrayId, subs: &[AstExpr], value: &str) -> String {
         let place = self.access(array, subs);
+        let registered = self
+            .registers
+            .iter()
+            .any(|(a, s, _)| *a == array && s == subs);
+        if let Some((tile, name, lows)) = self.shared.iter().find(|(t, _, _)| t.array == array) {
+            if tile.written && !registered {
+                let at = self.tile_offset(tile, lows, subs);
+                return format!(
+                    "{place} = {value};\natomicOr(&{name}_w[({at}) / 32i], 1u << u32(({at}) % 32i));"
+                );
+            }
+        }
         if place.starts_with("a_") && self.half(array) {
             // `value` is rounded to f16 already: the conversion is exact.
             format!("{place} = f16({value});")
@@ -770,6 +831,16 @@ impl KernelWriter<'_> {
     /// Whether `array`'s storage buffer holds `f16` values.
     fn half(&self, array: ArrayId) -> bool {
         self.options.limits.f16_storage && self.program.array(array).elem == ScalarType::F16
+    }
+
+    /// The offset of element `subs` in the workgroup box `tile` (lowest subscripts `lows`).
+    fn tile_offset(&self, tile: &SharedTile, lows: &[String], subs: &[AstExpr]) -> String {
+        let idx: Vec<String> = subs
+            .iter()
+            .zip(lows)
+            .map(|(s, lo)| format!("({} - {lo})", self.expr(s)))
+            .collect();
+        flat_index(&idx, &tile.extent)
     }
 
     /// The WGSL place of element `subs` of `array`: a register, a workgroup tile or the
@@ -784,12 +855,7 @@ impl KernelWriter<'_> {
             return name.clone();
         }
         if let Some((tile, name, lows)) = self.shared.iter().find(|(t, _, _)| t.array == array) {
-            let idx: Vec<String> = subs
-                .iter()
-                .zip(lows)
-                .map(|(s, lo)| format!("({} - {lo})", self.expr(s)))
-                .collect();
-            return format!("{name}[{}]", flat_index(&idx, &tile.extent));
+            return format!("{name}[{}]", self.tile_offset(tile, lows, subs));
         }
         let idx: Vec<String> = subs.iter().map(|s| self.expr(s)).collect();
         let extents = self.program.array_extents(array);
@@ -799,6 +865,20 @@ impl KernelWriter<'_> {
             flat_index(&idx, &extents)
         )
     }
+}
+
+/// The subscripts of element `f` (row-major) of the box `tile` whose lowest subscripts are the
+/// variables `lows`.
+fn box_element(tile: &SharedTile, lows: &[String], f: &str) -> Vec<String> {
+    let mut idx = Vec::new();
+    let mut rest = f.to_string();
+    let mut inner_len: i64 = tile.len();
+    for (d, e) in tile.extent.iter().enumerate() {
+        inner_len /= e.max(&1);
+        idx.push(format!("({} + ({rest}) / {inner_len}i)", lows[d]));
+        rest = format!("{rest} % {inner_len}i");
+    }
+    idx
 }
 
 /// The row-major offset of `idx` in an array of `extents`.
