@@ -522,20 +522,27 @@ fn run_on_the_gpu_matches_the_interpreter() {
 }
 
 #[test]
-fn post_tiling_fusion_on_the_gpu_is_refused_until_it_can_be_mapped() {
+fn post_tiling_fusion_runs_on_the_gpu() {
     let o = polyfuse(&[
-        "compile",
-        "kernels/gemm_bias_relu.pf",
+        "run",
+        "kernels/layernorm.pf",
         "--target",
         "gpu",
         "--fuse",
         "post-tiling",
+        "--size",
+        "N=40",
+        "--size",
+        "D=72",
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    let err = stderr(&o);
+    if stderr(&o).contains("no GPU adapter") {
+        eprintln!("no adapter: nothing to run");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(
-        err.contains("not supported yet") && err.contains("post-tiling fusion"),
-        "{err}"
+        stdout(&o).contains("matches the interpreter"),
+        "{}",
+        stdout(&o)
     );
-    assert_eq!(err.lines().count(), 1, "{err}");
 }

@@ -325,3 +325,35 @@ fn a_written_box_goes_back_to_global_memory_element_by_element() {
         assert_eq!(module.promoted[0].0.contains(&"A".to_string()), promote);
     }
 }
+
+#[test]
+fn post_tiling_fusion_runs_on_the_gpu_like_the_interpreter() {
+    let fused = Options {
+        post_tiling_fusion: true,
+        ..Options::default()
+    };
+    // blur_unsharp's stages would need overlapping tiles: they stay unfused, and still run.
+    for (name, fuses) in [
+        ("conv2d_relu.pf", true),
+        ("conv2d_bn_relu.pf", true),
+        ("blur_unsharp.pf", false),
+        ("softmax.pf", true),
+        ("layernorm.pf", true),
+        ("gemm_bias_relu.pf", true),
+        ("2mm.pf", true),
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../kernels")
+            .join(name);
+        let program = load_small(&path);
+        let c = gpu::compile(&program, &fused, &gpu_options()).unwrap_or_else(|e| panic!("{e}"));
+        let mut skipped = 0;
+        c.compiled.tree.root.walk(&mut |n| {
+            skipped += usize::from(
+                matches!(&n.kind, polyhedral::schedule::NodeKind::Mark(m) if m == "skipped"),
+            )
+        });
+        assert_eq!(skipped > 0, fuses, "{name}: {skipped} producers fused");
+        run_checked(&program, &fused, &gpu_options());
+    }
+}

@@ -137,9 +137,15 @@ fn mark_host(node: &mut Node, hoist: Hoist) -> Result<(), ScheduleError> {
 }
 
 /// Marks the subtree `node`, which runs on one group: the first coincident band on each path
-/// gets a thread mark.
+/// gets a thread mark, or the band below it when that one's first member is coincident too.
 fn mark_group(node: &mut Node) -> Result<(), ScheduleError> {
     match first_coincident(node) {
+        // A tile band inside a kernel (a producer pulled into the kernel's tile, a statement
+        // tiled for promotion) has few iterations there: its point band maps to the threads,
+        // and each thread runs the tile loops.
+        Some(0) if node.children.len() == 1 && first_coincident(&node.children[0]) == Some(0) => {
+            mark_group(&mut node.children[0])
+        }
         Some(0) => {
             wrap(node, THREAD_MARK);
             Ok(())
@@ -173,19 +179,6 @@ impl crate::pipeline::Pass for MapMarks {
     }
 
     fn run(&self, cx: &mut crate::pipeline::PassContext) -> Result<(), crate::pipeline::Error> {
-        // Producers that post-tiling fusion pulls into a tile would have to be spread over the
-        // tile's threads with a barrier before their consumers; that mapping does not exist.
-        let mut extension = false;
-        cx.tree
-            .root
-            .walk(&mut |n| extension |= matches!(n.kind, NodeKind::Extension(_)));
-        if extension {
-            return Err(crate::pipeline::Error::Unsupported(
-                "mapping a tree with extension nodes (post-tiling fusion) onto groups and \
-                 threads"
-                    .into(),
-            ));
-        }
         let hoist = if cx.target.loop_iterations().is_some() {
             Hoist::Sequential
         } else {
