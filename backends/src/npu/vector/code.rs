@@ -231,6 +231,26 @@ impl<'a> StageCode<'a> {
             } => {
                 let r = Self::rows(n, *rows);
                 let mut cycles = 0;
+                if self.by_rows(r) {
+                    // Per row, the chunks one after the other onto its element.
+                    let chunks = self.width / LANES;
+                    for i in 0..r {
+                        for g in (0..chunks).step_by(MAX_REPEAT as usize) {
+                            let rep = (chunks - g).min(MAX_REPEAT);
+                            out.push(format!(
+                                "{name}.f32 {}, {}, repeat={rep}, rep=(0, 8), acc",
+                                self.addr(dst.buf, Slot::Cur, self.base(*dst) + i * 4),
+                                self.addr(
+                                    src.buf,
+                                    Slot::Cur,
+                                    self.base(*src) + i * self.pitch + g * REPEAT
+                                ),
+                            ));
+                            cycles += self.vcost(name, rep);
+                        }
+                    }
+                    return cycles;
+                }
                 for c in 0..self.width.div_ceil(LANES) {
                     let lanes = (self.width - c * LANES).min(LANES);
                     if lanes < LANES {
@@ -271,6 +291,12 @@ impl<'a> StageCode<'a> {
                 cycles
             }
         }
+    }
+
+    /// Whether `r` rows of the stage's columns take fewer instructions row by row (a repeat
+    /// per 64 columns) than chunk by chunk (a repeat per row); only without a column tail.
+    fn by_rows(&self, r: u64) -> bool {
+        self.width.is_multiple_of(LANES) && r < self.width / LANES
     }
 
     /// An element-wise instruction over `r` rows into `dst`.
@@ -343,6 +369,44 @@ impl<'a> StageCode<'a> {
             }
             return cycles;
         }
+        let all: Vec<Opnd> = std::iter::once(dst).chain(srcs.iter().copied()).collect();
+        let chunks = self.width.div_ceil(LANES);
+        if self.by_rows(r) {
+            // Per row, a repeat per chunk of columns: blocks and splats stay.
+            let rep: Vec<u64> = all
+                .iter()
+                .map(|&o| match self.form(o) {
+                    Form::Full | Form::Col => 8,
+                    _ => 0,
+                })
+                .collect();
+            let blk: Vec<u64> = all
+                .iter()
+                .map(|&o| u64::from(self.form(o) != Form::Block))
+                .collect();
+            for i in 0..r {
+                for g in (0..chunks).step_by(MAX_REPEAT as usize) {
+                    let count = (chunks - g).min(MAX_REPEAT);
+                    let offs: Vec<u64> = all
+                        .iter()
+                        .map(|&o| match self.form(o) {
+                            Form::Full => i * self.pitch + g * REPEAT,
+                            Form::Block => i * 32,
+                            Form::Col => g * REPEAT,
+                            _ => 0,
+                        })
+                        .collect();
+                    out.push(format!(
+                        "{name}.f32 {}{scalar}, repeat={count}, blk={}, rep={}",
+                        operands(&offs),
+                        tuple(&blk),
+                        tuple(&rep)
+                    ));
+                    cycles += self.vcost(name, count);
+                }
+            }
+            return cycles;
+        }
         // Per chunk of columns, a repeat per row.
         let stride = |o: Opnd| -> (u64, u64) {
             match self.form(o) {
@@ -351,10 +415,9 @@ impl<'a> StageCode<'a> {
                 _ => (1, 0),
             }
         };
-        let all: Vec<Opnd> = std::iter::once(dst).chain(srcs.iter().copied()).collect();
         let blk: Vec<u64> = all.iter().map(|&o| stride(o).0).collect();
         let rep: Vec<u64> = all.iter().map(|&o| stride(o).1).collect();
-        for c in 0..self.width.div_ceil(LANES) {
+        for c in 0..chunks {
             let lanes = (self.width - c * LANES).min(LANES);
             if lanes < LANES {
                 out.push(format!("set_vector_mask 0x0, {:#x}", (1u64 << lanes) - 1));
