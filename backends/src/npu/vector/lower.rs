@@ -19,6 +19,8 @@
 //! operation as the interpreter does; `a - s` is `a + (-s)`, `s - a` is `(-a) + s` and a copy is
 //! `a · 1`, all exact.
 
+use std::collections::BTreeMap;
+
 use polyhedral::program::{
     ArrayId, BinaryOp, Expr, ExprId, MathFn, ReductionOp, Statement, UnaryOp,
 };
@@ -196,6 +198,10 @@ struct Lowering<'a> {
     results: Vec<usize>,
     /// Which buffers are temporaries.
     temps: Vec<bool>,
+    /// The current statement's subexpressions by structure: how often each occurs, and the
+    /// values computed of those that occur again, with the uses left.
+    shared: BTreeMap<String, usize>,
+    computed: BTreeMap<String, (Val, usize)>,
 }
 
 /// Lowers stage `index`.
@@ -224,6 +230,8 @@ pub(crate) fn lower(
         cur: 0,
         results: Vec::new(),
         temps: Vec::new(),
+        shared: BTreeMap::new(),
+        computed: BTreeMap::new(),
     };
     let results = l.results(double);
     l.results = results.clone();
@@ -504,6 +512,7 @@ impl Lowering<'_> {
             .collect();
         match s.kind {
             Kind::Full | Kind::Row => {
+                self.count_shared(stmt, stmt.body);
                 let v = self.expr(stmt, &reads, stmt.body, Some(dst))?;
                 self.settle(v, dst, rows);
             }
@@ -513,6 +522,7 @@ impl Lowering<'_> {
                 contribution,
                 negate,
             } => {
+                self.count_shared(stmt, contribution);
                 let mut c = self.expr(stmt, &reads, contribution, None)?;
                 if !matches!(c, Val::Buf { at, .. } if self.form(at.buf) == Form::Full) {
                     let t = self.temp(Form::Full);
@@ -655,7 +665,72 @@ impl Lowering<'_> {
         out
     }
 
+    /// A key equal for structurally equal subexpressions (reads of the same element).
+    fn key(&self, s: &Statement, e: ExprId) -> String {
+        let stmt = &self.stage.stmts[self.cur];
+        let children: Vec<String> = s.exprs[e]
+            .operands()
+            .into_iter()
+            .map(|x| self.key(s, x))
+            .collect();
+        match &s.exprs[e] {
+            Expr::Read(r) => format!("{:?}", stmt.reads[*r]),
+            Expr::Literal(l) => format!("{:?}", l.value),
+            other => {
+                let head = format!("{other:?}");
+                let op = head.split('(').next().unwrap_or("");
+                let detail = match other {
+                    Expr::Unary(u, _) => format!("{u:?}"),
+                    Expr::Binary(b, _, _) => format!("{b:?}"),
+                    Expr::Math(f, _) => f.name().to_string(),
+                    Expr::Cast(t, _) => format!("{t:?}"),
+                    _ => head.clone(),
+                };
+                format!("{op}{detail}({})", children.join(", "))
+            }
+        }
+    }
+
+    /// Counts the occurrences of every subexpression of `root`.
+    fn count_shared(&mut self, s: &Statement, root: ExprId) {
+        self.shared.clear();
+        self.computed.clear();
+        let mut stack = vec![root];
+        while let Some(e) = stack.pop() {
+            *self.shared.entry(self.key(s, e)).or_default() += 1;
+            stack.extend(s.exprs[e].operands());
+        }
+    }
+
+    /// The value of `e`, computed once however often it occurs: an occurrence before the last
+    /// does not own the value, so no operation writes over it until the last one has read it.
     fn expr(
+        &mut self,
+        s: &Statement,
+        reads: &[Val],
+        e: ExprId,
+        dst: Option<Opnd>,
+    ) -> Result<Val, Error> {
+        let key = self.key(s, e);
+        if let Some((v, left)) = self.computed.get_mut(&key) {
+            *left -= 1;
+            let v = *v;
+            if *left == 0 {
+                self.computed.remove(&key);
+                return Ok(v);
+            }
+            return Ok(shared_use(v));
+        }
+        let v = self.compute(s, reads, e, dst)?;
+        let uses = self.shared.get(&key).copied().unwrap_or(1);
+        if uses > 1 && matches!(v, Val::Buf { temp: true, .. }) {
+            self.computed.insert(key, (v, uses - 1));
+            return Ok(shared_use(v));
+        }
+        Ok(v)
+    }
+
+    fn compute(
         &mut self,
         s: &Statement,
         reads: &[Val],
@@ -877,5 +952,13 @@ impl Lowering<'_> {
                 self.owned(d)
             }
         }))
+    }
+}
+
+/// A use of a value that later uses still need: it does not own the buffer.
+fn shared_use(v: Val) -> Val {
+    match v {
+        Val::Buf { at, .. } => Val::Buf { at, temp: false },
+        other => other,
     }
 }
