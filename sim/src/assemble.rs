@@ -139,6 +139,8 @@ impl Kernel {
 pub(crate) fn addrs_of(i: &Instr) -> Vec<&Addr> {
     match i {
         Instr::Copy { dst, src, .. }
+        | Instr::CopyPad { dst, src, .. }
+        | Instr::VBrcb { dst, src, .. }
         | Instr::Load2d { dst, src, .. }
         | Instr::Img2col { dst, src, .. }
         | Instr::CopyCcToUb { dst, src, .. }
@@ -167,6 +169,7 @@ pub(crate) fn addrs_of(i: &Instr) -> Vec<&Addr> {
         | Instr::SetFlag { .. }
         | Instr::WaitFlag { .. }
         | Instr::Barrier { .. }
+        | Instr::SyncAll
         | Instr::Mov { .. }
         | Instr::SBin { .. } => vec![],
     }
@@ -183,6 +186,7 @@ fn scalars_of(i: &Instr) -> Vec<&Scalar> {
 
 struct Asm<'a> {
     machine: &'a Machine,
+    blockdim: u32,
     bufs: Vec<BufInfo>,
     code: Vec<Op>,
     sites: Vec<Site>,
@@ -203,6 +207,7 @@ pub(crate) fn assemble(
     let fail = |d: Diagnostic| Error::shared(&file, &text, d);
     let mut asm = Asm {
         machine,
+        blockdim: program.blockdim,
         bufs: Vec::new(),
         code: Vec::new(),
         sites: Vec::new(),
@@ -526,6 +531,19 @@ impl Asm<'_> {
                     ));
                 }
             }
+            Instr::CopyPad { .. } => {
+                if !matches!((mems[1], mems[0]), (Mem::Gm, Mem::Ub) | (Mem::Ub, Mem::Gm)) {
+                    return Err(Diagnostic::new(
+                        span,
+                        format!(
+                            "`copy_pad` has no path from {} to {}",
+                            mems[1].name(),
+                            mems[0].name()
+                        ),
+                    )
+                    .with_hint("copy_pad moves between GM and UB; on-chip copies are `copy`"));
+                }
+            }
             Instr::Img2col { .. } => {
                 if mems[0] == Mem::L0b {
                     return Err(Diagnostic::new(
@@ -559,6 +577,7 @@ impl Asm<'_> {
                 }
             }
             Instr::VRed { ty, .. }
+            | Instr::VBrcb { ty, .. }
             | Instr::VBin { ty, .. }
             | Instr::VScalar { ty, .. }
             | Instr::VDup { ty, .. }
@@ -608,6 +627,19 @@ impl Asm<'_> {
             | Instr::SetFlag { .. }
             | Instr::WaitFlag { .. }
             | Instr::Barrier { .. } => {}
+            Instr::SyncAll => {
+                let cores = self.machine.cores;
+                if self.blockdim > cores {
+                    return Err(Diagnostic::new(
+                        span,
+                        format!(
+                            "`sync_all` needs every block on a core of its own: blockdim={} but the machine has {cores} cores",
+                            self.blockdim
+                        ),
+                    )
+                    .with_hint("launch at most as many blocks as there are cores"));
+                }
+            }
         }
         let mut scalars = Vec::new();
         for s in scalars_of(instr) {

@@ -348,6 +348,18 @@ pub enum Instr {
         src_gap: u32,
         dst_gap: u32,
     },
+    /// GM ↔ UB with bursts of `bytes` bytes: on the GM side at any byte address, bursts
+    /// `src_gap` / `dst_gap` bytes apart; on the UB side each burst starts on a 32-byte block,
+    /// bursts whole blocks (and the gap in blocks) apart. The padding bytes of the UB blocks are
+    /// neither read nor written.
+    CopyPad {
+        dst: Addr,
+        src: Addr,
+        n_burst: u32,
+        bytes: u32,
+        src_gap: u32,
+        dst_gap: u32,
+    },
     /// L1 → L0A/L0B: `repeat` 512-byte fractals, the source advancing `src_stride` fractals and
     /// the destination one fractal per repeat; `transpose` transposes each 16×16 fractal.
     Load2d {
@@ -444,8 +456,19 @@ pub enum Instr {
         mask: Addr,
         cfg: VecCfg,
     },
+    /// One result per repeat; with `acc` the repeat's lanes are folded onto the destination
+    /// element's value (so repeats with destination stride 0 chain into one reduction).
     VRed {
         op: VRedOp,
+        ty: DType,
+        dst: Addr,
+        src: Addr,
+        cfg: VecCfg,
+        acc: bool,
+    },
+    /// Broadcast: element `8r + k` of SRC fills block `k` of repeat `r` of DST (destination
+    /// block and repeat strides in `cfg`, which has one entry per operand: the destination).
+    VBrcb {
         ty: DType,
         dst: Addr,
         src: Addr,
@@ -476,6 +499,9 @@ pub enum Instr {
     Barrier {
         pipe: Option<Pipe>,
     },
+    /// Every block of the kernel waits here until all of them have arrived with their pipes
+    /// drained.
+    SyncAll,
     Mov {
         dst: Reg,
         src: Scalar,

@@ -277,6 +277,147 @@ fn reductions_within_a_repeat() {
 }
 
 #[test]
+fn reductions_folded_onto_the_destination() {
+    // `acc` starts each repeat's reduction from the destination element. With destination
+    // stride 0 the repeats chain: the sum of a 128-lane row from 0.5, lane by lane in order,
+    // rounding after every addition, as a sequential loop computes it.
+    let x = ramp(256, |i| ((i * 29) % 61) as f64 * 0.1 - 3.0);
+    let z = run_vec(
+        &[("x", DType::F32, x.clone())],
+        ("z", DType::F32, 8),
+        "set_vector_mask 0x0, 0x1\nvdup.f32 u_z[0], 0.5\n\
+         set_vector_mask 0xffffffffffffffff, 0xffffffffffffffff\n\
+         vcadd.f32 u_z[0], u_x[0], repeat=2, rep=(0, 8), acc",
+    )
+    .unwrap();
+    let sequential = x[..128].iter().fold(0.5f32, |a, &b| a + b as f32) as f64;
+    assert_eq!(z[0], sequential);
+    // Maxima folded onto the zeros already there, one per repeat: a repeat of negative lanes
+    // leaves the 0.
+    let neg = ramp(128, |i| {
+        if i < 64 {
+            i as f64 - 70.0
+        } else {
+            i as f64 - 100.0
+        }
+    });
+    let z = run_vec(
+        &[("x", DType::F32, neg)],
+        ("z", DType::F32, 8),
+        "vcmax.f32 u_z[0], u_x[0], repeat=2, acc",
+    )
+    .unwrap();
+    assert_eq!(&z[..2], &[0.0, 27.0]);
+}
+
+#[test]
+fn broadcast_fills_blocks_with_elements() {
+    let x = ramp(16, |i| i as f64 + 1.0);
+    let z = run_vec(
+        &[("x", DType::F32, x.clone())],
+        ("z", DType::F32, 128),
+        "vbrcb.f32 u_z[0], u_x[0], repeat=2",
+    )
+    .unwrap();
+    for (i, v) in z.iter().enumerate() {
+        assert_eq!(*v, x[i / 8], "{i}");
+    }
+    // Every other block, repeats 8 blocks apart: 8 elements land in 4 blocks of each repeat.
+    let z = run_vec(
+        &[("x", DType::F32, x.clone())],
+        ("z", DType::F32, 192),
+        "vbrcb.f32 u_z[0], u_x[0], blk=2, rep=16",
+    )
+    .unwrap();
+    for (i, v) in z.iter().enumerate() {
+        let block = i / 8;
+        let want = if block % 2 == 0 && block < 16 {
+            x[block / 2]
+        } else {
+            0.0
+        };
+        assert_eq!(*v, want, "{i}");
+    }
+    let f16s = ramp(8, |i| h(i as f64 * 0.25));
+    let z = run_vec(
+        &[("x", DType::F16, f16s.clone())],
+        ("z", DType::F16, 128),
+        "vbrcb.f16 u_z[0], u_x[0]",
+    )
+    .unwrap();
+    for (i, v) in z.iter().enumerate() {
+        assert_eq!(*v, f16s[i / 16], "{i}");
+    }
+}
+
+#[test]
+fn padded_copies_move_bytes_off_the_block_grid() {
+    // x and y are 3 rows of 10 f32. Elements 1..8 of each row (28 bytes from byte 4) go to one
+    // UB block each, then back to elements 2..9 of y's rows; y's other elements keep their
+    // values.
+    let text = "kernel pad
+param x : f32[30] in
+param y : f32[30] inout
+buffer u : UB, 96
+copy_pad u[0], x[4], n_burst=3, bytes=28, src_gap=12
+set_flag MTE2, MTE3, 0
+wait_flag MTE2, MTE3, 0
+copy_pad y[8], u[0], n_burst=3, bytes=28, dst_gap=12
+";
+    let kernel = sim::load("pad.npuasm", text, &Machine::default()).expect("assembles");
+    let x: Vec<f64> = (0..30).map(|i| i as f64).collect();
+    let y: Vec<f64> = (0..30).map(|i| 1000.0 + i as f64).collect();
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "x".to_string(),
+        Tensor::new(DType::F32, vec![30], x.clone()),
+    );
+    inputs.insert(
+        "y".to_string(),
+        Tensor::new(DType::F32, vec![30], y.clone()),
+    );
+    let out = sim::simulate(&kernel, &inputs, &SimOptions::default()).expect("runs");
+    let got = &out.outputs["y"].data;
+    for row in 0..3 {
+        for col in 0..10 {
+            let want = if (2..9).contains(&col) {
+                x[row * 10 + col - 1]
+            } else {
+                y[row * 10 + col]
+            };
+            assert_eq!(got[row * 10 + col], want, "row {row} column {col}");
+        }
+    }
+    // 3 × 28 bytes each way.
+    assert_eq!(out.report.gm_read_bytes, 84);
+    assert_eq!(out.report.gm_written_bytes, 84);
+    // The UB side stays on blocks; L1 is no end of copy_pad.
+    let e = sim::load(
+        "pad.npuasm",
+        &text.replace("copy_pad u[0], x[4]", "copy_pad u[4], x[4]"),
+        &Machine::default(),
+    )
+    .and_then(|k| sim::simulate(&k, &inputs, &SimOptions::default()))
+    .unwrap_err();
+    assert!(
+        e.message().contains("misaligned operand"),
+        "{}",
+        e.message()
+    );
+    let e = sim::load(
+        "pad.npuasm",
+        "kernel p\nparam x : f32[8] in\nbuffer l : L1, 32\ncopy_pad l[0], x[0], bytes=32\n",
+        &Machine::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.message().contains("`copy_pad` has no path from GM to L1"),
+        "{}",
+        e.message()
+    );
+}
+
+#[test]
 fn conversions() {
     let x = ramp(64, |i| i as f64 * 0.5 - 10.0);
     let z = run_vec(

@@ -64,7 +64,7 @@ fn every_kernel_the_target_takes_runs_like_the_interpreter() {
     for path in kernels() {
         let program = load_medium(&path);
         let options = Options::default();
-        match npu::plan::plan(&program, &options) {
+        match npu::supported(&program, &options) {
             Ok(_) => {
                 let checked = run(&program, &NpuTarget::default(), &options);
                 insta::assert_snapshot!(format!("npu_{}", snapshot_name(&path)), checked.asm);
@@ -80,8 +80,31 @@ fn every_kernel_the_target_takes_runs_like_the_interpreter() {
             }
         }
     }
-    assert!(taken.contains(&"gemm_f16".to_string()), "{taken:?}");
-    assert!(taken.contains(&"gemm_bias_relu".to_string()), "{taken:?}");
+    for name in [
+        "gemm_f16",
+        "gemm_bias_relu",
+        "softmax",
+        "layernorm",
+        "blur_unsharp",
+    ] {
+        assert!(taken.contains(&name.to_string()), "{taken:?}");
+    }
+}
+
+#[test]
+fn f64_kernels_run_in_f32_on_the_vector_unit() {
+    let options = Options {
+        f64_as_f32: true,
+        ..Options::default()
+    };
+    for file in ["jacobi2d.pf", "jacobi-2d.c"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../kernels")
+            .join(file);
+        let program = load_medium(&path);
+        let checked = run(&program, &NpuTarget::default(), &options);
+        insta::assert_snapshot!(format!("npu_f32_{}", snapshot_name(&path)), checked.asm);
+    }
 }
 
 #[test]

@@ -20,7 +20,7 @@ use crate::{build_polyfuse, workspace_root};
 const README_BEGIN: &str = "<!-- bench npu: begin -->";
 const README_END: &str = "<!-- bench npu: end -->";
 
-/// (label, kernel file, sizes)
+/// (label, kernel file, sizes; `--` arguments are passed as they are)
 const CASES: &[(&str, &str, &[&str])] = &[
     ("gemm f16 256³", "gemm_f16.pf", &["M=256", "N=256", "K=256"]),
     (
@@ -38,6 +38,8 @@ const CASES: &[(&str, &str, &[&str])] = &[
     ("conv2d_bn_relu", "conv2d_bn_relu.pf", &[]),
     ("softmax", "softmax.pf", &[]),
     ("layernorm", "layernorm.pf", &[]),
+    ("blur_unsharp", "blur_unsharp.pf", &[]),
+    ("jacobi2d (f32)", "jacobi2d.pf", &["--npu-f32"]),
 ];
 
 struct Sim {
@@ -79,14 +81,21 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
     );
     for (label, file, sizes) in CASES {
         for double in [true, false] {
-            let out = work.join(format!("{}.npuasm", label.replace([' ', '³', '×'], "_")));
+            let out = work.join(format!(
+                "{}.npuasm",
+                label.replace([' ', '³', '×', '(', ')'], "_")
+            ));
             let mut cmd = Command::new(&polyfuse);
             cmd.arg("compile")
                 .arg(root.join("kernels").join(file))
                 .args(["--target", "npu", "-o"])
                 .arg(&out);
             for s in *sizes {
-                cmd.args(["--size", s]);
+                if s.starts_with("--") {
+                    cmd.arg(s);
+                } else {
+                    cmd.args(["--size", s]);
+                }
             }
             if !double {
                 cmd.arg("--no-double-buffer");

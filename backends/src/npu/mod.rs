@@ -27,6 +27,7 @@ mod epilogue;
 pub mod plan;
 mod runner;
 pub mod tiles;
+mod vector;
 
 pub use runner::{check, simulate, NpuCheck};
 
@@ -170,8 +171,20 @@ pub enum Error {
 
 /// The `.npuasm` program of `program`.
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
+    if vector::applies(program) {
+        return vector::compile(program, target, options);
+    }
     let plan = plan::plan(program, options)?;
     cube::write(program, &plan, target, options)
+}
+
+/// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
+pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
+    if vector::applies(program) {
+        vector::plan(program, options).map(|_| ())
+    } else {
+        plan::plan(program, options).map(|_| ())
+    }
 }
 
 /// The accelerator target of the table.
@@ -258,8 +271,6 @@ impl Target for Npu {
     }
 
     fn supports(&self, program: &Program, options: &TargetOptions) -> Result<(), table::Error> {
-        plan::plan(program, &Npu::options(options))
-            .map(|_| ())
-            .map_err(|e| Npu::error(program, e))
+        supported(program, &Npu::options(options)).map_err(|e| Npu::error(program, e))
     }
 }

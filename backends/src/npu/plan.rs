@@ -282,7 +282,7 @@ fn not_matrix(stmt: &Statement, why: &str) -> Error {
 
 /// f64 and i32 arithmetic: the machine has neither (its i32 vectors only add, compare and
 /// select), f64 is computed in f32 where the options allow it.
-fn check_types(program: &Program, options: &Options) -> Result<(), Error> {
+pub(crate) fn check_types(program: &Program, options: &Options) -> Result<(), Error> {
     for arr in &program.arrays {
         match arr.elem {
             ScalarType::F64 if !options.f64_as_f32 => {

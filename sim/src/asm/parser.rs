@@ -683,6 +683,7 @@ impl Parser {
             let mut kw = self.kwargs()?;
             // The destination's repeat stride counts elements: one result per repeat.
             let cfg = self.vec_cfg(&mut kw, &[1, 8]).map_err(fix)?;
+            let acc = kw.flag("acc")?;
             kw.finish(&full)?;
             return Ok(Instr::VRed {
                 op,
@@ -690,6 +691,7 @@ impl Parser {
                 dst,
                 src,
                 cfg,
+                acc,
             });
         }
         match head {
@@ -707,6 +709,16 @@ impl Parser {
                     scalar,
                     cfg,
                 })
+            }
+            "vbrcb" => {
+                let ty = self.dtype_suffix(parts, 1, start)?;
+                let dst = self.addr()?;
+                self.comma()?;
+                let src = self.addr()?;
+                let mut kw = self.kwargs()?;
+                let cfg = self.vec_cfg(&mut kw, &[8]).map_err(fix)?;
+                kw.finish(&full)?;
+                Ok(Instr::VBrcb { ty, dst, src, cfg })
             }
             "vcmp" => {
                 let op = parts
@@ -793,6 +805,29 @@ impl Parser {
                     src,
                     n_burst,
                     len,
+                    src_gap,
+                    dst_gap,
+                })
+            }
+            "copy_pad" => {
+                let dst = self.addr()?;
+                self.comma()?;
+                let src = self.addr()?;
+                let mut kw = self.kwargs()?;
+                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
+                let bytes = kw.int("bytes", None, 65535).map_err(fix)? as u32;
+                let src_gap = kw.int("src_gap", Some(0), 1 << 24).map_err(fix)? as u32;
+                let dst_gap = kw.int("dst_gap", Some(0), 1 << 24).map_err(fix)? as u32;
+                kw.finish(&full)?;
+                if bytes == 0 {
+                    return Err(Diagnostic::new(start, "`bytes` must be positive")
+                        .with_hint("a burst moves at least one byte"));
+                }
+                Ok(Instr::CopyPad {
+                    dst,
+                    src,
+                    n_burst,
+                    bytes,
                     src_gap,
                     dst_gap,
                 })
@@ -953,6 +988,7 @@ impl Parser {
                     Instr::WaitFlag { src, dst, event }
                 })
             }
+            "sync_all" => Ok(Instr::SyncAll),
             "pipe_barrier" => {
                 let (name, span) = self.ident("a pipe or ALL")?;
                 if name == "ALL" {

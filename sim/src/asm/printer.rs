@@ -193,6 +193,21 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             kw(&mut s, "dst_gap", *dst_gap, Some(0));
             s
         }
+        Instr::CopyPad {
+            dst,
+            src,
+            n_burst,
+            bytes,
+            src_gap,
+            dst_gap,
+        } => {
+            let mut s = format!("copy_pad {}, {}", addr(dst), addr(src));
+            kw(&mut s, "n_burst", *n_burst, Some(1));
+            kw(&mut s, "bytes", *bytes, None);
+            kw(&mut s, "src_gap", *src_gap, Some(0));
+            kw(&mut s, "dst_gap", *dst_gap, Some(0));
+            s
+        }
         Instr::Img2col {
             dst,
             src,
@@ -373,13 +388,27 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             dst,
             src,
             cfg: c,
+            acc,
         } => format!(
-            "{}.{} {}, {}{}",
+            "{}.{} {}, {}{}{}",
             name_of(&VRED_NAMES, *op),
             ty.name(),
             addr(dst),
             addr(src),
-            cfg(c, &[1, 8])
+            cfg(c, &[1, 8]),
+            if *acc { ", acc" } else { "" }
+        ),
+        Instr::VBrcb {
+            ty,
+            dst,
+            src,
+            cfg: c,
+        } => format!(
+            "vbrcb.{} {}, {}{}",
+            ty.name(),
+            addr(dst),
+            addr(src),
+            cfg(c, &[8])
         ),
         Instr::VConv {
             from,
@@ -406,6 +435,7 @@ pub(crate) fn print_instr(i: &Instr) -> String {
         Instr::WaitFlag { src, dst, event } => {
             format!("wait_flag {}, {}, {event}", src.name(), dst.name())
         }
+        Instr::SyncAll => "sync_all".to_string(),
         Instr::Barrier { pipe } => {
             format!("pipe_barrier {}", pipe.map_or("ALL", |p| p.name()))
         }
