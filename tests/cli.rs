@@ -461,6 +461,64 @@ fn the_accelerator_compiles_runs_and_refuses_with_one_line() {
 }
 
 #[test]
+fn the_vector_unit_runs_kernels_without_a_contraction() {
+    for args in [
+        &[
+            "run",
+            "kernels/softmax.pf",
+            "--target",
+            "npu",
+            "--size",
+            "N=40",
+        ][..],
+        &[
+            "run",
+            "kernels/blur_unsharp.pf",
+            "--target",
+            "npu",
+            "--size",
+            "H=30",
+        ][..],
+        &[
+            "run",
+            "kernels/jacobi2d.pf",
+            "--target",
+            "npu",
+            "--npu-f32",
+            "--size",
+            "N=30",
+        ][..],
+    ] {
+        let o = polyfuse(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("result: matches the interpreter"),
+            "{args:?}: {}",
+            stdout(&o)
+        );
+    }
+    // The simulator runs the written program on its own, sync_all included.
+    let asm = source("jacobi2d.npuasm", "");
+    let o = polyfuse(&[
+        "compile",
+        "kernels/jacobi2d.pf",
+        "--target",
+        "npu",
+        "--npu-f32",
+        "--size",
+        "N=30",
+        "-o",
+        asm.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = polyfuse(&["sim", asm.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = polyfuse(&["run", "kernels/jacobi2d.pf", "--target", "npu"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--npu-f32"), "{}", stderr(&o));
+}
+
+#[test]
 fn run_on_the_gpu_matches_the_interpreter() {
     let sizes = ["--size", "NI=20", "--size", "NJ=21", "--size", "NK=22"];
     let run = |extra: &[&str]| {

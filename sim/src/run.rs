@@ -760,6 +760,17 @@ impl Machine<'_> {
         Ok((buf.mem, addr))
     }
 
+    /// ` (`NAME` + lo..hi)`: the buffer of `mem` that byte `lo` falls in, for messages.
+    fn owner(&self, mem: Mem, lo: u64, hi: u64) -> String {
+        self.k
+            .bufs
+            .iter()
+            .filter(|x| x.mem == mem && x.base <= lo && lo < x.base + x.size)
+            .map(|x| format!(" (`{}` + {}..{})", x.name, lo - x.base, hi - x.base))
+            .next()
+            .unwrap_or_default()
+    }
+
     fn touch(&mut self, b: &Block, e: &Exec, i: usize, start: u64, end: u64) {
         let buf = e.ops[i].buf as usize;
         let slot = &mut self.stats.touch[b.core][buf];
@@ -791,14 +802,7 @@ impl Machine<'_> {
                 let s1 = &self.k.sites[race.first.site as usize];
                 let s2 = &self.k.sites[race.second.site as usize];
                 let (lo, hi) = (race.first.lo.max(lo), race.first.hi.min(hi));
-                let owner = self
-                    .k
-                    .bufs
-                    .iter()
-                    .filter(|x| x.mem == mem && x.base <= lo && lo < x.base + x.size)
-                    .map(|x| format!(" (`{}` + {}..{})", x.name, lo - x.base, hi - x.base))
-                    .next()
-                    .unwrap_or_default();
+                let owner = self.owner(mem, lo, hi);
                 let verb = |w: bool| if w { "writes" } else { "reads" };
                 return Err(self.error(
                     Diagnostic::new(

@@ -7,7 +7,8 @@
 //! repeats), so the two never disagree. [`compile`] recognises the kernel's structure from its
 //! polyhedral representation ([`plan`]), chooses tile sizes from the capacities ([`tiles`]) and
 //! writes the program ([`cube`], with the element-wise part on the Vector unit in
-//! [`epilogue`]); [`check`] assembles it, runs it on the simulator on the interpreter's random
+//! [`epilogue`]); a kernel without a contraction goes to the Vector unit alone ([`vector`]).
+//! [`check`] assembles the program, runs it on the simulator on the interpreter's random
 //! inputs and compares every output with the interpreter's.
 //!
 //! Invariants of every program [`compile`] returns:

@@ -245,14 +245,7 @@ impl Machine<'_> {
                     &self.k.sites[x.site as usize],
                     &self.k.sites[a.site as usize],
                 );
-                let owner = self
-                    .k
-                    .bufs
-                    .iter()
-                    .filter(|buf| buf.mem == Mem::Gm && buf.base <= lo && lo < buf.base + buf.size)
-                    .map(|buf| format!(" (`{}` + {}..{})", buf.name, lo - buf.base, hi - buf.base))
-                    .next()
-                    .unwrap_or_default();
+                let owner = self.owner(Mem::Gm, lo, hi);
                 let verb = |w: bool| if w { "writes" } else { "reads" };
                 return Err(self.error(
                     Diagnostic::new(

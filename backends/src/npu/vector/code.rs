@@ -29,6 +29,11 @@ const MAX_REPEAT: u64 = 255;
 const MAX_BURSTS: u64 = 4095;
 const FULL_MASK: &str = "set_vector_mask 0xffffffffffffffff, 0xffffffffffffffff";
 
+/// Only the first `lanes` f32 lanes run.
+fn push_mask(out: &mut Vec<String>, lanes: u64) {
+    out.push(format!("set_vector_mask 0x0, {:#x}", (1u64 << lanes) - 1));
+}
+
 /// Which copy of a double-buffered buffer an instruction uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Slot {
@@ -254,7 +259,7 @@ impl<'a> StageCode<'a> {
                 for c in 0..self.width.div_ceil(LANES) {
                     let lanes = (self.width - c * LANES).min(LANES);
                     if lanes < LANES {
-                        out.push(format!("set_vector_mask 0x0, {:#x}", (1u64 << lanes) - 1));
+                        push_mask(out, lanes);
                     }
                     for g in (0..r).step_by(MAX_REPEAT as usize) {
                         let rep = (r - g).min(MAX_REPEAT);
@@ -371,8 +376,32 @@ impl<'a> StageCode<'a> {
         }
         let all: Vec<Opnd> = std::iter::once(dst).chain(srcs.iter().copied()).collect();
         let chunks = self.width.div_ceil(LANES);
+        // One instruction from row `row` and column chunk `chunk` on.
+        let push =
+            |out: &mut Vec<String>, row: u64, chunk: u64, count: u64, blk: &[u64], rep: &[u64]| {
+                let offs: Vec<u64> = all
+                    .iter()
+                    .map(|&o| match self.form(o) {
+                        Form::Full => row * self.pitch + chunk * REPEAT,
+                        Form::Block => row * 32,
+                        Form::Col => chunk * REPEAT,
+                        _ => 0,
+                    })
+                    .collect();
+                out.push(format!(
+                    "{name}.f32 {}{scalar}, repeat={count}, blk={}, rep={}",
+                    operands(&offs),
+                    tuple(blk),
+                    tuple(rep)
+                ));
+                self.vcost(name, count)
+            };
         if self.by_rows(r) {
             // Per row, a repeat per chunk of columns: blocks and splats stay.
+            let blk: Vec<u64> = all
+                .iter()
+                .map(|&o| u64::from(self.form(o) != Form::Block))
+                .collect();
             let rep: Vec<u64> = all
                 .iter()
                 .map(|&o| match self.form(o) {
@@ -380,68 +409,37 @@ impl<'a> StageCode<'a> {
                     _ => 0,
                 })
                 .collect();
-            let blk: Vec<u64> = all
-                .iter()
-                .map(|&o| u64::from(self.form(o) != Form::Block))
-                .collect();
             for i in 0..r {
                 for g in (0..chunks).step_by(MAX_REPEAT as usize) {
-                    let count = (chunks - g).min(MAX_REPEAT);
-                    let offs: Vec<u64> = all
-                        .iter()
-                        .map(|&o| match self.form(o) {
-                            Form::Full => i * self.pitch + g * REPEAT,
-                            Form::Block => i * 32,
-                            Form::Col => g * REPEAT,
-                            _ => 0,
-                        })
-                        .collect();
-                    out.push(format!(
-                        "{name}.f32 {}{scalar}, repeat={count}, blk={}, rep={}",
-                        operands(&offs),
-                        tuple(&blk),
-                        tuple(&rep)
-                    ));
-                    cycles += self.vcost(name, count);
+                    cycles += push(out, i, g, (chunks - g).min(MAX_REPEAT), &blk, &rep);
                 }
             }
             return cycles;
         }
-        // Per chunk of columns, a repeat per row.
-        let stride = |o: Opnd| -> (u64, u64) {
-            match self.form(o) {
-                Form::Full => (1, self.pitch / 32),
-                Form::Block => (0, 1),
-                _ => (1, 0),
-            }
-        };
-        let blk: Vec<u64> = all.iter().map(|&o| stride(o).0).collect();
-        let rep: Vec<u64> = all.iter().map(|&o| stride(o).1).collect();
+        // Per chunk of columns, a repeat per row: full operands advance a row, blocks one
+        // block (block stride 0), columns and splats stay.
+        let blk: Vec<u64> = all
+            .iter()
+            .map(|&o| u64::from(self.form(o) != Form::Block))
+            .collect();
+        let rep: Vec<u64> = all
+            .iter()
+            .map(|&o| match self.form(o) {
+                Form::Full => self.pitch / 32,
+                Form::Block => 1,
+                _ => 0,
+            })
+            .collect();
         for c in 0..chunks {
             let lanes = (self.width - c * LANES).min(LANES);
-            if lanes < LANES {
-                out.push(format!("set_vector_mask 0x0, {:#x}", (1u64 << lanes) - 1));
+            let masked = lanes < LANES;
+            if masked {
+                push_mask(out, lanes);
             }
             for g in (0..r).step_by(MAX_REPEAT as usize) {
-                let count = (r - g).min(MAX_REPEAT);
-                let offs: Vec<u64> = all
-                    .iter()
-                    .map(|&o| match self.form(o) {
-                        Form::Full => g * self.pitch + c * REPEAT,
-                        Form::Block => g * 32,
-                        Form::Col => c * REPEAT,
-                        _ => 0,
-                    })
-                    .collect();
-                out.push(format!(
-                    "{name}.f32 {}{scalar}, repeat={count}, blk={}, rep={}",
-                    operands(&offs),
-                    tuple(&blk),
-                    tuple(&rep)
-                ));
-                cycles += self.vcost(name, count);
+                cycles += push(out, g, c, (r - g).min(MAX_REPEAT), &blk, &rep);
             }
-            if lanes < LANES {
+            if masked {
                 out.push(FULL_MASK.into());
             }
         }

@@ -17,6 +17,11 @@
 //! tile for a live array's last writer, and the rows its readers in the stage need, shifted by
 //! their row offsets; statements no one needs are dropped. The reads from GM follow: per array
 //! and column shift, the rows the needs cover.
+//!
+//! A statement that updates an array in place (reads from GM the elements it writes) computes
+//! exactly the tile's rows, so no tile reads rows another one writes: its readers in the stage
+//! read it at its own rows, and a halo further on would need rows beyond its readers' domains,
+//! which are inside the live rows, which are its rows.
 
 use std::collections::{BTreeMap, BTreeSet};
 
