@@ -97,7 +97,11 @@ impl<'a> StageCode<'a> {
                 Form::Compact => rows(b.rows).div_ceil(8) * 32,
                 Form::Col => pitch,
                 Form::Splat => REPEAT,
+                // A bit per lane of a full or block layout, in chunks of whole blocks.
+                Form::Mask => (rows(b.rows) * pitch.max(32)).div_ceil(REPEAT) * 8,
             };
+            // Every buffer, and so every copy, starts on a 32-byte block.
+            let size = size.div_ceil(32) * 32;
             let copies = if double && b.double { 2 } else { 1 };
             sizes.push(size);
             addrs.push(at);
@@ -145,7 +149,7 @@ impl<'a> StageCode<'a> {
             Form::Full => self.pitch,
             Form::Block => 32,
             Form::Compact => 4,
-            Form::Col | Form::Splat => 0,
+            Form::Col | Form::Splat | Form::Mask => 0,
         }
     }
 
@@ -281,6 +285,26 @@ impl<'a> StageCode<'a> {
                 }
                 cycles
             }
+            VOp::Compare {
+                cmp,
+                dst,
+                a,
+                b,
+                rows,
+            } => self.masked(
+                &format!("vcmp.{cmp}"),
+                *dst,
+                &[*a, *b],
+                Self::rows(n, *rows),
+                out,
+            ),
+            VOp::Select {
+                dst,
+                a,
+                b,
+                mask,
+                rows,
+            } => self.masked("vsel", *mask, &[*dst, *a, *b], Self::rows(n, *rows), out),
             VOp::Broadcast { dst, src, rows } => {
                 let repeats = Self::rows(n, *rows).div_ceil(8);
                 let mut cycles = 0;
@@ -296,6 +320,63 @@ impl<'a> StageCode<'a> {
                 cycles
             }
         }
+    }
+
+    /// `vcmp` (`mask` its destination, `vectors` its sources) or `vsel` (`vectors` its
+    /// destination and sources, `mask` its last operand) over the contiguous bytes of `r` rows
+    /// of the vectors' layout; splats stay. A mask holds a bit per lane: each instruction
+    /// covers repeats of whole 32-byte blocks of it.
+    fn masked(
+        &self,
+        name: &str,
+        mask: Opnd,
+        vectors: &[Opnd],
+        r: u64,
+        out: &mut Vec<String>,
+    ) -> u64 {
+        // 4 repeats of 64 lanes make one block of bits.
+        const CHUNK: u64 = MAX_REPEAT / 4 * 4;
+        let form = vectors
+            .iter()
+            .map(|&o| self.form(o))
+            .find(|f| *f != Form::Splat)
+            .unwrap_or(Form::Block);
+        let repeats = (r * self.unit(form)).div_ceil(REPEAT);
+        let reps: Vec<u64> = vectors
+            .iter()
+            .map(|&o| if self.form(o) == Form::Splat { 0 } else { 8 })
+            .collect();
+        let tuple = reps
+            .iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut cycles = 0;
+        for g in (0..repeats).step_by(CHUNK as usize) {
+            let count = (repeats - g).min(CHUNK);
+            let vecs: Vec<String> = vectors
+                .iter()
+                .map(|&o| {
+                    let off = if self.form(o) == Form::Splat {
+                        0
+                    } else {
+                        g * REPEAT
+                    };
+                    self.addr(o.buf, Slot::Cur, self.base(o) + off)
+                })
+                .collect();
+            let bits = self.addr(mask.buf, Slot::Cur, self.base(mask) + g * 8);
+            let operands = if name == "vsel" {
+                format!("{}, {bits}", vecs.join(", "))
+            } else {
+                format!("{bits}, {}", vecs.join(", "))
+            };
+            out.push(format!(
+                "{name}.f32 {operands}, repeat={count}, rep=({tuple})"
+            ));
+            cycles += self.vcost(name, count);
+        }
+        cycles
     }
 
     /// Whether `r` rows of the stage's columns take fewer instructions row by row (a repeat
