@@ -240,22 +240,30 @@ impl<'a> StageCode<'a> {
             } => {
                 let r = Self::rows(n, *rows);
                 let mut cycles = 0;
+                // One instruction from row `row` and column chunk `chunk` on.
+                let push = |out: &mut Vec<String>,
+                            row: u64,
+                            chunk: u64,
+                            count: u64,
+                            dst_rep: u64,
+                            src_rep: u64| {
+                    out.push(format!(
+                        "{name}.f32 {}, {}, repeat={count}, rep=({dst_rep}, {src_rep}), acc",
+                        self.addr(dst.buf, Slot::Cur, self.base(*dst) + row * 4),
+                        self.addr(
+                            src.buf,
+                            Slot::Cur,
+                            self.base(*src) + row * self.pitch + chunk * REPEAT
+                        ),
+                    ));
+                    self.vcost(name, count)
+                };
                 if self.by_rows(r) {
                     // Per row, the chunks one after the other onto its element.
                     let chunks = self.width / LANES;
                     for i in 0..r {
                         for g in (0..chunks).step_by(MAX_REPEAT as usize) {
-                            let rep = (chunks - g).min(MAX_REPEAT);
-                            out.push(format!(
-                                "{name}.f32 {}, {}, repeat={rep}, rep=(0, 8), acc",
-                                self.addr(dst.buf, Slot::Cur, self.base(*dst) + i * 4),
-                                self.addr(
-                                    src.buf,
-                                    Slot::Cur,
-                                    self.base(*src) + i * self.pitch + g * REPEAT
-                                ),
-                            ));
-                            cycles += self.vcost(name, rep);
+                            cycles += push(out, i, g, (chunks - g).min(MAX_REPEAT), 0, 8);
                         }
                     }
                     return cycles;
@@ -266,18 +274,8 @@ impl<'a> StageCode<'a> {
                         push_mask(out, lanes);
                     }
                     for g in (0..r).step_by(MAX_REPEAT as usize) {
-                        let rep = (r - g).min(MAX_REPEAT);
-                        out.push(format!(
-                            "{name}.f32 {}, {}, repeat={rep}, rep=(1, {}), acc",
-                            self.addr(dst.buf, Slot::Cur, self.base(*dst) + g * 4),
-                            self.addr(
-                                src.buf,
-                                Slot::Cur,
-                                self.base(*src) + g * self.pitch + c * REPEAT
-                            ),
-                            self.pitch / 32
-                        ));
-                        cycles += self.vcost(name, rep);
+                        let count = (r - g).min(MAX_REPEAT);
+                        cycles += push(out, g, c, count, 1, self.pitch / 32);
                     }
                     if lanes < LANES {
                         out.push(FULL_MASK.into());
