@@ -612,7 +612,15 @@ impl<'a> StageCode<'a> {
             } else if count == 1 {
                 format!("copy_pad {dst}, {src}, bytes={burst}")
             } else {
-                format!("copy_pad {dst}, {src}, n_burst={count}, bytes={burst}, {gap_key}={gm_gap}")
+                // Bursts a GM row apart there, a UB row apart here.
+                let (src_stride, dst_stride) = if to_gm {
+                    (ub_pitch, row_bytes)
+                } else {
+                    (row_bytes, ub_pitch)
+                };
+                format!(
+                    "copy_pad {dst}, {src}, n_burst={count}, bytes={burst}, src_stride={src_stride}, dst_stride={dst_stride}"
+                )
             };
             out.push(text);
             cycles += startup + (count * ub_pitch).div_ceil(bw);
