@@ -475,12 +475,13 @@ impl<'a> StageCode<'a> {
                 ));
                 self.vcost(name, count)
             };
+        // Blocks hold one value per row: block stride 0 in either shape.
+        let blk: Vec<u64> = all
+            .iter()
+            .map(|&o| u64::from(self.form(o) != Form::Block))
+            .collect();
         if self.by_rows(r) {
             // Per row, a repeat per chunk of columns: blocks and splats stay.
-            let blk: Vec<u64> = all
-                .iter()
-                .map(|&o| u64::from(self.form(o) != Form::Block))
-                .collect();
             let rep: Vec<u64> = all
                 .iter()
                 .map(|&o| match self.form(o) {
@@ -496,11 +497,7 @@ impl<'a> StageCode<'a> {
             return cycles;
         }
         // Per chunk of columns, a repeat per row: full operands advance a row, blocks one
-        // block (block stride 0), columns and splats stay.
-        let blk: Vec<u64> = all
-            .iter()
-            .map(|&o| u64::from(self.form(o) != Form::Block))
-            .collect();
+        // block, columns and splats stay.
         let rep: Vec<u64> = all
             .iter()
             .map(|&o| match self.form(o) {
