@@ -214,6 +214,31 @@ fn per_row_inputs_and_outputs_scalars_and_their_arithmetic() {
 }
 
 #[test]
+fn selects_on_comparisons_take_a_mask() {
+    // Tiles, per-row and per-column values and scalars on either side of the comparison and
+    // in the branches; a select of per-row values alone.
+    let program = source(
+        "kernel sel<N = 37, M = 100>(X: f32[N, M], b: f32[M], s: f32) -> (Y: f32[N, M], Z: f32[N, M]) {
+    m(i) max=! X(i, j);
+    Y(i, j) = X(i, j) > 0.0 ? X(i, j) : 0.1 * X(i, j);
+    Z(i, j) = select(X(i, j) >= m(i) * 0.5, b(j), s - X(i, j)) + (b(j) < s ? 1.0 : 2.0);
+}",
+    );
+    for options in [Options::default(), single(&Options::default())] {
+        let checked = run(&program, &NpuTarget::default(), &options);
+        assert_exact(&program, &checked);
+        assert!(checked.asm.contains("vcmp.gt.f32") && checked.asm.contains("vsel.f32"));
+    }
+    let program = source(
+        "kernel selrow<N = 300>(x: f32[N], s: f32) -> (y: f32[N]) {
+    y(i) = x(i) != s ? x(i) * 2.0 : s;
+}",
+    );
+    let checked = run(&program, &NpuTarget::default(), &Options::default());
+    assert_exact(&program, &checked);
+}
+
+#[test]
 fn tiles_shrink_to_fit_a_smaller_unified_buffer() {
     let target = machine_with("mem.UB.capacity = 262144", "mem.UB.capacity = 32768");
     let program = kernel("softmax.pf", &[("N", 64), ("M", 512)]);
@@ -270,6 +295,12 @@ fn kernels_outside_the_lowering_are_refused_in_one_line() {
         (
             "kernel h<N = 8>(X: f16[N, N]) -> (Y: f16[N, N]) { Y(i, j) = X(i, j); }",
             "f16 arrays on the Vector unit alone",
+        ),
+        (
+            "kernel l<N = 8>(X: f32[N, N]) -> (Y: f32[N, N]) {
+    Y(i, j) = X(i, j) > 0.0 && X(i, j) < 1.0 ? X(i, j) : 0.0;
+}",
+            "a select on a condition other than one comparison",
         ),
     ] {
         let program = source(text);

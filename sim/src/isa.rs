@@ -348,17 +348,18 @@ pub enum Instr {
         src_gap: u32,
         dst_gap: u32,
     },
-    /// GM ↔ UB with bursts of `bytes` bytes: on the GM side at any byte address, bursts
-    /// `src_gap` / `dst_gap` bytes apart; on the UB side each burst starts on a 32-byte block,
-    /// bursts whole blocks (and the gap in blocks) apart. The padding bytes of the UB blocks are
-    /// neither read nor written.
+    /// Byte-granular DMA between GM and L1 or UB: burst `i` moves `bytes` bytes from
+    /// `src + i·src_stride` to `dst + i·dst_stride` (strides in bytes). Into L1 or UB each burst
+    /// fills `len` 32-byte blocks, zeros after its bytes; out to GM exactly `bytes` bytes are
+    /// written (and `len` is `⌈bytes / 32⌉`).
     CopyPad {
         dst: Addr,
         src: Addr,
         n_burst: u32,
         bytes: u32,
-        src_gap: u32,
-        dst_gap: u32,
+        src_stride: u32,
+        dst_stride: u32,
+        len: u32,
     },
     /// L1 → L0A/L0B: `repeat` 512-byte fractals, the source advancing `src_stride` fractals and
     /// the destination one fractal per repeat; `transpose` transposes each 16×16 fractal.

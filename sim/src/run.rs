@@ -998,12 +998,14 @@ impl Machine<'_> {
             Instr::CopyPad {
                 n_burst,
                 bytes,
-                src_gap,
-                dst_gap,
+                src_stride,
+                dst_stride,
+                len,
                 ..
             } => {
-                let gaps = (*src_gap as u64, *dst_gap as u64);
-                self.copy_pad(b, e, *n_burst as u64, *bytes as u64, gaps)?;
+                let strides = (*src_stride as u64, *dst_stride as u64);
+                let (n, bytes, blocks) = (*n_burst as u64, *bytes as u64, *len as u64);
+                self.copy_pad(b, e, (n, bytes, blocks), strides)?;
             }
             Instr::Load2d {
                 repeat,

@@ -353,19 +353,19 @@ fn broadcast_fills_blocks_with_elements() {
 #[test]
 fn padded_copies_move_bytes_off_the_block_grid() {
     // x and y are 3 rows of 10 f32. Elements 1..8 of each row (28 bytes from byte 4) go to one
-    // UB block each, then back to elements 2..9 of y's rows; y's other elements keep their
-    // values.
+    // UB block each, zero-padded, then 8 elements of each block (the 7 values and a padding
+    // zero) back to elements 2..10 of y's rows; y's other elements keep their values.
     let text = "kernel pad
 param x : f32[30] in
 param y : f32[30] inout
-buffer u : UB, 96
-copy_pad u[0], x[4], n_burst=3, bytes=28, src_gap=12
+buffer u : UB, 128
+copy_pad u[0], x[4], n_burst=3, bytes=28, src_stride=40, dst_stride=32
 set_flag MTE2, MTE3, 0
 wait_flag MTE2, MTE3, 0
-copy_pad y[8], u[0], n_burst=3, bytes=28, dst_gap=12
+copy_pad y[8], u[0], n_burst=3, bytes=32, src_stride=32, dst_stride=40
 ";
     let kernel = sim::load("pad.npuasm", text, &Machine::default()).expect("assembles");
-    let x: Vec<f64> = (0..30).map(|i| i as f64).collect();
+    let x: Vec<f64> = (0..30).map(|i| i as f64 + 1.0).collect();
     let y: Vec<f64> = (0..30).map(|i| 1000.0 + i as f64).collect();
     let mut inputs = BTreeMap::new();
     inputs.insert(
@@ -380,18 +380,18 @@ copy_pad y[8], u[0], n_burst=3, bytes=28, dst_gap=12
     let got = &out.outputs["y"].data;
     for row in 0..3 {
         for col in 0..10 {
-            let want = if (2..9).contains(&col) {
-                x[row * 10 + col - 1]
-            } else {
-                y[row * 10 + col]
+            let want = match col {
+                2..=8 => x[row * 10 + col - 1],
+                9 => 0.0,
+                _ => y[row * 10 + col],
             };
             assert_eq!(got[row * 10 + col], want, "row {row} column {col}");
         }
     }
-    // 3 × 28 bytes each way.
+    // 3 × 28 bytes in, 3 × 32 out.
     assert_eq!(out.report.gm_read_bytes, 84);
-    assert_eq!(out.report.gm_written_bytes, 84);
-    // The UB side stays on blocks; L1 is no end of copy_pad.
+    assert_eq!(out.report.gm_written_bytes, 96);
+    // The UB side stays on blocks; L0A is no end of copy_pad.
     let e = sim::load(
         "pad.npuasm",
         &text.replace("copy_pad u[0], x[4]", "copy_pad u[4], x[4]"),
@@ -406,12 +406,13 @@ copy_pad y[8], u[0], n_burst=3, bytes=28, dst_gap=12
     );
     let e = sim::load(
         "pad.npuasm",
-        "kernel p\nparam x : f32[8] in\nbuffer l : L1, 32\ncopy_pad l[0], x[0], bytes=32\n",
+        "kernel p\nparam x : f32[8] in\nbuffer l : L0A, 512\ncopy_pad l[0], x[0], bytes=32\n",
         &Machine::default(),
     )
     .unwrap_err();
     assert!(
-        e.message().contains("`copy_pad` has no path from GM to L1"),
+        e.message()
+            .contains("`copy_pad` has no path from GM to L0A"),
         "{}",
         e.message()
     );

@@ -182,7 +182,7 @@ pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Resu
 /// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
 pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
     if vector::applies(program) {
-        vector::plan(program, options).map(|_| ())
+        vector::lower(program, options).map(|_| ())
     } else {
         plan::plan(program, options).map(|_| ())
     }

@@ -815,21 +815,31 @@ impl Parser {
                 let src = self.addr()?;
                 let mut kw = self.kwargs()?;
                 let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
-                let bytes = kw.int("bytes", None, 65535).map_err(fix)? as u32;
-                let src_gap = kw.int("src_gap", Some(0), 1 << 24).map_err(fix)? as u32;
-                let dst_gap = kw.int("dst_gap", Some(0), 1 << 24).map_err(fix)? as u32;
+                let bytes = kw.int("bytes", None, 65535 * 32).map_err(fix)? as u32;
+                let src_stride = kw
+                    .int("src_stride", Some(0), u32::MAX as i64)
+                    .map_err(fix)? as u32;
+                let dst_stride = kw
+                    .int("dst_stride", Some(0), u32::MAX as i64)
+                    .map_err(fix)? as u32;
+                let fit = bytes.div_ceil(32);
+                let len = kw.int("len", Some(fit as i64), 65535).map_err(fix)? as u32;
                 kw.finish(&full)?;
-                if bytes == 0 {
-                    return Err(Diagnostic::new(start, "`bytes` must be positive")
-                        .with_hint("a burst moves at least one byte"));
+                if len < fit {
+                    return Err(Diagnostic::new(
+                        start,
+                        format!("`len={len}` blocks cannot hold a burst of {bytes} bytes"),
+                    )
+                    .with_hint(format!("use at least `len={fit}`, or leave it out")));
                 }
                 Ok(Instr::CopyPad {
                     dst,
                     src,
                     n_burst,
                     bytes,
-                    src_gap,
-                    dst_gap,
+                    src_stride,
+                    dst_stride,
+                    len,
                 })
             }
             "copy_cc_to_ub" => {

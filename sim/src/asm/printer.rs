@@ -198,14 +198,16 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             src,
             n_burst,
             bytes,
-            src_gap,
-            dst_gap,
+            src_stride,
+            dst_stride,
+            len,
         } => {
             let mut s = format!("copy_pad {}, {}", addr(dst), addr(src));
             kw(&mut s, "n_burst", *n_burst, Some(1));
             kw(&mut s, "bytes", *bytes, None);
-            kw(&mut s, "src_gap", *src_gap, Some(0));
-            kw(&mut s, "dst_gap", *dst_gap, Some(0));
+            kw(&mut s, "src_stride", *src_stride, Some(0));
+            kw(&mut s, "dst_stride", *dst_stride, Some(0));
+            kw(&mut s, "len", *len, Some(bytes.div_ceil(32)));
             s
         }
         Instr::Img2col {

@@ -97,7 +97,11 @@ impl<'a> StageCode<'a> {
                 Form::Compact => rows(b.rows).div_ceil(8) * 32,
                 Form::Col => pitch,
                 Form::Splat => REPEAT,
+                // A bit per lane of a full or block layout, in chunks of whole blocks.
+                Form::Mask => (rows(b.rows) * pitch.max(32)).div_ceil(REPEAT) * 8,
             };
+            // Every buffer, and so every copy, starts on a 32-byte block.
+            let size = size.div_ceil(32) * 32;
             let copies = if double && b.double { 2 } else { 1 };
             sizes.push(size);
             addrs.push(at);
@@ -145,7 +149,7 @@ impl<'a> StageCode<'a> {
             Form::Full => self.pitch,
             Form::Block => 32,
             Form::Compact => 4,
-            Form::Col | Form::Splat => 0,
+            Form::Col | Form::Splat | Form::Mask => 0,
         }
     }
 
@@ -236,22 +240,30 @@ impl<'a> StageCode<'a> {
             } => {
                 let r = Self::rows(n, *rows);
                 let mut cycles = 0;
+                // One instruction from row `row` and column chunk `chunk` on.
+                let push = |out: &mut Vec<String>,
+                            row: u64,
+                            chunk: u64,
+                            count: u64,
+                            dst_rep: u64,
+                            src_rep: u64| {
+                    out.push(format!(
+                        "{name}.f32 {}, {}, repeat={count}, rep=({dst_rep}, {src_rep}), acc",
+                        self.addr(dst.buf, Slot::Cur, self.base(*dst) + row * 4),
+                        self.addr(
+                            src.buf,
+                            Slot::Cur,
+                            self.base(*src) + row * self.pitch + chunk * REPEAT
+                        ),
+                    ));
+                    self.vcost(name, count)
+                };
                 if self.by_rows(r) {
                     // Per row, the chunks one after the other onto its element.
                     let chunks = self.width / LANES;
                     for i in 0..r {
                         for g in (0..chunks).step_by(MAX_REPEAT as usize) {
-                            let rep = (chunks - g).min(MAX_REPEAT);
-                            out.push(format!(
-                                "{name}.f32 {}, {}, repeat={rep}, rep=(0, 8), acc",
-                                self.addr(dst.buf, Slot::Cur, self.base(*dst) + i * 4),
-                                self.addr(
-                                    src.buf,
-                                    Slot::Cur,
-                                    self.base(*src) + i * self.pitch + g * REPEAT
-                                ),
-                            ));
-                            cycles += self.vcost(name, rep);
+                            cycles += push(out, i, g, (chunks - g).min(MAX_REPEAT), 0, 8);
                         }
                     }
                     return cycles;
@@ -262,18 +274,8 @@ impl<'a> StageCode<'a> {
                         push_mask(out, lanes);
                     }
                     for g in (0..r).step_by(MAX_REPEAT as usize) {
-                        let rep = (r - g).min(MAX_REPEAT);
-                        out.push(format!(
-                            "{name}.f32 {}, {}, repeat={rep}, rep=(1, {}), acc",
-                            self.addr(dst.buf, Slot::Cur, self.base(*dst) + g * 4),
-                            self.addr(
-                                src.buf,
-                                Slot::Cur,
-                                self.base(*src) + g * self.pitch + c * REPEAT
-                            ),
-                            self.pitch / 32
-                        ));
-                        cycles += self.vcost(name, rep);
+                        let count = (r - g).min(MAX_REPEAT);
+                        cycles += push(out, g, c, count, 1, self.pitch / 32);
                     }
                     if lanes < LANES {
                         out.push(FULL_MASK.into());
@@ -281,6 +283,26 @@ impl<'a> StageCode<'a> {
                 }
                 cycles
             }
+            VOp::Compare {
+                cmp,
+                dst,
+                a,
+                b,
+                rows,
+            } => self.masked(
+                &format!("vcmp.{cmp}"),
+                *dst,
+                &[*a, *b],
+                Self::rows(n, *rows),
+                out,
+            ),
+            VOp::Select {
+                dst,
+                a,
+                b,
+                mask,
+                rows,
+            } => self.masked("vsel", *mask, &[*dst, *a, *b], Self::rows(n, *rows), out),
             VOp::Broadcast { dst, src, rows } => {
                 let repeats = Self::rows(n, *rows).div_ceil(8);
                 let mut cycles = 0;
@@ -296,6 +318,63 @@ impl<'a> StageCode<'a> {
                 cycles
             }
         }
+    }
+
+    /// `vcmp` (`mask` its destination, `vectors` its sources) or `vsel` (`vectors` its
+    /// destination and sources, `mask` its last operand) over the contiguous bytes of `r` rows
+    /// of the vectors' layout; splats stay. A mask holds a bit per lane: each instruction
+    /// covers repeats of whole 32-byte blocks of it.
+    fn masked(
+        &self,
+        name: &str,
+        mask: Opnd,
+        vectors: &[Opnd],
+        r: u64,
+        out: &mut Vec<String>,
+    ) -> u64 {
+        // 4 repeats of 64 lanes make one block of bits.
+        const CHUNK: u64 = MAX_REPEAT / 4 * 4;
+        let form = vectors
+            .iter()
+            .map(|&o| self.form(o))
+            .find(|f| *f != Form::Splat)
+            .unwrap_or(Form::Block);
+        let repeats = (r * self.unit(form)).div_ceil(REPEAT);
+        let reps: Vec<u64> = vectors
+            .iter()
+            .map(|&o| if self.form(o) == Form::Splat { 0 } else { 8 })
+            .collect();
+        let tuple = reps
+            .iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut cycles = 0;
+        for g in (0..repeats).step_by(CHUNK as usize) {
+            let count = (repeats - g).min(CHUNK);
+            let vecs: Vec<String> = vectors
+                .iter()
+                .map(|&o| {
+                    let off = if self.form(o) == Form::Splat {
+                        0
+                    } else {
+                        g * REPEAT
+                    };
+                    self.addr(o.buf, Slot::Cur, self.base(o) + off)
+                })
+                .collect();
+            let bits = self.addr(mask.buf, Slot::Cur, self.base(mask) + g * 8);
+            let operands = if name == "vsel" {
+                format!("{}, {bits}", vecs.join(", "))
+            } else {
+                format!("{bits}, {}", vecs.join(", "))
+            };
+            out.push(format!(
+                "{name}.f32 {operands}, repeat={count}, rep=({tuple})"
+            ));
+            cycles += self.vcost(name, count);
+        }
+        cycles
     }
 
     /// Whether `r` rows of the stage's columns take fewer instructions row by row (a repeat
@@ -396,12 +475,13 @@ impl<'a> StageCode<'a> {
                 ));
                 self.vcost(name, count)
             };
+        // Blocks hold one value per row: block stride 0 in either shape.
+        let blk: Vec<u64> = all
+            .iter()
+            .map(|&o| u64::from(self.form(o) != Form::Block))
+            .collect();
         if self.by_rows(r) {
             // Per row, a repeat per chunk of columns: blocks and splats stay.
-            let blk: Vec<u64> = all
-                .iter()
-                .map(|&o| u64::from(self.form(o) != Form::Block))
-                .collect();
             let rep: Vec<u64> = all
                 .iter()
                 .map(|&o| match self.form(o) {
@@ -417,11 +497,7 @@ impl<'a> StageCode<'a> {
             return cycles;
         }
         // Per chunk of columns, a repeat per row: full operands advance a row, blocks one
-        // block (block stride 0), columns and splats stay.
-        let blk: Vec<u64> = all
-            .iter()
-            .map(|&o| u64::from(self.form(o) != Form::Block))
-            .collect();
+        // block, columns and splats stay.
         let rep: Vec<u64> = all
             .iter()
             .map(|&o| match self.form(o) {
@@ -533,7 +609,15 @@ impl<'a> StageCode<'a> {
             } else if count == 1 {
                 format!("copy_pad {dst}, {src}, bytes={burst}")
             } else {
-                format!("copy_pad {dst}, {src}, n_burst={count}, bytes={burst}, {gap_key}={gm_gap}")
+                // Bursts a GM row apart there, a UB row apart here.
+                let (src_stride, dst_stride) = if to_gm {
+                    (ub_pitch, row_bytes)
+                } else {
+                    (row_bytes, ub_pitch)
+                };
+                format!(
+                    "copy_pad {dst}, {src}, n_burst={count}, bytes={burst}, src_stride={src_stride}, dst_stride={dst_stride}"
+                )
             };
             out.push(text);
             cycles += startup + (count * ub_pitch).div_ceil(bw);

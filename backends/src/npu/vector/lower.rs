@@ -39,6 +39,8 @@ pub(crate) enum Form {
     Compact,
     Col,
     Splat,
+    /// One bit per lane of a comparison over rows of the stage's full or block layout.
+    Mask,
 }
 
 #[derive(Clone, Debug)]
@@ -108,13 +110,32 @@ pub(crate) enum VOp {
         src: Opnd,
         rows: (i64, i64),
     },
+    /// Mask `dst` ← `a CMP b` lane by lane (`lt`, `le`, `gt`, `ge`, `eq`, `ne`).
+    Compare {
+        cmp: &'static str,
+        dst: Opnd,
+        a: Opnd,
+        b: Opnd,
+        rows: (i64, i64),
+    },
+    /// `dst` ← `a` where `mask` is set, else `b`.
+    Select {
+        dst: Opnd,
+        a: Opnd,
+        b: Opnd,
+        mask: Opnd,
+        rows: (i64, i64),
+    },
 }
 
 impl VOp {
     /// Every operand, the destination first.
     pub(crate) fn operands(&self) -> Vec<Opnd> {
         match self {
-            VOp::Binary { dst, a, b, .. } => vec![*dst, *a, *b],
+            VOp::Binary { dst, a, b, .. } | VOp::Compare { dst, a, b, .. } => vec![*dst, *a, *b],
+            VOp::Select {
+                dst, a, b, mask, ..
+            } => vec![*dst, *a, *b, *mask],
             VOp::WithScalar { dst, src, .. }
             | VOp::Unary { dst, src, .. }
             | VOp::Compact { dst, src, .. }
@@ -640,14 +661,19 @@ impl Lowering<'_> {
 
     /// Where an operation's result goes: `dst` at the root, else a temporary the operands own
     /// (when its layout fits), else a new one.
-    fn result(&mut self, operands: &[Val], dst: Option<Opnd>) -> Opnd {
-        let form = if operands.iter().any(|v| {
+    /// The layout of an operation's result: full when an operand has columns.
+    fn result_form(&self, operands: &[Val]) -> Form {
+        if operands.iter().any(|v| {
             matches!(v, Val::Buf { at, .. } if matches!(self.form(at.buf), Form::Full | Form::Col))
         }) {
             Form::Full
         } else {
             Form::Block
-        };
+        }
+    }
+
+    fn result(&mut self, operands: &[Val], dst: Option<Opnd>) -> Opnd {
+        let form = self.result_form(operands);
         let reuse = operands.iter().find_map(|v| match v {
             Val::Buf { at, temp: true } if self.form(at.buf) == form && at.row == 0 => Some(*at),
             _ => None,
@@ -794,9 +820,33 @@ impl Lowering<'_> {
                 let v = self.expr(s, reads, args[0], None)?;
                 self.unary(op, *f, v, dst)
             }
+            Expr::Select {
+                cond,
+                then,
+                otherwise,
+            } => {
+                let cmp = match s.exprs[*cond] {
+                    Expr::Binary(op, x, y) if self.program.expr_type(s, x).is_float() => {
+                        comparison(op).map(|c| (c, x, y))
+                    }
+                    _ => None,
+                };
+                let Some((cmp, x, y)) = cmp else {
+                    return Err(not_yet(
+                        "a select on a condition other than one comparison of numbers".into(),
+                    ));
+                };
+                let vals = [
+                    self.expr(s, reads, x, None)?,
+                    self.expr(s, reads, y, None)?,
+                    self.expr(s, reads, *then, None)?,
+                    self.expr(s, reads, *otherwise, None)?,
+                ];
+                self.select(cmp, vals, dst)
+            }
             _ => {
                 return Err(not_yet(
-                    "selects, comparisons, calls and iterator values".to_string(),
+                    "logic, comparisons outside a select, calls and iterator values".to_string(),
                 ))
             }
         })
@@ -876,6 +926,67 @@ impl Lowering<'_> {
                 Val::Scalar(self.scalars.op(name, x, c)?)
             }
         })
+    }
+
+    /// `x CMP y ? a : b` from `[x, y, a, b]`: a mask from `vcmp`, then `vsel`, every operand
+    /// in the result's layout (scalars as splats).
+    fn select(&mut self, cmp: &'static str, vals: [Val; 4], dst: Option<Opnd>) -> Val {
+        if let [Val::Scalar(Scalar::Const(x)), Val::Scalar(Scalar::Const(y)), a, b] = vals {
+            let (x, y) = (x as f32, y as f32);
+            let holds = match cmp {
+                "lt" => x < y,
+                "le" => x <= y,
+                "gt" => x > y,
+                "ge" => x >= y,
+                "eq" => x == y,
+                _ => x != y,
+            };
+            if matches!((a, b), (Val::Scalar(_), Val::Scalar(_))) {
+                return if holds { a } else { b };
+            }
+        }
+        let form = self.result_form(&vals);
+        let rows = self.rows();
+        let opnds: Vec<Opnd> = vals
+            .iter()
+            .map(|&v| match v {
+                Val::Buf { at, .. } if self.form(at.buf) == form => at,
+                Val::Scalar(c) => self.splat(c),
+                other => {
+                    // A per-row or per-column value in a full result: spread it first.
+                    let t = self.temp(form);
+                    self.settle(other, t, rows);
+                    t
+                }
+            })
+            .collect();
+        let mask = self.temp(Form::Mask);
+        self.out.ops.push(VOp::Compare {
+            cmp,
+            dst: mask,
+            a: opnds[0],
+            b: opnds[1],
+            rows,
+        });
+        let owned: Vec<Val> = vals
+            .iter()
+            .zip(&opnds)
+            .map(|(v, o)| match v {
+                Val::Buf { at, .. } if at == o => *v,
+                Val::Scalar(_) => *v,
+                _ => self.owned(*o),
+            })
+            .collect();
+        let d = self.result(&owned, dst);
+        self.out.ops.push(VOp::Select {
+            dst: d,
+            a: opnds[2],
+            b: opnds[3],
+            mask,
+            rows,
+        });
+        self.release(self.owned(mask));
+        self.owned(d)
     }
 
     /// A buffer holding `c` in every lane of one repeat.
@@ -961,4 +1072,17 @@ fn shared_use(v: Val) -> Val {
         Val::Buf { at, .. } => Val::Buf { at, temp: false },
         other => other,
     }
+}
+
+/// The `vcmp` suffix of a comparison.
+fn comparison(op: BinaryOp) -> Option<&'static str> {
+    Some(match op {
+        BinaryOp::Lt => "lt",
+        BinaryOp::Le => "le",
+        BinaryOp::Gt => "gt",
+        BinaryOp::Ge => "ge",
+        BinaryOp::Eq => "eq",
+        BinaryOp::Ne => "ne",
+        _ => return None,
+    })
 }

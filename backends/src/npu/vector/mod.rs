@@ -56,29 +56,43 @@ pub(crate) fn plan(program: &Program, options: &Options) -> Result<Vec<Step>, Er
     Ok(steps)
 }
 
+/// The stages of `program` lowered to buffers and operations (with the scalars they use),
+/// or why the Vector unit does not take it.
+pub(crate) fn lower(
+    program: &Program,
+    options: &Options,
+) -> Result<(Vec<Step>, Vec<lower::Lowered>, Scalars), Error> {
+    let steps = plan(program, options)?;
+    let mut scalars = Scalars::default();
+    let lowered = stages_of(&steps)
+        .iter()
+        .enumerate()
+        .map(|(k, st)| lower::lower(program, st, k, &mut scalars, options.double_buffer))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((steps, lowered, scalars))
+}
+
+/// Every stage, in program order (a loop's once).
+fn stages_of(steps: &[Step]) -> Vec<&stages::Stage> {
+    steps
+        .iter()
+        .flat_map(|s| match s {
+            Step::Stage(st) => std::slice::from_ref(st).iter(),
+            Step::Loop { body, .. } => body.iter(),
+        })
+        .collect()
+}
+
 /// The `.npuasm` program of `program` on the Vector unit.
 pub(crate) fn compile(
     program: &Program,
     target: &NpuTarget,
     options: &Options,
 ) -> Result<String, Error> {
-    let steps = plan(program, options)?;
-    let stages: Vec<&stages::Stage> = steps
-        .iter()
-        .flat_map(|s| match s {
-            Step::Stage(st) => std::slice::from_ref(st).iter(),
-            Step::Loop { body, .. } => body.iter(),
-        })
-        .collect();
-    let mut scalars = Scalars::default();
-    let lowered = stages
-        .iter()
-        .enumerate()
-        .map(|(k, st)| lower::lower(program, st, k, &mut scalars, options.double_buffer))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (steps, lowered, scalars) = lower(program, options)?;
     let base = 32 * scalars.inputs.len() as u64;
     let mut codes = Vec::new();
-    for (st, low) in stages.iter().zip(&lowered) {
+    for (st, low) in stages_of(&steps).into_iter().zip(&lowered) {
         let tr = tiles::choose(program, target, st, low, options.double_buffer, base)?;
         codes.push(StageCode::new(
             program,
