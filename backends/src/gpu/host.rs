@@ -24,8 +24,8 @@ use polyhedral::schedule::map::{KERNEL_MARK, THREAD_MARK};
 
 use std::collections::BTreeSet;
 
-use super::promote::expr_vars;
 use super::Limits;
+use crate::promote::expr_vars;
 
 /// One step of the host program.
 #[derive(Clone, Debug, PartialEq)]

@@ -19,7 +19,6 @@
 mod body;
 mod host;
 mod narrow;
-mod promote;
 mod runner;
 mod writer;
 
@@ -331,6 +330,7 @@ impl Target for Gpu {
         let mut json = report::to_value(reference, self.name(), seed, &results);
         json["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
         json["timestamps"] = serde_json::json!(report.timestamps);
+        json["dispatches"] = serde_json::json!(report.dispatches);
         json["adapter"] = serde_json::json!(report.adapter);
         report::add_comparison(&mut json, &report.comparison);
         let mut text = String::new();

@@ -26,8 +26,8 @@ use polyhedral::schedule::map::THREAD_MARK;
 
 use super::body::{self, BodyWriter, Leaves};
 use super::host::{leading_parallel, split_host, HostOp, Kernel, KernelMapping, MappedLoop};
-use super::promote::{accesses, register_candidates, shared_tiles, SharedTile};
 use super::{Error, Options};
+use crate::promote::{accesses, register_candidates, shared_tiles, SharedTile};
 
 /// A written module: the WGSL text and what the runner needs to run it.
 #[derive(Clone, Debug, PartialEq)]
