@@ -54,10 +54,14 @@ pub struct Writer<'a> {
     helpers: BTreeSet<Helper>,
     /// Per parallel loop (by address in the AST), the temporaries that live in one of its
     /// iterations: (array, lowest subscripts, extents).
-    tile_locals: HashMap<*const Ast, Vec<(ArrayId, Vec<AstExpr>, Vec<i64>)>>,
+    tile_locals: HashMap<*const Ast, Vec<TileLocal>>,
     /// The tile-local temporaries in scope: (array, local name, names of the lowest subscripts).
     locals: Vec<(ArrayId, String, Vec<String>)>,
 }
+
+/// A temporary living in one iteration of a parallel loop: the array, its box's lowest
+/// subscripts (expressions of the loops outside the iteration) and its extents.
+type TileLocal = (ArrayId, Vec<AstExpr>, Vec<i64>);
 
 /// The most bytes of tile-local temporaries one iteration of a parallel loop keeps on the
 /// stack.
