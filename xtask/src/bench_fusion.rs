@@ -215,8 +215,8 @@ fn gpu_adapter(polyfuse: &Path, root: &Path) -> Result<String, String> {
 /// The raw text of field `name` of a flat JSON document.
 fn json_field(json: &str, name: &str) -> Option<String> {
     let rest = json.split(&format!("\"{name}\":")).nth(1)?.trim_start();
-    let end = if rest.starts_with('"') {
-        rest[1..].find('"').map(|i| i + 2)?
+    let end = if let Some(quoted) = rest.strip_prefix('"') {
+        quoted.find('"').map(|i| i + 2)?
     } else {
         rest.find(|c: char| c == ',' || c == '}' || c.is_whitespace())
             .unwrap_or(rest.len())
