@@ -137,16 +137,20 @@ pub enum Emit {
     Ast,
     /// The dependences the scheduler worked from.
     Deps,
+    /// The program the schedule is for: the input, with arrays expanded where the pipeline
+    /// expanded them.
+    Program,
 }
 
 impl Emit {
     /// Reads an `--emit` value for `target`: its code's name, `tree`, `tree=after:STAGE`,
-    /// `ast` or `deps`.
+    /// `ast`, `deps` or `program`.
     pub fn parse(text: &str, target: &dyn Target) -> Result<Emit, Error> {
         let emit = match text {
             "tree" => Emit::Tree { after: None },
             "ast" => Emit::Ast,
             "deps" => Emit::Deps,
+            "program" => Emit::Program,
             _ if Some(text) == target.code() => Emit::Code,
             _ => match text.strip_prefix("tree=after:") {
                 Some(stage) if STAGES.contains(&stage) => Emit::Tree {
@@ -162,7 +166,7 @@ impl Emit {
                     let code = target.code().map(|c| format!("{c}, ")).unwrap_or_default();
                     return Err(Error::Usage(format!(
                         "`--emit {text}` is not something the {} target writes; it writes {code}\
-                         tree, tree=after:STAGE, ast or deps",
+                         tree, tree=after:STAGE, ast, deps or program",
                         target.name()
                     )));
                 }
@@ -219,6 +223,7 @@ pub fn emit(
         },
         Emit::Ast => compiled.ast.display(&compiled.program).to_string(),
         Emit::Deps => compiled.deps.display(&compiled.program).to_string(),
+        Emit::Program => compiled.program.to_string(),
     })
 }
 
