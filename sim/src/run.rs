@@ -80,6 +80,37 @@ struct GmAccess {
     site: u32,
 }
 
+/// The bytes an operand touches: `len` bytes every `period` bytes from `lo` up to `hi`
+/// (`period` 0: all of `lo..hi`).
+#[derive(Clone, Copy)]
+struct Burst {
+    op: usize,
+    lo: u64,
+    hi: u64,
+    period: u64,
+    len: u64,
+    write: bool,
+}
+
+impl Burst {
+    /// `n` bursts of `len` bytes every `period` bytes from `lo` (nothing when `n` or `len` is 0).
+    fn strided(op: usize, lo: u64, n: u64, len: u64, period: u64, write: bool) -> Burst {
+        let hi = if n == 0 || len == 0 {
+            lo
+        } else {
+            lo + (n - 1) * period + len
+        };
+        Burst {
+            op,
+            lo,
+            hi,
+            period: if n > 1 && period > len { period } else { 0 },
+            len,
+            write,
+        }
+    }
+}
+
 /// The operand values an instruction had when S issued it, and where it stands.
 struct Frame {
     offs: [i64; 4],
@@ -191,9 +222,17 @@ fn pipe_of(k: &Kernel, e: &Exec) -> Pipe {
             // The assembler accepted only paths that exist.
             CopyPath::between(src, dst).map_or(Pipe::V, |p| p.pipe())
         }
+        Instr::CopyPad { .. } => {
+            if k.bufs[e.ops[0].buf as usize].mem == Mem::Gm {
+                Pipe::Mte3
+            } else {
+                Pipe::Mte2
+            }
+        }
         Instr::Load2d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
         Instr::Mmad { .. } => Pipe::M,
         Instr::CopyCcToUb { .. }
+        | Instr::CopyUbToCc { .. }
         | Instr::VBin { .. }
         | Instr::VCmp { .. }
         | Instr::VSel { .. }
@@ -976,10 +1015,43 @@ impl Machine<'_> {
         tick: u32,
         accesses: &[(usize, u64, u64, bool)],
     ) -> Result<(), Error> {
-        for &(i, lo, hi, write) in accesses {
+        let whole: Vec<Burst> = accesses
+            .iter()
+            .map(|&(i, lo, hi, write)| Burst {
+                op: i,
+                lo,
+                hi,
+                period: 0,
+                len: hi - lo,
+                write,
+            })
+            .collect();
+        self.check_bursts(b, e, pipe, tick, &whole)
+    }
+
+    /// `check` for accesses that may be strided: bursts of `len` bytes every `period`.
+    fn check_bursts(
+        &self,
+        b: &mut Block,
+        e: &Exec,
+        pipe: Pipe,
+        tick: u32,
+        accesses: &[Burst],
+    ) -> Result<(), Error> {
+        for &Burst {
+            op: i,
+            lo,
+            hi,
+            period,
+            len,
+            write,
+        } in accesses
+        {
             let a = Access {
                 lo,
                 hi,
+                period,
+                len,
                 pipe,
                 tick,
                 write,
@@ -1205,14 +1277,16 @@ impl Machine<'_> {
                 let pipe = path.pipe();
                 let (s, t) = self.copy_time(b, path, bytes);
                 let tick = b.begin(pipe);
-                self.check(
+                let src_period = ln + *src_gap as u64 * 32;
+                let dst_period = ln + *dst_gap as u64 * 32;
+                self.check_bursts(
                     b,
                     e,
                     pipe,
                     tick,
                     &[
-                        (1, src, src + src_ext, false),
-                        (0, dst, dst + dst_ext, true),
+                        Burst::strided(1, src, nb, ln, src_period, false),
+                        Burst::strided(0, dst, nb, ln, dst_period, true),
                     ],
                 )?;
                 self.touch(b, e, 0, s, t);
@@ -1245,54 +1319,199 @@ impl Machine<'_> {
                 }
                 self.scratch = tmp;
             }
+            Instr::CopyPad {
+                n_burst,
+                bytes,
+                src_stride,
+                dst_stride,
+                len,
+                ..
+            } => {
+                let (nb, ln) = (*n_burst as u64, *bytes as u64);
+                let (ss, ds) = (*src_stride as u64, *dst_stride as u64);
+                let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
+                let src_mem = self.k.bufs[e.ops[1].buf as usize].mem;
+                let load = dst_mem != Mem::Gm;
+                // A load fills `len` blocks per burst; a store reads the bursts' whole blocks
+                // and writes only their bytes.
+                let (src_len, dst_len) = if load {
+                    (ln, *len as u64 * 32)
+                } else {
+                    (ln.div_ceil(32) * 32, ln)
+                };
+                let ext = |n: u64, stride: u64, l: u64| {
+                    if n == 0 || l == 0 {
+                        0
+                    } else {
+                        (n - 1) * stride + l
+                    }
+                };
+                let gm_op = if load { 1 } else { 0 };
+                let gm_buf = &self.k.bufs[e.ops[gm_op].buf as usize];
+                let (gm_elem, gm_exact) = (gm_buf.elem, gm_buf.exact);
+                let align = |mem: Mem| {
+                    if mem == Mem::Gm {
+                        gm_elem
+                    } else {
+                        mc.mem(mem).align
+                    }
+                };
+                let (_, dst) =
+                    self.resolve(b, e, 0, ext(nb, ds, dst_len), align(dst_mem), "writes")?;
+                let (_, src) =
+                    self.resolve(b, e, 1, ext(nb, ss, src_len), align(src_mem), "reads")?;
+                let (gm_addr, gm_stride) = if load { (src, ss) } else { (dst, ds) };
+                let gm_base = self.k.bufs[e.ops[gm_op].buf as usize].base;
+                if ln > 0 && nb > 0 && gm_addr + ext(nb, gm_stride, ln) > gm_base + gm_exact {
+                    let site = &self.k.sites[e.site as usize];
+                    return Err(self.error(
+                        Diagnostic::new(
+                            e.spans[gm_op],
+                            format!(
+                                "`{}` {} bytes {}..{} of `{}`, which has {gm_exact} bytes{}",
+                                site.text,
+                                if load { "reads" } else { "writes" },
+                                gm_addr - gm_base,
+                                gm_addr - gm_base + ext(nb, gm_stride, ln),
+                                self.k.bufs[e.ops[gm_op].buf as usize].name,
+                                self.context(&b.f.slots, e.site)
+                            ),
+                        )
+                        .with_label("past the tensor's last element")
+                        .with_hint("shorten the last burst or use fewer bursts"),
+                    ));
+                }
+                let path = CopyPath::between(src_mem, dst_mem).unwrap_or(CopyPath::GmL1);
+                let pipe = path.pipe();
+                let moved = nb * if load { dst_len } else { src_len };
+                let (s, t) = self.copy_time(b, path, moved);
+                let tick = b.begin(pipe);
+                self.check_bursts(
+                    b,
+                    e,
+                    pipe,
+                    tick,
+                    &[
+                        Burst::strided(1, src, nb, src_len, ss, false),
+                        Burst::strided(0, dst, nb, dst_len, ds, true),
+                    ],
+                )?;
+                self.touch(b, e, 0, s, t);
+                self.touch(b, e, 1, s, t);
+                self.stats.path_bytes[path as usize] += moved;
+                if load {
+                    self.stats.gm_read += nb * ln;
+                } else {
+                    self.stats.gm_written += nb * ln;
+                }
+                if self.gm_log.is_some() {
+                    for i in 0..nb {
+                        let lo = gm_addr + i * gm_stride;
+                        self.log_gm(b, lo, lo + ln, !load, e.site);
+                    }
+                }
+                let mut tmp = std::mem::take(&mut self.scratch);
+                tmp.clear();
+                tmp.resize(dst_len as usize, 0);
+                for i in 0..nb {
+                    let so = (src + i * ss) as usize;
+                    let d = (dst + i * ds) as usize;
+                    tmp[..ln as usize]
+                        .copy_from_slice(&self.mem_ref(core, src_mem)[so..so + ln as usize]);
+                    tmp[ln as usize..].fill(0);
+                    self.mem_mut(core, dst_mem)[d..d + dst_len as usize].copy_from_slice(&tmp);
+                }
+                self.scratch = tmp;
+            }
+            Instr::CopyUbToCc {
+                n_burst,
+                len,
+                src_gap,
+                dst_gap,
+                ..
+            } => {
+                let fr = 1024u64;
+                let (nb, ln) = (*n_burst as u64, *len as u64);
+                let (sp, dp) = ((ln + *src_gap as u64) * fr, (ln + *dst_gap as u64) * fr);
+                let ext = |p: u64| if nb == 0 { 0 } else { (nb - 1) * p + ln * fr };
+                let (_, dst) = self.resolve(b, e, 0, ext(dp), mc.mem(Mem::L0c).align, "writes")?;
+                let (_, src) = self.resolve(b, e, 1, ext(sp), mc.mem(Mem::Ub).align, "reads")?;
+                let bytes = nb * ln * fr;
+                // The reverse of copy_cc_to_ub, at the cost of its path.
+                let (s, t) = self.copy_time(b, CopyPath::L0cUb, bytes);
+                let tick = b.begin(Pipe::V);
+                self.check_bursts(
+                    b,
+                    e,
+                    Pipe::V,
+                    tick,
+                    &[
+                        Burst::strided(1, src, nb, ln * fr, sp, false),
+                        Burst::strided(0, dst, nb, ln * fr, dp, true),
+                    ],
+                )?;
+                self.touch(b, e, 0, s, t);
+                self.touch(b, e, 1, s, t);
+                self.stats.path_bytes[CopyPath::L0cUb as usize] += bytes;
+                let [_, _, _, _, l0c, ub] = &mut self.local[core];
+                for i in 0..nb {
+                    let (so, d) = ((src + i * sp) as usize, (dst + i * dp) as usize);
+                    let n = (ln * fr) as usize;
+                    l0c[d..d + n].copy_from_slice(&ub[so..so + n]);
+                }
+            }
             Instr::Load2d {
                 repeat,
                 src_stride,
                 transpose,
+                f32,
                 ..
             } => {
+                let es: u64 = if *f32 { 4 } else { 2 };
+                let fr = 256 * es;
                 let (r, st) = (*repeat as u64, *src_stride as u64);
                 let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
-                let src_ext = if r == 0 { 0 } else { (r - 1) * st * 512 + 512 };
-                let (_, dst) = self.resolve(b, e, 0, r * 512, mc.mem(dst_mem).align, "writes")?;
+                let (_, dst) = self.resolve(b, e, 0, r * fr, mc.mem(dst_mem).align, "writes")?;
+                let src_ext = if r == 0 { 0 } else { (r - 1) * st * fr + fr };
                 let (_, src) = self.resolve(b, e, 1, src_ext, mc.mem(Mem::L1).align, "reads")?;
                 let path = if dst_mem == Mem::L0a {
                     CopyPath::L1L0a
                 } else {
                     CopyPath::L1L0b
                 };
-                let (s, t) = self.copy_time(b, path, r * 512);
+                let (s, t) = self.copy_time(b, path, r * fr);
                 let tick = b.begin(Pipe::Mte1);
-                self.check(
+                self.check_bursts(
                     b,
                     e,
                     Pipe::Mte1,
                     tick,
                     &[
-                        (1, src, src + src_ext, false),
-                        (0, dst, dst + r * 512, true),
+                        Burst::strided(1, src, r, fr, st * fr, false),
+                        Burst::strided(0, dst, 1, r * fr, 0, true),
                     ],
                 )?;
                 self.touch(b, e, 0, s, t);
                 self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[path as usize] += r * 512;
-                let mut frac = [0u8; 512];
+                self.stats.path_bytes[path as usize] += r * fr;
+                let (es, fr) = (es as usize, fr as usize);
+                let mut frac = [0u8; 1024];
                 for i in 0..r {
-                    let so = (src + i * st * 512) as usize;
+                    let so = (src + i * st * fr as u64) as usize;
                     let l1 = &self.local[core][Mem::L1 as usize];
                     if *transpose {
                         for row in 0..16 {
                             for col in 0..16 {
-                                let from = so + (col * 16 + row) * 2;
-                                frac[(row * 16 + col) * 2..(row * 16 + col) * 2 + 2]
-                                    .copy_from_slice(&l1[from..from + 2]);
+                                let from = so + (col * 16 + row) * es;
+                                let to = (row * 16 + col) * es;
+                                frac[to..to + es].copy_from_slice(&l1[from..from + es]);
                             }
                         }
                     } else {
-                        frac.copy_from_slice(&l1[so..so + 512]);
+                        frac[..fr].copy_from_slice(&l1[so..so + fr]);
                     }
-                    let d = (dst + i * 512) as usize;
-                    self.local[core][dst_mem as usize][d..d + 512].copy_from_slice(&frac);
+                    let d = (dst + i * fr as u64) as usize;
+                    self.local[core][dst_mem as usize][d..d + fr].copy_from_slice(&frac[..fr]);
                 }
             }
             Instr::Img2col {
@@ -1352,26 +1571,38 @@ impl Machine<'_> {
                 }
             }
             Instr::Mmad {
-                out, m, k, n, init, ..
+                out,
+                m,
+                k,
+                n,
+                init,
+                src_f32,
+                ..
             } => {
                 let (m1, k1, n1) = (
                     (*m as u64).div_ceil(16),
                     (*k as u64).div_ceil(16),
                     (*n as u64).div_ceil(16),
                 );
+                let (src_ty, per_fractal) = if *src_f32 {
+                    (DType::F32, mc.cube_per_fractal_f32)
+                } else {
+                    (DType::F16, mc.cube_per_fractal)
+                };
+                let fr_bytes = 256 * src_ty.size();
                 let c_bytes = m1 * n1 * 256 * out.size();
                 let (_, c) = self.resolve(b, e, 0, c_bytes, mc.mem(Mem::L0c).align, "writes")?;
                 let (_, a) =
-                    self.resolve(b, e, 1, m1 * k1 * 512, mc.mem(Mem::L0a).align, "reads")?;
+                    self.resolve(b, e, 1, m1 * k1 * fr_bytes, mc.mem(Mem::L0a).align, "reads")?;
                 let (_, bb) =
-                    self.resolve(b, e, 2, k1 * n1 * 512, mc.mem(Mem::L0b).align, "reads")?;
+                    self.resolve(b, e, 2, k1 * n1 * fr_bytes, mc.mem(Mem::L0b).align, "reads")?;
                 let fr = m1 * k1 * n1;
-                let cost = mc.cube_startup + mc.cube_per_fractal * fr;
+                let cost = mc.cube_startup + per_fractal * fr;
                 let (s, t) = b.dispatch(Pipe::M, cost, 0);
                 let tick = b.begin(Pipe::M);
                 let mut acc = vec![
-                    (1, a, a + m1 * k1 * 512, false),
-                    (2, bb, bb + k1 * n1 * 512, false),
+                    (1, a, a + m1 * k1 * fr_bytes, false),
+                    (2, bb, bb + k1 * n1 * fr_bytes, false),
                 ];
                 if !*init {
                     acc.push((0, c, c + c_bytes, false));
@@ -1391,6 +1622,7 @@ impl Machine<'_> {
                     l0c,
                     c as usize,
                     (m1 as usize, k1 as usize, n1 as usize),
+                    src_ty,
                     *out,
                     *init,
                 );

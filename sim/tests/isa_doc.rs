@@ -49,6 +49,8 @@ fn every_mnemonic_has_an_example() {
         "img2col",
         "mmad",
         "copy_cc_to_ub",
+        "copy_pad",
+        "copy_ub_to_cc",
         "vadd",
         "vsub",
         "vmul",

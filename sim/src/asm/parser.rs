@@ -797,6 +797,58 @@ impl Parser {
                     dst_gap,
                 })
             }
+            "copy_pad" => {
+                let dst = self.addr()?;
+                self.comma()?;
+                let src = self.addr()?;
+                let mut kw = self.kwargs()?;
+                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
+                let bytes = kw.int("bytes", None, 65535 * 32).map_err(fix)? as u32;
+                let src_stride = kw
+                    .int("src_stride", Some(0), u32::MAX as i64)
+                    .map_err(fix)? as u32;
+                let dst_stride = kw
+                    .int("dst_stride", Some(0), u32::MAX as i64)
+                    .map_err(fix)? as u32;
+                let fit = bytes.div_ceil(32);
+                let len = kw.int("len", Some(fit as i64), 65535).map_err(fix)? as u32;
+                kw.finish(&full)?;
+                if len < fit {
+                    return Err(Diagnostic::new(
+                        start,
+                        format!("`len={len}` blocks cannot hold a burst of {bytes} bytes"),
+                    )
+                    .with_hint(format!("use at least `len={fit}`, or leave it out")));
+                }
+                Ok(Instr::CopyPad {
+                    dst,
+                    src,
+                    n_burst,
+                    bytes,
+                    src_stride,
+                    dst_stride,
+                    len,
+                })
+            }
+            "copy_ub_to_cc" => {
+                let dst = self.addr()?;
+                self.comma()?;
+                let src = self.addr()?;
+                let mut kw = self.kwargs()?;
+                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
+                let len = kw.int("len", None, 65535).map_err(fix)? as u32;
+                let src_gap = kw.int("src_gap", Some(0), 65535).map_err(fix)? as u32;
+                let dst_gap = kw.int("dst_gap", Some(0), 65535).map_err(fix)? as u32;
+                kw.finish(&full)?;
+                Ok(Instr::CopyUbToCc {
+                    dst,
+                    src,
+                    n_burst,
+                    len,
+                    src_gap,
+                    dst_gap,
+                })
+            }
             "copy_cc_to_ub" => {
                 let dst = self.addr()?;
                 self.comma()?;
@@ -834,6 +886,7 @@ impl Parser {
                 let repeat = kw.int("repeat", Some(1), 255).map_err(fix)? as u32;
                 let src_stride = kw.int("src_stride", Some(1), 65535).map_err(fix)? as u32;
                 let transpose = kw.flag("transpose")?;
+                let f32 = kw.flag("f32")?;
                 kw.finish(&full)?;
                 Ok(Instr::Load2d {
                     dst,
@@ -841,6 +894,7 @@ impl Parser {
                     repeat,
                     src_stride,
                     transpose,
+                    f32,
                 })
             }
             "img2col" => {
@@ -905,6 +959,7 @@ impl Parser {
                 let n = kw.int("n", None, 4096).map_err(fix)? as u32;
                 let init = kw.flag("init")?;
                 let acc = kw.flag("acc")?;
+                let src_f32 = kw.flag("src_f32")?;
                 if init == acc {
                     return Err(Diagnostic::new(
                         start,
@@ -922,6 +977,7 @@ impl Parser {
                     k,
                     n,
                     init,
+                    src_f32,
                 })
             }
             "set_vector_mask" => {

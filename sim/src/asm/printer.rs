@@ -218,18 +218,54 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             kw(&mut s, "m1", *m1, None);
             s
         }
+        Instr::CopyPad {
+            dst,
+            src,
+            n_burst,
+            bytes,
+            src_stride,
+            dst_stride,
+            len,
+        } => {
+            let mut s = format!("copy_pad {}, {}", addr(dst), addr(src));
+            kw(&mut s, "n_burst", *n_burst, Some(1));
+            kw(&mut s, "bytes", *bytes, None);
+            kw(&mut s, "src_stride", *src_stride, Some(0));
+            kw(&mut s, "dst_stride", *dst_stride, Some(0));
+            kw(&mut s, "len", *len, Some(bytes.div_ceil(32)));
+            s
+        }
+        Instr::CopyUbToCc {
+            dst,
+            src,
+            n_burst,
+            len,
+            src_gap,
+            dst_gap,
+        } => {
+            let mut s = format!("copy_ub_to_cc {}, {}", addr(dst), addr(src));
+            kw(&mut s, "n_burst", *n_burst, Some(1));
+            kw(&mut s, "len", *len, None);
+            kw(&mut s, "src_gap", *src_gap, Some(0));
+            kw(&mut s, "dst_gap", *dst_gap, Some(0));
+            s
+        }
         Instr::Load2d {
             dst,
             src,
             repeat,
             src_stride,
             transpose,
+            f32,
         } => {
             let mut s = format!("load2d {}, {}", addr(dst), addr(src));
             kw(&mut s, "repeat", *repeat, Some(1));
             kw(&mut s, "src_stride", *src_stride, Some(1));
             if *transpose {
                 s.push_str(", transpose");
+            }
+            if *f32 {
+                s.push_str(", f32");
             }
             s
         }
@@ -242,13 +278,15 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             k,
             n,
             init,
+            src_f32,
         } => format!(
-            "mmad.{} {}, {}, {}, m={m}, k={k}, n={n}, {}",
+            "mmad.{} {}, {}, {}, m={m}, k={k}, n={n}, {}{}",
             out.name(),
             addr(c),
             addr(a),
             addr(b),
-            if *init { "init" } else { "acc" }
+            if *init { "init" } else { "acc" },
+            if *src_f32 { ", src_f32" } else { "" }
         ),
         Instr::CopyCcToUb {
             dst,
