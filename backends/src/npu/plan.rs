@@ -107,6 +107,9 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
             c.k.len()
         )));
     }
+    if c.scale_a.is_some() || c.scale_b.is_some() {
+        return Err(not_matrix(stmt, "an operand is scaled before the product"));
+    }
     let (mi, ni, ki) = (c.m[0], c.n[0], c.k[0]);
     let it = |d: usize| vec![(Var::Iter(d), 1)];
     let acc = stmt.write.array;
