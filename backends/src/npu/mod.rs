@@ -22,6 +22,7 @@
 //!   every wait's set is issued before it in program order (or pre-set), so programs are free of
 //!   races and deadlocks.
 
+mod copies;
 mod cube;
 mod epilogue;
 pub mod plan;
