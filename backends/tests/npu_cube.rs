@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use backends::npu::{self, NpuTarget, Options};
 use polyhedral::Program;
 
+/// Size overrides by name.
+type Sizes = &'static [(&'static str, i64)];
+
 fn kernel(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../kernels")
@@ -66,7 +69,11 @@ fn runs_like_the_interpreter(program: &Program, target: &NpuTarget, options: &Op
 
 fn machine_with(from: &str, to: &str) -> NpuTarget {
     let text = sim::DEFAULT_MACHINE.replace(from, to);
-    assert_ne!(text, sim::DEFAULT_MACHINE, "`{from}` is in the machine file");
+    assert_ne!(
+        text,
+        sim::DEFAULT_MACHINE,
+        "`{from}` is in the machine file"
+    );
     NpuTarget::new(sim::Machine::parse("test.machine", &text).expect("the machine parses"))
 }
 
@@ -81,7 +88,10 @@ fn f32_contractions_compute_on_the_cube_in_f32() {
     assert!(asm.contains("vmuls.f32 ub_v"), "{asm}");
     // Without --npu-f32 the f64 kernel is refused.
     let e = npu::compile(&gemm, &target, &Options::default()).expect_err("f64");
-    assert!(e.to_string().starts_with("not supported on npu: f64"), "{e}");
+    assert!(
+        e.to_string().starts_with("not supported on npu: f64"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -103,11 +113,15 @@ fn chained_products_keep_their_temporaries_on_chip() {
 #[test]
 fn sizes_off_the_fractal_grid_are_padded_on_chip() {
     let target = NpuTarget::default();
-    let cases: &[(&str, &[(&str, i64)], bool)] = &[
+    let cases: &[(&str, Sizes, bool)] = &[
         ("gemm_f16.pf", &[("M", 33), ("N", 47), ("K", 100)], false),
         ("gemm_f16.pf", &[("M", 5), ("N", 3), ("K", 7)], false),
         ("gemm_f16.pf", &[("M", 300), ("N", 270), ("K", 333)], false),
-        ("gemm_bias_relu.pf", &[("M", 45), ("N", 70), ("K", 33)], false),
+        (
+            "gemm_bias_relu.pf",
+            &[("M", 45), ("N", 70), ("K", 33)],
+            false,
+        ),
         ("gemm.pf", &[("NI", 37), ("NJ", 29), ("NK", 51)], true),
         ("gemm.pf", &[("NI", 150), ("NJ", 171), ("NK", 19)], true),
         (
@@ -163,7 +177,10 @@ fn iterators_that_do_not_fold_are_loops_around_the_cube() {
 ",
     );
     let asm = runs_like_the_interpreter(&bmm, &target, &Options::default());
-    assert!(asm.contains("s9"), "the batch iterator in a register:\n{asm}");
+    assert!(
+        asm.contains("s9"),
+        "the batch iterator in a register:\n{asm}"
+    );
     // Two row iterators that fold into one Cube dimension, f16 operands, a transposed A.
     let fold = inline(
         "fold",
@@ -188,7 +205,7 @@ fn iterators_that_do_not_fold_are_loops_around_the_cube() {
 #[test]
 fn convolutions_gather_their_im2col_rows() {
     let target = NpuTarget::default();
-    let cases: &[(&str, &[(&str, i64)])] = &[
+    let cases: &[(&str, Sizes)] = &[
         ("conv2d_relu.pf", &[("H", 8)]),
         ("conv2d_bn_relu.pf", &[("H", 6), ("W", 56)]),
         (
@@ -197,7 +214,14 @@ fn convolutions_gather_their_im2col_rows() {
         ),
         (
             "conv2d_bn_relu.pf",
-            &[("CI", 3), ("CO", 20), ("H", 5), ("W", 30), ("KH", 5), ("KW", 2)],
+            &[
+                ("CI", 3),
+                ("CO", 20),
+                ("H", 5),
+                ("W", 30),
+                ("KH", 5),
+                ("KW", 2),
+            ],
         ),
     ];
     for (file, sizes) in cases {

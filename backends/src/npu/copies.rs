@@ -13,8 +13,11 @@
 
 use std::fmt::Write;
 
-use super::cube::Emitter;
-use super::FRACTAL;
+use super::cube::{Emitter, Run, RunOperand, Tail};
+use super::epilogue;
+use super::plan::{Factor, Inner};
+use super::tiles::{self, Role};
+use super::{FRACTAL, VECTOR_BYTES};
 
 /// A byte offset affine in loop counters and registers: `c + Σ k·name`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -210,13 +213,7 @@ impl Emitter<'_> {
         if bytes as i64 == row && src.aligned(32) && (stride % 32 == 0 || n == 1) {
             let gap = if n > 1 { (stride - row) / 32 } else { 0 };
             if gap >= 0 {
-                let mut line = format!(
-                    "copy {}[{}], {}[{}]",
-                    r.dst,
-                    dst.text(),
-                    r.gm,
-                    src.text()
-                );
+                let mut line = format!("copy {}[{}], {}[{}]", r.dst, dst.text(), r.gm, src.text());
                 if n > 1 {
                     let _ = write!(line, ", n_burst={n}");
                 }
@@ -424,7 +421,11 @@ impl Emitter<'_> {
     pub(crate) fn copy_vector(&mut self, ub: &str, gm: &str, src: &Off, n: u64) {
         let bytes = n * 4;
         if bytes.is_multiple_of(32) && src.aligned(32) {
-            self.line(format!("copy {ub}[0], {gm}[{}], len={}", src.text(), bytes / 32));
+            self.line(format!(
+                "copy {ub}[0], {gm}[{}], len={}",
+                src.text(),
+                bytes / 32
+            ));
         } else {
             self.line(format!(
                 "copy_pad {ub}[0], {gm}[{}], bytes={bytes}",
@@ -434,6 +435,363 @@ impl Emitter<'_> {
     }
 }
 
+impl Emitter<'_> {
+    /// The GM region of an operand's step tile and how many of its rows and inner elements
+    /// hold data, given the valid rows, columns and reduction of the step.
+    pub(crate) fn operand_region(
+        &self,
+        r: &Run,
+        a_role: bool,
+        o: &RunOperand,
+        (rows_v, cols_v, k_v): (u64, u64, u64),
+    ) -> Region {
+        let st = &self.plan.stages[r.stage];
+        let t = r.tiles;
+        // `operand_region` is only asked for operands from GM.
+        let (at, inner, gathered) = o.gm.clone().unwrap_or((st.write.clone(), Inner::K, false));
+        let es = self.elem(at.array) as i64;
+        // The operand's two dimensions: rows (m or n) and the reduction.
+        let other = if a_role { &st.m } else { &st.n };
+        let block_dims = match (r.role, a_role) {
+            (Role::Last, true) | (Role::FeedsA, true) => (Some(other), None),
+            (Role::Last, false) | (Role::FeedsB, false) => (None, Some(other)),
+            _ => (None, None),
+        };
+        let mut src = self.gm_base(&at, es as u64, block_dims.0, block_dims.1);
+        let s_other = at.dim_stride(other).unwrap_or(0) * es;
+        // The tile's position along the other dimension within the run's region.
+        let (tile_other, valid_other, tile_len) = if a_role {
+            (
+                if r.row_tiles > 1 {
+                    Some(("mt", t.tm))
+                } else {
+                    None
+                },
+                rows_v,
+                t.tm,
+            )
+        } else {
+            (
+                if r.col_tiles > 1 {
+                    Some(("nt", t.tn))
+                } else {
+                    None
+                },
+                cols_v,
+                t.tn,
+            )
+        };
+        if let Some((v, len)) = tile_other {
+            src = src.plus(v, len as i64 * s_other);
+        }
+        // The reduction: outer loops, then the step.
+        let mut k_rows: Vec<(u64, i64)> = Vec::new();
+        for (j, c) in st.k_outer.iter().enumerate() {
+            src = src.plus(&format!("ko{j}"), at.strides[c.iter] * es);
+        }
+        let kt_n = st.k.padded() / t.tk;
+        if gathered {
+            let comps = &st.k.comps;
+            let group: u64 = comps[1..].iter().map(|c| c.extent).product();
+            let q = if kt_n > 1 {
+                t.tk / group
+            } else {
+                comps[0].extent
+            };
+            if kt_n > 1 {
+                src = src.plus("kt", q as i64 * at.strides[comps[0].iter] * es);
+            }
+            k_rows.push((q, at.strides[comps[0].iter] * es));
+            for c in &comps[1..] {
+                k_rows.push((c.extent, at.strides[c.iter] * es));
+            }
+        } else if kt_n > 1 {
+            src = src.plus("kt", t.tk as i64 * at.dim_stride(&st.k).unwrap_or(0) * es);
+        }
+        let s_k = at.dim_stride(&st.k).unwrap_or(0) * es;
+        // On chip: the view's slot, at the step tile's row and chunk.
+        let v = &o.view;
+        let at_chip = v.at(es as u64);
+        let (tile_rows, rows, valid_rows, inner_len, valid_inner) = match inner {
+            Inner::K => (
+                tile_len,
+                Rows::plain(tile_len, s_other),
+                valid_other,
+                t.tk,
+                k_v,
+            ),
+            Inner::Other => (
+                t.tk,
+                if gathered {
+                    Rows { comps: k_rows }
+                } else {
+                    Rows::plain(t.tk, s_k)
+                },
+                k_v,
+                tile_len,
+                valid_other,
+            ),
+        };
+        Region {
+            gm: self.name(at.array),
+            src,
+            dst: v.buf.clone(),
+            at: at_chip,
+            held: v.held,
+            tile_rows,
+            rows,
+            valid_rows,
+            inner: inner_len,
+            valid_inner,
+            es: es as u64,
+        }
+    }
+
+    /// The accumulator's start for this tile: its GM contents through the prologue into L0C.
+    pub(crate) fn init_tile(&mut self, r: &Run) {
+        let t = r.tiles;
+        let st = self.plan.last();
+        let acc = st.acc;
+        let tile = t.tm * t.tn * 4;
+        let ub = self.slot("s7", tile);
+        self.line("wait_flag V, MTE2, 2");
+        let at = st.write.clone();
+        let base = self.gm_base(&at, 4, Some(&st.m), Some(&st.n)).plus(
+            if r.col_tiles > 1 { "nt" } else { "" },
+            if r.col_tiles > 1 { t.tn as i64 * 4 } else { 0 },
+        );
+        let stride = at.dim_stride(&st.m).unwrap_or(0) * 4;
+        let name = self.name(acc);
+        let (rows, cols) = (r.rows.clone(), r.cols.clone());
+        self.tails(&[&rows, &cols], &mut |e, v| {
+            let region = Region {
+                gm: name.clone(),
+                src: base.clone(),
+                dst: "ub_i0".into(),
+                at: ub.clone(),
+                held: t.tm,
+                tile_rows: t.tm,
+                rows: Rows::plain(t.tm, stride),
+                valid_rows: v[0],
+                inner: t.tn,
+                valid_inner: v[1],
+                es: 4,
+            };
+            e.copy_in(&region);
+        });
+        self.line("set_flag MTE2, V, 2");
+        self.line("wait_flag MTE2, V, 2");
+        if let Some(before) = &self.ep.before {
+            for op in before.ops.clone() {
+                self.vector_op(&op, "ub_i", &ub);
+            }
+        }
+        let l0c = self.slot("s7", tile);
+        let start = self.ep.start;
+        self.line(format!(
+            "copy_ub_to_cc l0c[{}], ub_i{start}[{}], len={}",
+            l0c.text(),
+            ub.text(),
+            (t.tm / FRACTAL) * (t.tn / FRACTAL)
+        ));
+        self.line("set_flag V, MTE2, 2");
+        self.line("set_flag V, M, 0");
+    }
+
+    /// A stage's result tile into its L1 panel.
+    pub(crate) fn write_panel(&mut self, r: &Run, panel: &str, ub: &Off) {
+        let t = r.tiles;
+        let kp_last = self.plan.last().k.padded();
+        let lt = self.t.last();
+        match r.role {
+            Role::FeedsA => {
+                // [K chunks][tm][16]: the tile's chunks are consecutive.
+                let mut at = Off::at(0);
+                if r.col_tiles > 1 {
+                    at = at.plus("nt", (t.tn * lt.tm * 4) as i64);
+                }
+                self.line(format!(
+                    "copy {panel}[{}], ub_t0[{}], len={}",
+                    at.text(),
+                    ub.text(),
+                    t.tm * t.tn * 4 / 32
+                ));
+            }
+            _ => {
+                // [group chunks][Kp rows][16]: each chunk's rows at the tile's row.
+                let mut at = Off::at(0);
+                if r.col_tiles > 1 {
+                    at = at.plus("nt", (t.tn / FRACTAL * kp_last * 64) as i64);
+                }
+                if r.row_tiles > 1 {
+                    at = at.plus("mt", (t.tm * 64) as i64);
+                }
+                let gap = (kp_last - t.tm) * 64 / 32;
+                let mut line = format!("copy {panel}[{}], ub_t0[{}]", at.text(), ub.text());
+                if t.tn > FRACTAL {
+                    let _ = write!(line, ", n_burst={}", t.tn / FRACTAL);
+                }
+                let _ = write!(line, ", len={}", t.tm * 64 / 32);
+                if gap > 0 && t.tn > FRACTAL {
+                    let _ = write!(line, ", dst_gap={gap}");
+                }
+                self.line(line);
+            }
+        }
+    }
+
+    /// The live-out tiles to GM, their valid rows and columns.
+    pub(crate) fn write_out(&mut self, r: &Run, ub: &Off) {
+        let t = r.tiles;
+        let st = self.plan.last();
+        let outputs = self.ep.outputs.clone();
+        let (rows, cols) = (r.rows.clone(), r.cols.clone());
+        for (a, tile) in outputs {
+            let at = self.plan.tiles[&a].clone();
+            let name = self.name(a);
+            let mut base = self.gm_base(&at, 4, Some(&st.m), Some(&st.n));
+            if r.col_tiles > 1 {
+                base = base.plus("nt", t.tn as i64 * 4);
+            }
+            let stride = at.dim_stride(&st.m).unwrap_or(0) * 4;
+            let buf = format!("ub_t{tile}");
+            self.tails(&[&rows, &cols], &mut |e, v| {
+                e.copy_out(&name, &base, &buf, ub, t.tm, v[0], v[1], stride);
+            });
+        }
+    }
+
+    /// A scaled operand's whole region, GM → UB → × factor → its L1 panel, in pieces of
+    /// whole chunks (ping-pong UB buffers: MTE2 → V 3, V → MTE3 1, MTE3 → MTE2 3).
+    pub(crate) fn prescale(&mut self, r: &Run, o: &RunOperand, a_role: bool, f: Factor) {
+        let st = &self.plan.stages[r.stage];
+        // Scaled operands always come from GM (the plan refuses the others).
+        let Some((at, inner, _)) = o.gm.clone() else {
+            return;
+        };
+        let es = 4i64;
+        let held = o.view.held;
+        let scalar = match f {
+            Factor::Const(c) => epilogue::format_float(c),
+            Factor::Scalar(a) => {
+                let reg = self
+                    .ep
+                    .scalars
+                    .iter()
+                    .find(|(x, _)| *x == a)
+                    .map_or(0, |(_, r)| *r);
+                format!("f{reg}")
+            }
+        };
+        let other = if a_role { &st.m } else { &st.n };
+        let region = self.region_other(r, a_role);
+        // Valid elements of the region's non-reduction dimension.
+        let other_valid = match (r.role, a_role) {
+            (Role::Last | Role::FeedsA, true) => r.rows.clone(),
+            (Role::Last | Role::FeedsB, false) => self.group_tail(),
+            _ => Tail::none(self.plan.last().k.extent()),
+        };
+        let block_dims = match (r.role, a_role) {
+            (Role::Last | Role::FeedsA, true) => (Some(other), None),
+            (Role::Last | Role::FeedsB, false) => (None, Some(other)),
+            _ => (None, None),
+        };
+        let base = self.gm_base(&at, 4, block_dims.0, block_dims.1);
+        let s_other = at.dim_stride(other).unwrap_or(0) * es;
+        let s_k = at.dim_stride(&st.k).unwrap_or(0) * es;
+        let k_valid = st.k.extent();
+        let kp = st.k.padded();
+        // The panel: [chunks][held][16] along the operand's inner dimension.
+        let (n_chunks, stride, rows_valid, inner_valid) = match inner {
+            Inner::K => (kp / FRACTAL, s_other, other_valid, Tail::none(k_valid)),
+            Inner::Other => (region / FRACTAL, s_k, Tail::none(k_valid), other_valid),
+        };
+        let (pc, piece_bytes) = piece(held);
+        let pc = pc.min(n_chunks);
+        let chunk_bytes = held * 64;
+        let pieces = n_chunks.div_ceil(pc);
+        let gm = self.name(at.array);
+        self.line(format!("// `{gm}` scaled by {scalar} into L1"));
+        self.line("wait_flag MTE1, MTE3, 3");
+        for _ in 0..2 {
+            self.line("set_flag MTE3, MTE2, 3");
+        }
+        for p in 0..pieces {
+            let slot = Off::at(((p % 2) * piece_bytes) as i64);
+            let first = p * pc;
+            let count = pc.min(n_chunks - first);
+            self.line("wait_flag MTE3, MTE2, 3");
+            self.tails(&[&rows_valid, &inner_valid], &mut |e, v| {
+                for c in first..first + count {
+                    let valid_inner = v[1].saturating_sub(c * FRACTAL).min(FRACTAL);
+                    e.copy_in(&Region {
+                        gm: gm.clone(),
+                        src: base.clone().add(c as i64 * 16 * es),
+                        dst: "ub_v".into(),
+                        at: slot.clone().add(((c - first) * chunk_bytes) as i64),
+                        held,
+                        tile_rows: held,
+                        rows: Rows::plain(held, stride),
+                        valid_rows: v[0].min(held),
+                        inner: FRACTAL,
+                        valid_inner,
+                        es: 4,
+                    });
+                }
+            });
+            self.line("set_flag MTE2, V, 3");
+            self.line("wait_flag MTE2, V, 3");
+            let repeats = count * chunk_bytes / VECTOR_BYTES;
+            let mut done = 0;
+            while done < repeats {
+                let n = (repeats - done).min(255);
+                let at_v = slot.clone().add((done * VECTOR_BYTES) as i64);
+                self.line(format!(
+                    "vmuls.f32 ub_v[{}], ub_v[{}], {scalar}, repeat={n}",
+                    at_v.text(),
+                    at_v.text()
+                ));
+                done += n;
+            }
+            self.line("set_flag V, MTE3, 1");
+            self.line("wait_flag V, MTE3, 1");
+            self.line(format!(
+                "copy {}[{}], ub_v[{}], len={}",
+                o.view.buf,
+                first * chunk_bytes,
+                slot.text(),
+                count * chunk_bytes / 32
+            ));
+            self.line("set_flag MTE3, MTE2, 3");
+        }
+        for _ in 0..2 {
+            self.line("wait_flag MTE3, MTE2, 3");
+        }
+        self.line("set_flag MTE3, MTE1, 2");
+    }
+
+    /// The valid columns of the block's column group.
+    pub(crate) fn group_tail(&self) -> Tail {
+        let lt = self.t.last();
+        let st = self.plan.last();
+        let group = self.t.ntb * lt.tn;
+        let ng = self.t.ng;
+        let conds = if ng > 1 {
+            vec![format!("s1 == {}", ng - 1)]
+        } else {
+            Vec::new()
+        };
+        Tail::new(conds, group, st.n.extent() - (ng - 1) * group)
+    }
+}
+
+/// Chunks of `held` f32 rows per UB piece of a scaled operand, and the piece's bytes.
+pub(crate) fn piece(held: u64) -> (u64, u64) {
+    let chunk = held * 64;
+    let pc = (tiles::PIECE_BYTES / chunk).max(1);
+    (pc, pc * chunk)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,7 +799,10 @@ mod tests {
     #[test]
     fn offsets_print_as_the_assembler_reads_them() {
         assert_eq!(Off::at(0).text(), "0");
-        assert_eq!(Off::at(64).plus("kt", 128).plus("s8", 1).text(), "kt*128 + s8 + 64");
+        assert_eq!(
+            Off::at(64).plus("kt", 128).plus("s8", 1).text(),
+            "kt*128 + s8 + 64"
+        );
         assert_eq!(Off::at(-4).plus("j", 32).text(), "j*32 - 4");
         assert!(Off::at(64).plus("j", 32).aligned(32));
         assert!(!Off::at(64).plus("j", 20).aligned(32));

@@ -32,14 +32,14 @@ use std::fmt::Write;
 use polyhedral::program::{ArrayId, ArrayRole, ScalarType};
 use polyhedral::Program;
 
-use super::copies::{Off, Region, Rows};
-use super::epilogue::{self, Epilogue, Op, Operand};
-use super::plan::{Addressing, Dim, Factor, Init, Inner, Plan, Source};
+use super::copies::{piece, Off};
+use super::epilogue::{self, Epilogue};
+use super::plan::{Addressing, Dim, Init, Inner, Plan, Source};
 use super::tiles::{self, Role, Shape, StageShape, StageTiles, Steps, Tiles, UbNeeds};
-use super::{Error, NpuTarget, Options, FRACTAL, VECTOR_BYTES};
+use super::{Error, NpuTarget, Options, FRACTAL};
 
 /// Element type names of the GM tensors.
-fn gm_type(ty: ScalarType) -> &'static str {
+pub(crate) fn gm_type(ty: ScalarType) -> &'static str {
     match ty {
         ScalarType::F16 => "f16",
         _ => "f32",
@@ -106,15 +106,15 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
         .enumerate()
         .map(|(i, st)| {
             let gathered = |src: &Source| matches!(src, Source::Gm { gathered: true, .. });
-            let steps = if (gathered(&st.a.source) || gathered(&st.b.source)) && st.k.comps.len() > 1
-            {
-                Steps::Groups {
-                    group: st.k.comps[1..].iter().map(|c| c.extent).product(),
-                    outer: st.k.comps[0].extent,
-                }
-            } else {
-                Steps::Any
-            };
+            let steps =
+                if (gathered(&st.a.source) || gathered(&st.b.source)) && st.k.comps.len() > 1 {
+                    Steps::Groups {
+                        group: st.k.comps[1..].iter().map(|c| c.extent).product(),
+                        outer: st.k.comps[0].extent,
+                    }
+                } else {
+                    Steps::Any
+                };
             StageShape {
                 m: st.m.extent(),
                 n: st.n.extent(),
@@ -148,23 +148,22 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
             init_tiles: ep.before.as_ref().map_or(0, |b| b.count as u64),
             columns: ep.columns.len() as u64,
             rows: ep.row_vectors as u64,
-            scalar_bytes: 32 * ep.scalars.len() as u64
-                + if ep.rows.is_empty() { 0 } else { 1024 },
+            scalar_bytes: 32 * ep.scalars.len() as u64 + if ep.rows.is_empty() { 0 } else { 1024 },
         },
     }
 }
 
 /// A value that is `full` except where every condition holds (a tile at the end of a range).
 #[derive(Clone, Debug)]
-struct Tail {
-    conds: Vec<String>,
-    full: u64,
-    tail: u64,
+pub(crate) struct Tail {
+    pub(crate) conds: Vec<String>,
+    pub(crate) full: u64,
+    pub(crate) tail: u64,
 }
 
 impl Tail {
     /// `full`, or `tail` where every condition holds; with no condition, always `tail`.
-    fn new(conds: Vec<String>, full: u64, tail: u64) -> Tail {
+    pub(crate) fn new(conds: Vec<String>, full: u64, tail: u64) -> Tail {
         if conds.is_empty() {
             Tail::none(tail)
         } else {
@@ -172,7 +171,7 @@ impl Tail {
         }
     }
 
-    fn none(full: u64) -> Tail {
+    pub(crate) fn none(full: u64) -> Tail {
         Tail {
             conds: Vec::new(),
             full,
@@ -180,28 +179,28 @@ impl Tail {
         }
     }
 
-    fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         !self.conds.is_empty() && self.tail != self.full
     }
 }
 
 /// Where a run reads an operand from in L1: `[chunks][held][16]` in `buf`.
 #[derive(Clone, Debug)]
-struct View {
-    buf: String,
+pub(crate) struct View {
+    pub(crate) buf: String,
     /// The buffer's start for this step's slot (chunk 0, row 0 of what is held).
-    slot: Off,
-    held: u64,
-    inner: Inner,
+    pub(crate) slot: Off,
+    pub(crate) held: u64,
+    pub(crate) inner: Inner,
     /// The step tile's first row and first element along the inner dimension in what is
     /// held (a multiple of 16).
-    row0: Off,
-    inner0: Off,
+    pub(crate) row0: Off,
+    pub(crate) inner0: Off,
 }
 
 impl View {
     /// Byte offset of the step tile's first fractal.
-    fn at(&self, es: u64) -> Off {
+    pub(crate) fn at(&self, es: u64) -> Off {
         self.slot
             .clone()
             .sum(&scale_off(&self.inner0, (self.held * es) as i64))
@@ -211,7 +210,7 @@ impl View {
 
 /// How an operand reaches its L1 view.
 #[derive(Clone, Debug)]
-enum Fill {
+pub(crate) enum Fill {
     /// Copied from GM every step (into a ping-pong slot).
     Stream,
     /// Copied from GM at the block's first column tile (and first independent iteration when
@@ -223,44 +222,44 @@ enum Fill {
 
 /// One operand of a run.
 #[derive(Clone, Debug)]
-struct RunOperand {
-    view: View,
-    fill: Fill,
+pub(crate) struct RunOperand {
+    pub(crate) view: View,
+    pub(crate) fill: Fill,
     /// The GM tensor's addressing and inner dimension, when it comes from GM.
-    gm: Option<(Addressing, Inner, bool)>,
+    pub(crate) gm: Option<(Addressing, Inner, bool)>,
 }
 
 /// One stage computed by the block.
 #[derive(Clone, Debug)]
-struct Run {
-    stage: usize,
-    role: Role,
-    tiles: StageTiles,
+pub(crate) struct Run {
+    pub(crate) stage: usize,
+    pub(crate) role: Role,
+    pub(crate) tiles: StageTiles,
     /// Tiles of the region: rows, columns.
-    row_tiles: u64,
-    col_tiles: u64,
-    rows: Tail,
-    cols: Tail,
-    k: Tail,
-    a: RunOperand,
-    b: RunOperand,
+    pub(crate) row_tiles: u64,
+    pub(crate) col_tiles: u64,
+    pub(crate) rows: Tail,
+    pub(crate) cols: Tail,
+    pub(crate) k: Tail,
+    pub(crate) a: RunOperand,
+    pub(crate) b: RunOperand,
     /// The L1 panel the result goes to, for a stage that feeds the last one.
-    sink: Option<String>,
+    pub(crate) sink: Option<String>,
     /// Panels this run reads.
-    reads: usize,
+    pub(crate) reads: usize,
 }
 
 pub(crate) struct Emitter<'a> {
-    program: &'a Program,
-    plan: &'a Plan,
-    ep: &'a Epilogue,
-    shape: &'a Shape,
-    t: Tiles,
-    es: u64,
+    pub(crate) program: &'a Program,
+    pub(crate) plan: &'a Plan,
+    pub(crate) ep: &'a Epilogue,
+    pub(crate) shape: &'a Shape,
+    pub(crate) t: Tiles,
+    pub(crate) es: u64,
     pub(crate) out: String,
-    indent: usize,
+    pub(crate) indent: usize,
     /// Loop counters in scope.
-    vars: Vec<String>,
+    pub(crate) vars: Vec<String>,
 }
 
 const RESERVED: [&str; 5] = ["l1_", "l0a", "l0b", "l0c", "ub_"];
@@ -296,11 +295,11 @@ impl Emitter<'_> {
         self.vars.pop();
     }
 
-    fn name(&self, a: ArrayId) -> String {
+    pub(crate) fn name(&self, a: ArrayId) -> String {
         self.program.array(a).name.clone()
     }
 
-    fn elem(&self, a: ArrayId) -> u64 {
+    pub(crate) fn elem(&self, a: ArrayId) -> u64 {
         match self.program.array(a).elem {
             ScalarType::F16 => 2,
             _ => 4,
@@ -308,7 +307,7 @@ impl Emitter<'_> {
     }
 
     /// `reg*size` when double-buffered, nothing otherwise.
-    fn slot(&self, reg: &str, size: u64) -> Off {
+    pub(crate) fn slot(&self, reg: &str, size: u64) -> Off {
         if self.t.nbuf == 2 {
             Off::at(0).plus(reg, size as i64)
         } else {
@@ -318,7 +317,7 @@ impl Emitter<'_> {
 
     /// Emits `body` once per combination of full and tail values, under the conditions that
     /// select them.
-    fn tails(&mut self, tails: &[&Tail], body: &mut dyn FnMut(&mut Self, &[u64])) {
+    pub(crate) fn tails(&mut self, tails: &[&Tail], body: &mut dyn FnMut(&mut Self, &[u64])) {
         fn go<'e>(
             e: &mut Emitter<'e>,
             tails: &[&Tail],
@@ -410,7 +409,9 @@ impl Emitter<'_> {
             self.line("set_flag MTE1, MTE3, 3");
         }
         let looped = ob > 1;
-        let alone = runs.len() == 1 && self.plan.last().a.scale.is_none() && self.plan.last().b.scale.is_none();
+        let alone = runs.len() == 1
+            && self.plan.last().a.scale.is_none()
+            && self.plan.last().b.scale.is_none();
         if looped && alone {
             self.presets(&runs[0]);
         }
@@ -492,9 +493,7 @@ impl Emitter<'_> {
                 }
             };
             let row_tail = match role {
-                Role::Last | Role::FeedsA => {
-                    Tail::new(cond("s0", mt), lt.tm, m - (mt - 1) * lt.tm)
-                }
+                Role::Last | Role::FeedsA => Tail::new(cond("s0", mt), lt.tm, m - (mt - 1) * lt.tm),
                 Role::FeedsB => Tail::new(
                     cond("mt", row_tiles),
                     t.tm,
@@ -615,7 +614,6 @@ impl Emitter<'_> {
                 .filter(|o| matches!(o.fill, Fill::Panel))
                 .count();
             let sink = (i != last).then(|| format!("l1_p{i}"));
-            let _ = nbuf;
             runs.push(Run {
                 stage: i,
                 role,
@@ -717,7 +715,10 @@ impl Emitter<'_> {
         if !self.ep.scalars.is_empty() {
             self.line(format!("buffer ub_s : UB, {}", 32 * self.ep.scalars.len()));
         }
-        if runs.iter().any(|r| r.a.view.buf.starts_with("l1_s") || r.b.view.buf.starts_with("l1_s")) {
+        if runs
+            .iter()
+            .any(|r| r.a.view.buf.starts_with("l1_s") || r.b.view.buf.starts_with("l1_s"))
+        {
             self.line(format!("buffer ub_v : UB, {}", 2 * self.piece_bytes(runs)));
         }
     }
@@ -734,101 +735,13 @@ impl Emitter<'_> {
 
     /// The extent of a run's region along an operand's non-reduction dimension: its rows for
     /// A, its columns for B.
-    fn region_other(&self, r: &Run, a_role: bool) -> u64 {
+    pub(crate) fn region_other(&self, r: &Run, a_role: bool) -> u64 {
         let lt = self.t.last();
         let kp_last = self.plan.last().k.padded();
         match (r.role, a_role) {
             (Role::Last | Role::FeedsA, true) => lt.tm,
             (Role::FeedsB, true) | (Role::FeedsA, false) => kp_last,
             (Role::Last | Role::FeedsB, false) => self.t.ntb * lt.tn,
-        }
-    }
-
-    /// Scalar inputs into registers, and the scalar-unit arithmetic on them.
-    fn scalars(&mut self) {
-        if self.ep.scalars.is_empty() {
-            return;
-        }
-        self.line("// Scalars into registers.");
-        for (i, &(a, _)) in self.ep.scalars.iter().enumerate() {
-            let name = self.name(a);
-            self.line(format!("copy ub_s[{}], {name}[0], len=1", 32 * i));
-        }
-        self.line("set_flag MTE2, S, 0");
-        self.line("wait_flag MTE2, S, 0");
-        for (i, &(a, r)) in self.ep.scalars.iter().enumerate() {
-            let ty = gm_type(self.program.array(a).elem);
-            self.line(format!("ld.{ty} f{r}, ub_s[{}]", 32 * i));
-        }
-        for op in &self.ep.scalar_ops {
-            self.line(format!(
-                "{} f{}, {}, {}",
-                op.op,
-                op.dst,
-                op.a.text(),
-                op.b.text()
-            ));
-        }
-    }
-
-    /// Per-column vectors of the column group and expanded per-row vectors of the row panel
-    /// into UB, then the hoisted arithmetic on the row vectors.
-    fn vectors(&mut self) {
-        let lt = self.t.last();
-        let st = self.plan.last();
-        let group = self.t.ntb * lt.tn;
-        let (m, n) = (st.m.extent(), st.n.extent());
-        let (mt, ng) = (self.t.mt(m), self.t.ng);
-        if self.ep.columns.is_empty() && self.ep.rows.is_empty() {
-            return;
-        }
-        if !self.ep.columns.is_empty() {
-            self.line("// Per-column vectors of this column group into UB.");
-            let tail = Tail {
-                conds: vec![format!("s1 == {}", ng - 1)],
-                full: group,
-                tail: n - (ng - 1) * group,
-            };
-            for (i, &a) in self.ep.columns.clone().iter().enumerate() {
-                let name = self.name(a);
-                let src = Off::at(0).plus("s1", group as i64 * 4);
-                self.tails(&[&tail], &mut |e, v| {
-                    e.copy_vector(&format!("ub_c{i}"), &name, &src, v[0]);
-                });
-            }
-        }
-        if !self.ep.rows.is_empty() {
-            self.line("// Per-row vectors of this row panel, each row's value 16 times.");
-            let tail = Tail {
-                conds: vec![format!("s0 == {}", mt - 1)],
-                full: lt.tm,
-                tail: m - (mt - 1) * lt.tm,
-            };
-            let fr = 31;
-            for (i, &a) in self.ep.rows.clone().iter().enumerate() {
-                let name = self.name(a);
-                let src = Off::at(0).plus("s0", lt.tm as i64 * 4);
-                self.tails(&[&tail], &mut |e, v| {
-                    e.copy_vector("ub_rs", &name, &src, v[0]);
-                });
-                self.line("set_flag MTE2, S, 1");
-                self.line("wait_flag MTE2, S, 1");
-                self.line("set_vector_mask 0x0, 0xffff");
-                let r = self.var("r");
-                self.open(format!("for {r} in 0..{}", lt.tm));
-                self.line(format!("ld.f32 f{fr}, ub_rs[{r}*4]"));
-                self.line(format!("vdup.f32 ub_r{i}[{r}*64], f{fr}"));
-                self.close();
-                self.free_var();
-                self.line("set_vector_mask 0xffffffffffffffff, 0xffffffffffffffff");
-            }
-            for op in self.ep.row_ops.clone() {
-                self.vector_op(&op, "ub_t", &Off::at(0), false);
-            }
-        }
-        if !self.ep.columns.is_empty() {
-            self.line("set_flag MTE2, V, 1");
-            self.line("wait_flag MTE2, V, 1");
         }
     }
 
@@ -860,7 +773,13 @@ impl Emitter<'_> {
 
     /// GM byte offset of an array's element for the block's position: the independent
     /// iterators, the row panel and the column group.
-    fn gm_base(&self, at: &Addressing, es: u64, rows: Option<&Dim>, cols: Option<&Dim>) -> Off {
+    pub(crate) fn gm_base(
+        &self,
+        at: &Addressing,
+        es: u64,
+        rows: Option<&Dim>,
+        cols: Option<&Dim>,
+    ) -> Off {
         let st = self.plan.last();
         let lt = self.t.last();
         let es = es as i64;
@@ -994,107 +913,6 @@ impl Emitter<'_> {
         }
     }
 
-    /// The GM region of an operand's step tile and how many of its rows and inner elements
-    /// hold data, given the valid rows, columns and reduction of the step.
-    fn operand_region(
-        &self,
-        r: &Run,
-        a_role: bool,
-        o: &RunOperand,
-        (rows_v, cols_v, k_v): (u64, u64, u64),
-        whole_panel: bool,
-    ) -> Region {
-        let st = &self.plan.stages[r.stage];
-        let t = r.tiles;
-        // `operand_region` is only asked for operands from GM.
-        let (at, inner, gathered) = o.gm.clone().unwrap_or((st.write.clone(), Inner::K, false));
-        let es = self.elem(at.array) as i64;
-        // The operand's two dimensions: rows (m or n) and the reduction.
-        let other = if a_role { &st.m } else { &st.n };
-        let block_dims = match (r.role, a_role) {
-            (Role::Last, true) | (Role::FeedsA, true) => (Some(other), None),
-            (Role::Last, false) | (Role::FeedsB, false) => (None, Some(other)),
-            _ => (None, None),
-        };
-        let mut src = self.gm_base(&at, es as u64, block_dims.0, block_dims.1);
-        let s_other = at.dim_stride(other).unwrap_or(0) * es;
-        // The tile's position along the other dimension within the run's region.
-        let (tile_other, valid_other, tile_len) = if a_role {
-            (
-                if r.row_tiles > 1 { Some(("mt", t.tm)) } else { None },
-                rows_v,
-                t.tm,
-            )
-        } else {
-            (
-                if r.col_tiles > 1 { Some(("nt", t.tn)) } else { None },
-                cols_v,
-                t.tn,
-            )
-        };
-        if let Some((v, len)) = tile_other {
-            src = src.plus(v, len as i64 * s_other);
-        }
-        // The reduction: outer loops, then the step.
-        let mut k_rows: Vec<(u64, i64)> = Vec::new();
-        for (j, c) in st.k_outer.iter().enumerate() {
-            src = src.plus(&format!("ko{j}"), at.strides[c.iter] * es);
-        }
-        let kt_n = st.k.padded() / t.tk;
-        if gathered {
-            let comps = &st.k.comps;
-            let group: u64 = comps[1..].iter().map(|c| c.extent).product();
-            let q = if kt_n > 1 { t.tk / group } else { comps[0].extent };
-            if kt_n > 1 {
-                src = src.plus("kt", q as i64 * at.strides[comps[0].iter] * es);
-            }
-            k_rows.push((q, at.strides[comps[0].iter] * es));
-            for c in &comps[1..] {
-                k_rows.push((c.extent, at.strides[c.iter] * es));
-            }
-        } else if kt_n > 1 {
-            src = src.plus("kt", t.tk as i64 * at.dim_stride(&st.k).unwrap_or(0) * es);
-        }
-        let s_k = at.dim_stride(&st.k).unwrap_or(0) * es;
-        let _ = whole_panel;
-        // On chip: the view's slot, at the step tile's row and chunk.
-        let v = &o.view;
-        let at_chip = v.at(es as u64);
-        let (tile_rows, rows, valid_rows, inner_len, valid_inner) = match inner {
-            Inner::K => (
-                tile_len,
-                Rows::plain(tile_len, s_other),
-                valid_other,
-                t.tk,
-                k_v,
-            ),
-            Inner::Other => (
-                t.tk,
-                if gathered {
-                    Rows { comps: k_rows }
-                } else {
-                    Rows::plain(t.tk, s_k)
-                },
-                k_v,
-                tile_len,
-                valid_other,
-            ),
-        };
-        Region {
-            gm: self.name(at.array),
-            src,
-            dst: v.buf.clone(),
-            at: at_chip,
-            held: v.held,
-            tile_rows,
-            rows,
-            valid_rows,
-            inner: inner_len,
-            valid_inner,
-            es: es as u64,
-        }
-    }
-
     /// One reduction step of one tile.
     fn step(&mut self, r: &Run) {
         let t = r.tiles;
@@ -1116,7 +934,7 @@ impl Emitter<'_> {
                     } else {
                         (0, v[1], v[0])
                     };
-                    let region = e.operand_region(r, a_role, o, (rows_v, cols_v, k_v), false);
+                    let region = e.operand_region(r, a_role, o, (rows_v, cols_v, k_v));
                     e.copy_in(&region);
                 });
             };
@@ -1219,56 +1037,6 @@ impl Emitter<'_> {
         }
     }
 
-    /// The accumulator's start for this tile: its GM contents through the prologue into L0C.
-    fn init_tile(&mut self, r: &Run) {
-        let t = r.tiles;
-        let st = self.plan.last();
-        let acc = st.acc;
-        let tile = t.tm * t.tn * 4;
-        let ub = self.slot("s7", tile);
-        self.line("wait_flag V, MTE2, 2");
-        let at = st.write.clone();
-        let base = self
-            .gm_base(&at, 4, Some(&st.m), Some(&st.n))
-            .plus(if r.col_tiles > 1 { "nt" } else { "" }, if r.col_tiles > 1 { t.tn as i64 * 4 } else { 0 });
-        let stride = at.dim_stride(&st.m).unwrap_or(0) * 4;
-        let name = self.name(acc);
-        let (rows, cols) = (r.rows.clone(), r.cols.clone());
-        self.tails(&[&rows, &cols], &mut |e, v| {
-            let region = Region {
-                gm: name.clone(),
-                src: base.clone(),
-                dst: "ub_i0".into(),
-                at: ub.clone(),
-                held: t.tm,
-                tile_rows: t.tm,
-                rows: Rows::plain(t.tm, stride),
-                valid_rows: v[0],
-                inner: t.tn,
-                valid_inner: v[1],
-                es: 4,
-            };
-            e.copy_in(&region);
-        });
-        self.line("set_flag MTE2, V, 2");
-        self.line("wait_flag MTE2, V, 2");
-        if let Some(before) = &self.ep.before {
-            for op in before.ops.clone() {
-                self.vector_op(&op, "ub_i", &ub, true);
-            }
-        }
-        let l0c = self.slot("s7", tile);
-        let start = self.ep.start;
-        self.line(format!(
-            "copy_ub_to_cc l0c[{}], ub_i{start}[{}], len={}",
-            l0c.text(),
-            ub.text(),
-            (t.tm / FRACTAL) * (t.tn / FRACTAL)
-        ));
-        self.line("set_flag V, MTE2, 2");
-        self.line("set_flag V, M, 0");
-    }
-
     /// The finished tile: L0C → UB, the epilogue, UB → GM (or into its L1 panel).
     fn drain(&mut self, r: &Run) {
         let t = r.tiles;
@@ -1289,7 +1057,7 @@ impl Emitter<'_> {
         }
         if r.role == Role::Last {
             for op in self.ep.after.ops.clone() {
-                self.vector_op(&op, "ub_t", &ub, true);
+                self.vector_op(&op, "ub_t", &ub);
             }
         }
         self.line("set_flag V, MTE3, 0");
@@ -1300,317 +1068,6 @@ impl Emitter<'_> {
         }
         self.line("set_flag MTE3, V, 0");
     }
-
-    /// A stage's result tile into its L1 panel.
-    fn write_panel(&mut self, r: &Run, panel: &str, ub: &Off) {
-        let t = r.tiles;
-        let kp_last = self.plan.last().k.padded();
-        let lt = self.t.last();
-        match r.role {
-            Role::FeedsA => {
-                // [K chunks][tm][16]: the tile's chunks are consecutive.
-                let mut at = Off::at(0);
-                if r.col_tiles > 1 {
-                    at = at.plus("nt", (t.tn * lt.tm * 4) as i64);
-                }
-                self.line(format!(
-                    "copy {panel}[{}], ub_t0[{}], len={}",
-                    at.text(),
-                    ub.text(),
-                    t.tm * t.tn * 4 / 32
-                ));
-            }
-            _ => {
-                // [group chunks][Kp rows][16]: each chunk's rows at the tile's row.
-                let mut at = Off::at(0);
-                if r.col_tiles > 1 {
-                    at = at.plus("nt", (t.tn / FRACTAL * kp_last * 64) as i64);
-                }
-                if r.row_tiles > 1 {
-                    at = at.plus("mt", (t.tm * 64) as i64);
-                }
-                let gap = (kp_last - t.tm) * 64 / 32;
-                let mut line = format!("copy {panel}[{}], ub_t0[{}]", at.text(), ub.text());
-                if t.tn > FRACTAL {
-                    let _ = write!(line, ", n_burst={}", t.tn / FRACTAL);
-                }
-                let _ = write!(line, ", len={}", t.tm * 64 / 32);
-                if gap > 0 && t.tn > FRACTAL {
-                    let _ = write!(line, ", dst_gap={gap}");
-                }
-                self.line(line);
-            }
-        }
-    }
-
-    /// The live-out tiles to GM, their valid rows and columns.
-    fn write_out(&mut self, r: &Run, ub: &Off) {
-        let t = r.tiles;
-        let st = self.plan.last();
-        let outputs = self.ep.outputs.clone();
-        let (rows, cols) = (r.rows.clone(), r.cols.clone());
-        for (a, tile) in outputs {
-            let at = self.plan.tiles[&a].clone();
-            let name = self.name(a);
-            let mut base = self.gm_base(&at, 4, Some(&st.m), Some(&st.n));
-            if r.col_tiles > 1 {
-                base = base.plus("nt", t.tn as i64 * 4);
-            }
-            let stride = at.dim_stride(&st.m).unwrap_or(0) * 4;
-            let buf = format!("ub_t{tile}");
-            self.tails(&[&rows, &cols], &mut |e, v| {
-                e.copy_out(&name, &base, &buf, ub, t.tm, v[0], v[1], stride);
-            });
-        }
-    }
-
-    /// A scaled operand's whole region, GM → UB → × factor → its L1 panel, in pieces of
-    /// whole chunks (ping-pong UB buffers: MTE2 → V 3, V → MTE3 1, MTE3 → MTE2 3).
-    fn prescale(&mut self, r: &Run, o: &RunOperand, a_role: bool, f: Factor) {
-        let st = &self.plan.stages[r.stage];
-        // Scaled operands always come from GM (the plan refuses the others).
-        let Some((at, inner, _)) = o.gm.clone() else {
-            return;
-        };
-        let es = 4i64;
-        let held = o.view.held;
-        let scalar = match f {
-            Factor::Const(c) => epilogue::format_float(c),
-            Factor::Scalar(a) => {
-                let reg = self
-                    .ep
-                    .scalars
-                    .iter()
-                    .find(|(x, _)| *x == a)
-                    .map_or(0, |(_, r)| *r);
-                format!("f{reg}")
-            }
-        };
-        let other = if a_role { &st.m } else { &st.n };
-        let region = self.region_other(r, a_role);
-        // Valid elements of the region's non-reduction dimension.
-        let other_valid = match (r.role, a_role) {
-            (Role::Last | Role::FeedsA, true) => r.rows.clone(),
-            (Role::Last | Role::FeedsB, false) => self.group_tail(),
-            _ => Tail::none(self.plan.last().k.extent()),
-        };
-        let block_dims = match (r.role, a_role) {
-            (Role::Last | Role::FeedsA, true) => (Some(other), None),
-            (Role::Last | Role::FeedsB, false) => (None, Some(other)),
-            _ => (None, None),
-        };
-        let base = self.gm_base(&at, 4, block_dims.0, block_dims.1);
-        let s_other = at.dim_stride(other).unwrap_or(0) * es;
-        let s_k = at.dim_stride(&st.k).unwrap_or(0) * es;
-        let k_valid = st.k.extent();
-        let kp = st.k.padded();
-        // The panel: [chunks][held][16] along the operand's inner dimension.
-        let (n_chunks, stride, rows_valid, inner_valid) = match inner {
-            Inner::K => (kp / FRACTAL, s_other, other_valid, Tail::none(k_valid)),
-            Inner::Other => (region / FRACTAL, s_k, Tail::none(k_valid), other_valid),
-        };
-        let (pc, piece_bytes) = piece(held);
-        let pc = pc.min(n_chunks);
-        let chunk_bytes = held * 64;
-        let pieces = n_chunks.div_ceil(pc);
-        let gm = self.name(at.array);
-        self.line(format!("// `{gm}` scaled by {scalar} into L1"));
-        self.line("wait_flag MTE1, MTE3, 3");
-        for _ in 0..2 {
-            self.line("set_flag MTE3, MTE2, 3");
-        }
-        for p in 0..pieces {
-            let slot = Off::at(((p % 2) * piece_bytes) as i64);
-            let first = p * pc;
-            let count = pc.min(n_chunks - first);
-            self.line("wait_flag MTE3, MTE2, 3");
-            self.tails(&[&rows_valid, &inner_valid], &mut |e, v| {
-                for c in first..first + count {
-                    let valid_inner = v[1].saturating_sub(c * FRACTAL).min(FRACTAL);
-                    e.copy_in(&Region {
-                        gm: gm.clone(),
-                        src: base.clone().add(c as i64 * 16 * es),
-                        dst: "ub_v".into(),
-                        at: slot.clone().add(((c - first) * chunk_bytes) as i64),
-                        held,
-                        tile_rows: held,
-                        rows: Rows::plain(held, stride),
-                        valid_rows: v[0].min(held),
-                        inner: FRACTAL,
-                        valid_inner,
-                        es: 4,
-                    });
-                }
-            });
-            self.line("set_flag MTE2, V, 3");
-            self.line("wait_flag MTE2, V, 3");
-            let repeats = count * chunk_bytes / VECTOR_BYTES;
-            let mut done = 0;
-            while done < repeats {
-                let n = (repeats - done).min(255);
-                let at_v = slot.clone().add((done * VECTOR_BYTES) as i64);
-                self.line(format!(
-                    "vmuls.f32 ub_v[{}], ub_v[{}], {scalar}, repeat={n}",
-                    at_v.text(),
-                    at_v.text()
-                ));
-                done += n;
-            }
-            self.line("set_flag V, MTE3, 1");
-            self.line("wait_flag V, MTE3, 1");
-            self.line(format!(
-                "copy {}[{}], ub_v[{}], len={}",
-                o.view.buf,
-                first * chunk_bytes,
-                slot.text(),
-                count * chunk_bytes / 32
-            ));
-            self.line("set_flag MTE3, MTE2, 3");
-        }
-        for _ in 0..2 {
-            self.line("wait_flag MTE3, MTE2, 3");
-        }
-        self.line("set_flag MTE3, MTE1, 2");
-    }
-
-    /// The valid columns of the block's column group.
-    fn group_tail(&self) -> Tail {
-        let lt = self.t.last();
-        let st = self.plan.last();
-        let group = self.t.ntb * lt.tn;
-        let ng = self.t.ng;
-        let conds = if ng > 1 {
-            vec![format!("s1 == {}", ng - 1)]
-        } else {
-            Vec::new()
-        };
-        Tail::new(conds, group, st.n.extent() - (ng - 1) * group)
-    }
-
-    /// One prologue or epilogue operation over the whole tile of the current slot (tiles
-    /// named `prefix{i}`), or over whole row vectors.
-    fn vector_op(&mut self, op: &Op, prefix: &str, slot: &Off, _tile: bool) {
-        let lt = self.t.last();
-        let (tm, tn) = (lt.tm, lt.tn);
-        let tile_repeats = tm * tn * 4 / VECTOR_BYTES;
-        let row_repeats = tm * 16 * 4 / VECTOR_BYTES;
-        let buf = |o: Operand, at: &Off| -> String {
-            match o {
-                Operand::Tile(i) => format!("{prefix}{i}[{}]", slot.clone().sum(at).text()),
-                Operand::Row(i) => format!("ub_r{i}[{}]", at.text()),
-                Operand::Column(i) => format!("ub_c{i}[{}]", at.text()),
-            }
-        };
-        let is_row = |o: Operand| matches!(o, Operand::Row(_));
-        // Whole-buffer operations in chunks of at most 255 repeats.
-        let whole = |e: &mut Self, dst: Operand, text: &dyn Fn(&Off) -> String| {
-            let repeats = if is_row(dst) { row_repeats } else { tile_repeats };
-            let mut done = 0;
-            while done < repeats {
-                let r = (repeats - done).min(255);
-                let off = Off::at((done * VECTOR_BYTES) as i64);
-                e.line(format!("{}, repeat={r}", text(&off)));
-                done += r;
-            }
-        };
-        match *op {
-            Op::WithScalar {
-                op,
-                dst,
-                src,
-                scalar,
-            } => whole(self, dst, &|off| {
-                format!(
-                    "{op}.f32 {}, {}, {}",
-                    buf(dst, off),
-                    buf(src, off),
-                    scalar.text()
-                )
-            }),
-            Op::Dup { dst, scalar } => whole(self, dst, &|off| {
-                format!("vdup.f32 {}, {}", buf(dst, off), scalar.text())
-            }),
-            Op::Unary { op, dst, src } => whole(self, dst, &|off| {
-                format!("{op}.f32 {}, {}", buf(dst, off), buf(src, off))
-            }),
-            Op::Binary { op, dst, a, b }
-                if !matches!(a, Operand::Column(_))
-                    && !matches!(b, Operand::Column(_))
-                    && (is_row(dst) || (!is_row(a) && !is_row(b))) =>
-            {
-                whole(self, dst, &|off| {
-                    format!(
-                        "{op}.f32 {}, {}, {}",
-                        buf(dst, off),
-                        buf(a, off),
-                        buf(b, off)
-                    )
-                })
-            }
-            Op::Binary { op, dst, a, b } if is_row(a) || is_row(b) => {
-                // A row vector against each 16-column chunk of the tile: tm rows of 16,
-                // contiguous in both.
-                let n1 = self.var("n1");
-                self.open(format!("for {n1} in 0..{}", tn / FRACTAL));
-                let chunk = Off::at(0).plus(&n1, (tm * 64) as i64);
-                let operand = |o: Operand| {
-                    if is_row(o) {
-                        buf(o, &Off::at(0))
-                    } else {
-                        buf(o, &chunk)
-                    }
-                };
-                self.line(format!(
-                    "{op}.f32 {}, {}, {}, repeat={row_repeats}",
-                    operand(dst),
-                    operand(a),
-                    operand(b)
-                ));
-                self.close();
-                self.free_var();
-            }
-            Op::Binary { op, dst, a, b } => {
-                // A column vector broadcast down the rows: per 16-column block, the 8 left and
-                // the 8 right columns of every row (block stride 2 on the tile, 0 on the vector).
-                let n1 = self.var("n1");
-                let several = self.t.ntb > 1;
-                let col_at = |h: u64| {
-                    let o = Off::at((h * 32) as i64).plus(&n1, 64);
-                    if several {
-                        o.plus("nt", (tn * 4) as i64)
-                    } else {
-                        o
-                    }
-                };
-                let operand = |o: Operand, h: u64| match o {
-                    Operand::Column(_) => (buf(o, &col_at(h)), (0, 0)),
-                    _ => (
-                        buf(o, &Off::at((h * 32) as i64).plus(&n1, (tm * 64) as i64)),
-                        (2, 16),
-                    ),
-                };
-                self.open(format!("for {n1} in 0..{}", tn / FRACTAL));
-                for h in 0..2 {
-                    let (d, _) = operand(dst, h);
-                    let (x, (bx, rx)) = operand(a, h);
-                    let (y, (by, ry)) = operand(b, h);
-                    self.line(format!(
-                        "{op}.f32 {d}, {x}, {y}, repeat={}, blk=(2, {bx}, {by}), rep=(16, {rx}, {ry})",
-                        tm / 8
-                    ));
-                }
-                self.close();
-                self.free_var();
-            }
-        }
-    }
-}
-
-/// Chunks of `held` f32 rows per UB piece of a scaled operand, and the piece's bytes.
-fn piece(held: u64) -> (u64, u64) {
-    let chunk = held * 64;
-    let pc = (tiles::PIECE_BYTES / chunk).max(1);
-    (pc, pc * chunk)
 }
 
 /// `k · off`.

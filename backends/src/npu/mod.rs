@@ -27,6 +27,7 @@ mod cube;
 mod epilogue;
 pub mod plan;
 mod runner;
+mod tile_ops;
 pub mod tiles;
 
 pub use runner::{check, simulate, NpuCheck};

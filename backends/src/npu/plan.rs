@@ -531,8 +531,8 @@ fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stag
                 s.name, stmt.name
             )));
         }
-        let is_zero = matches!(&s.exprs[s.body], Expr::Literal(l) if l.value == 0.0)
-            && s.reads.is_empty();
+        let is_zero =
+            matches!(&s.exprs[s.body], Expr::Literal(l) if l.value == 0.0) && s.reads.is_empty();
         if is_zero && prologue.is_empty() && !zero {
             zero = true;
         } else if zero {
