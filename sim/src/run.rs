@@ -1120,6 +1120,26 @@ impl Machine<'_> {
         (start, end)
     }
 
+    /// The timing, hazard check, buffer use and path bytes of a copy-like instruction of the
+    /// current frame on `path` moving `bytes` through the operands' `bursts`.
+    fn transfer(
+        &mut self,
+        b: &mut Block,
+        e: &Exec,
+        path: CopyPath,
+        bytes: u64,
+        bursts: &[Burst],
+    ) -> Result<(), Error> {
+        let pipe = path.pipe();
+        let (s, t) = self.copy_time(b, path, bytes);
+        let tick = b.begin(pipe);
+        self.check_bursts(b, e, pipe, tick, bursts)?;
+        self.touch(b, e, 0, s, t);
+        self.touch(b, e, 1, s, t);
+        self.stats.path_bytes[path as usize] += bytes;
+        Ok(())
+    }
+
     fn mem_mut(&mut self, core: usize, mem: Mem) -> &mut Vec<u8> {
         if mem == Mem::Gm {
             &mut self.gm
@@ -1274,24 +1294,18 @@ impl Machine<'_> {
                 // The assembler accepted only paths that exist.
                 let path = CopyPath::between(src_mem, dst_mem).unwrap_or(CopyPath::UbUb);
                 let bytes = nb * ln;
-                let pipe = path.pipe();
-                let (s, t) = self.copy_time(b, path, bytes);
-                let tick = b.begin(pipe);
                 let src_period = ln + *src_gap as u64 * 32;
                 let dst_period = ln + *dst_gap as u64 * 32;
-                self.check_bursts(
+                self.transfer(
                     b,
                     e,
-                    pipe,
-                    tick,
+                    path,
+                    bytes,
                     &[
                         Burst::strided(1, src, nb, ln, src_period, false),
                         Burst::strided(0, dst, nb, ln, dst_period, true),
                     ],
                 )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[path as usize] += bytes;
                 if src_mem == Mem::Gm {
                     self.stats.gm_read += bytes;
                 }
@@ -1382,23 +1396,17 @@ impl Machine<'_> {
                     ));
                 }
                 let path = CopyPath::between(src_mem, dst_mem).unwrap_or(CopyPath::GmL1);
-                let pipe = path.pipe();
                 let moved = nb * if load { dst_len } else { src_len };
-                let (s, t) = self.copy_time(b, path, moved);
-                let tick = b.begin(pipe);
-                self.check_bursts(
+                self.transfer(
                     b,
                     e,
-                    pipe,
-                    tick,
+                    path,
+                    moved,
                     &[
                         Burst::strided(1, src, nb, src_len, ss, false),
                         Burst::strided(0, dst, nb, dst_len, ds, true),
                     ],
                 )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[path as usize] += moved;
                 if load {
                     self.stats.gm_read += nb * ln;
                 } else {
@@ -1438,21 +1446,16 @@ impl Machine<'_> {
                 let (_, src) = self.resolve(b, e, 1, ext(sp), mc.mem(Mem::Ub).align, "reads")?;
                 let bytes = nb * ln * fr;
                 // The reverse of copy_cc_to_ub, at the cost of its path.
-                let (s, t) = self.copy_time(b, CopyPath::L0cUb, bytes);
-                let tick = b.begin(Pipe::V);
-                self.check_bursts(
+                self.transfer(
                     b,
                     e,
-                    Pipe::V,
-                    tick,
+                    CopyPath::L0cUb,
+                    bytes,
                     &[
                         Burst::strided(1, src, nb, ln * fr, sp, false),
                         Burst::strided(0, dst, nb, ln * fr, dp, true),
                     ],
                 )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[CopyPath::L0cUb as usize] += bytes;
                 let [_, _, _, _, l0c, ub] = &mut self.local[core];
                 for i in 0..nb {
                     let (so, d) = ((src + i * sp) as usize, (dst + i * dp) as usize);
@@ -1479,21 +1482,16 @@ impl Machine<'_> {
                 } else {
                     CopyPath::L1L0b
                 };
-                let (s, t) = self.copy_time(b, path, r * fr);
-                let tick = b.begin(Pipe::Mte1);
-                self.check_bursts(
+                self.transfer(
                     b,
                     e,
-                    Pipe::Mte1,
-                    tick,
+                    path,
+                    r * fr,
                     &[
                         Burst::strided(1, src, r, fr, st * fr, false),
                         Burst::strided(0, dst, 1, r * fr, 0, true),
                     ],
                 )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[path as usize] += r * fr;
                 let (es, fr) = (es as usize, fr as usize);
                 let mut frac = [0u8; 1024];
                 for i in 0..r {

@@ -149,8 +149,8 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
                 ));
             }
             let s = parse(&String::from_utf8_lossy(&simulated.stdout))?;
-            let asm = std::fs::read_to_string(&out)
-                .map_err(|e| format!("{}: {e}", out.display()))?;
+            let asm =
+                std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
             let cube = if asm.contains("src_f32") {
                 s.macs * f32_mac
             } else {

@@ -454,8 +454,14 @@ impl Lowering<'_> {
                 "arithmetic between per-column vectors and scalars or other vectors in statement {} (it would be hoisted out of the tile loop)",
                 s.name
             ))),
-            (x, y) if rows_only(x) && rows_only(y) && !matches!(op, BinaryOp::Add | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Sub) => {
-                // Division and min with a scalar: a row vector filled with it.
+            (x, y)
+                if rows_only(x)
+                    && rows_only(y)
+                    && (matches!((x, y), (Val::Row(_), Val::Row(_)))
+                        || !matches!(op, BinaryOp::Add | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Sub)) =>
+            {
+                // Two row vectors; or division and min with a scalar, a row vector filled with
+                // it (the other operations with a scalar are `vOPs` below).
                 let fill = |l: &mut Self, v: Val| -> usize {
                     match v {
                         Val::Row(r) => r,
@@ -469,16 +475,6 @@ impl Lowering<'_> {
                     }
                 };
                 let (x, y) = (fill(self, x), fill(self, y));
-                let d = self.row();
-                self.ep.row_ops.push(Op::Binary {
-                    op: vop,
-                    dst: Operand::Row(d),
-                    a: Operand::Row(x),
-                    b: Operand::Row(y),
-                });
-                Ok(Val::Row(d))
-            }
-            (Val::Row(x), Val::Row(y)) => {
                 let d = self.row();
                 self.ep.row_ops.push(Op::Binary {
                     op: vop,

@@ -108,6 +108,16 @@ impl Kwargs {
         }
     }
 
+    /// `n_burst`, `len`, `src_gap`, `dst_gap` of a burst copy.
+    fn bursts(&mut self) -> PResult<(u32, u32, u32, u32)> {
+        Ok((
+            self.int("n_burst", Some(1), 4095)? as u32,
+            self.int("len", None, 65535)? as u32,
+            self.int("src_gap", Some(0), 65535)? as u32,
+            self.int("dst_gap", Some(0), 65535)? as u32,
+        ))
+    }
+
     fn finish(self, mnemonic: &str) -> PResult<()> {
         if let Some((k, _, span)) = self.items.into_iter().next() {
             return Err(
@@ -783,10 +793,7 @@ impl Parser {
                 self.comma()?;
                 let src = self.addr()?;
                 let mut kw = self.kwargs()?;
-                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
-                let len = kw.int("len", None, 65535).map_err(fix)? as u32;
-                let src_gap = kw.int("src_gap", Some(0), 65535).map_err(fix)? as u32;
-                let dst_gap = kw.int("dst_gap", Some(0), 65535).map_err(fix)? as u32;
+                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 kw.finish(&full)?;
                 Ok(Instr::Copy {
                     dst,
@@ -835,10 +842,7 @@ impl Parser {
                 self.comma()?;
                 let src = self.addr()?;
                 let mut kw = self.kwargs()?;
-                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
-                let len = kw.int("len", None, 65535).map_err(fix)? as u32;
-                let src_gap = kw.int("src_gap", Some(0), 65535).map_err(fix)? as u32;
-                let dst_gap = kw.int("dst_gap", Some(0), 65535).map_err(fix)? as u32;
+                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 kw.finish(&full)?;
                 Ok(Instr::CopyUbToCc {
                     dst,
@@ -854,10 +858,7 @@ impl Parser {
                 self.comma()?;
                 let src = self.addr()?;
                 let mut kw = self.kwargs()?;
-                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
-                let len = kw.int("len", None, 65535).map_err(fix)? as u32;
-                let src_gap = kw.int("src_gap", Some(0), 65535).map_err(fix)? as u32;
-                let dst_gap = kw.int("dst_gap", Some(0), 65535).map_err(fix)? as u32;
+                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 let f16 = kw.flag("f16")?;
                 let relu = kw.flag("relu")?;
                 let src_f16 = kw.flag("src_f16")?;

@@ -176,6 +176,14 @@ fn kw(s: &mut String, key: &str, v: u32, default: Option<u32>) {
     }
 }
 
+/// `n_burst`, `len`, `src_gap`, `dst_gap` of a burst copy, defaults left out.
+fn bursts(s: &mut String, [n_burst, len, src_gap, dst_gap]: [u32; 4]) {
+    kw(s, "n_burst", n_burst, Some(1));
+    kw(s, "len", len, None);
+    kw(s, "src_gap", src_gap, Some(0));
+    kw(s, "dst_gap", dst_gap, Some(0));
+}
+
 pub(crate) fn print_instr(i: &Instr) -> String {
     match i {
         Instr::Copy {
@@ -187,10 +195,7 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             dst_gap,
         } => {
             let mut s = format!("copy {}, {}", addr(dst), addr(src));
-            kw(&mut s, "n_burst", *n_burst, Some(1));
-            kw(&mut s, "len", *len, None);
-            kw(&mut s, "src_gap", *src_gap, Some(0));
-            kw(&mut s, "dst_gap", *dst_gap, Some(0));
+            bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
             s
         }
         Instr::Img2col {
@@ -244,10 +249,7 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             dst_gap,
         } => {
             let mut s = format!("copy_ub_to_cc {}, {}", addr(dst), addr(src));
-            kw(&mut s, "n_burst", *n_burst, Some(1));
-            kw(&mut s, "len", *len, None);
-            kw(&mut s, "src_gap", *src_gap, Some(0));
-            kw(&mut s, "dst_gap", *dst_gap, Some(0));
+            bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
             s
         }
         Instr::Load2d {
@@ -300,10 +302,7 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             src_f16,
         } => {
             let mut s = format!("copy_cc_to_ub {}, {}", addr(dst), addr(src));
-            kw(&mut s, "n_burst", *n_burst, Some(1));
-            kw(&mut s, "len", *len, None);
-            kw(&mut s, "src_gap", *src_gap, Some(0));
-            kw(&mut s, "dst_gap", *dst_gap, Some(0));
+            bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
             if *f16 {
                 s.push_str(", f16");
             }
