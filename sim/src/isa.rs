@@ -390,6 +390,22 @@ pub enum Instr {
         pos: u32,
         m1: u32,
     },
+    /// L1 → L0B for convolution: `k` rows and `n` columns of the im2col matrix of a feature map
+    /// held `[c][kh rows of w][…]` in L1 (channel `ci` at element `ci·cs`), written zN. Row
+    /// `(ci·kh + i)·kw + j` of column `x` is element `ci·cs + i·w + j + x`; rows past
+    /// `c·kh·kw` are 0. f16 elements, or f32 with `f32`.
+    Load3d {
+        dst: Addr,
+        src: Addr,
+        c: u32,
+        cs: u32,
+        w: u32,
+        kh: u32,
+        kw: u32,
+        k: u32,
+        n: u32,
+        f32: bool,
+    },
     /// Cube: C(m×n) = or += A(m×k)·B(k×n) with A zZ in L0A, B zN in L0B, C nZ in L0C; A and
     /// B hold f16, or f32 with `src_f32`.
     Mmad {

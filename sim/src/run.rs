@@ -229,7 +229,7 @@ fn pipe_of(k: &Kernel, e: &Exec) -> Pipe {
                 Pipe::Mte2
             }
         }
-        Instr::Load2d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
+        Instr::Load2d { .. } | Instr::Load3d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
         Instr::Mmad { .. } => Pipe::M,
         Instr::CopyCcToUb { .. }
         | Instr::CopyUbToCc { .. }
@@ -1510,6 +1510,63 @@ impl Machine<'_> {
                     }
                     let d = (dst + i * fr as u64) as usize;
                     self.local[core][dst_mem as usize][d..d + fr].copy_from_slice(&frac[..fr]);
+                }
+            }
+            Instr::Load3d {
+                c,
+                cs,
+                w,
+                kh,
+                kw,
+                k,
+                n,
+                f32,
+                ..
+            } => {
+                let es: u64 = if *f32 { 4 } else { 2 };
+                let (c, cs, w, kh, kw) = (*c as u64, *cs as u64, *w as u64, *kh as u64, *kw as u64);
+                let (k, n) = (*k as u64, *n as u64);
+                let dst_len = k * n * es;
+                // The last element any row reads: channel c-1, row kh-1, tap kw-1, column n-1.
+                let src_len = ((c - 1) * cs + (kh - 1) * w + kw - 1 + n) * es;
+                let (_, dst) = self.resolve(b, e, 0, dst_len, mc.mem(Mem::L0b).align, "writes")?;
+                let (_, src) = self.resolve(b, e, 1, src_len, mc.mem(Mem::L1).align, "reads")?;
+                self.transfer(
+                    b,
+                    e,
+                    CopyPath::L1L0b,
+                    dst_len,
+                    &[
+                        Burst::strided(1, src, 1, src_len, 0, false),
+                        Burst::strided(0, dst, 1, dst_len, 0, true),
+                    ],
+                )?;
+                let rows = c * kh * kw;
+                let (es, n1) = (es as usize, (n / 16) as usize);
+                let [_, l1, _, l0b, _, _] = &mut self.local[core];
+                for row in 0..k as usize {
+                    let (k1, kk) = (row / 16, row % 16);
+                    let from = if (row as u64) < rows {
+                        let (ci, i, j) = (
+                            row as u64 / (kh * kw),
+                            (row as u64 / kw) % kh,
+                            row as u64 % kw,
+                        );
+                        Some(src as usize + ((ci * cs + i * w + j) as usize) * es)
+                    } else {
+                        None
+                    };
+                    for col in 0..n as usize {
+                        let (f, nn) = (col / 16, col % 16);
+                        let d = dst as usize + (((k1 * n1 + f) * 16 + nn) * 16 + kk) * es;
+                        match from {
+                            Some(at) => {
+                                let at = at + col * es;
+                                l0b[d..d + es].copy_from_slice(&l1[at..at + es]);
+                            }
+                            None => l0b[d..d + es].fill(0),
+                        }
+                    }
                 }
             }
             Instr::Img2col {

@@ -868,3 +868,79 @@ copy v[0], z[{read_from}], n_burst=4, len=2, src_gap=2
     let e = run(0).expect_err("the even rows race");
     assert!(e.contains("race on GM"), "{e}");
 }
+
+/// One output row of a 3-channel 3×3 convolution through `load3d`: each channel's three input
+/// rows in L1, the im2col matrix built in L0B, the weights (27 taps padded to 32) in L0A, an
+/// f32 product, against a plain loop.
+#[test]
+fn load3d_builds_the_im2col_rows_of_a_convolution() {
+    let (c, h, w) = (3usize, 4usize, 10usize);
+    let x = ramp(c * h * w, |i| ((i * 7) % 13) as f64 / 4.0 - 1.5);
+    let wt = ramp(16 * 32, |i| ((i * 5) % 11) as f64 / 3.0 - 1.7);
+    let text = "kernel conv
+param x : f32[3, 4, 10] in
+param wt : f32[16, 32] in
+param c : f32[16, 16] out
+buffer l1x : L1, 416
+buffer l1w : L1, 2048
+buffer l0a : L0A, 2048
+buffer l0b : L0B, 2048
+buffer l0c : L0C, 1024
+buffer ub : UB, 1024
+// Output row 1 reads input rows 1..3 of each channel: 30 elements, 128 bytes apart.
+copy_pad l1x[0], x[40], n_burst=3, bytes=120, src_stride=160, dst_stride=128
+for j in 0..2 {
+    copy l1w[j*1024], wt[j*64], n_burst=16, len=2, src_gap=2
+}
+set_flag MTE2, MTE1, 0
+wait_flag MTE2, MTE1, 0
+load2d l0a[0], l1w[0], repeat=2, f32
+load3d l0b[0], l1x[0], c=3, cs=32, w=10, kh=3, kw=3, k=32, n=16, f32
+set_flag MTE1, M, 0
+wait_flag MTE1, M, 0
+mmad.f32 l0c[0], l0a[0], l0b[0], m=16, k=32, n=16, init, src_f32
+set_flag M, V, 0
+wait_flag M, V, 0
+copy_cc_to_ub ub[0], l0c[0], len=1
+set_flag V, MTE3, 0
+wait_flag V, MTE3, 0
+copy c[0], ub[0], len=32
+";
+    let kernel = sim::load("conv", text, &Machine::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "x".into(),
+        Tensor::new(DType::F32, vec![3, 4, 10], x.clone()),
+    );
+    inputs.insert(
+        "wt".into(),
+        Tensor::new(DType::F32, vec![16, 32], wt.clone()),
+    );
+    let out = sim::simulate(&kernel, &inputs, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let got = &out.outputs["c"].data;
+    for m in 0..16 {
+        // The 8 output columns the 10-wide rows give; the others read past them.
+        for col in 0..w - 2 {
+            let mut acc = 0f32;
+            for ci in 0..c {
+                for i in 0..3 {
+                    for j in 0..3 {
+                        let tap = wt[m * 32 + (ci * 3 + i) * 3 + j] as f32;
+                        acc += tap * x[(ci * h + 1 + i) * w + col + j] as f32;
+                    }
+                }
+            }
+            assert_eq!(got[m * 16 + col], acc as f64, "c[{m}][{col}]");
+        }
+    }
+    assert_eq!(out.report.path_bytes["L1->L0B"], 32 * 16 * 4);
+    // L0A is not a destination.
+    let bad = text.replace("load3d l0b[0]", "load3d l0a[0]");
+    let e = sim::load("conv", &bad, &Machine::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("into L0A is not supported yet"),
+        "{e}"
+    );
+}

@@ -47,6 +47,7 @@ fn every_mnemonic_has_an_example() {
         "copy",
         "load2d",
         "img2col",
+        "load3d",
         "mmad",
         "copy_cc_to_ub",
         "copy_pad",

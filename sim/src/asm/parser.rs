@@ -898,6 +898,47 @@ impl Parser {
                     f32,
                 })
             }
+            "load3d" => {
+                let dst = self.addr()?;
+                self.comma()?;
+                let src = self.addr()?;
+                let mut kw = self.kwargs()?;
+                let c = kw.int("c", None, 4096).map_err(fix)? as u32;
+                let cs = kw.int("cs", None, 1 << 20).map_err(fix)? as u32;
+                let w = kw.int("w", None, 65535).map_err(fix)? as u32;
+                let kh = kw.int("kh", Some(1), 255).map_err(fix)? as u32;
+                let kwidth = kw.int("kw", Some(1), 255).map_err(fix)? as u32;
+                let k = kw.int("k", None, 4096).map_err(fix)? as u32;
+                let n = kw.int("n", None, 4096).map_err(fix)? as u32;
+                let f32 = kw.flag("f32")?;
+                kw.finish(&full)?;
+                if c == 0 || kh == 0 || kwidth == 0 || k == 0 || n == 0 {
+                    return Err(Diagnostic::new(
+                        start,
+                        "`load3d` channels, kernel and sizes must be positive",
+                    )
+                    .with_hint("a feature map and a kernel have at least one element"));
+                }
+                if k % 16 != 0 || n % 16 != 0 {
+                    return Err(Diagnostic::new(
+                        start,
+                        "`load3d` writes whole fractals: `k` and `n` are multiples of 16",
+                    )
+                    .with_hint("round the sizes up; rows past the map's read 0"));
+                }
+                Ok(Instr::Load3d {
+                    dst,
+                    src,
+                    c,
+                    cs,
+                    w,
+                    kh,
+                    kw: kwidth,
+                    k,
+                    n,
+                    f32,
+                })
+            }
             "img2col" => {
                 let dst = self.addr()?;
                 self.comma()?;

@@ -252,6 +252,31 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
             s
         }
+        Instr::Load3d {
+            dst,
+            src,
+            c,
+            cs,
+            w,
+            kh,
+            kw: kwidth,
+            k,
+            n,
+            f32,
+        } => {
+            let mut s = format!("load3d {}, {}", addr(dst), addr(src));
+            kw(&mut s, "c", *c, None);
+            kw(&mut s, "cs", *cs, None);
+            kw(&mut s, "w", *w, None);
+            kw(&mut s, "kh", *kh, Some(1));
+            kw(&mut s, "kw", *kwidth, Some(1));
+            kw(&mut s, "k", *k, None);
+            kw(&mut s, "n", *n, None);
+            if *f32 {
+                s.push_str(", f32");
+            }
+            s
+        }
         Instr::Load2d {
             dst,
             src,
