@@ -919,7 +919,7 @@ impl Parser {
                     )
                     .with_hint("a feature map and a kernel have at least one element"));
                 }
-                if k % 16 != 0 || n % 16 != 0 {
+                if !k.is_multiple_of(16) || !n.is_multiple_of(16) {
                     return Err(Diagnostic::new(
                         start,
                         "`load3d` writes whole fractals: `k` and `n` are multiples of 16",
