@@ -203,7 +203,7 @@ fn iterators_that_do_not_fold_are_loops_around_the_cube() {
 }
 
 #[test]
-fn convolutions_gather_their_im2col_rows() {
+fn convolutions_build_their_im2col_rows_on_chip() {
     let target = NpuTarget::default();
     let cases: &[(&str, Sizes)] = &[
         ("conv2d_relu.pf", &[("H", 8)]),
@@ -228,8 +228,35 @@ fn convolutions_gather_their_im2col_rows() {
         let program = load(&kernel(file), sizes);
         let asm = runs_like_the_interpreter(&program, &target, &Options::default());
         assert!(
-            asm.contains("copy_pad l1_b"),
-            "{file}: im2col rows gathered into L1:\n{asm}"
+            asm.contains("load3d l0b"),
+            "{file}: im2col rows built by load3d:\n{asm}"
+        );
+    }
+    // Windows load3d does not take are gathered by copies of 16 elements per row: the input
+    // as A (a result whose rows are the positions), and a three-dimensional window.
+    for (name, text) in [
+        (
+            "conv1d",
+            "kernel conv1d<CI = 5, CO = 24, W = 37, KW = 3>(I: f32[CI, W + KW - 1], Wt: f32[CO, CI, KW])
+    -> (O: f32[W, CO]) {
+    O(x, co) +=! I(ci, x + kx) * Wt(co, ci, kx);
+}
+",
+        ),
+        (
+            "conv3d",
+            "kernel conv3d<CI = 3, CO = 8, D = 4, H = 5, W = 20, KD = 2, KH = 2, KW = 3>(
+    I: f32[CI, D + KD - 1, H + KH - 1, W + KW - 1], Wt: f32[CO, CI, KD, KH, KW]) -> (O: f32[CO, D, H, W]) {
+    O(co, z, y, x) +=! I(ci, z + kz, y + ky, x + kx) * Wt(co, ci, kz, ky, kx);
+}
+",
+        ),
+    ] {
+        let asm = runs_like_the_interpreter(&inline(name, text), &target, &Options::default());
+        assert!(!asm.contains("load3d"), "{asm}");
+        assert!(
+            asm.contains("for g in") && asm.contains("copy_pad l1_"),
+            "im2col rows gathered by copies:\n{asm}"
         );
     }
     // A reduction of 32 channels × 3 × 3 in steps of whole channel groups.

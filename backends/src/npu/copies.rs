@@ -13,7 +13,7 @@
 
 use std::fmt::Write;
 
-use super::cube::{Emitter, Run, RunOperand, Tail};
+use super::cube::{Emitter, Run, RunOperand, Tail, Window};
 use super::epilogue;
 use super::plan::{Factor, Inner};
 use super::tiles::{self, Role};
@@ -545,6 +545,44 @@ impl Emitter<'_> {
             valid_inner,
             es: es as u64,
         }
+    }
+
+    /// A step's channels of a sliding-window operand into its L1 slot: for each, the `l`
+    /// elements from its first tap on (every input row the output row reads), zeros up to
+    /// `cs`.
+    pub(crate) fn window_in(&mut self, r: &Run, o: &RunOperand, w: &Window) {
+        let st = &self.plan.stages[r.stage];
+        // Windows come from GM (`window` found them there).
+        let Some((at, _, _)) = o.gm.clone() else {
+            return;
+        };
+        let es = 4i64;
+        let channels = r.tiles.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
+        let mut src = self.gm_base(&at, 4, None, None);
+        if st.k.padded() / r.tiles.tk > 1 {
+            src = src.plus("kt", channels as i64 * w.sc * es);
+        }
+        let mut line = format!(
+            "copy_pad {}[{}], {}[{}]",
+            o.view.buf,
+            o.view.slot.text(),
+            self.name(at.array),
+            src.text()
+        );
+        if channels > 1 {
+            let _ = write!(line, ", n_burst={channels}");
+        }
+        let _ = write!(line, ", bytes={}", w.l as i64 * es);
+        if channels > 1 {
+            let _ = write!(
+                line,
+                ", src_stride={}, dst_stride={}",
+                w.sc * es,
+                w.cs as i64 * es
+            );
+        }
+        let _ = write!(line, ", len={}", w.cs as i64 * es / 32);
+        self.line(line);
     }
 
     /// The accumulator's start for this tile: its GM contents through the prologue into L0C.

@@ -34,7 +34,7 @@ use polyhedral::Program;
 
 use super::copies::{piece, Off};
 use super::epilogue::{self, Epilogue};
-use super::plan::{Addressing, Dim, Init, Inner, Plan, Source};
+use super::plan::{Addressing, Dim, Init, Inner, Plan, Source, Stage};
 use super::tiles::{self, Role, Shape, StageShape, StageTiles, Steps, Tiles, UbNeeds};
 use super::{Error, NpuTarget, Options, FRACTAL};
 
@@ -130,6 +130,7 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
                     .into_iter()
                     .find(|(_, src)| gathered(src))
                     .map(|(a, _)| (a, st.k.comps.iter().map(|c| c.extent).max().unwrap_or(1))),
+                window: window(st).map(|w| (w.kh * w.kw, w.cs)),
             }
         })
         .collect();
@@ -151,6 +152,60 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
             scalar_bytes: 32 * ep.scalars.len() as u64 + if ep.rows.is_empty() { 0 } else { 1024 },
         },
     }
+}
+
+/// A sliding-window B operand that `load3d` gathers: its reduction is channels (element
+/// stride `sc` in GM) × `kh` rows (`w` apart) × `kw` taps (consecutive), its columns
+/// consecutive. A step's channels are copied whole, each `l` elements from its first tap, into
+/// `cs` elements of L1 (zeros after them, room for the padded columns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) sc: i64,
+    pub(crate) w: u64,
+    pub(crate) kh: u64,
+    pub(crate) kw: u64,
+    pub(crate) l: u64,
+    pub(crate) cs: u64,
+}
+
+/// The window of a stage's gathered B, when `load3d` can build it.
+/// Bytes of L1 a window's step takes: its channels, `cs` elements each.
+fn window_slot(st: &Stage, t: StageTiles, w: &Window) -> u64 {
+    t.tk.min(st.k.extent()).div_ceil(w.kh * w.kw) * w.cs * 4
+}
+
+fn window(st: &Stage) -> Option<Window> {
+    let Source::Gm {
+        at, gathered: true, ..
+    } = &st.b.source
+    else {
+        return None;
+    };
+    let comps = &st.k.comps;
+    let stride = |i: usize| at.strides[comps[i].iter];
+    let (sc, kh, w, kw) = match comps.len() {
+        3 if stride(2) == 1 && stride(1) > 0 => (
+            stride(0),
+            comps[1].extent,
+            stride(1) as u64,
+            comps[2].extent,
+        ),
+        2 if stride(1) == 1 => (stride(0), 1, 1, comps[1].extent),
+        1 if stride(0) == 1 => (0, 1, 1, comps[0].extent),
+        _ => return None,
+    };
+    let (n, np) = (st.n.extent(), st.n.padded());
+    let es = 4;
+    let l = (kh - 1) * w + kw - 1 + n;
+    let cs = (l + np - n).div_ceil(32 / es) * (32 / es);
+    (sc >= 0).then_some(Window {
+        sc,
+        w,
+        kh,
+        kw,
+        l,
+        cs,
+    })
 }
 
 /// A value that is `full` except where every condition holds (a tile at the end of a range).
@@ -218,6 +273,10 @@ pub(crate) enum Fill {
     Resident,
     /// Already in L1 (a stage's result or a scaled operand's panel).
     Panel,
+    /// A step's channels of a sliding-window B copied from GM, gathered by `load3d`; with
+    /// `true`, the reduction is one step and its channels are copied once for all the column
+    /// tiles of an independent iteration (into ping-pong slots chosen by `s31`).
+    Window(Window, bool),
 }
 
 /// One operand of a run.
@@ -402,6 +461,12 @@ impl Emitter<'_> {
         self.line("sub s1, s3, s1");
         self.line("mov s6, 0");
         self.line("mov s7, 0");
+        let once = runs
+            .iter()
+            .any(|r| matches!(r.b.fill, Fill::Window(_, true)));
+        if once && nbuf == 2 {
+            self.line("mov s31, 0");
+        }
         self.scalars();
         self.vectors();
         let panels = runs.iter().map(|r| r.reads).sum::<usize>();
@@ -422,6 +487,9 @@ impl Emitter<'_> {
         self.outer_values();
         for r in &runs {
             self.run(r, !(looped && alone));
+        }
+        if once && nbuf == 2 && looped {
+            self.line("sub s31, 1, s31");
         }
         if looped {
             self.close();
@@ -556,6 +624,9 @@ impl Emitter<'_> {
                             )
                         } else if a_role && i == last && self.t.a_resident {
                             ("l1_a".into(), Fill::Resident, *inner, gm)
+                        } else if let (false, Some(w)) = (a_role, window(st)) {
+                            let once = kt_n == 1 && col_tiles > 1;
+                            ("l1_b".into(), Fill::Window(w, once), *inner, gm)
                         } else {
                             (
                                 if a_role { "l1_a" } else { "l1_b" }.into(),
@@ -566,7 +637,7 @@ impl Emitter<'_> {
                         }
                     }
                 };
-                let streamed = matches!(fill, Fill::Stream);
+                let streamed = matches!(fill, Fill::Stream | Fill::Window(..));
                 // What the buffer holds: the step tile (streamed) or the run's whole region.
                 let (held, row0, inner0) = match (a_role, inner, streamed) {
                     (true, Inner::K, true) => (t.tm, Off::at(0), Off::at(0)),
@@ -584,13 +655,18 @@ impl Emitter<'_> {
                     Source::Stage(_) => (kp_last, k_off.clone(), col_off.clone()),
                     _ => (held, row0, inner0),
                 };
-                let slot_size = if a_role { t.tm * t.tk } else { t.tk * t.tn } * es;
-                let slot = if streamed {
-                    if nbuf == 2 {
-                        Off::at(0).plus("s6", slot_size as i64)
-                    } else {
-                        Off::at(0)
-                    }
+                let slot_size = match fill {
+                    Fill::Window(w, _) => window_slot(st, t, &w),
+                    _ if a_role => t.tm * t.tk * es,
+                    _ => t.tk * t.tn * es,
+                };
+                let parity = if matches!(fill, Fill::Window(_, true)) {
+                    "s31"
+                } else {
+                    "s6"
+                };
+                let slot = if streamed && nbuf == 2 {
+                    Off::at(0).plus(parity, slot_size as i64)
                 } else {
                     Off::at(0)
                 };
@@ -659,10 +735,13 @@ impl Emitter<'_> {
                     r.a.view.buf.clone(),
                     self.region_other(r, true) * kp_all * 4,
                 )),
-                Fill::Panel => {}
+                Fill::Panel | Fill::Window(..) => {}
             }
             match r.b.fill {
                 Fill::Stream => b_l1 = b_l1.max(t.tk * t.tn * es * nbuf),
+                Fill::Window(w, _) => {
+                    b_l1 = b_l1.max(window_slot(&self.plan.stages[r.stage], t, &w) * nbuf)
+                }
                 Fill::Panel if r.b.view.buf.starts_with("l1_s") => panels.push((
                     r.b.view.buf.clone(),
                     self.region_other(r, false) * kp_all * 4,
@@ -955,6 +1034,12 @@ impl Emitter<'_> {
                         self.close();
                     }
                 }
+                Fill::Window(w, false) => self.window_in(r, o, &w),
+                Fill::Window(w, true) => {
+                    self.open("if nt == 0");
+                    self.window_in(r, o, &w);
+                    self.close();
+                }
                 Fill::Panel => {}
             }
         }
@@ -984,24 +1069,46 @@ impl Emitter<'_> {
         ));
         self.close();
         self.free_var();
-        // B: per row of fractals k1, its n fractals.
+        // B: per row of fractals k1, its n fractals; or the im2col rows of a window.
         let vb = r.b.view.clone();
-        let base = view_base(&vb);
-        let k1 = self.var("k1");
-        self.open(format!("for {k1} in 0..{}", f(t.tk)));
-        let (src, stride, tr) = match vb.inner {
-            Inner::Other => (base.plus(&k1, fr as i64), vb.held / FRACTAL, ", transpose"),
-            Inner::K => (base.plus(&k1, (vb.held * 16 * es) as i64), 1, ""),
-        };
-        self.line(format!(
-            "load2d l0b[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
-            l0b.clone().plus(&k1, (f(t.tn) * fr) as i64).text(),
-            vb.buf,
-            src.text(),
-            f(t.tn),
-        ));
-        self.close();
-        self.free_var();
+        if let Fill::Window(w, _) = r.b.fill {
+            let st = &self.plan.stages[r.stage];
+            let channels = t.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
+            // The tile's first column, from the block's column group.
+            let mut n0 = Off::at(0).plus("s1", (self.t.ntb * self.t.last().tn * es) as i64);
+            if r.col_tiles > 1 {
+                n0 = n0.plus("nt", (t.tn * es) as i64);
+            }
+            self.line(format!(
+                "load3d l0b[{}], {}[{}], c={channels}, cs={}, w={}, kh={}, kw={}, k={}, n={}{f32}",
+                l0b.text(),
+                vb.buf,
+                vb.slot.clone().sum(&n0).text(),
+                w.cs,
+                w.w,
+                w.kh,
+                w.kw,
+                t.tk,
+                t.tn,
+            ));
+        } else {
+            let base = view_base(&vb);
+            let k1 = self.var("k1");
+            self.open(format!("for {k1} in 0..{}", f(t.tk)));
+            let (src, stride, tr) = match vb.inner {
+                Inner::Other => (base.plus(&k1, fr as i64), vb.held / FRACTAL, ", transpose"),
+                Inner::K => (base.plus(&k1, (vb.held * 16 * es) as i64), 1, ""),
+            };
+            self.line(format!(
+                "load2d l0b[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
+                l0b.clone().plus(&k1, (f(t.tn) * fr) as i64).text(),
+                vb.buf,
+                src.text(),
+                f(t.tn),
+            ));
+            self.close();
+            self.free_var();
+        }
         self.line("set_flag MTE1, MTE2, 1");
         self.line("set_flag MTE1, M, 0");
         // M: the Cube.

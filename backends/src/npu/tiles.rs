@@ -63,6 +63,9 @@ pub struct StageShape {
     /// A gathered operand (A when true) and its reduction's largest component: its tiles are
     /// copied in bursts of 16 elements, along that component or along the chunks.
     pub gather: Option<(bool, u64)>,
+    /// A gathered B read through `load3d`: the reduction rows per channel and the elements
+    /// each channel takes in L1; a step's channels are copied whole from GM.
+    pub window: Option<(u64, u64)>,
 }
 
 /// The kernel as the tiling sees it.
@@ -339,6 +342,8 @@ fn candidate(
         }
         if s.b_scaled {
             panels += kp * cols * 4;
+        } else if let Some((per, cs)) = s.window {
+            b_slot = b_slot.max(t.tk.min(s.k).div_ceil(per) * cs * es * nbuf);
         } else if !s.b_in_l1 {
             b_slot = b_slot.max(t.tk * t.tn * es * nbuf);
         }
@@ -418,6 +423,8 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         };
         let b_copy = if s.b_in_l1 || s.b_scaled {
             0
+        } else if let Some((per, cs)) = s.window {
+            startup2 + (st.tk.min(s.k).div_ceil(per) * cs * es).div_ceil(gm_bw)
         } else if let Some((false, axis)) = s.gather {
             gathered(st.tk, st.tn, axis) + b_bytes.div_ceil(gm_bw)
         } else {
@@ -441,22 +448,31 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
             + c_bytes.div_ceil(target.bandwidth(CopyPath::UbGm).min(gm_bw));
         let drain = vector + mte3;
         // A resident A crosses GM once per row panel.
-        let later_a = if s.role == Role::Last && t.a_resident {
+        let resident = s.role == Role::Last && t.a_resident;
+        let later_a = if resident { 0 } else { a_copy };
+        // A window's channels in one step are copied once for all the column tiles.
+        let later_b = if s.window.is_some() && steps == 1 {
             0
         } else {
-            a_copy
+            b_copy
         };
         let run = if t.nbuf == 1 {
             steps * (a_copy + b_copy + mte1 + cube)
-                + (tiles - 1) * steps * (later_a + b_copy + mte1 + cube)
+                + (tiles - 1) * steps * (later_a + later_b + mte1 + cube)
                 + tiles * drain
         } else {
             let first = [cube, mte1, a_copy + b_copy].into_iter().max().unwrap_or(0);
-            let later = [cube, mte1, later_a + b_copy, drain.div_ceil(steps.max(1))]
+            let later = [cube, mte1, later_a + later_b, drain.div_ceil(steps.max(1))]
                 .into_iter()
                 .max()
                 .unwrap_or(0);
             steps * first + (tiles - 1) * steps * later + a_copy + b_copy + mte1 + drain
+        };
+        // A resident A that every independent iteration shares crosses GM once per block.
+        let run = if resident && shape.a_invariant {
+            run.saturating_sub(a_copy * (t.ob - 1) / t.ob.max(1))
+        } else {
+            run
         };
         // A scaled operand crosses GM → UB → L1 once per block.
         let scaled = (s.a_scaled as u64) * rows * round16(s.k) * s.ko * 4
@@ -485,6 +501,7 @@ mod tests {
                 a_scaled: false,
                 b_scaled: false,
                 gather: None,
+                window: None,
             }],
             outer: 1,
             a_invariant: true,
