@@ -232,6 +232,21 @@ fn convolutions_build_their_im2col_rows_on_chip() {
             "{file}: im2col rows built by load3d:\n{asm}"
         );
     }
+    // f16 operands: channel rows in L1 padded to whole blocks of 16 elements.
+    let convh = inline(
+        "convh",
+        "kernel convh<CI = 5, CO = 24, H = 3, W = 37, KH = 3, KW = 2>(I: f16[CI, H + KH - 1, W + KW - 1],
+    Wt: f16[CO, CI, KH, KW], b: f32[CO]) -> (O: f32[CO, H, W]) {
+    Conv(co, y, x) +=! I(ci, y + ky, x + kx) * Wt(co, ci, ky, kx) where y in 0:H, x in 0:W;
+    O(co, y, x) = max(Conv(co, y, x) + b(co), 0.0);
+}
+",
+    );
+    let asm = runs_like_the_interpreter(&convh, &target, &Options::default());
+    assert!(
+        asm.contains("load3d l0b") && !asm.contains("src_f32"),
+        "{asm}"
+    );
     // Windows load3d does not take are gathered by copies of 16 elements per row: the input
     // as A (a result whose rows are the positions), and a three-dimensional window.
     for (name, text) in [

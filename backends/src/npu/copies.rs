@@ -556,9 +556,9 @@ impl Emitter<'_> {
         let Some((at, _, _)) = o.gm.clone() else {
             return;
         };
-        let es = 4i64;
+        let es = w.es as i64;
         let channels = r.tiles.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
-        let mut src = self.gm_base(&at, 4, None, None);
+        let mut src = self.gm_base(&at, w.es, None, None);
         if st.k.padded() / r.tiles.tk > 1 {
             src = src.plus("kt", channels as i64 * w.sc * es);
         }

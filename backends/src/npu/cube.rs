@@ -130,7 +130,7 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
                     .into_iter()
                     .find(|(_, src)| gathered(src))
                     .map(|(a, _)| (a, st.k.comps.iter().map(|c| c.extent).max().unwrap_or(1))),
-                window: window(st).map(|w| (w.kh * w.kw, w.cs)),
+                window: window(st, plan.operands.size()).map(|w| (w.kh * w.kw, w.cs)),
             }
         })
         .collect();
@@ -166,15 +166,17 @@ pub(crate) struct Window {
     pub(crate) kw: u64,
     pub(crate) l: u64,
     pub(crate) cs: u64,
+    /// Bytes of an element.
+    pub(crate) es: u64,
 }
 
-/// The window of a stage's gathered B, when `load3d` can build it.
 /// Bytes of L1 a window's step takes: its channels, `cs` elements each.
 fn window_slot(st: &Stage, t: StageTiles, w: &Window) -> u64 {
-    t.tk.min(st.k.extent()).div_ceil(w.kh * w.kw) * w.cs * 4
+    t.tk.min(st.k.extent()).div_ceil(w.kh * w.kw) * w.cs * w.es
 }
 
-fn window(st: &Stage) -> Option<Window> {
+/// The window of a stage's gathered B, when `load3d` can build it from elements of `es` bytes.
+fn window(st: &Stage, es: u64) -> Option<Window> {
     let Source::Gm {
         at, gathered: true, ..
     } = &st.b.source
@@ -195,7 +197,6 @@ fn window(st: &Stage) -> Option<Window> {
         _ => return None,
     };
     let (n, np) = (st.n.extent(), st.n.padded());
-    let es = 4;
     let l = (kh - 1) * w + kw - 1 + n;
     let cs = (l + np - n).div_ceil(32 / es) * (32 / es);
     (sc >= 0).then_some(Window {
@@ -205,6 +206,7 @@ fn window(st: &Stage) -> Option<Window> {
         kw,
         l,
         cs,
+        es,
     })
 }
 
@@ -624,7 +626,7 @@ impl Emitter<'_> {
                             )
                         } else if a_role && i == last && self.t.a_resident {
                             ("l1_a".into(), Fill::Resident, *inner, gm)
-                        } else if let (false, Some(w)) = (a_role, window(st)) {
+                        } else if let (false, Some(w)) = (a_role, window(st, es)) {
                             let once = kt_n == 1 && col_tiles > 1;
                             ("l1_b".into(), Fill::Window(w, once), *inner, gm)
                         } else {
