@@ -10,8 +10,8 @@
 //!
 //! | pipe | work | waits for | then sets |
 //! | --- | --- | --- | --- |
-//! | MTE2 | the step's streamed operand tiles into L1 in fractal order (a resident A only at the first column tile) | MTE1 → MTE2 1: the L1 slot is free | MTE2 → MTE1 0 |
-//! | MTE1 | `load2d` A into L0A (zZ) and B into L0B (zN) | MTE2 → MTE1 0; M → MTE1 1: the L0 slot is free | MTE1 → MTE2 1, MTE1 → M 0 |
+//! | MTE2 | the step's streamed operand tiles into L1 in fractal order (a resident A only at the first column tile; a convolution's input rows, at the first column tile when the reduction is one step) | MTE1 → MTE2 1: the L1 slot is free | MTE2 → MTE1 0 |
+//! | MTE1 | `load2d` A into L0A (zZ) and B into L0B (zN), or `load3d` a convolution's im2col rows into L0B | MTE2 → MTE1 0; M → MTE1 1: the L0 slot is free | MTE1 → MTE2 1, MTE1 → M 0 |
 //! | M | `mmad` (`init` at the tile's first step unless L0C holds the accumulator's start) | MTE1 → M 0; at the first step V → M 0 | M → MTE1 1; after the last step M → V 0 |
 //!
 //! After the last step V waits M → V 0 and MTE3 → V 0 (the UB slot is free), moves L0C to UB
@@ -21,7 +21,8 @@
 //! (V → MTE2 2 / MTE2 → V 2), transformed by the prologue and moved into the L0C slot by V
 //! (`copy_ub_to_cc`), which then sets V → M 0 instead of the drain. Every "slot is free" flag
 //! is set once per buffer before a run (twice when double-buffered: ping-pong slots chosen by
-//! the parity registers `s6` for steps and `s7` for tiles) and waited for once per buffer after
+//! the parity registers `s6` for steps, `s7` for tiles and `s31` for independent iterations,
+//! whose input rows a convolution's column tiles share) and waited for once per buffer after
 //! it, so every wait has its set issued before it and none is left over. A panel is written by
 //! MTE3, which sets MTE3 → MTE1 2 after it for the run that reads it; that run sets MTE1 → MTE3
 //! 3 after its last `load2d`, which the next writer of a panel waits for (set once per panel
@@ -91,13 +92,12 @@ pub(crate) fn write(
 fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
     let last = plan.stages.len() - 1;
     let mut roles = vec![Role::Last; plan.stages.len()];
-    for op in [&plan.last().a, &plan.last().b] {
+    for (op, role) in [
+        (&plan.last().a, Role::FeedsA),
+        (&plan.last().b, Role::FeedsB),
+    ] {
         if let Source::Stage(p) = op.source {
-            roles[p] = if std::ptr::eq(op, &plan.last().a) {
-                Role::FeedsA
-            } else {
-                Role::FeedsB
-            };
+            roles[p] = role;
         }
     }
     let stages = plan
@@ -627,7 +627,7 @@ impl Emitter<'_> {
                         } else if a_role && i == last && self.t.a_resident {
                             ("l1_a".into(), Fill::Resident, *inner, gm)
                         } else if let (false, Some(w)) = (a_role, window(st, es)) {
-                            let once = kt_n == 1 && col_tiles > 1;
+                            let once = kt_n == 1 && col_tiles > 1 && row_tiles == 1;
                             ("l1_b".into(), Fill::Window(w, once), *inner, gm)
                         } else {
                             (
