@@ -676,6 +676,46 @@ impl Emitter<'_> {
                 self.line(line);
             }
         }
+        if self.plan.stages[r.stage].live_out {
+            self.write_intermediate(r, ub);
+        }
+    }
+
+    /// A live-out intermediate's tile to GM too, from the blocks of the first column group
+    /// (rows of its row panel) or of the first row panel (columns of its column group), so
+    /// that every element is written by one block.
+    fn write_intermediate(&mut self, r: &Run, ub: &Off) {
+        let t = r.tiles;
+        let st = &self.plan.stages[r.stage];
+        let at = st.write.clone();
+        let name = self.name(st.acc);
+        let (mut base, guard) = match r.role {
+            Role::FeedsA => (
+                self.gm_base(&at, 4, Some(&st.m), None),
+                (self.t.ng > 1).then_some("s1 == 0"),
+            ),
+            _ => (
+                self.gm_base(&at, 4, None, Some(&st.n)),
+                (self.t.mt(self.plan.last().m.extent()) > 1).then_some("s0 == 0"),
+            ),
+        };
+        let stride = at.dim_stride(&st.m).unwrap_or(0) * 4;
+        if r.col_tiles > 1 {
+            base = base.plus("nt", t.tn as i64 * 4);
+        }
+        if r.row_tiles > 1 {
+            base = base.plus("mt", t.tm as i64 * stride);
+        }
+        if let Some(g) = guard {
+            self.open(format!("if {g}"));
+        }
+        let (rows, cols) = (r.rows.clone(), r.cols.clone());
+        self.tails(&[&rows, &cols], &mut |e, v| {
+            e.copy_out(&name, &base, "ub_t0", ub, t.tm, v[0], v[1], stride);
+        });
+        if guard.is_some() {
+            self.close();
+        }
     }
 
     /// The live-out tiles to GM, their valid rows and columns.

@@ -39,6 +39,20 @@ use super::plan::{Addressing, Dim, Init, Inner, Plan, Source, Stage};
 use super::tiles::{self, Role, Shape, StageShape, StageTiles, Steps, Tiles, UbNeeds};
 use super::{Error, NpuTarget, Options, FRACTAL};
 
+/// The kernel's name as the assembler reads it: letters, digits and `_`, not starting with a
+/// digit (C files name kernels after themselves: `2mm`).
+fn kernel_name(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("_{name}")
+    } else {
+        name
+    }
+}
+
 /// Element type names of the GM tensors.
 pub(crate) fn gm_type(ty: ScalarType) -> &'static str {
     match ty {
@@ -449,7 +463,10 @@ impl Emitter<'_> {
             if self.t.a_resident { ", A's row panel resident in L1" } else { "" },
         );
         self.line("// GM: every array row-major as given; the layouts change on chip.");
-        self.line(format!("kernel {} blockdim={blocks}", self.program.name));
+        self.line(format!(
+            "kernel {} blockdim={blocks}",
+            kernel_name(&self.program.name)
+        ));
         self.params();
         let runs = self.runs();
         self.buffers(&runs);

@@ -207,7 +207,12 @@ pub struct Stage {
     pub b: Operand,
     /// The accumulator's addressing.
     pub write: Addressing,
+    /// The iterator of each of the write's subscripts.
+    pub write_iters: Vec<usize>,
     pub init: Init,
+    /// Whether a stage that feeds the last one also writes its result to GM (a live-out
+    /// array, as C files declare every array).
+    pub live_out: bool,
 }
 
 /// The structure [`plan`] found.
@@ -316,7 +321,7 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
     let mut tiles = BTreeMap::new();
     tiles.insert(acc, last.write.clone());
     let stmt = &program.statements[last.stmt.index()];
-    let write_box = write_box(program, stmt)?;
+    let write_box = write_box(program, last, stmt)?;
     if let Init::Gm(prologue) = &last.init {
         for &id in prologue {
             element_wise(program, last, &write_box, id, &mut holding, &mut tiles)?;
@@ -382,13 +387,25 @@ fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stag
     let ext = box_extents(program, stmt)?;
     let acc = stmt.write.array;
     let rank = stmt.write.subscripts.len();
-    if subscripts(&stmt.write) != (0..rank).map(it).collect::<Vec<_>>() {
+    let write_iters: Vec<usize> = subscripts(&stmt.write)
+        .iter()
+        .filter_map(|t| match t.as_slice() {
+            [(Var::Iter(i), 1)] => Some(*i),
+            _ => None,
+        })
+        .collect();
+    let distinct = write_iters
+        .iter()
+        .enumerate()
+        .all(|(k, i)| !write_iters[..k].contains(i));
+    if write_iters.len() != rank || !distinct {
         return Err(not_matrix(
             stmt,
-            "its write is not the element of its outer iterators, in order",
+            "its write is not one element per iteration of its outer loops",
         ));
     }
-    if program.array_extents(acc) != ext[..rank].iter().map(|&e| e as i64).collect::<Vec<_>>() {
+    let write_box: Vec<i64> = write_iters.iter().map(|&i| ext[i] as i64).collect();
+    if program.array_extents(acc) != write_box {
         return Err(not_matrix(stmt, "its loops do not span the whole result"));
     }
     if program.array(acc).elem == ScalarType::F16 || c.ty == ScalarType::F16 {
@@ -544,7 +561,10 @@ fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stag
         } else {
             prologue.push(id);
         }
-        if box_extents(program, s).ok().as_deref() != Some(&ext[..rank])
+        if box_extents(program, s)
+            .ok()
+            .map(|b| b.iter().map(|&e| e as i64).collect())
+            != Some(write_box.clone())
             || subscripts(&s.write) != (0..rank).map(it).collect::<Vec<_>>()
         {
             return Err(Error::NotYet(format!(
@@ -577,7 +597,9 @@ fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stag
         a,
         b,
         write,
+        write_iters,
         init,
+        live_out: false,
     })
 }
 
@@ -651,7 +673,7 @@ fn chain(program: &Program, stages: &mut [Stage]) -> Result<(), Error> {
         let Some(p) = producers.iter().position(|p| p.acc == at.array) else {
             continue;
         };
-        let prod = &producers[p];
+        let prod = &mut producers[p];
         let pst = &program.statements[prod.stmt.index()];
         let read = if role == "A" {
             &stmt.reads[last.contraction.a]
@@ -686,12 +708,7 @@ fn chain(program: &Program, stages: &mut [Stage]) -> Result<(), Error> {
                 pst.name, stmt.name
             )));
         }
-        if program.array(prod.acc).role != ArrayRole::Temporary {
-            return Err(Error::NotYet(format!(
-                "the intermediate `{}` is live-out; intermediates stay on chip",
-                program.array(prod.acc).name
-            )));
-        }
+        prod.live_out = program.array(prod.acc).role.is_live_out();
         used[p] = true;
         op.source = Source::Stage(p);
     }
@@ -704,10 +721,10 @@ fn chain(program: &Program, stages: &mut [Stage]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The extent of each of the last stage's write iterators.
-fn write_box(program: &Program, stmt: &Statement) -> Result<Vec<u64>, Error> {
+/// The extent of each of the last stage's write subscripts.
+fn write_box(program: &Program, st: &Stage, stmt: &Statement) -> Result<Vec<u64>, Error> {
     let ext = box_extents(program, stmt)?;
-    Ok(ext[..stmt.write.subscripts.len()].to_vec())
+    Ok(st.write_iters.iter().map(|&i| ext[i]).collect())
 }
 
 /// Checks one element-wise statement of the prologue or epilogue and records how its arrays
@@ -744,7 +761,12 @@ fn element_wise(
             )));
         }
     }
-    let single = |d: &Dim| (d.comps.len() == 1).then(|| d.comps[0].iter);
+    // An element-wise statement's iterator d runs along the result's subscript d.
+    let single = |d: &Dim| {
+        (d.comps.len() == 1)
+            .then(|| st.write_iters.iter().position(|&w| w == d.comps[0].iter))
+            .flatten()
+    };
     for (r, read) in s.reads.iter().enumerate() {
         let arr = program.array(read.array);
         let subs = subscripts(read);
@@ -779,9 +801,13 @@ fn element_wise(
         holding.insert(read.array, h);
     }
     holding.insert(s.write.array, Holding::Tile);
+    // Of the result's shape, so addressed as the accumulator is.
     tiles.insert(
         s.write.array,
-        Addressing::of(program, &s.write, st.write.strides.len()),
+        Addressing {
+            array: s.write.array,
+            ..st.write.clone()
+        },
     );
     if program.array(s.write.array).elem == ScalarType::F16
         && program.array(s.write.array).role.is_live_out()
