@@ -944,3 +944,68 @@ copy c[0], ub[0], len=32
         "{e}"
     );
 }
+
+/// Two kernels in one file: the second reads what the first wrote, after every block of the
+/// first; the report adds them up; errors point into the whole file.
+#[test]
+fn kernels_of_one_file_run_one_after_another() {
+    let text = "kernel first blockdim=2
+param x : f32[64] in
+param t : f32[64] out
+buffer u : UB, 256
+copy u[0], x[block_idx*128], len=4
+set_flag MTE2, V, 0
+wait_flag MTE2, V, 0
+vadds.f32 u[0], u[0], 1.0
+set_flag V, MTE3, 0
+wait_flag V, MTE3, 0
+copy t[block_idx*128], u[0], len=4
+
+// The second kernel reads t reversed in halves: each block the other block's half.
+kernel second blockdim=2
+param t : f32[64] in
+param y : f32[64] out
+buffer u : UB, 128
+copy u[0], t[128 - block_idx*128], len=4
+set_flag MTE2, MTE3, 0
+wait_flag MTE2, MTE3, 0
+copy y[block_idx*128], u[0], len=4
+";
+    let kernels = sim::load_all("two.npuasm", text, &Machine::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    assert_eq!(kernels.len(), 2);
+    let x = ramp(64, |i| i as f64);
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "x".to_string(),
+        Tensor::new(DType::F32, vec![64], x.clone()),
+    );
+    assert_eq!(
+        sim::inputs_of(&kernels),
+        vec![(0, "x".to_string())],
+        "t is the first kernel's"
+    );
+    let out = sim::simulate_all(&kernels, &inputs, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let y = &out.outputs["y"].data;
+    for i in 0..32 {
+        assert_eq!(y[i], x[i + 32] + 1.0);
+        assert_eq!(y[i + 32], x[i] + 1.0);
+    }
+    assert_eq!(out.outputs["t"].data[0], 1.0);
+    assert_eq!(out.report.kernel, "first + second");
+    assert_eq!(out.report.blocks, 4);
+    assert_eq!(out.report.gm_read_bytes, 2 * 256);
+    // An error in the second kernel points at its line of the file.
+    let bad = text.replace("copy y[block_idx*128]", "copy z[block_idx*128]");
+    let e = sim::load_all("two.npuasm", &bad, &Machine::default()).unwrap_err();
+    assert!(
+        e.render(false).contains("two.npuasm:21"),
+        "{}",
+        e.render(false)
+    );
+    // One tensor, two shapes.
+    let bad = text.replace("param t : f32[64] in", "param t : f32[32] in");
+    let e = sim::load_all("two.npuasm", &bad, &Machine::default()).unwrap_err();
+    assert!(e.to_string().contains("one type and shape"), "{e}");
+}

@@ -52,19 +52,27 @@ pub fn simulate(
     timeline: bool,
 ) -> Result<(Outputs, sim::Outcome), Error> {
     let file = format!("{}.npuasm", program.name);
-    let kernel =
-        sim::load(&file, asm, &target.machine).map_err(|e| Error::Simulator(e.render(false)))?;
+    let kernels = sim::load_all(&file, asm, &target.machine)
+        .map_err(|e| Error::Simulator(e.render(false)))?;
     let memory = interp::random_inputs(program, seed);
     let mut inputs = BTreeMap::new();
-    for param in &kernel.program().params {
-        let Some(id) = program.array_by_name(&param.name) else {
+    // What the kernels read before writing: the program's inputs (a temporary one kernel
+    // writes for the next is not one).
+    for (k, name) in sim::inputs_of(&kernels) {
+        let Some(id) = program.array_by_name(&name) else {
             continue;
         };
-        if program.array(id).role == ArrayRole::Output {
+        if matches!(
+            program.array(id).role,
+            ArrayRole::Output | ArrayRole::Temporary
+        ) {
             continue;
         }
+        let Some(param) = kernels[k].program().params.iter().find(|p| p.name == name) else {
+            continue;
+        };
         inputs.insert(
-            param.name.clone(),
+            name,
             Tensor::new(
                 param.dtype,
                 param.shape.clone(),
@@ -76,8 +84,8 @@ pub fn simulate(
         timeline,
         ..SimOptions::default()
     };
-    let outcome =
-        sim::simulate(&kernel, &inputs, &options).map_err(|e| Error::Simulator(e.render(false)))?;
+    let outcome = sim::simulate_all(&kernels, &inputs, &options)
+        .map_err(|e| Error::Simulator(e.render(false)))?;
     let mut outputs = Vec::new();
     for (k, arr) in program.arrays.iter().enumerate() {
         if !arr.role.is_live_out() {
