@@ -145,7 +145,9 @@ pub(crate) fn addrs_of(i: &Instr) -> Vec<&Addr> {
         Instr::Copy { dst, src, .. }
         | Instr::CopyPad { dst, src, .. }
         | Instr::VBrcb { dst, src, .. }
+        | Instr::CopyUbToCc { dst, src, .. }
         | Instr::Load2d { dst, src, .. }
+        | Instr::Load3d { dst, src, .. }
         | Instr::Img2col { dst, src, .. }
         | Instr::CopyCcToUb { dst, src, .. }
         | Instr::VScalar { dst, src, .. }
@@ -608,6 +610,10 @@ impl Asm<'_> {
                     .with_hint("make `dst_stride` at least the bytes one burst writes"));
                 }
             }
+            Instr::CopyUbToCc { .. } => {
+                want(0, &[Mem::L0c], "the destination")?;
+                want(1, &[Mem::Ub], "the source")?;
+            }
             Instr::Img2col { .. } => {
                 if mems[0] == Mem::L0b {
                     return Err(Diagnostic::new(
@@ -618,6 +624,19 @@ impl Asm<'_> {
                 }
                 want(0, &[Mem::L0a], "the img2col destination")?;
                 want(1, &[Mem::L1], "the img2col source")?;
+            }
+            Instr::Load3d { .. } => {
+                if mems[0] == Mem::L0a {
+                    return Err(Diagnostic::new(
+                        addrs[0].span,
+                        "`load3d` into L0A is not supported yet",
+                    )
+                    .with_hint(
+                        "load3d builds the im2col operand in L0B (zN); use `img2col` for L0A",
+                    ));
+                }
+                want(0, &[Mem::L0b], "the load3d destination")?;
+                want(1, &[Mem::L1], "the load3d source")?;
             }
             Instr::Load2d { .. } => {
                 want(0, &[Mem::L0a, Mem::L0b], "the load2d destination")?;

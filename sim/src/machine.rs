@@ -40,6 +40,8 @@ pub struct Machine {
     pub paths: [PathSpec; CopyPath::COUNT],
     pub cube_startup: u64,
     pub cube_per_fractal: u64,
+    /// Cycles of one fractal-MAC with f32 operands.
+    pub cube_per_fractal_f32: u64,
     pub vector_startup: u64,
     pub vector_per_repeat: u64,
     pub vector_per_repeat_slow: u64,
@@ -181,6 +183,7 @@ impl Machine {
             paths,
             cube_startup: number("cube.startup")?,
             cube_per_fractal: number("cube.per_fractal")?,
+            cube_per_fractal_f32: number("cube.per_fractal_f32")?,
             vector_startup: number("vector.startup")?,
             vector_per_repeat: number("vector.per_repeat")?,
             vector_per_repeat_slow: number("vector.per_repeat_slow")?,

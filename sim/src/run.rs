@@ -88,6 +88,37 @@ struct GmAccess {
     epoch: u32,
 }
 
+/// The bytes an operand touches: `len` bytes every `period` bytes from `lo` up to `hi`
+/// (`period` 0: all of `lo..hi`).
+#[derive(Clone, Copy)]
+pub(super) struct Burst {
+    op: usize,
+    lo: u64,
+    hi: u64,
+    period: u64,
+    len: u64,
+    write: bool,
+}
+
+impl Burst {
+    /// `n` bursts of `len` bytes every `period` bytes from `lo` (nothing when `n` or `len` is 0).
+    pub(super) fn strided(op: usize, lo: u64, n: u64, len: u64, period: u64, write: bool) -> Burst {
+        let hi = if n == 0 || len == 0 {
+            lo
+        } else {
+            lo + (n - 1) * period + len
+        };
+        Burst {
+            op,
+            lo,
+            hi,
+            period: if n > 1 && period > len { period } else { 0 },
+            len,
+            write,
+        }
+    }
+}
+
 /// The operand values an instruction had when S issued it, and where it stands.
 struct Frame {
     offs: [i64; 4],
@@ -208,15 +239,23 @@ fn pipe_of(k: &Kernel, e: &Exec) -> Pipe {
     match &e.instr {
         Instr::SetFlag { src, .. } => *src,
         Instr::WaitFlag { dst, .. } => *dst,
-        Instr::Copy { .. } | Instr::CopyPad { .. } => {
+        Instr::Copy { .. } => {
             let dst = k.bufs[e.ops[0].buf as usize].mem;
             let src = k.bufs[e.ops[1].buf as usize].mem;
             // The assembler accepted only paths that exist.
             CopyPath::between(src, dst).map_or(Pipe::V, |p| p.pipe())
         }
-        Instr::Load2d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
+        Instr::CopyPad { .. } => {
+            if k.bufs[e.ops[0].buf as usize].mem == Mem::Gm {
+                Pipe::Mte3
+            } else {
+                Pipe::Mte2
+            }
+        }
+        Instr::Load2d { .. } | Instr::Load3d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
         Instr::Mmad { .. } => Pipe::M,
         Instr::CopyCcToUb { .. }
+        | Instr::CopyUbToCc { .. }
         | Instr::VBin { .. }
         | Instr::VCmp { .. }
         | Instr::VSel { .. }
@@ -788,10 +827,43 @@ impl Machine<'_> {
         tick: u32,
         accesses: &[(usize, u64, u64, bool)],
     ) -> Result<(), Error> {
-        for &(i, lo, hi, write) in accesses {
+        let whole: Vec<Burst> = accesses
+            .iter()
+            .map(|&(i, lo, hi, write)| Burst {
+                op: i,
+                lo,
+                hi,
+                period: 0,
+                len: hi - lo,
+                write,
+            })
+            .collect();
+        self.check_bursts(b, e, pipe, tick, &whole)
+    }
+
+    /// `check` for accesses that may be strided: bursts of `len` bytes every `period`.
+    fn check_bursts(
+        &self,
+        b: &mut Block,
+        e: &Exec,
+        pipe: Pipe,
+        tick: u32,
+        accesses: &[Burst],
+    ) -> Result<(), Error> {
+        for &Burst {
+            op: i,
+            lo,
+            hi,
+            period,
+            len,
+            write,
+        } in accesses
+        {
             let a = Access {
                 lo,
                 hi,
+                period,
+                len,
                 pipe,
                 tick,
                 write,
@@ -851,6 +923,26 @@ impl Machine<'_> {
         };
         b.timing.occupy(pipe, start, end);
         (start, end)
+    }
+
+    /// The timing, hazard check, buffer use and path bytes of a copy-like instruction of the
+    /// current frame on `path` moving `bytes` through the operands' `bursts`.
+    fn transfer(
+        &mut self,
+        b: &mut Block,
+        e: &Exec,
+        path: CopyPath,
+        bytes: u64,
+        bursts: &[Burst],
+    ) -> Result<(), Error> {
+        let pipe = path.pipe();
+        let (s, t) = self.copy_time(b, path, bytes);
+        let tick = b.begin(pipe);
+        self.check_bursts(b, e, pipe, tick, bursts)?;
+        self.touch(b, e, 0, s, t);
+        self.touch(b, e, 1, s, t);
+        self.stats.path_bytes[path as usize] += bytes;
+        Ok(())
     }
 
     fn mem_mut(&mut self, core: usize, mem: Mem) -> &mut Vec<u8> {
@@ -1007,54 +1099,142 @@ impl Machine<'_> {
                 let (n, bytes, blocks) = (*n_burst as u64, *bytes as u64, *len as u64);
                 self.copy_pad(b, e, (n, bytes, blocks), strides)?;
             }
+            Instr::CopyUbToCc {
+                n_burst,
+                len,
+                src_gap,
+                dst_gap,
+                ..
+            } => {
+                let fr = 1024u64;
+                let (nb, ln) = (*n_burst as u64, *len as u64);
+                let (sp, dp) = ((ln + *src_gap as u64) * fr, (ln + *dst_gap as u64) * fr);
+                let ext = |p: u64| if nb == 0 { 0 } else { (nb - 1) * p + ln * fr };
+                let (_, dst) = self.resolve(b, e, 0, ext(dp), mc.mem(Mem::L0c).align, "writes")?;
+                let (_, src) = self.resolve(b, e, 1, ext(sp), mc.mem(Mem::Ub).align, "reads")?;
+                let bytes = nb * ln * fr;
+                // The reverse of copy_cc_to_ub, at the cost of its path.
+                self.transfer(
+                    b,
+                    e,
+                    CopyPath::L0cUb,
+                    bytes,
+                    &[
+                        Burst::strided(1, src, nb, ln * fr, sp, false),
+                        Burst::strided(0, dst, nb, ln * fr, dp, true),
+                    ],
+                )?;
+                let [_, _, _, _, l0c, ub] = &mut self.local[core];
+                for i in 0..nb {
+                    let (so, d) = ((src + i * sp) as usize, (dst + i * dp) as usize);
+                    let n = (ln * fr) as usize;
+                    l0c[d..d + n].copy_from_slice(&ub[so..so + n]);
+                }
+            }
             Instr::Load2d {
                 repeat,
                 src_stride,
                 transpose,
+                f32,
                 ..
             } => {
+                let es: u64 = if *f32 { 4 } else { 2 };
+                let fr = 256 * es;
                 let (r, st) = (*repeat as u64, *src_stride as u64);
                 let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
-                let src_ext = if r == 0 { 0 } else { (r - 1) * st * 512 + 512 };
-                let (_, dst) = self.resolve(b, e, 0, r * 512, mc.mem(dst_mem).align, "writes")?;
+                let (_, dst) = self.resolve(b, e, 0, r * fr, mc.mem(dst_mem).align, "writes")?;
+                let src_ext = if r == 0 { 0 } else { (r - 1) * st * fr + fr };
                 let (_, src) = self.resolve(b, e, 1, src_ext, mc.mem(Mem::L1).align, "reads")?;
                 let path = if dst_mem == Mem::L0a {
                     CopyPath::L1L0a
                 } else {
                     CopyPath::L1L0b
                 };
-                let (s, t) = self.copy_time(b, path, r * 512);
-                let tick = b.begin(Pipe::Mte1);
-                self.check(
+                self.transfer(
                     b,
                     e,
-                    Pipe::Mte1,
-                    tick,
+                    path,
+                    r * fr,
                     &[
-                        (1, src, src + src_ext, false),
-                        (0, dst, dst + r * 512, true),
+                        Burst::strided(1, src, r, fr, st * fr, false),
+                        Burst::strided(0, dst, 1, r * fr, 0, true),
                     ],
                 )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[path as usize] += r * 512;
-                let mut frac = [0u8; 512];
+                let (es, fr) = (es as usize, fr as usize);
+                let mut frac = [0u8; 1024];
                 for i in 0..r {
-                    let so = (src + i * st * 512) as usize;
+                    let so = (src + i * st * fr as u64) as usize;
                     let l1 = &self.local[core][Mem::L1 as usize];
                     if *transpose {
                         for row in 0..16 {
                             for col in 0..16 {
-                                let from = so + (col * 16 + row) * 2;
-                                frac[(row * 16 + col) * 2..(row * 16 + col) * 2 + 2]
-                                    .copy_from_slice(&l1[from..from + 2]);
+                                let from = so + (col * 16 + row) * es;
+                                let to = (row * 16 + col) * es;
+                                frac[to..to + es].copy_from_slice(&l1[from..from + es]);
                             }
                         }
                     } else {
-                        frac.copy_from_slice(&l1[so..so + 512]);
+                        frac[..fr].copy_from_slice(&l1[so..so + fr]);
                     }
-                    let d = (dst + i * 512) as usize;
-                    self.local[core][dst_mem as usize][d..d + 512].copy_from_slice(&frac);
+                    let d = (dst + i * fr as u64) as usize;
+                    self.local[core][dst_mem as usize][d..d + fr].copy_from_slice(&frac[..fr]);
+                }
+            }
+            Instr::Load3d {
+                c,
+                cs,
+                w,
+                kh,
+                kw,
+                k,
+                n,
+                f32,
+                ..
+            } => {
+                let es: u64 = if *f32 { 4 } else { 2 };
+                let (c, cs, w, kh, kw) = (*c as u64, *cs as u64, *w as u64, *kh as u64, *kw as u64);
+                let (k, n) = (*k as u64, *n as u64);
+                let dst_len = k * n * es;
+                // The last element any row reads: channel c-1, row kh-1, tap kw-1, column n-1.
+                let src_len = ((c - 1) * cs + (kh - 1) * w + kw - 1 + n) * es;
+                let (_, dst) = self.resolve(b, e, 0, dst_len, mc.mem(Mem::L0b).align, "writes")?;
+                let (_, src) = self.resolve(b, e, 1, src_len, mc.mem(Mem::L1).align, "reads")?;
+                self.transfer(
+                    b,
+                    e,
+                    CopyPath::L1L0b,
+                    dst_len,
+                    &[
+                        Burst::strided(1, src, 1, src_len, 0, false),
+                        Burst::strided(0, dst, 1, dst_len, 0, true),
+                    ],
+                )?;
+                let rows = c * kh * kw;
+                let (es, n1) = (es as usize, (n / 16) as usize);
+                let [_, l1, _, l0b, _, _] = &mut self.local[core];
+                for row in 0..k as usize {
+                    let (k1, kk) = (row / 16, row % 16);
+                    let from = if (row as u64) < rows {
+                        let (ci, i, j) = (
+                            row as u64 / (kh * kw),
+                            (row as u64 / kw) % kh,
+                            row as u64 % kw,
+                        );
+                        Some(src as usize + ((ci * cs + i * w + j) as usize) * es)
+                    } else {
+                        None
+                    };
+                    for col in 0..n as usize {
+                        let (f, nn) = (col / 16, col % 16);
+                        let d = dst as usize + (((k1 * n1 + f) * 16 + nn) * 16 + kk) * es;
+                        match from {
+                            Some(at) => {
+                                let at = at + col * es;
+                                l0b[d..d + es].copy_from_slice(&l1[at..at + es]);
+                            }
+                            None => l0b[d..d + es].fill(0),
+                        }
+                    }
                 }
             }
             Instr::Img2col {
@@ -1114,26 +1294,38 @@ impl Machine<'_> {
                 }
             }
             Instr::Mmad {
-                out, m, k, n, init, ..
+                out,
+                m,
+                k,
+                n,
+                init,
+                src_f32,
+                ..
             } => {
                 let (m1, k1, n1) = (
                     (*m as u64).div_ceil(16),
                     (*k as u64).div_ceil(16),
                     (*n as u64).div_ceil(16),
                 );
+                let (src_ty, per_fractal) = if *src_f32 {
+                    (DType::F32, mc.cube_per_fractal_f32)
+                } else {
+                    (DType::F16, mc.cube_per_fractal)
+                };
+                let fr_bytes = 256 * src_ty.size();
                 let c_bytes = m1 * n1 * 256 * out.size();
                 let (_, c) = self.resolve(b, e, 0, c_bytes, mc.mem(Mem::L0c).align, "writes")?;
                 let (_, a) =
-                    self.resolve(b, e, 1, m1 * k1 * 512, mc.mem(Mem::L0a).align, "reads")?;
+                    self.resolve(b, e, 1, m1 * k1 * fr_bytes, mc.mem(Mem::L0a).align, "reads")?;
                 let (_, bb) =
-                    self.resolve(b, e, 2, k1 * n1 * 512, mc.mem(Mem::L0b).align, "reads")?;
+                    self.resolve(b, e, 2, k1 * n1 * fr_bytes, mc.mem(Mem::L0b).align, "reads")?;
                 let fr = m1 * k1 * n1;
-                let cost = mc.cube_startup + mc.cube_per_fractal * fr;
+                let cost = mc.cube_startup + per_fractal * fr;
                 let (s, t) = b.dispatch(Pipe::M, cost, 0);
                 let tick = b.begin(Pipe::M);
                 let mut acc = vec![
-                    (1, a, a + m1 * k1 * 512, false),
-                    (2, bb, bb + k1 * n1 * 512, false),
+                    (1, a, a + m1 * k1 * fr_bytes, false),
+                    (2, bb, bb + k1 * n1 * fr_bytes, false),
                 ];
                 if !*init {
                     acc.push((0, c, c + c_bytes, false));
@@ -1153,6 +1345,7 @@ impl Machine<'_> {
                     l0c,
                     c as usize,
                     (m1 as usize, k1 as usize, n1 as usize),
+                    src_ty,
                     *out,
                     *init,
                 );

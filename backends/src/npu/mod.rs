@@ -23,10 +23,12 @@
 //!   every wait's set is issued before it in program order (or pre-set), so programs are free of
 //!   races and deadlocks.
 
+mod copies;
 mod cube;
 mod epilogue;
 pub mod plan;
 mod runner;
+mod tile_ops;
 pub mod tiles;
 mod vector;
 
@@ -173,6 +175,7 @@ pub enum Error {
 /// The `.npuasm` program of `program`.
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
     if vector::applies(program) {
+        plan::refuse_in_place(program)?;
         return vector::compile(program, target, options);
     }
     let plan = plan::plan(program, options)?;
@@ -182,6 +185,7 @@ pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Resu
 /// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
 pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
     if vector::applies(program) {
+        plan::refuse_in_place(program)?;
         vector::lower(program, options).map(|_| ())
     } else {
         plan::plan(program, options).map(|_| ())

@@ -108,6 +108,16 @@ impl Kwargs {
         }
     }
 
+    /// `n_burst`, `len`, `src_gap`, `dst_gap` of a burst copy.
+    fn bursts(&mut self) -> PResult<(u32, u32, u32, u32)> {
+        Ok((
+            self.int("n_burst", Some(1), 4095)? as u32,
+            self.int("len", None, 65535)? as u32,
+            self.int("src_gap", Some(0), 65535)? as u32,
+            self.int("dst_gap", Some(0), 65535)? as u32,
+        ))
+    }
+
     fn finish(self, mnemonic: &str) -> PResult<()> {
         if let Some((k, _, span)) = self.items.into_iter().next() {
             return Err(
@@ -795,10 +805,7 @@ impl Parser {
                 self.comma()?;
                 let src = self.addr()?;
                 let mut kw = self.kwargs()?;
-                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
-                let len = kw.int("len", None, 65535).map_err(fix)? as u32;
-                let src_gap = kw.int("src_gap", Some(0), 65535).map_err(fix)? as u32;
-                let dst_gap = kw.int("dst_gap", Some(0), 65535).map_err(fix)? as u32;
+                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 kw.finish(&full)?;
                 Ok(Instr::Copy {
                     dst,
@@ -842,15 +849,28 @@ impl Parser {
                     len,
                 })
             }
+            "copy_ub_to_cc" => {
+                let dst = self.addr()?;
+                self.comma()?;
+                let src = self.addr()?;
+                let mut kw = self.kwargs()?;
+                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
+                kw.finish(&full)?;
+                Ok(Instr::CopyUbToCc {
+                    dst,
+                    src,
+                    n_burst,
+                    len,
+                    src_gap,
+                    dst_gap,
+                })
+            }
             "copy_cc_to_ub" => {
                 let dst = self.addr()?;
                 self.comma()?;
                 let src = self.addr()?;
                 let mut kw = self.kwargs()?;
-                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
-                let len = kw.int("len", None, 65535).map_err(fix)? as u32;
-                let src_gap = kw.int("src_gap", Some(0), 65535).map_err(fix)? as u32;
-                let dst_gap = kw.int("dst_gap", Some(0), 65535).map_err(fix)? as u32;
+                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 let f16 = kw.flag("f16")?;
                 let relu = kw.flag("relu")?;
                 let src_f16 = kw.flag("src_f16")?;
@@ -879,6 +899,7 @@ impl Parser {
                 let repeat = kw.int("repeat", Some(1), 255).map_err(fix)? as u32;
                 let src_stride = kw.int("src_stride", Some(1), 65535).map_err(fix)? as u32;
                 let transpose = kw.flag("transpose")?;
+                let f32 = kw.flag("f32")?;
                 kw.finish(&full)?;
                 Ok(Instr::Load2d {
                     dst,
@@ -886,6 +907,48 @@ impl Parser {
                     repeat,
                     src_stride,
                     transpose,
+                    f32,
+                })
+            }
+            "load3d" => {
+                let dst = self.addr()?;
+                self.comma()?;
+                let src = self.addr()?;
+                let mut kw = self.kwargs()?;
+                let c = kw.int("c", None, 4096).map_err(fix)? as u32;
+                let cs = kw.int("cs", None, 1 << 20).map_err(fix)? as u32;
+                let w = kw.int("w", None, 65535).map_err(fix)? as u32;
+                let kh = kw.int("kh", Some(1), 255).map_err(fix)? as u32;
+                let kwidth = kw.int("kw", Some(1), 255).map_err(fix)? as u32;
+                let k = kw.int("k", None, 4096).map_err(fix)? as u32;
+                let n = kw.int("n", None, 4096).map_err(fix)? as u32;
+                let f32 = kw.flag("f32")?;
+                kw.finish(&full)?;
+                if c == 0 || kh == 0 || kwidth == 0 || k == 0 || n == 0 {
+                    return Err(Diagnostic::new(
+                        start,
+                        "`load3d` channels, kernel and sizes must be positive",
+                    )
+                    .with_hint("a feature map and a kernel have at least one element"));
+                }
+                if !k.is_multiple_of(16) || !n.is_multiple_of(16) {
+                    return Err(Diagnostic::new(
+                        start,
+                        "`load3d` writes whole fractals: `k` and `n` are multiples of 16",
+                    )
+                    .with_hint("round the sizes up; rows past the map's read 0"));
+                }
+                Ok(Instr::Load3d {
+                    dst,
+                    src,
+                    c,
+                    cs,
+                    w,
+                    kh,
+                    kw: kwidth,
+                    k,
+                    n,
+                    f32,
                 })
             }
             "img2col" => {
@@ -950,6 +1013,7 @@ impl Parser {
                 let n = kw.int("n", None, 4096).map_err(fix)? as u32;
                 let init = kw.flag("init")?;
                 let acc = kw.flag("acc")?;
+                let src_f32 = kw.flag("src_f32")?;
                 if init == acc {
                     return Err(Diagnostic::new(
                         start,
@@ -967,6 +1031,7 @@ impl Parser {
                     k,
                     n,
                     init,
+                    src_f32,
                 })
             }
             "set_vector_mask" => {

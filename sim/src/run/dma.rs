@@ -3,78 +3,128 @@
 //! any element of a GM tensor while their on-chip side stays on block boundaries (loads fill
 //! the rest of a burst's blocks with zeros, stores write only the burst's bytes).
 
-use super::{Block, Machine};
+use super::{Block, Burst, Machine};
 use crate::assemble::Exec;
 use crate::diagnostic::{Diagnostic, Error};
 use crate::isa::{CopyPath, Mem};
 
-/// The shape of one DMA: `n` bursts, each reading `src_len` bytes and writing `dst_len` (the
-/// bytes both have, then zeros), consecutive bursts `pitch.0` bytes apart in the source and
-/// `pitch.1` in the destination, each end aligned as `align` says; the transfer is timed as
-/// `timed` bytes.
-pub(super) struct Bursts {
-    pub n: u64,
-    pub src_len: u64,
-    pub dst_len: u64,
-    pub pitch: (u64, u64),
-    pub align: (u64, u64),
-    pub timed: u64,
-}
-
 impl Machine<'_> {
-    /// `copy`: bursts of `len` blocks with gaps of whole blocks.
+    /// `copy`: `n_burst` bursts of `len` blocks with gaps of whole blocks.
     pub(super) fn copy(
         &mut self,
         b: &mut Block,
         e: &Exec,
-        (n, len): (u64, u64),
+        (n_burst, len): (u64, u64),
         (src_gap, dst_gap): (u64, u64),
     ) -> Result<(), Error> {
         let mc = &self.k.machine;
+        let core = b.core;
+        let (nb, ln) = (n_burst, len * 32);
+        let src_ext = if nb == 0 {
+            0
+        } else {
+            (nb - 1) * (ln + src_gap * 32) + ln
+        };
+        let dst_ext = if nb == 0 {
+            0
+        } else {
+            (nb - 1) * (ln + dst_gap * 32) + ln
+        };
         let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
         let src_mem = self.k.bufs[e.ops[1].buf as usize].mem;
-        let bursts = Bursts {
-            n,
-            src_len: len * 32,
-            dst_len: len * 32,
-            pitch: ((len + src_gap) * 32, (len + dst_gap) * 32),
-            align: (mc.mem(src_mem).align, mc.mem(dst_mem).align),
-            timed: n * len * 32,
-        };
-        self.dma(b, e, &bursts)
+        let (_, dst) = self.resolve(b, e, 0, dst_ext, mc.mem(dst_mem).align, "writes")?;
+        let (_, src) = self.resolve(b, e, 1, src_ext, mc.mem(src_mem).align, "reads")?;
+        // The assembler accepted only paths that exist.
+        let path = CopyPath::between(src_mem, dst_mem).unwrap_or(CopyPath::UbUb);
+        let bytes = nb * ln;
+        let src_period = ln + src_gap * 32;
+        let dst_period = ln + dst_gap * 32;
+        self.transfer(
+            b,
+            e,
+            path,
+            bytes,
+            &[
+                Burst::strided(1, src, nb, ln, src_period, false),
+                Burst::strided(0, dst, nb, ln, dst_period, true),
+            ],
+        )?;
+        if src_mem == Mem::Gm {
+            self.stats.gm_read += bytes;
+        }
+        if dst_mem == Mem::Gm {
+            self.stats.gm_written += bytes;
+        }
+        if self.gm_log.is_some() && (src_mem == Mem::Gm || dst_mem == Mem::Gm) {
+            let (base, gap, write) = if dst_mem == Mem::Gm {
+                (dst, dst_gap * 32, true)
+            } else {
+                (src, src_gap * 32, false)
+            };
+            for i in 0..nb {
+                let lo = base + i * (ln + gap);
+                self.log_gm(b, lo, lo + ln, write, e.site);
+            }
+        }
+        let mut tmp = std::mem::take(&mut self.scratch);
+        tmp.resize(ln as usize, 0);
+        for i in 0..nb {
+            let so = (src + i * (ln + src_gap * 32)) as usize;
+            let d = (dst + i * (ln + dst_gap * 32)) as usize;
+            tmp.copy_from_slice(&self.mem_ref(core, src_mem)[so..so + ln as usize]);
+            self.mem_mut(core, dst_mem)[d..d + ln as usize].copy_from_slice(&tmp);
+        }
+        self.scratch = tmp;
+        Ok(())
     }
 
-    /// `copy_pad`: bursts of `bytes` bytes, strides in bytes; a load fills `blocks` blocks per
-    /// burst, a store reads the burst's whole blocks and writes its bytes. The GM side needs
-    /// the alignment of its elements and must stay inside the tensor's elements. Timed as the
-    /// on-chip blocks.
+    /// `copy_pad`: `n_burst` bursts of `bytes` bytes, strides in bytes; a load fills `blocks`
+    /// blocks per burst, a store reads the burst's whole blocks and writes its bytes. The GM
+    /// side needs the alignment of its elements and must stay inside the tensor's elements.
+    /// Timed as the on-chip blocks.
     pub(super) fn copy_pad(
         &mut self,
         b: &mut Block,
         e: &Exec,
-        (n, bytes, blocks): (u64, u64, u64),
-        strides: (u64, u64),
+        (n_burst, bytes, blocks): (u64, u64, u64),
+        (src_stride, dst_stride): (u64, u64),
     ) -> Result<(), Error> {
-        let load = self.k.bufs[e.ops[0].buf as usize].mem != Mem::Gm;
-        let gm_op = usize::from(load);
-        let chip_mem = self.k.bufs[e.ops[1 - gm_op].buf as usize].mem;
-        let chip_align = self.k.machine.mem(chip_mem).align;
-        let gm = &self.k.bufs[e.ops[gm_op].buf as usize];
-        let (gm_elem, gm_base, gm_exact) = (gm.elem, gm.base, gm.exact);
-        let (src_len, dst_len, align) = if load {
-            (bytes, blocks * 32, (gm_elem, chip_align))
+        let mc = &self.k.machine;
+        let core = b.core;
+        let (nb, ln) = (n_burst, bytes);
+        let (ss, ds) = (src_stride, dst_stride);
+        let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
+        let src_mem = self.k.bufs[e.ops[1].buf as usize].mem;
+        let load = dst_mem != Mem::Gm;
+        // A load fills `len` blocks per burst; a store reads the bursts' whole blocks
+        // and writes only their bytes.
+        let (src_len, dst_len) = if load {
+            (ln, blocks * 32)
         } else {
-            (bytes.div_ceil(32) * 32, bytes, (chip_align, gm_elem))
+            (ln.div_ceil(32) * 32, ln)
         };
-        let gm_stride = if load { strides.0 } else { strides.1 };
-        // A negative offset is reported where the operands are resolved.
-        let gm_start = b.f.offs[gm_op].max(0) as u64 + gm_base;
-        let gm_end = if n == 0 || bytes == 0 {
-            gm_start
-        } else {
-            gm_start + (n - 1) * gm_stride + bytes
+        let ext = |n: u64, stride: u64, l: u64| {
+            if n == 0 || l == 0 {
+                0
+            } else {
+                (n - 1) * stride + l
+            }
         };
-        if gm_end > gm_base + gm_exact {
+        let gm_op = if load { 1 } else { 0 };
+        let gm_buf = &self.k.bufs[e.ops[gm_op].buf as usize];
+        let (gm_elem, gm_exact) = (gm_buf.elem, gm_buf.exact);
+        let align = |mem: Mem| {
+            if mem == Mem::Gm {
+                gm_elem
+            } else {
+                mc.mem(mem).align
+            }
+        };
+        let (_, dst) = self.resolve(b, e, 0, ext(nb, ds, dst_len), align(dst_mem), "writes")?;
+        let (_, src) = self.resolve(b, e, 1, ext(nb, ss, src_len), align(src_mem), "reads")?;
+        let (gm_addr, gm_stride) = if load { (src, ss) } else { (dst, ds) };
+        let gm_base = self.k.bufs[e.ops[gm_op].buf as usize].base;
+        if ln > 0 && nb > 0 && gm_addr + ext(nb, gm_stride, ln) > gm_base + gm_exact {
             let site = &self.k.sites[e.site as usize];
             return Err(self.error(
                 Diagnostic::new(
@@ -83,9 +133,9 @@ impl Machine<'_> {
                         "`{}` {} bytes {}..{} of `{}`, which has {gm_exact} bytes{}",
                         site.text,
                         if load { "reads" } else { "writes" },
-                        gm_start - gm_base,
-                        gm_end - gm_base,
-                        gm.name,
+                        gm_addr - gm_base,
+                        gm_addr - gm_base + ext(nb, gm_stride, ln),
+                        self.k.bufs[e.ops[gm_op].buf as usize].name,
                         self.context(&b.f.slots, e.site)
                     ),
                 )
@@ -93,80 +143,38 @@ impl Machine<'_> {
                 .with_hint("shorten the last burst or use fewer bursts"),
             ));
         }
-        let bursts = Bursts {
-            n,
-            src_len,
-            dst_len,
-            pitch: strides,
-            align,
-            timed: n * if load { dst_len } else { src_len },
-        };
-        self.dma(b, e, &bursts)
-    }
-
-    /// Checks, times and performs a DMA between the memories of operands 1 (source) and 0
-    /// (destination).
-    fn dma(&mut self, b: &mut Block, e: &Exec, t: &Bursts) -> Result<(), Error> {
-        let core = b.core;
-        let nb = t.n;
-        let moved = t.src_len.min(t.dst_len);
-        let extent = |pitch: u64, len: u64| {
-            if nb == 0 || len == 0 {
-                0
-            } else {
-                (nb - 1) * pitch + len
-            }
-        };
-        let (src_ext, dst_ext) = (extent(t.pitch.0, t.src_len), extent(t.pitch.1, t.dst_len));
-        let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
-        let src_mem = self.k.bufs[e.ops[1].buf as usize].mem;
-        let (_, dst) = self.resolve(b, e, 0, dst_ext, t.align.1, "writes")?;
-        let (_, src) = self.resolve(b, e, 1, src_ext, t.align.0, "reads")?;
-        // The assembler accepted only paths that exist.
-        let path = CopyPath::between(src_mem, dst_mem).unwrap_or(CopyPath::UbUb);
-        let pipe = path.pipe();
-        let (s, end) = self.copy_time(b, path, t.timed);
-        let tick = b.begin(pipe);
-        self.check(
+        let path = CopyPath::between(src_mem, dst_mem).unwrap_or(CopyPath::GmL1);
+        let moved = nb * if load { dst_len } else { src_len };
+        self.transfer(
             b,
             e,
-            pipe,
-            tick,
+            path,
+            moved,
             &[
-                (1, src, src + src_ext, false),
-                (0, dst, dst + dst_ext, true),
+                Burst::strided(1, src, nb, src_len, ss, false),
+                Burst::strided(0, dst, nb, dst_len, ds, true),
             ],
         )?;
-        self.touch(b, e, 0, s, end);
-        self.touch(b, e, 1, s, end);
-        self.stats.path_bytes[path as usize] += t.timed;
-        if src_mem == Mem::Gm {
-            self.stats.gm_read += nb * moved;
+        if load {
+            self.stats.gm_read += nb * ln;
+        } else {
+            self.stats.gm_written += nb * ln;
         }
-        if dst_mem == Mem::Gm {
-            self.stats.gm_written += nb * moved;
-        }
-        if self.gm_log.is_some() && (src_mem == Mem::Gm || dst_mem == Mem::Gm) {
-            let (base, pitch, write) = if dst_mem == Mem::Gm {
-                (dst, t.pitch.1, true)
-            } else {
-                (src, t.pitch.0, false)
-            };
+        if self.gm_log.is_some() {
             for i in 0..nb {
-                let lo = base + i * pitch;
-                self.log_gm(b, lo, lo + moved, write, e.site);
+                let lo = gm_addr + i * gm_stride;
+                self.log_gm(b, lo, lo + ln, !load, e.site);
             }
         }
         let mut tmp = std::mem::take(&mut self.scratch);
         tmp.clear();
-        tmp.resize(t.dst_len as usize, 0);
+        tmp.resize(dst_len as usize, 0);
         for i in 0..nb {
-            let so = (src + i * t.pitch.0) as usize;
-            let d = (dst + i * t.pitch.1) as usize;
-            let m = moved as usize;
-            tmp[..m].copy_from_slice(&self.mem_ref(core, src_mem)[so..so + m]);
-            tmp[m..].fill(0);
-            self.mem_mut(core, dst_mem)[d..d + t.dst_len as usize].copy_from_slice(&tmp);
+            let so = (src + i * ss) as usize;
+            let d = (dst + i * ds) as usize;
+            tmp[..ln as usize].copy_from_slice(&self.mem_ref(core, src_mem)[so..so + ln as usize]);
+            tmp[ln as usize..].fill(0);
+            self.mem_mut(core, dst_mem)[d..d + dst_len as usize].copy_from_slice(&tmp);
         }
         self.scratch = tmp;
         Ok(())
