@@ -57,6 +57,7 @@ pub fn generate(seed: u64) -> Kernel {
             inputs: Vec::new(),
             outputs: Vec::new(),
             body: Vec::new(),
+            temporaries: Vec::new(),
         },
         arrays: Vec::new(),
         temps: 0,
@@ -66,8 +67,11 @@ pub fn generate(seed: u64) -> Kernel {
             g.function();
         }
     }
-    if g.rng.chance(0.12) {
+    let roll = g.rng.below(100);
+    if roll < 12 {
         g.time_stencil();
+    } else if roll < 24 {
+        g.contraction();
     } else {
         g.body();
     }
@@ -111,6 +115,8 @@ struct Idx {
     /// A `for` variable rather than an index of the statement.
     looped: bool,
     on_lhs: bool,
+    /// The left-hand side's subscript, where it is not the bare index (shifted or reversed).
+    lhs_sub: Option<Aff>,
 }
 
 struct Gen {
@@ -191,6 +197,7 @@ impl Gen {
             range: None,
             looped: true,
             on_lhs: false,
+            lhs_sub: None,
         }
     }
 
@@ -257,6 +264,7 @@ impl Gen {
                     range: Some((Aff::constant(1), self.size_aff(size).plus(-1))),
                     looped: false,
                     on_lhs: true,
+                    lhs_sub: None,
                 })
                 .collect();
             let mut terms = vec![Expr::Read(
@@ -301,7 +309,13 @@ impl Gen {
                     })
                     .collect(),
                 conds: Vec::new(),
+                loops: None,
             }));
+        }
+        for item in &mut body {
+            if let Item::Stmt(s) = item {
+                s.loops = Some(s.ranges.clone());
+            }
         }
         self.kernel.body = vec![Item::For {
             var: LOOP_NAMES[0].to_string(),
@@ -314,6 +328,161 @@ impl Gen {
             let stmt = self.statement(&[], true);
             self.kernel.body.push(Item::Stmt(stmt));
         }
+    }
+
+    /// A matrix product as the accelerator's Cube computes it (`f16` operands, an `f32` sum),
+    /// with sizes that are not multiples of its 16×16 fractal, sometimes transposed operands,
+    /// and element-wise statements after it (bias, scaling, ReLU) on the product's tile.
+    fn contraction(&mut self) {
+        for (k, name) in ["M", "N", "K"].iter().enumerate() {
+            // The accelerator takes rows of N and K that are whole 32-byte blocks of f16.
+            let value = if k == 0 {
+                *self.rng.pick(&[1i64, 3, 5, 16, 17, 20, 33])
+            } else {
+                *self.rng.weighted(&[(16i64, 4), (32, 3), (5, 1), (17, 1)])
+            };
+            if k < self.kernel.sizes.len() {
+                self.kernel.sizes[k] = (name.to_string(), value);
+            } else {
+                self.kernel.sizes.push((name.to_string(), value));
+            }
+        }
+        let sizes = |g: &Gen, dims: &[usize]| dims.iter().map(|&d| g.size_aff(d)).collect();
+        let operand = *self
+            .rng
+            .weighted(&[(Elem::F16, 6), (Elem::F32, 2), (Elem::F64, 1)]);
+        let (m, n, k) = (0, 1, 2);
+        let transposed_a = self.rng.chance(0.15);
+        let transposed_b = self.rng.chance(0.15);
+        let a_dims = if transposed_a { [k, m] } else { [m, k] };
+        let b_dims = if transposed_b { [n, k] } else { [k, n] };
+        self.kernel.inputs.push(Tensor {
+            name: "A".into(),
+            elem: operand,
+            dims: sizes(self, &a_dims),
+        });
+        self.kernel.inputs.push(Tensor {
+            name: "B".into(),
+            elem: operand,
+            dims: sizes(self, &b_dims),
+        });
+        let read_a = Expr::Read(
+            "A".into(),
+            if transposed_a {
+                vec![Aff::var("k"), Aff::var("i")]
+            } else {
+                vec![Aff::var("i"), Aff::var("k")]
+            },
+        );
+        let read_b = Expr::Read(
+            "B".into(),
+            if transposed_b {
+                vec![Aff::var("j"), Aff::var("k")]
+            } else {
+                vec![Aff::var("k"), Aff::var("j")]
+            },
+        );
+        let sum = if operand == Elem::F64 {
+            Elem::F64
+        } else {
+            Elem::F32
+        };
+        let product = Expr::Bin(BinOp::Mul, Box::new(read_a), Box::new(read_b));
+        let epilogue = self.rng.below(3);
+        let out_dims = sizes(self, &[m, n]);
+        let full = |name: &str| Stmt {
+            lhs: name.to_string(),
+            subs: vec![Aff::var("i"), Aff::var("j")],
+            op: Op::Set,
+            rhs: Expr::Lit(Lit::Float(0.0)),
+            ranges: Vec::new(),
+            conds: Vec::new(),
+            loops: Some(vec![
+                Range {
+                    index: "i".into(),
+                    lo: Aff::constant(0),
+                    hi: Aff::var("M"),
+                },
+                Range {
+                    index: "j".into(),
+                    lo: Aff::constant(0),
+                    hi: Aff::var("N"),
+                },
+            ]),
+        };
+        let mut body = Vec::new();
+        let acc = if epilogue == 0 { "C" } else { "T" };
+        let mut first = full(acc);
+        first.op = Op::AddInit;
+        first.rhs = product;
+        if let Some(loops) = first.loops.as_mut() {
+            loops.push(Range {
+                index: "k".into(),
+                lo: Aff::constant(0),
+                hi: Aff::var("K"),
+            });
+        }
+        body.push(Item::Stmt(first));
+        let tensor = |name: &str| Tensor {
+            name: name.to_string(),
+            elem: sum,
+            dims: out_dims.clone(),
+        };
+        if epilogue == 0 {
+            self.kernel.outputs.push(tensor("C"));
+        } else {
+            self.kernel.temporaries.push(tensor("T"));
+            let mut previous = "T".to_string();
+            for e in 0..epilogue {
+                let mut value = Expr::Read(previous.clone(), vec![Aff::var("i"), Aff::var("j")]);
+                for _ in 0..1 + self.rng.below(3) {
+                    let operand = match self.rng.below(3) {
+                        0 => {
+                            if !self.kernel.inputs.iter().any(|t| t.name == "bias") {
+                                self.kernel.inputs.push(Tensor {
+                                    name: "bias".into(),
+                                    elem: sum,
+                                    dims: vec![self.size_aff(n)],
+                                });
+                            }
+                            Expr::Read("bias".into(), vec![Aff::var("j")])
+                        }
+                        1 => {
+                            if !self.kernel.inputs.iter().any(|t| t.name == "alpha") {
+                                self.kernel.inputs.push(Tensor {
+                                    name: "alpha".into(),
+                                    elem: sum,
+                                    dims: Vec::new(),
+                                });
+                            }
+                            Expr::Read("alpha".into(), Vec::new())
+                        }
+                        _ => Expr::Lit(Lit::Float(*self.rng.pick(&[0.5, 2.0, -1.0]))),
+                    };
+                    value = match self.rng.below(4) {
+                        0 => Expr::Bin(BinOp::Add, Box::new(value), Box::new(operand)),
+                        1 => Expr::Bin(BinOp::Mul, Box::new(value), Box::new(operand)),
+                        2 => Expr::Bin(BinOp::Sub, Box::new(value), Box::new(operand)),
+                        _ => Expr::Call("max".into(), vec![value, Expr::Lit(Lit::Float(0.0))]),
+                    };
+                }
+                let name = if e + 1 == epilogue {
+                    "C".to_string()
+                } else {
+                    format!("U{e}")
+                };
+                let mut stmt = full(&name);
+                stmt.rhs = value;
+                body.push(Item::Stmt(stmt));
+                if e + 1 == epilogue {
+                    self.kernel.outputs.push(tensor("C"));
+                } else {
+                    self.kernel.temporaries.push(tensor(&name));
+                }
+                previous = name;
+            }
+        }
+        self.kernel.body = body;
     }
 
     /// One statement; the last one of the kernel writes an output.
@@ -369,7 +538,10 @@ impl Gen {
         let temp = matches!(target, Target::NewTemp);
         let mut idx: Vec<Idx> = fors.to_vec();
         for (d, &size) in lhs_dims.iter().enumerate() {
-            let x = self.index(INDEX_NAMES[d], size, &idx, temp, true);
+            let mut x = self.index(INDEX_NAMES[d], size, &idx, temp, true);
+            if !temp && self.rng.chance(0.1) {
+                self.shift_lhs(&mut x);
+            }
             idx.push(x);
         }
         if op.reduces() {
@@ -423,7 +595,7 @@ impl Gen {
                 self.arrays[a].name.clone(),
                 idx.iter()
                     .filter(|x| x.on_lhs)
-                    .map(|x| Aff::var(&x.name))
+                    .map(|x| x.lhs_sub.clone().unwrap_or_else(|| Aff::var(&x.name)))
                     .collect(),
             ),
             _ => {
@@ -442,14 +614,23 @@ impl Gen {
                         h: x.h,
                     })
                     .collect::<Vec<_>>();
-                if !temp {
-                    self.kernel.outputs.push(Tensor {
-                        name: name.clone(),
-                        elem,
-                        dims: lhs.iter().map(|x| self.size_aff(x.size)).collect(),
-                    });
+                let tensor = Tensor {
+                    name: name.clone(),
+                    elem,
+                    dims: lhs
+                        .iter()
+                        .map(|x| self.size_aff(x.size).plus(if temp { -x.h } else { 0 }))
+                        .collect(),
+                };
+                if temp {
+                    self.kernel.temporaries.push(tensor);
+                } else {
+                    self.kernel.outputs.push(tensor);
                 }
-                let subs = lhs.iter().map(|x| Aff::var(&x.name)).collect();
+                let subs = lhs
+                    .iter()
+                    .map(|x| x.lhs_sub.clone().unwrap_or_else(|| Aff::var(&x.name)))
+                    .collect();
                 self.arrays.push(ArrayInfo {
                     name: name.clone(),
                     elem,
@@ -470,6 +651,21 @@ impl Gen {
             }
         };
         let ranges = self.ranges(&idx, &rhs, !temp);
+        let loops = idx
+            .iter()
+            .filter(|x| !x.looped)
+            .map(|x| {
+                let (lo, hi) = x
+                    .range
+                    .clone()
+                    .unwrap_or_else(|| (Aff::constant(0), self.size_aff(x.size)));
+                Range {
+                    index: x.name.clone(),
+                    lo,
+                    hi,
+                }
+            })
+            .collect();
         Stmt {
             lhs: name,
             subs,
@@ -477,6 +673,33 @@ impl Gen {
             rhs,
             ranges,
             conds,
+            loops: Some(loops),
+        }
+    }
+
+    /// Writes dimension `x` of an output shifted by one (`x + 1`, the range made to end one
+    /// early) or reversed (`S - x - 1`); either way the range is written out, since a subscript
+    /// that is not a bare index gives its index no range.
+    fn shift_lhs(&mut self, x: &mut Idx) {
+        let s = self.size_aff(x.size);
+        let value = self.kernel.sizes[x.size].1;
+        if self.rng.chance(0.5) && value >= 2 {
+            if x.h == 0 {
+                x.h = 1;
+                x.range = Some(match x.range.take() {
+                    Some((lo, _)) if x.lo + 1 < value => (lo, s.plus(-1)),
+                    _ => {
+                        x.lo = 0;
+                        (Aff::constant(0), s.plus(-1))
+                    }
+                });
+            }
+            x.lhs_sub = Some(Aff::var(&x.name).plus(1));
+        } else {
+            if x.range.is_none() {
+                x.range = Some((Aff::constant(x.lo), s.plus(-x.h)));
+            }
+            x.lhs_sub = Some(self.size_aff(x.size).term(-1, &x.name).plus(-1));
         }
     }
 
@@ -500,6 +723,7 @@ impl Gen {
             range: None,
             looped: false,
             on_lhs: lhs,
+            lhs_sub: None,
         };
         let s = self.size_aff(size);
         let same: Vec<&Idx> = earlier.iter().filter(|y| y.size == size).collect();
@@ -515,7 +739,7 @@ impl Gen {
         } else {
             let y = same[self.rng.below(same.len())];
             let yv = Aff::var(&y.name);
-            match self.rng.below(3) {
+            match self.rng.below(if lhs { 3 } else { 4 }) {
                 0 => {
                     x.lo = 0;
                     x.h = y.h;
@@ -526,10 +750,17 @@ impl Gen {
                     x.h = 0;
                     x.range = Some((yv, s));
                 }
-                _ => {
+                2 => {
                     x.lo = y.lo + 1;
                     x.h = 0;
                     x.range = Some((yv.plus(1), s));
+                }
+                _ => {
+                    // A window after `y`, as a convolution reads: past the size by `w - 1`.
+                    let w = 2 + self.rng.below(2) as i64;
+                    x.lo = y.lo;
+                    x.h = y.h - (w - 1);
+                    x.range = Some((yv.clone(), yv.plus(w)));
                 }
             }
         }
@@ -1008,7 +1239,8 @@ impl Gen {
         let dims: Vec<Dim> = chosen
             .iter()
             .map(|x| {
-                let pad = *self.rng.weighted(&[(0i64, 75), (1, 15), (2, 10)]);
+                // Enough room for the index's whole range (a window reaches past its size).
+                let pad = (*self.rng.weighted(&[(0i64, 75), (1, 15), (2, 10)])).max(-x.h);
                 Dim {
                     size: x.size,
                     lo: 0,

@@ -151,7 +151,7 @@ pub enum BinOp {
 }
 
 impl BinOp {
-    fn symbol(self) -> &'static str {
+    pub fn symbol(self) -> &'static str {
         match self {
             BinOp::Add => "+",
             BinOp::Sub => "-",
@@ -173,7 +173,7 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
-    fn symbol(self) -> &'static str {
+    pub fn symbol(self) -> &'static str {
         match self {
             CmpOp::Lt => "<",
             CmpOp::Le => "<=",
@@ -350,6 +350,10 @@ pub struct Stmt {
     pub rhs: Expr,
     pub ranges: Vec<Range>,
     pub conds: Vec<AffCond>,
+    /// Every index of the statement with its range written out, in an order where each range
+    /// names only indices before it: the loops of the statement written in C (`None` where the
+    /// generator did not know them).
+    pub loops: Option<Vec<Range>>,
 }
 
 /// An item of the kernel body: a statement or a `for` loop around items.
@@ -364,6 +368,23 @@ pub enum Item {
     },
 }
 
+/// The language a kernel is written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    Pf,
+    C,
+}
+
+impl Lang {
+    /// The file extension, which tells `polyfuse` the language.
+    pub fn ext(self) -> &'static str {
+        match self {
+            Lang::Pf => "pf",
+            Lang::C => "c",
+        }
+    }
+}
+
 /// A whole `.pf` file: functions and one kernel.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
@@ -373,6 +394,9 @@ pub struct Kernel {
     pub inputs: Vec<Tensor>,
     pub outputs: Vec<Tensor>,
     pub body: Vec<Item>,
+    /// The temporaries with the shapes the front end gives them: the local arrays of the kernel
+    /// written in C (the `.pf` text leaves them out).
+    pub temporaries: Vec<Tensor>,
 }
 
 impl Kernel {
@@ -389,6 +413,14 @@ impl Kernel {
         let mut out = Vec::new();
         walk(&self.body, &mut out);
         out
+    }
+
+    /// The kernel's text in `lang`.
+    pub fn render(&self, lang: Lang) -> String {
+        match lang {
+            Lang::Pf => self.to_pf(),
+            Lang::C => self.to_c(),
+        }
     }
 
     /// The `.pf` text.

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! cargo xtask difftest --seconds N [--seed S] [--target cpu|gpu|npu|all] [--keep] [--no-isl]
+//!                       [--timeout SECONDS] [--binary PATH]
 //! ```
 //!
 //! For N seconds, kernels come from the [`generator`] (kernel `n` from a seed derived from
@@ -14,7 +15,11 @@
 //! failing command to `target/difftest/`. Where islpy is installed, the [`oracle`] also
 //! recomputes each kernel's dependences with isl and checks the compiled schedule against
 //! them. The last line sums up: kernels, runs per target, mismatches, panics, skips, the seed.
+//! `--keep` keeps every generated kernel in `target/difftest/kernels/`; `--timeout` bounds one
+//! run of `polyfuse` (60 s by default); `--binary` tests a given `polyfuse` instead of building
+//! the workspace's.
 
+mod cscop;
 mod generator;
 mod kernel;
 mod oracle;
@@ -25,8 +30,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kernel::Kernel;
-use runner::{Outcome, Polyfuse};
+use kernel::{Kernel, Lang};
+use runner::{configs, run_config, Config, Outcome, Polyfuse};
 
 /// A deterministic pseudo-random generator (SplitMix64).
 pub struct Rng(u64);
@@ -83,11 +88,13 @@ struct Options {
     keep: bool,
     isl: bool,
     timeout: Duration,
+    /// A `polyfuse` binary to test instead of building the workspace's.
+    binary: Option<std::path::PathBuf>,
 }
 
 const USAGE: &str =
     "usage: cargo xtask difftest --seconds N [--seed S] [--target cpu|gpu|npu|all] \
-                     [--keep] [--no-isl] [--timeout SECONDS]";
+                     [--keep] [--no-isl] [--timeout SECONDS] [--binary PATH]";
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut o = Options {
@@ -99,6 +106,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         keep: false,
         isl: true,
         timeout: Duration::from_secs(60),
+        binary: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -133,6 +141,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                     other => return Err(format!("unknown target `{other}`\n{USAGE}")),
                 }
             }
+            "--binary" => o.binary = Some(value("a path")?.into()),
             "--keep" => o.keep = true,
             "--no-isl" => o.isl = false,
             other => return Err(format!("unknown option `{other}`\n{USAGE}")),
@@ -141,134 +150,13 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
     Ok(o)
 }
 
-/// One way of running a kernel: a target and the options that matter for it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    pub target: &'static str,
-    pub options: Vec<String>,
-    /// Tile sizes between 2 and 4, as many as the deepest band has members (found by asking).
-    pub small_tiles: bool,
-}
-
-impl Config {
-    fn label(&self) -> String {
-        let mut parts = vec![self.target.to_string()];
-        parts.extend(self.options.iter().cloned());
-        if self.small_tiles {
-            parts.push("--tile 2..4".into());
-        }
-        parts.join(" ")
-    }
-}
-
-/// The option sets of one kernel on `target`: the defaults, and one or two others.
-fn configs(rng: &mut Rng, target: &'static str, kernel: &Kernel) -> Vec<Config> {
-    let uses_f64 = kernel.to_pf().contains("f64");
-    let config = |options: &[&str], small_tiles: bool| Config {
-        target,
-        options: options.iter().map(|s| s.to_string()).collect(),
-        small_tiles,
-    };
-    let mut out = vec![config(&[], false)];
-    let extra: Vec<Config> = match target {
-        "cpu" => vec![
-            config(&["--fuse", "nofuse"], false),
-            config(&["--fuse", "maxfuse"], false),
-            config(&["--fuse", "post-tiling"], false),
-            config(&["--fuse", "post-tiling"], true),
-            config(&["--no-tile"], false),
-            config(&[], true),
-            config(&["--fuse", "maxfuse"], true),
-        ],
-        "gpu" => vec![
-            config(&["--no-promote"], false),
-            config(&["--fuse", "maxfuse"], false),
-            config(&["--fuse", "nofuse"], false),
-            config(&["--no-tile"], false),
-            config(&[], true),
-            config(&["--no-promote"], true),
-            config(&["--fuse", "post-tiling"], false),
-        ],
-        _ => vec![config(&["--no-double-buffer"], false), config(&[], true)],
-    };
-    let n = if target == "npu" { 1 } else { 2 };
-    for _ in 0..n {
-        let c = extra[rng.below(extra.len())].clone();
-        if !out.contains(&c) {
-            out.push(c);
-        }
-    }
-    for c in &mut out {
-        if uses_f64 && target == "gpu" {
-            c.options.push("--gpu-f32".into());
-        }
-        if uses_f64 && target == "npu" {
-            c.options.push("--npu-f32".into());
-        }
-        if target == "cpu" {
-            c.options.extend(["--threads".to_string(), "2".to_string()]);
-        }
-    }
-    out
-}
-
-/// The arguments of `polyfuse run` for a kernel file on a config, with `tiles` (if any).
-fn run_args(file: &Path, config: &Config, input_seed: u64, tiles: Option<&[i64]>) -> Vec<String> {
-    let mut args = vec![
-        "run".to_string(),
-        file.display().to_string(),
-        "--target".to_string(),
-        config.target.to_string(),
-        "--seed".to_string(),
-        input_seed.to_string(),
-    ];
-    args.extend(config.options.iter().cloned());
-    if let Some(t) = tiles {
-        let t: Vec<String> = t.iter().map(|x| x.to_string()).collect();
-        args.push("--tile".into());
-        args.push(t.join(","));
-    }
-    args
-}
-
-/// Runs `file` on `config`; for small tiles, first learns how many sizes the deepest band
-/// takes (from the message that says so) and picks that many between 2 and 4.
-fn run_config(
-    pf: &Polyfuse,
-    file: &Path,
-    config: &Config,
-    input_seed: u64,
-    rng: &mut Rng,
-) -> (Outcome, Vec<String>) {
-    if !config.small_tiles {
-        let args = run_args(file, config, input_seed, None);
-        return (pf.run(&args).0, args);
-    }
-    let first: Vec<i64> = vec![2];
-    let args = run_args(file, config, input_seed, Some(&first));
-    let (outcome, _) = pf.run(&args);
-    if let Outcome::Error(message) = &outcome {
-        if let Some(members) = band_members(message) {
-            let tiles: Vec<i64> = (0..members).map(|_| 2 + rng.below(3) as i64).collect();
-            let args = run_args(file, config, input_seed, Some(&tiles));
-            return (pf.run(&args).0, args);
-        }
-    }
-    (outcome, args)
-}
-
-/// `D` from "… tile sizes given, but the deepest permutable band of `k` has D members".
-fn band_members(message: &str) -> Option<usize> {
-    let rest = message.split("deepest permutable band of").nth(1)?;
-    let rest = rest.split(" has ").nth(1)?;
-    rest.split_whitespace().next()?.parse().ok()
-}
-
 /// Counts for the summary.
 #[derive(Default)]
 struct Tally {
     kernels: u64,
-    /// Kernels the front end or the interpreter refused (the generator's mistakes).
+    /// Kernels also written as C SCoPs.
+    c_kernels: u64,
+    /// Kernels the front end refused (the generator's mistakes).
     invalid: u64,
     runs: BTreeMap<&'static str, u64>,
     outcomes: BTreeMap<&'static str, u64>,
@@ -281,7 +169,12 @@ struct Tally {
 pub fn difftest(args: &[String]) -> Result<(), String> {
     let options = parse_options(args)?;
     let root = crate::workspace_root();
-    let binary = crate::build_polyfuse()?;
+    let binary = match &options.binary {
+        Some(path) => path
+            .canonicalize()
+            .map_err(|e| format!("--binary {}: {e}", path.display()))?,
+        None => crate::build_polyfuse()?,
+    };
     let out_dir = root.join("target/difftest");
     let work = out_dir.join("work");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
@@ -300,13 +193,26 @@ pub fn difftest(args: &[String]) -> Result<(), String> {
         options.targets.join(", ")
     );
     let mut targets = Vec::new();
+    let mut short_loops = false;
     for &t in &options.targets {
         match available(&pf, t) {
-            Ok(()) => targets.push(t),
+            Ok(device) => {
+                // Mesa's software Vulkan driver ends every loop of a shader invocation after
+                // 65535 iterations in all: kernels whose invocations loop longer (untiled
+                // loops of large default tiles) would "mismatch" by the driver's doing.
+                if device.contains("llvmpipe") {
+                    short_loops = true;
+                    println!(
+                        "difftest: gpu on {device}: runs use small tiles or none (lavapipe \
+                         ends a shader's loops after 65535 iterations)"
+                    );
+                }
+                targets.push(t);
+            }
             Err(why) => println!("difftest: {t} left out: {why}"),
         }
     }
-    let mut isl = if options.isl {
+    let isl = if options.isl {
         match oracle::Isl::start(&root) {
             Ok(isl) => Some(isl),
             Err(why) => {
@@ -317,122 +223,43 @@ pub fn difftest(args: &[String]) -> Result<(), String> {
     } else {
         None
     };
-
-    let deadline = Instant::now() + Duration::from_secs(options.seconds);
-    let mut tally = Tally::default();
-    let mut shrunk: BTreeMap<String, u32> = BTreeMap::new();
-    let file = work.join("kernel.pf");
+    let mut session = Session {
+        pf,
+        out_dir: out_dir.clone(),
+        keep: options.keep,
+        targets,
+        short_loops,
+        isl,
+        tally: Tally::default(),
+        shrunk: BTreeMap::new(),
+        deadline: Instant::now() + Duration::from_secs(options.seconds),
+    };
     let mut n = 0u64;
-    while Instant::now() < deadline {
+    while Instant::now() < session.deadline {
         let seed = kernel_seed(options.seed, n);
         n += 1;
-        let kernel = generator::generate(seed);
-        let text = kernel.to_pf();
-        std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
-        if options.keep {
-            let _ = std::fs::write(out_dir.join(format!("kernels/{seed:016x}.pf")), &text);
-        }
-        tally.kernels += 1;
-        let mut rng = Rng::new(seed ^ 0x5151);
-        let input_seed = rng.below(1000) as u64;
-        // The interpreter first: a kernel it refuses is the generator's mistake, unless it
-        // panics.
-        let interp = Config {
-            target: "interp",
-            options: Vec::new(),
-            small_tiles: false,
-        };
-        let (outcome, args) = run_config(&pf, &file, &interp, input_seed, &mut rng);
-        // A located diagnostic of the front end: the generator's mistake.
-        let refused = |o: &Outcome| {
-            matches!(o, Outcome::Error(m) if m.starts_with("error:"))
-                && std::fs::read_to_string(work.join("stderr.txt")).is_ok_and(|e| e.contains("┌─"))
-        };
-        match &outcome {
-            Outcome::Pass => {}
-            _ if refused(&outcome) => {
-                tally.invalid += 1;
-                if tally.invalid <= 3 {
-                    println!("difftest: kernel {seed:016x} refused: {}", outcome.detail());
-                }
-                continue;
-            }
-            _ => {
-                let failure = Failure {
-                    seed,
-                    kernel: &kernel,
-                    config: &interp,
-                    args: &args,
-                    outcome: &outcome,
-                };
-                report_failure(&pf, &out_dir, &failure, &mut tally, &mut shrunk, deadline);
-                continue;
-            }
-        }
-        if let Some(oracle) = isl.as_mut() {
-            match oracle.check(&pf, &file, seed) {
-                Ok(()) => tally.isl_checked += 1,
-                Err(oracle::Problem::Unavailable(why)) => {
-                    println!("difftest: isl checks stopped: {why}");
-                    if let Some(stopped) = isl.take() {
-                        stopped.stop();
-                    }
-                }
-                Err(oracle::Problem::Skipped) => {}
-                Err(oracle::Problem::Wrong(why)) => {
-                    tally.isl_checked += 1;
-                    tally.isl_failures += 1;
-                    let path = out_dir.join(format!("isl-{seed:016x}.pf"));
-                    let _ = std::fs::write(&path, &text);
-                    let line = format!(
-                        "isl disagrees on kernel {seed:016x} ({}): {why}",
-                        path.display()
-                    );
-                    println!("FAIL {line}");
-                    tally.failures.push(line);
-                }
-            }
-        }
-        for &target in &targets {
-            for config in configs(&mut rng, target, &kernel) {
-                let (outcome, args) = run_config(&pf, &file, &config, input_seed, &mut rng);
-                *tally.runs.entry(target).or_default() += 1;
-                *tally.outcomes.entry(outcome.kind()).or_default() += 1;
-                if let Outcome::Skip(why) = &outcome {
-                    *tally.skips.entry(skip_reason(why)).or_default() += 1;
-                }
-                if outcome.is_failure() {
-                    let failure = Failure {
-                        seed,
-                        kernel: &kernel,
-                        config: &config,
-                        args: &args,
-                        outcome: &outcome,
-                    };
-                    report_failure(&pf, &out_dir, &failure, &mut tally, &mut shrunk, deadline);
-                }
-            }
-        }
+        session.test(seed)?;
     }
-    if let Some(isl) = isl {
+    if let Some(isl) = session.isl.take() {
         isl.stop();
     }
-    print_summary(&tally, &options, &targets);
-    if tally.failures.is_empty() {
+    print_summary(&session.tally, &options, &session.targets);
+    if session.tally.failures.is_empty() {
         Ok(())
     } else {
         Err(format!(
             "difftest: {} failure(s); reproducers in {}",
-            tally.failures.len(),
+            session.tally.failures.len(),
             out_dir.display()
         ))
     }
 }
 
-/// Whether `target` can run here: a tiny kernel runs (the GPU needs an adapter).
-fn available(pf: &Polyfuse, target: &str) -> Result<(), String> {
+/// Whether `target` can run here, and on what: a tiny kernel runs (the GPU needs an adapter;
+/// its name comes back).
+fn available(pf: &Polyfuse, target: &str) -> Result<String, String> {
     if target != "gpu" {
-        return Ok(());
+        return Ok(target.to_string());
     }
     let file = pf.work.join("probe.pf");
     std::fs::write(
@@ -446,80 +273,238 @@ fn available(pf: &Polyfuse, target: &str) -> Result<(), String> {
         "--target".to_string(),
         target.to_string(),
     ];
-    match pf.run(&args).0 {
-        Outcome::Pass => Ok(()),
-        other => Err(format!("{}: {}", other.kind(), other.detail())),
+    match pf.run(&args) {
+        // "kernel probe on gpu (ADAPTER, seed 1, …)"
+        (Outcome::Pass, printed) => Ok(printed
+            .stdout
+            .split_once(" on gpu (")
+            .map_or("", |(_, rest)| rest.split(", seed").next().unwrap_or(""))
+            .to_string()),
+        (other, _) => Err(format!("{}: {}", other.kind(), other.detail())),
     }
 }
 
-/// A skip's reason without the kernel's name and numbers, for counting.
+/// A skip's reason without the kernel's name and the names it quotes, for counting.
 fn skip_reason(message: &str) -> String {
     let text = message.trim_start_matches("error: ");
     let text = text.split_once(": ").map_or(text, |(_, r)| r);
-    let short: String = text
-        .chars()
-        .filter(|c| !c.is_ascii_digit())
-        .take(90)
-        .collect();
-    short
+    let mut out = String::new();
+    for (k, part) in text.split('`').enumerate() {
+        out.push_str(if k % 2 == 1 { "`…`" } else { part });
+    }
+    out.chars().take(100).collect()
 }
 
+/// The state of one difftest run.
+struct Session {
+    pf: Polyfuse,
+    out_dir: std::path::PathBuf,
+    keep: bool,
+    targets: Vec<&'static str>,
+    /// Keep the GPU's shader loops short (see `difftest`).
+    short_loops: bool,
+    isl: Option<oracle::Isl>,
+    tally: Tally,
+    /// How many failures of each kind were shrunk.
+    shrunk: BTreeMap<String, u32>,
+    deadline: Instant,
+}
+
+/// One failing run.
 struct Failure<'a> {
     seed: u64,
     kernel: &'a Kernel,
+    lang: Lang,
     config: &'a Config,
     args: &'a [String],
     outcome: &'a Outcome,
 }
 
-/// Prints a failure, shrinks it (at most a few times per kind of failure and target) and
-/// writes the reproducer.
-fn report_failure(
-    pf: &Polyfuse,
-    out_dir: &Path,
-    f: &Failure,
-    tally: &mut Tally,
-    shrunk: &mut BTreeMap<String, u32>,
-    deadline: Instant,
-) {
-    let signature = format!("{} {}", f.config.target, f.outcome.signature());
-    println!(
-        "FAIL kernel {:016x} on {}: {} {}",
-        f.seed,
-        f.config.label(),
-        f.outcome.kind(),
-        f.outcome.detail().lines().next().unwrap_or("")
-    );
-    let count = shrunk.entry(signature).or_default();
-    *count += 1;
-    let base = format!("{}-{:016x}", f.outcome.kind(), f.seed);
-    let original = out_dir.join(format!("{base}.orig.pf"));
-    let _ = std::fs::write(&original, f.kernel.to_pf());
-    let (kernel, args) = if *count <= 3 {
-        // Shrinking may take a while; not much past the deadline.
-        let budget = deadline
-            .saturating_duration_since(Instant::now())
-            .clamp(Duration::from_secs(30), Duration::from_secs(120));
-        let result = shrinker::shrink(pf, f.kernel, f.args, f.outcome, budget);
-        (result.kernel, result.args)
-    } else {
-        (f.kernel.clone(), f.args.to_vec())
-    };
-    let path = out_dir.join(format!("{base}.pf"));
-    let _ = std::fs::write(&path, kernel.to_pf());
-    let mut args = args;
-    if let Some(file) = args.get_mut(1) {
-        *file = path.display().to_string();
+impl Session {
+    /// Generates kernel `seed` and runs it as `.pf` (and sometimes as C) everywhere.
+    fn test(&mut self, seed: u64) -> Result<(), String> {
+        let kernel = generator::generate(seed);
+        self.tally.kernels += 1;
+        let mut rng = Rng::new(seed ^ 0x5151);
+        let input_seed = rng.below(1000) as u64;
+        self.test_as(&kernel, Lang::Pf, seed, input_seed, &mut rng)?;
+        if kernel.c_compatible() && rng.chance(0.35) {
+            self.tally.c_kernels += 1;
+            self.test_as(&kernel, Lang::C, seed, input_seed, &mut rng)?;
+        }
+        Ok(())
     }
-    let command = format!("polyfuse {}", args.join(" "));
-    let _ = std::fs::write(out_dir.join(format!("{base}.cmd")), format!("{command}\n"));
-    println!("  reproducer: {}\n  command: {command}", path.display());
-    tally.failures.push(format!(
-        "{} on {}: {} ({command})",
-        f.outcome.kind(),
-        f.config.target,
-        f.outcome.detail().lines().next().unwrap_or("")
-    ));
+
+    fn test_as(
+        &mut self,
+        kernel: &Kernel,
+        lang: Lang,
+        seed: u64,
+        input_seed: u64,
+        rng: &mut Rng,
+    ) -> Result<(), String> {
+        let text = kernel.render(lang);
+        let file = self.pf.work.join(format!("kernel.{}", lang.ext()));
+        std::fs::write(&file, &text).map_err(|e| format!("{}: {e}", file.display()))?;
+        if self.keep {
+            let kept = self
+                .out_dir
+                .join(format!("kernels/{seed:016x}.{}", lang.ext()));
+            let _ = std::fs::write(kept, &text);
+        }
+        // The interpreter first: a kernel the front end refuses is the generator's mistake.
+        let interp = Config {
+            target: "interp",
+            options: Vec::new(),
+            small_tiles: false,
+        };
+        let (outcome, args) = run_config(&self.pf, &file, &interp, input_seed, rng);
+        let refused = matches!(&outcome, Outcome::Error(m) if m.starts_with("error:"))
+            && std::fs::read_to_string(self.pf.work.join("stderr.txt"))
+                .is_ok_and(|e| e.contains("┌─"));
+        if refused {
+            self.tally.invalid += 1;
+            if self.tally.invalid <= 3 {
+                println!(
+                    "difftest: kernel {seed:016x} ({}) refused: {}",
+                    lang.ext(),
+                    outcome.detail()
+                );
+            }
+            return Ok(());
+        }
+        if outcome != Outcome::Pass {
+            let failure = Failure {
+                seed,
+                kernel,
+                lang,
+                config: &interp,
+                args: &args,
+                outcome: &outcome,
+            };
+            self.report(&failure);
+            return Ok(());
+        }
+        self.check_with_isl(&file, &text, lang, seed);
+        let mut stuck = false;
+        for target in self.targets.clone() {
+            // The C version goes to fewer places: it tests the C front end.
+            let mut list = configs(rng, target, kernel, self.short_loops && target == "gpu");
+            if lang == Lang::C {
+                list.truncate(1);
+            }
+            for config in list {
+                if stuck {
+                    break;
+                }
+                let (outcome, args) = run_config(&self.pf, &file, &config, input_seed, rng);
+                // A kernel that hangs or exhausts the memory once will again: its other runs
+                // would only spend the time.
+                stuck = matches!(outcome, Outcome::Timeout | Outcome::Crash(_));
+                *self.tally.runs.entry(target).or_default() += 1;
+                *self.tally.outcomes.entry(outcome.kind()).or_default() += 1;
+                if let Outcome::Skip(why) = &outcome {
+                    *self.tally.skips.entry(skip_reason(why)).or_default() += 1;
+                }
+                if outcome.is_failure() {
+                    let failure = Failure {
+                        seed,
+                        kernel,
+                        lang,
+                        config: &config,
+                        args: &args,
+                        outcome: &outcome,
+                    };
+                    self.report(&failure);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Dependences and schedules of the kernel in `file`, checked by isl.
+    fn check_with_isl(&mut self, file: &Path, text: &str, lang: Lang, seed: u64) {
+        let Some(isl) = self.isl.as_mut() else {
+            return;
+        };
+        match isl.check(&self.pf, file, seed) {
+            Ok(()) => self.tally.isl_checked += 1,
+            Err(oracle::Problem::Unavailable(why)) => {
+                println!("difftest: isl checks stopped: {why}");
+                if let Some(stopped) = self.isl.take() {
+                    stopped.stop();
+                }
+            }
+            Err(oracle::Problem::Skipped) => {}
+            Err(oracle::Problem::Wrong(why)) => {
+                self.tally.isl_checked += 1;
+                self.tally.isl_failures += 1;
+                let path = self.out_dir.join(format!("isl-{seed:016x}.{}", lang.ext()));
+                let _ = std::fs::write(&path, text);
+                let line = format!(
+                    "isl disagrees on kernel {seed:016x} ({}): {why}",
+                    path.display()
+                );
+                println!("FAIL {line}");
+                self.tally.failures.push(line);
+            }
+        }
+    }
+
+    /// Prints a failure, shrinks it (at most a few times per kind of failure and target) and
+    /// writes the reproducer and its command.
+    fn report(&mut self, f: &Failure) {
+        let signature = format!("{} {}", f.config.target, f.outcome.signature());
+        println!(
+            "FAIL kernel {:016x} ({}) on {}: {} {}",
+            f.seed,
+            f.lang.ext(),
+            f.config.label(),
+            f.outcome.kind(),
+            f.outcome.detail().lines().next().unwrap_or("")
+        );
+        let count = self.shrunk.entry(signature).or_default();
+        *count += 1;
+        let ext = f.lang.ext();
+        let base = format!("{}-{:016x}", f.outcome.kind(), f.seed);
+        let original = self.out_dir.join(format!("{base}.orig.{ext}"));
+        let _ = std::fs::write(&original, f.kernel.render(f.lang));
+        let (kernel, args) = if *count <= 3 {
+            // Shrinking may take a while; not much past the deadline.
+            let budget = self
+                .deadline
+                .saturating_duration_since(Instant::now())
+                .clamp(Duration::from_secs(30), Duration::from_secs(120));
+            // A hang shows within seconds; the shrinker's runs need not wait a whole minute.
+            let quick = Polyfuse {
+                binary: self.pf.binary.clone(),
+                work: self.pf.work.clone(),
+                timeout: self.pf.timeout.min(Duration::from_secs(15)),
+            };
+            let result = shrinker::shrink(&quick, f.kernel, f.lang, f.args, f.outcome, budget);
+            (result.kernel, result.args)
+        } else {
+            (f.kernel.clone(), f.args.to_vec())
+        };
+        let path = self.out_dir.join(format!("{base}.{ext}"));
+        let _ = std::fs::write(&path, kernel.render(f.lang));
+        let mut args = args;
+        if let Some(file) = args.get_mut(1) {
+            *file = path.display().to_string();
+        }
+        let command = format!("polyfuse {}", args.join(" "));
+        let _ = std::fs::write(
+            self.out_dir.join(format!("{base}.cmd")),
+            format!("{command}\n"),
+        );
+        println!("  reproducer: {}\n  command: {command}", path.display());
+        self.tally.failures.push(format!(
+            "{} on {}: {} ({command})",
+            f.outcome.kind(),
+            f.config.target,
+            f.outcome.detail().lines().next().unwrap_or("")
+        ));
+    }
 }
 
 fn print_summary(tally: &Tally, options: &Options, targets: &[&str]) {
@@ -551,9 +536,10 @@ fn print_summary(tally: &Tally, options: &Options, targets: &[&str]) {
         String::new()
     };
     println!(
-        "difftest summary: {} kernels ({} refused), runs: {}; mismatches {}, panics {}, crashes {}, \
-         errors {}, timeouts {}, skips {}{isl}; seed {}",
+        "difftest summary: {} kernels ({} also as C, {} refused), runs: {}; mismatches {}, \
+         panics {}, crashes {}, errors {}, timeouts {}, skips {}{isl}; seed {}",
         tally.kernels,
+        tally.c_kernels,
         tally.invalid,
         if runs.is_empty() {
             "none".to_string()
@@ -575,11 +561,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn band_members_are_read_from_the_message() {
-        let m =
-            "error: k: 1 tile sizes given, but the deepest permutable band of `k` has 3 members";
-        assert_eq!(band_members(m), Some(3));
-        assert_eq!(band_members("error: something else"), None);
+    fn skip_reasons_leave_out_names() {
+        assert_eq!(
+            skip_reason("error: k3f: not supported on npu yet: `k3f` has no contraction"),
+            "not supported on npu yet: `…` has no contraction"
+        );
     }
 
     #[test]

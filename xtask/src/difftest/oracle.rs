@@ -144,3 +144,91 @@ impl Isl {
         let _ = self.child.wait();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    /// `A[i] = A[i - 1] + A[i]` for `1 <= i < N`, as `polyfuse check` prints it.
+    const PROGRAM: &str = "kernel st\nparams: N = 6\narrays:\n  A: f32[N] inout\nstatements:\n  \
+        S0: A[i] = A[i - 1] + A[i]\n    domain: [N] -> { S0[i] : 1 <= i < N }\n    \
+        schedule: [0, i, 0]\n    write: [N] -> { S0[i] -> A[i] }\n    \
+        read: [N] -> { S0[i] -> A[i - 1] }\n    read: [N] -> { S0[i] -> A[i] }\n";
+
+    /// Its dependences, as `polyfuse check --emit deps` prints them.
+    const DEPS: &str = "memory-based dependences:\n  \
+        flow   S0 -> S0 on A, carried by loop 0 (i), distance (1)\n    \
+        [N] -> { S0[i] -> S0[o0] : i + 1 = o0 and i >= 1 and N >= o0 + 1 }\n  \
+        input  S0 -> S0 on A, carried by loop 0 (i), distance (1)\n    \
+        [N] -> { S0[i] -> S0[o0] : i + 1 = o0 and i >= 1 and N >= o0 + 1 }\n\
+        value-based flow dependences:\n  \
+        flow   S0 -> S0 on A, carried by loop 0 (i), distance (1)\n    \
+        [N] -> { S0[i] -> S0[o0] : i + 1 = o0 and i >= 1 and N >= o0 + 1 }\n\
+        live-in reads:\n  \
+        S0 reads A[i - 1]: [N] -> { S0[i] : i = 1 and N >= i + 1 }\n  \
+        S0 reads A[i]: [N] -> { S0[i] : i >= 1 and N >= i + 1 }\n\
+        live-out writes:\n  \
+        S0 writes A: [N] -> { S0[i] : i >= 1 and N >= i + 1 }\n";
+
+    fn tree(coefficient: &str, coincident: u8) -> String {
+        format!(
+            "domain: \"[N] -> {{ S0[i] : 1 <= i < N }}\"\nchild:\n  \
+             schedule: \"[N] -> [{{ S0[i] -> [({coefficient})] }}]\"\n  permutable: 1\n  \
+             coincident: [ {coincident} ]\n"
+        )
+    }
+
+    /// The oracle's verdict on one request, or `None` without python3 and islpy.
+    fn ask(deps: &str, tree: &str) -> Option<serde_json::Value> {
+        let has_islpy = Command::new("python3")
+            .args(["-c", "import islpy"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !has_islpy {
+            eprintln!("islpy is not installed: the oracle is not tested");
+            return None;
+        }
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("isl_oracle.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 starts");
+        let request = serde_json::json!({
+            "program": PROGRAM,
+            "deps": deps,
+            "trees": [["cpu", PROGRAM, deps, tree]],
+        });
+        let mut stdin = child.stdin.take().expect("a pipe");
+        writeln!(stdin, "{request}").expect("the oracle reads");
+        drop(stdin);
+        let out = child.wait_with_output().expect("the oracle answers");
+        let line = String::from_utf8_lossy(&out.stdout);
+        Some(serde_json::from_str(line.trim()).expect("one JSON line"))
+    }
+
+    #[test]
+    fn isl_accepts_the_right_answers_and_finds_wrong_ones() {
+        let Some(ok) = ask(DEPS, &tree("i", 0)) else {
+            return;
+        };
+        assert_eq!(ok["ok"], true, "{ok}");
+        let backwards = ask(DEPS, &tree("-i", 0)).unwrap();
+        assert!(
+            backwards["why"].as_str().unwrap().contains("backwards"),
+            "{backwards}"
+        );
+        let parallel = ask(DEPS, &tree("i", 1)).unwrap();
+        assert!(
+            parallel["why"].as_str().unwrap().contains("coincident"),
+            "{parallel}"
+        );
+        // A dependence polyfuse would have missed.
+        let missing: String = DEPS.replacen("  flow   S0 -> S0", "  input  S0 -> S0", 1);
+        let wrong = ask(&missing, &tree("i", 0)).unwrap();
+        assert!(wrong["why"].as_str().unwrap().contains("flow"), "{wrong}");
+    }
+}

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::kernel::Kernel;
+use super::Rng;
+
 /// What one run of `polyfuse` did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -92,6 +95,10 @@ impl Outcome {
     }
 }
 
+/// The address space one run of `polyfuse` may take (KiB): far more than a small kernel needs,
+/// the GPU driver's mappings included.
+const MEMORY_LIMIT_KIB: u64 = 8 << 20;
+
 /// The `polyfuse` binary and where its runs keep their output.
 pub struct Polyfuse {
     pub binary: PathBuf,
@@ -127,14 +134,28 @@ impl Polyfuse {
     ) -> std::io::Result<(Option<std::process::ExitStatus>, Printed)> {
         let out_path = self.work.join("stdout.txt");
         let err_path = self.work.join("stderr.txt");
-        let mut command = Command::new(&self.binary);
+        // Under a memory limit where the shell can set one: a compiler whose memory runs away
+        // fails to allocate (a crash) instead of waking the system's out-of-memory killer.
+        let mut command = if cfg!(unix) {
+            let mut c = Command::new("/bin/sh");
+            c.arg("-c")
+                .arg(format!(
+                    "ulimit -v {} 2>/dev/null; exec \"$0\" \"$@\"",
+                    MEMORY_LIMIT_KIB
+                ))
+                .arg(&self.binary);
+            c
+        } else {
+            Command::new(&self.binary)
+        };
         command
             .args(args)
             .stdin(Stdio::null())
             .stdout(File::create(&out_path)?)
             .stderr(File::create(&err_path)?)
-            // The kernel binaries the CPU target builds must not outlive a timeout either.
             .env("RUST_BACKTRACE", "0");
+        // Its own process group: the kernel binaries the CPU target builds must not outlive
+        // a timeout either.
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;
@@ -210,6 +231,9 @@ fn classify(status: Option<std::process::ExitStatus>, printed: &Printed) -> Outc
         }
         Some(1) => Outcome::Error(first_line(err)),
         Some(code) => Outcome::Crash(format!("exit status {code}: {}", first_line(err))),
+        None if err.contains("memory allocation of") => {
+            Outcome::Crash(format!("out of memory: {}", first_line(err)))
+        }
         None => {
             #[cfg(unix)]
             {
@@ -234,9 +258,154 @@ fn first_line(s: &str) -> String {
         .to_string()
 }
 
+/// One way of running a kernel: a target and the options that matter for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub target: &'static str,
+    pub options: Vec<String>,
+    /// Tile sizes between 2 and 4, as many as the deepest band has members (found by asking).
+    pub small_tiles: bool,
+}
+
+impl Config {
+    pub fn label(&self) -> String {
+        let mut parts = vec![self.target.to_string()];
+        parts.extend(self.options.iter().cloned());
+        if self.small_tiles {
+            parts.push("--tile 2..4".into());
+        }
+        parts.join(" ")
+    }
+}
+
+/// The option sets of one kernel on `target`: the defaults, and one or two others. With
+/// `short_loops` (the GPU on lavapipe), every set tiles small or not at all.
+pub fn configs(
+    rng: &mut Rng,
+    target: &'static str,
+    kernel: &Kernel,
+    short_loops: bool,
+) -> Vec<Config> {
+    let uses_f64 = kernel.to_pf().contains("f64");
+    let config = |options: &[&str], small_tiles: bool| Config {
+        target,
+        options: options.iter().map(|s| s.to_string()).collect(),
+        small_tiles,
+    };
+    let mut out = vec![config(&[], false)];
+    let extra: Vec<Config> = match target {
+        "cpu" => vec![
+            config(&["--fuse", "nofuse"], false),
+            config(&["--fuse", "maxfuse"], false),
+            config(&["--fuse", "post-tiling"], false),
+            config(&["--fuse", "post-tiling"], true),
+            config(&["--no-tile"], false),
+            config(&[], true),
+            config(&["--fuse", "maxfuse"], true),
+        ],
+        "gpu" => vec![
+            config(&["--no-promote"], false),
+            config(&["--fuse", "maxfuse"], false),
+            config(&["--fuse", "nofuse"], false),
+            config(&["--no-tile"], false),
+            config(&[], true),
+            config(&["--no-promote"], true),
+            config(&["--fuse", "post-tiling"], false),
+        ],
+        _ => vec![config(&["--no-double-buffer"], false), config(&[], true)],
+    };
+    let n = if target == "npu" { 1 } else { 2 };
+    for _ in 0..n {
+        let c = extra[rng.below(extra.len())].clone();
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    if short_loops {
+        for c in &mut out {
+            if !c.options.iter().any(|o| o == "--no-tile") {
+                c.small_tiles = true;
+            }
+        }
+        out.dedup();
+    }
+    for c in &mut out {
+        if uses_f64 && target == "gpu" {
+            c.options.push("--gpu-f32".into());
+        }
+        if uses_f64 && target == "npu" {
+            c.options.push("--npu-f32".into());
+        }
+        if target == "cpu" {
+            c.options.extend(["--threads".to_string(), "2".to_string()]);
+        }
+    }
+    out
+}
+
+/// The arguments of `polyfuse run` for a kernel file on a config, with `tiles` (if any).
+fn run_args(file: &Path, config: &Config, input_seed: u64, tiles: Option<&[i64]>) -> Vec<String> {
+    let mut args = vec![
+        "run".to_string(),
+        file.display().to_string(),
+        "--target".to_string(),
+        config.target.to_string(),
+        "--seed".to_string(),
+        input_seed.to_string(),
+    ];
+    args.extend(config.options.iter().cloned());
+    if let Some(t) = tiles {
+        let t: Vec<String> = t.iter().map(|x| x.to_string()).collect();
+        args.push("--tile".into());
+        args.push(t.join(","));
+    }
+    args
+}
+
+/// Runs `file` on `config`; for small tiles, first learns how many sizes the deepest band
+/// takes (from the message that says so) and picks that many between 2 and 4.
+pub fn run_config(
+    pf: &Polyfuse,
+    file: &Path,
+    config: &Config,
+    input_seed: u64,
+    rng: &mut Rng,
+) -> (Outcome, Vec<String>) {
+    if !config.small_tiles {
+        let args = run_args(file, config, input_seed, None);
+        return (pf.run(&args).0, args);
+    }
+    let first: Vec<i64> = vec![2];
+    let args = run_args(file, config, input_seed, Some(&first));
+    let (outcome, _) = pf.run(&args);
+    if let Outcome::Error(message) = &outcome {
+        if let Some(members) = band_members(message) {
+            let tiles: Vec<i64> = (0..members).map(|_| 2 + rng.below(3) as i64).collect();
+            let args = run_args(file, config, input_seed, Some(&tiles));
+            return (pf.run(&args).0, args);
+        }
+    }
+    (outcome, args)
+}
+
+/// `D` from "… tile sizes given, but the deepest permutable band of `k` has D members".
+fn band_members(message: &str) -> Option<usize> {
+    let rest = message.split("deepest permutable band of").nth(1)?;
+    let rest = rest.split(" has ").nth(1)?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn band_members_are_read_from_the_message() {
+        let m =
+            "error: k: 1 tile sizes given, but the deepest permutable band of `k` has 3 members";
+        assert_eq!(band_members(m), Some(3));
+        assert_eq!(band_members("error: something else"), None);
+    }
 
     #[test]
     fn signatures_ignore_numbers_and_names() {

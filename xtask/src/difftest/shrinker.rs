@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use super::generator::{cond_mentions, expr_mentions};
-use super::kernel::{Aff, Cond, Expr, FnStmt, Item, Kernel, Lit, Stmt};
+use super::kernel::{Aff, Cond, Expr, FnStmt, Item, Kernel, Lang, Lit, Stmt};
 use super::runner::{Outcome, Polyfuse};
 
 pub struct Shrunk {
@@ -20,18 +20,19 @@ pub struct Shrunk {
     pub args: Vec<String>,
 }
 
-/// Shrinks `kernel`, which fails with `outcome` under `polyfuse ARGS` (the kernel file is
-/// `args[1]`), for at most `budget`.
+/// Shrinks `kernel`, which fails with `outcome` under `polyfuse ARGS` (the kernel file, written
+/// in `lang`, is `args[1]`), for at most `budget`.
 pub fn shrink(
     pf: &Polyfuse,
     kernel: &Kernel,
+    lang: Lang,
     args: &[String],
     outcome: &Outcome,
     budget: Duration,
 ) -> Shrunk {
     let start = Instant::now();
     let want = outcome.signature();
-    let file = pf.work.join("shrink.pf");
+    let file = pf.work.join(format!("shrink.{}", lang.ext()));
     let mut args = args.to_vec();
     if args.len() > 1 {
         args[1] = file.display().to_string();
@@ -39,7 +40,7 @@ pub fn shrink(
     let mut best = kernel.clone();
     let mut tries = 0u32;
     let fails = |k: &Kernel, args: &[String]| -> bool {
-        if std::fs::write(&file, k.to_pf()).is_err() {
+        if std::fs::write(&file, k.render(lang)).is_err() {
             return false;
         }
         pf.run(args).0.signature() == want
