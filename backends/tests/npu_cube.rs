@@ -95,11 +95,16 @@ fn f32_contractions_compute_on_the_cube_in_f32() {
 }
 
 #[test]
-fn chained_products_keep_their_temporaries_on_chip() {
+fn chained_products_keep_their_temporaries_on_chip_or_in_gm_between_kernels() {
     let target = NpuTarget::default();
     for (file, temps) in [("2mm.pf", &["tmp"][..]), ("3mm.pf", &["E", "F"][..])] {
         let program = load(&kernel(file), &[]);
-        let asm = runs_like_the_interpreter(&program, &target, &f32_options(true));
+        // On chip: every block computes the part of the intermediates it reads into L1.
+        let options = Options {
+            launches: Some(false),
+            ..f32_options(true)
+        };
+        let asm = runs_like_the_interpreter(&program, &target, &options);
         for t in temps {
             assert!(
                 !asm.contains(&format!("param {t} ")),
@@ -107,6 +112,25 @@ fn chained_products_keep_their_temporaries_on_chip() {
             );
         }
         assert!(asm.contains("buffer l1_p0 : L1"), "{asm}");
+        // One kernel per stage, the intermediates in GM between them.
+        let options = Options {
+            launches: Some(true),
+            ..f32_options(true)
+        };
+        let asm = runs_like_the_interpreter(&program, &target, &options);
+        assert_eq!(
+            asm.matches("\nkernel ").count(),
+            temps.len() + 1,
+            "{file}: one kernel per stage:\n{asm}"
+        );
+        for t in temps {
+            assert!(
+                asm.contains(&format!("param {t} ")),
+                "{file}: `{t}`:\n{asm}"
+            );
+        }
+        // The default takes the one estimated faster.
+        runs_like_the_interpreter(&program, &target, &f32_options(true));
     }
 }
 

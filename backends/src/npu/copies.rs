@@ -489,7 +489,7 @@ impl Emitter<'_> {
         for (j, c) in st.k_outer.iter().enumerate() {
             src = src.plus(&format!("ko{j}"), at.strides[c.iter] * es);
         }
-        let kt_n = st.k.padded() / t.tk;
+        let kt_n = self.kp(r.stage) / t.tk;
         if gathered {
             let comps = &st.k.comps;
             let group: u64 = comps[1..].iter().map(|c| c.extent).product();
@@ -559,7 +559,7 @@ impl Emitter<'_> {
         let es = w.es as i64;
         let channels = r.tiles.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
         let mut src = self.gm_base(&at, w.es, None, None);
-        if st.k.padded() / r.tiles.tk > 1 {
+        if self.kp(r.stage) / r.tiles.tk > 1 {
             src = src.plus("kt", channels as i64 * w.sc * es);
         }
         let mut line = format!(
@@ -639,7 +639,7 @@ impl Emitter<'_> {
     /// A stage's result tile into its L1 panel.
     pub(crate) fn write_panel(&mut self, r: &Run, panel: &str, ub: &Off) {
         let t = r.tiles;
-        let kp_last = self.plan.last().k.padded();
+        let kp_last = self.kp(self.plan.stages.len() - 1);
         let lt = self.t.last();
         match r.role {
             Role::FeedsA => {
@@ -778,7 +778,7 @@ impl Emitter<'_> {
         let s_other = at.dim_stride(other).unwrap_or(0) * es;
         let s_k = at.dim_stride(&st.k).unwrap_or(0) * es;
         let k_valid = st.k.extent();
-        let kp = st.k.padded();
+        let kp = self.kp(r.stage);
         // The panel: [chunks][held][16] along the operand's inner dimension.
         let (n_chunks, stride, rows_valid, inner_valid) = match inner {
             Inner::K => (kp / FRACTAL, s_other, other_valid, Tail::none(k_valid)),

@@ -35,7 +35,7 @@ use polyhedral::Program;
 
 use super::copies::{piece, Off};
 use super::epilogue::{self, Epilogue};
-use super::plan::{Addressing, Dim, Init, Inner, Plan, Source, Stage};
+use super::plan::{Addressing, Dim, Holding, Init, Inner, Plan, Source, Stage};
 use super::tiles::{self, Role, Shape, StageShape, StageTiles, Steps, Tiles, UbNeeds};
 use super::{Error, NpuTarget, Options, FRACTAL};
 
@@ -65,13 +65,53 @@ fn round16(x: u64) -> u64 {
     x.div_ceil(FRACTAL) * FRACTAL
 }
 
-/// Writes the whole program.
+/// Writes the whole program: a chain of stages in one kernel that keeps the intermediates on
+/// chip, or one kernel per stage with the intermediates in GM when that is estimated faster
+/// (the on-chip chain computes them again in every block that reads them).
 pub(crate) fn write(
     program: &Program,
     plan: &Plan,
     target: &NpuTarget,
     options: &Options,
 ) -> Result<String, Error> {
+    let name = kernel_name(&program.name);
+    if plan.stages.len() == 1 {
+        return kernel(program, plan, target, options, &name).map(|(k, _)| k);
+    }
+    let launches = || -> Result<(String, u64), Error> {
+        let mut text = String::new();
+        let mut total = 0;
+        for p in plan.launches(program) {
+            let stmt = &program.statements[p.last().stmt.index()].name;
+            let (k, e) = kernel(program, &p, target, options, &format!("{name}_{stmt}"))?;
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text += &k;
+            total += e;
+        }
+        Ok((text, total))
+    };
+    match options.launches {
+        Some(true) => launches().map(|(k, _)| k),
+        Some(false) => kernel(program, plan, target, options, &name).map(|(k, _)| k),
+        None => match (kernel(program, plan, target, options, &name), launches()) {
+            (Ok((chip, e1)), Ok((gm, e2))) => Ok(if e2 < e1 { gm } else { chip }),
+            (Ok((chip, _)), Err(_)) => Ok(chip),
+            (Err(_), Ok((gm, _))) => Ok(gm),
+            (Err(e), Err(_)) => Err(e),
+        },
+    }
+}
+
+/// One kernel of a plan, named `name`, and its estimated cycles.
+fn kernel(
+    program: &Program,
+    plan: &Plan,
+    target: &NpuTarget,
+    options: &Options,
+    name: &str,
+) -> Result<(String, u64), Error> {
     let ep = epilogue::lower(program, plan)?;
     let shape = shape(plan, &ep);
     // The tiles are chosen for double buffering even when it is off, so that the two compare
@@ -87,6 +127,7 @@ pub(crate) fn write(
             }
         })?,
     };
+    let estimate = t.estimate;
     let mut e = Emitter {
         program,
         plan,
@@ -94,12 +135,13 @@ pub(crate) fn write(
         shape: &shape,
         t,
         es: plan.operands.size(),
+        name: name.to_string(),
         out: String::new(),
         indent: 0,
         vars: Vec::new(),
     };
     e.program()?;
-    Ok(e.out)
+    Ok((e.out, estimate))
 }
 
 /// The kernel as the tiling sees it.
@@ -331,6 +373,8 @@ pub(crate) struct Emitter<'a> {
     pub(crate) shape: &'a Shape,
     pub(crate) t: Tiles,
     pub(crate) es: u64,
+    /// The kernel's name in the program text.
+    name: String,
     pub(crate) out: String,
     pub(crate) indent: usize,
     /// Loop counters in scope.
@@ -379,6 +423,11 @@ impl Emitter<'_> {
             ScalarType::F16 => 2,
             _ => 4,
         }
+    }
+
+    /// A stage's reduction rounded up to whole steps.
+    pub(crate) fn kp(&self, stage: usize) -> u64 {
+        tiles::round_to(self.plan.stages[stage].k.extent(), self.t.stages[stage].tk)
     }
 
     /// `reg*size` when double-buffered, nothing otherwise.
@@ -463,10 +512,7 @@ impl Emitter<'_> {
             if self.t.a_resident { ", A's row panel resident in L1" } else { "" },
         );
         self.line("// GM: every array row-major as given; the layouts change on chip.");
-        self.line(format!(
-            "kernel {} blockdim={blocks}",
-            kernel_name(&self.program.name)
-        ));
+        self.line(format!("kernel {} blockdim={blocks}", self.name));
         self.params();
         let runs = self.runs();
         self.buffers(&runs);
@@ -526,7 +572,8 @@ impl Emitter<'_> {
     fn params(&mut self) {
         for (i, arr) in self.program.arrays.iter().enumerate() {
             let id = ArrayId(i as u32);
-            if arr.role == ArrayRole::Temporary || !self.plan.holding.contains_key(&id) {
+            let in_gm = arr.role != ArrayRole::Temporary || self.plan.gm.contains(&id);
+            if !in_gm || !self.plan.holding.contains_key(&id) {
                 continue;
             }
             let shape = self.program.array_extents(id);
@@ -538,6 +585,9 @@ impl Emitter<'_> {
             let role = match arr.role {
                 ArrayRole::Input => "in",
                 ArrayRole::Output => "out",
+                // A stage's result between two kernels: the first writes it, the next reads it.
+                ArrayRole::Temporary if self.plan.holding[&id] == Holding::Tile => "out",
+                ArrayRole::Temporary => "in",
                 _ => "inout",
             };
             self.line(format!(
@@ -555,7 +605,7 @@ impl Emitter<'_> {
         let last = plan.stages.len() - 1;
         let lt = self.t.last();
         let st_last = plan.last();
-        let kp_last = st_last.k.padded();
+        let kp_last = self.kp(last);
         let group = self.t.ntb * lt.tn;
         let (m, n) = (st_last.m.extent(), st_last.n.extent());
         let mt = self.t.mt(m);
@@ -599,13 +649,13 @@ impl Emitter<'_> {
                     st_last.k.extent() - (col_tiles - 1) * t.tn,
                 ),
             };
-            let kt_n = st.k.padded() / t.tk;
+            let kt_n = self.kp(i) / t.tk;
             let k_tail = Tail::new(cond("kt", kt_n), t.tk, st.k.extent() - (kt_n - 1) * t.tk);
             let ko = st.k_outer.iter().map(|c| c.extent).product::<u64>();
-            let kp_all = st.k.padded() * ko;
+            let kp_all = self.kp(i) * ko;
             // The step's offset along the whole reduction (elements): ko loops, then kt.
             let mut k_off = Off::at(0).plus("kt", t.tk as i64);
-            let mut inner_k = st.k.padded() as i64;
+            let mut inner_k = self.kp(i) as i64;
             for (j, c) in st.k_outer.iter().enumerate().rev() {
                 k_off = k_off.plus(&format!("ko{j}"), inner_k);
                 inner_k *= c.extent as i64;
@@ -732,9 +782,8 @@ impl Emitter<'_> {
         let es = self.es;
         let nbuf = self.t.nbuf;
         let lt = self.t.last();
-        let st = self.plan.last();
         let group = self.t.ntb * lt.tn;
-        let kp_last = st.k.padded();
+        let kp_last = self.kp(self.plan.stages.len() - 1);
         let mut a_l1 = 0;
         let mut b_l1 = 0;
         let (mut l0a, mut l0b, mut l0c, mut drain) = (0, 0, 0, 0);
@@ -746,7 +795,7 @@ impl Emitter<'_> {
                 .iter()
                 .map(|c| c.extent)
                 .product();
-            let kp_all = self.plan.stages[r.stage].k.padded() * ko;
+            let kp_all = self.kp(r.stage) * ko;
             match r.a.fill {
                 Fill::Stream => a_l1 = a_l1.max(t.tm * t.tk * es * nbuf),
                 Fill::Resident => a_l1 = a_l1.max(self.region_other(r, true) * kp_all * es),
@@ -835,7 +884,7 @@ impl Emitter<'_> {
     /// A, its columns for B.
     pub(crate) fn region_other(&self, r: &Run, a_role: bool) -> u64 {
         let lt = self.t.last();
-        let kp_last = self.plan.last().k.padded();
+        let kp_last = self.kp(self.plan.stages.len() - 1);
         match (r.role, a_role) {
             (Role::Last | Role::FeedsA, true) => lt.tm,
             (Role::FeedsB, true) | (Role::FeedsA, false) => kp_last,
@@ -994,7 +1043,7 @@ impl Emitter<'_> {
             self.vars.push(format!("ko{j}"));
             self.open(format!("for ko{j} in 0..{}", c.extent));
         }
-        let kt_n = st.k.padded() / r.tiles.tk;
+        let kt_n = self.kp(r.stage) / r.tiles.tk;
         self.vars.push("kt".into());
         self.open(format!("for kt in 0..{kt_n}"));
         self.step(r);

@@ -182,7 +182,7 @@ pub(crate) fn lower(program: &Program, plan: &Plan) -> Result<Epilogue, Error> {
     let after = l.statements(plan.acc, &plan.epilogue)?;
     l.ep.after = std::mem::take(&mut l.tiles);
     for (&a, &t) in &after {
-        if program.array(a).role.is_live_out() {
+        if program.array(a).role.is_live_out() || plan.gm.contains(&a) {
             l.ep.outputs.push((a, t));
         }
     }

@@ -141,6 +141,9 @@ pub struct Options {
     /// Cap on the tile sizes `(m, n, k)` of the Cube (multiples of 16), e.g. to test
     /// that a smaller tile is chosen; `None`: chosen from the capacities alone.
     pub max_tile: Option<(u64, u64, u64)>,
+    /// A chain of contractions as one kernel per stage with the intermediates in GM (`true`)
+    /// or as one kernel keeping them on chip (`false`); `None`: whichever is estimated faster.
+    pub launches: Option<bool>,
 }
 
 impl Default for Options {
@@ -149,6 +152,7 @@ impl Default for Options {
             double_buffer: true,
             f64_as_f32: false,
             max_tile: None,
+            launches: None,
         }
     }
 }

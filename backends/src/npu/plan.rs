@@ -10,7 +10,8 @@
 //! - every stage but the last produces a temporary that the last stage reads as one of its
 //!   operands, whole (its rows are the last stage's rows and its columns the last stage's
 //!   reduction, or its rows the reduction and its columns the last stage's columns); it stays
-//!   on chip, in L1, and has no GM tensor;
+//!   on chip, in L1, and has no GM tensor — or, as [`Plan::launches`], every stage is a kernel
+//!   of its own and the temporaries pass through GM between them;
 //! - the epilogue is element-wise statements over the last stage's result whose reads are
 //!   result-shaped arrays at the same element, per-row or per-column vectors, and scalars. They
 //!   run on the tile while it is in UB, and only live-out arrays get a GM tensor.
@@ -26,7 +27,7 @@
 //! Everything else is refused with a one-line reason: f64 (unless computed in f32) and i32
 //! arithmetic the machine lacks ([`Error::Unsupported`]), other structures ([`Error::NotYet`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use polyhedral::contraction::{contraction, Contraction};
 use polyhedral::program::{
@@ -179,6 +180,9 @@ pub enum Factor {
 pub struct Operand {
     pub source: Source,
     pub scale: Option<Factor>,
+    /// For an earlier stage's result, how it is read from GM when the stages run as separate
+    /// kernels ([`Plan::launches`]).
+    pub in_gm: Option<Source>,
 }
 
 /// How a stage's accumulator starts.
@@ -227,6 +231,9 @@ pub struct Plan {
     pub holding: BTreeMap<ArrayId, Holding>,
     /// Each epilogue array's addressing over the last stage's iterators.
     pub tiles: BTreeMap<ArrayId, Addressing>,
+    /// Temporaries that get a GM tensor: a stage's result a later kernel reads
+    /// ([`Plan::launches`]).
+    pub gm: BTreeSet<ArrayId>,
 }
 
 impl Plan {
@@ -334,6 +341,7 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
         epilogue,
         holding,
         tiles,
+        gm: BTreeSet::new(),
     })
 }
 
@@ -360,6 +368,79 @@ pub(crate) fn refuse_in_place(program: &Program) -> Result<(), Error> {
             program.display_body(s)
         ))),
         None => Ok(()),
+    }
+}
+
+impl Plan {
+    /// The plan as one kernel per stage, in order: each earlier stage writes its result to a
+    /// GM tensor that the last stage's kernel reads — GM in between where the on-chip chain
+    /// would compute the intermediates again in every block.
+    pub fn launches(&self, program: &Program) -> Vec<Plan> {
+        let (last, producers) = match self.stages.split_last() {
+            Some((l, p)) if !p.is_empty() => (l, p),
+            _ => return vec![self.clone()],
+        };
+        let temps: BTreeSet<ArrayId> = producers.iter().map(|p| p.acc).collect();
+        let mut out = Vec::new();
+        for p in producers {
+            let mut holding = BTreeMap::new();
+            for op in [&p.a, &p.b] {
+                if let Source::Gm { at, .. } = &op.source {
+                    holding.insert(at.array, Holding::Operand);
+                }
+                if let Some(Factor::Scalar(a)) = op.scale {
+                    holding.insert(a, Holding::Scalar);
+                }
+            }
+            holding.insert(p.acc, Holding::Tile);
+            out.push(Plan {
+                stages: vec![Stage {
+                    live_out: false,
+                    ..p.clone()
+                }],
+                operands: self.operands,
+                acc: p.acc,
+                epilogue: Vec::new(),
+                holding,
+                tiles: BTreeMap::from([(p.acc, p.write.clone())]),
+                gm: BTreeSet::from([p.acc]),
+            });
+        }
+        let mut last = last.clone();
+        for op in [&mut last.a, &mut last.b] {
+            if let Some(src) = op.in_gm.take() {
+                op.source = src;
+            }
+        }
+        // Only what the last kernel touches: its operands and their factors, the arrays of
+        // its prologue and epilogue.
+        let mut used: BTreeSet<ArrayId> = BTreeSet::from([last.acc]);
+        for op in [&last.a, &last.b] {
+            if let Source::Gm { at, .. } = &op.source {
+                used.insert(at.array);
+            }
+            if let Some(Factor::Scalar(a)) = op.scale {
+                used.insert(a);
+            }
+        }
+        let prologue = match &last.init {
+            Init::Gm(p) => p.clone(),
+            Init::Zero => Vec::new(),
+        };
+        for id in prologue.iter().chain(&self.epilogue) {
+            let s = &program.statements[id.index()];
+            used.extend(s.reads.iter().map(|r| r.array));
+            used.insert(s.write.array);
+        }
+        let mut holding = self.holding.clone();
+        holding.retain(|a, _| used.contains(a));
+        out.push(Plan {
+            stages: vec![last],
+            gm: temps,
+            holding,
+            ..self.clone()
+        });
+        out
     }
 }
 
@@ -536,6 +617,7 @@ fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stag
             Some(e) => Some(factor(program, stmt, e)?),
         };
         Ok(Operand {
+            in_gm: None,
             source: Source::Gm {
                 at,
                 inner,
@@ -725,7 +807,7 @@ fn chain(program: &Program, stages: &mut [Stage]) -> Result<(), Error> {
         }
         prod.live_out = program.array(prod.acc).role.is_live_out();
         used[p] = true;
-        op.source = Source::Stage(p);
+        op.in_gm = Some(std::mem::replace(&mut op.source, Source::Stage(p)));
     }
     if let Some(p) = used.iter().position(|u| !u) {
         return Err(Error::NotYet(format!(

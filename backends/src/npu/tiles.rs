@@ -156,13 +156,37 @@ fn round16(x: u64) -> u64 {
     x.div_ceil(FRACTAL) * FRACTAL
 }
 
+/// `x` rounded up to a multiple of `t`.
+pub fn round_to(x: u64, t: u64) -> u64 {
+    x.div_ceil(t) * t
+}
+
+/// Multiples of 16 up to `x` rounded to 16 and `cap`: tiles of a dimension that may end in a
+/// padded tile.
+fn multiples(x: u64, cap: u64) -> Vec<u64> {
+    (1..=round16(x).min(cap) / FRACTAL)
+        .map(|d| d * FRACTAL)
+        .collect()
+}
+
+impl Shape {
+    /// Whether the last stage's column and reduction tiles may leave a partly padded last
+    /// tile: one stage, no gathered operand (a chain's panels and a window's channels need
+    /// tiles that divide their extents rounded to 16).
+    pub fn free(&self) -> bool {
+        let s = &self.stages[self.stages.len() - 1];
+        self.stages.len() == 1 && s.steps == Steps::Any && s.gather.is_none()
+    }
+}
+
 /// The largest tile of any dimension.
 const MAX_TILE: u64 = 256;
 
 /// The reduction steps a stage may take, largest first.
-fn k_steps(s: &StageShape, cap: u64) -> Vec<u64> {
+fn k_steps(s: &StageShape, cap: u64, free: bool) -> Vec<u64> {
     let kp = round16(s.k);
     let mut v: Vec<u64> = match s.steps {
+        Steps::Any if free => multiples(s.k, cap.min(MAX_TILE)),
         Steps::Any => divisors(kp, cap.min(MAX_TILE)),
         Steps::Groups { group, .. } => {
             let mut v: Vec<u64> = divisors(kp, u64::MAX)
@@ -199,10 +223,16 @@ pub fn choose(
         .map(|d| d * FRACTAL)
         .filter(|&t| t <= cap_m && (t.is_power_of_two() || t == mp))
         .collect();
+    let free = shape.free();
+    let tns = if free {
+        multiples(last.n, cap_n.min(MAX_TILE))
+    } else {
+        divisors(np, cap_n.min(MAX_TILE))
+    };
     for &tm in &tms {
-        for &tn in divisors(np, cap_n.min(MAX_TILE)).iter().rev() {
-            for &tk in &k_steps(&last, cap_k) {
-                let nt = np / tn;
+        for &tn in tns.iter().rev() {
+            for &tk in &k_steps(&last, cap_k, free) {
+                let nt = round_to(np, tn) / tn;
                 for ng in (1..=nt).filter(|g| nt.is_multiple_of(*g)) {
                     let ntb = nt / ng;
                     for ob in (1..=shape.outer).filter(|o| shape.outer.is_multiple_of(*o)) {
@@ -298,7 +328,7 @@ fn candidate(
         let mut pick: Option<StageTiles> = None;
         for &tm in &tm_choices {
             for &tn in &divisors(cols, MAX_TILE.min(caps.1)) {
-                for &tk in &k_steps(s, caps.2) {
+                for &tk in &k_steps(s, caps.2, false) {
                     let t = StageTiles { tm, tn, tk };
                     let better = pick.is_none_or(|p| (tm * tn, tk) > (p.tm * p.tn, p.tk));
                     if fits_l0(&t) && better {
@@ -334,7 +364,7 @@ fn candidate(
             Role::FeedsA => (t.tm, kp_last),
             Role::FeedsB => (kp_last, group),
         };
-        let kp = round16(s.k) * s.ko;
+        let kp = round_to(s.k, t.tk) * s.ko;
         if s.a_scaled {
             panels += rows * kp * 4;
         } else if !s.a_in_l1 {
@@ -359,7 +389,7 @@ fn candidate(
     }
     // The last stage's A from GM stays in L1 across its column tiles when it fits and is the
     // same in every independent iteration of the block.
-    let a_panel = lt.tm * round16(last.k) * last.ko * es;
+    let a_panel = lt.tm * round_to(last.k, lt.tk) * last.ko * es;
     let a_resident = !last.a_in_l1
         && !last.a_scaled
         && (ob == 1 || shape.a_invariant)
@@ -405,7 +435,7 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
             Role::FeedsB => (kp_last, group),
         };
         let tiles = rows.div_ceil(st.tm) * cols / st.tn;
-        let steps = round16(s.k) / st.tk * s.ko;
+        let steps = round_to(s.k, st.tk) / st.tk * s.ko;
         let a_bytes = st.tm * st.tk * es;
         let b_bytes = st.tk * st.tn * es;
         let startup2 = target.startup(CopyPath::GmL1);
@@ -475,8 +505,8 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
             run
         };
         // A scaled operand crosses GM → UB → L1 once per block.
-        let scaled = (s.a_scaled as u64) * rows * round16(s.k) * s.ko * 4
-            + (s.b_scaled as u64) * cols * round16(s.k) * s.ko * 4;
+        let scaled = (s.a_scaled as u64) * rows * round_to(s.k, st.tk) * s.ko * 4
+            + (s.b_scaled as u64) * cols * round_to(s.k, st.tk) * s.ko * 4;
         block += run + scaled.div_ceil(gm_bw);
     }
     waves * block * t.ob
@@ -527,7 +557,7 @@ mod tests {
             let t = choose(&target, &matmul((m, n, k)), true, None).expect("a tiling");
             let l = t.last();
             assert!(l.tm.is_multiple_of(16) && l.tn.is_multiple_of(16) && l.tk.is_multiple_of(16));
-            assert!(round16(n).is_multiple_of(l.tn) && round16(k).is_multiple_of(l.tk));
+            assert!(t.ng * t.ntb * l.tn >= n && t.ng * t.ntb * l.tn < n + l.tn);
             assert!(l.tm * l.tk * 2 * 2 <= target.capacity(Mem::L0a));
             assert!(l.tm * l.tn * 4 * 2 <= target.capacity(Mem::L0c));
         }

@@ -580,6 +580,14 @@ impl Parser {
             .map(|_| ())
     }
 
+    /// `DST, SRC` and the keyword arguments after them.
+    fn dst_src_kwargs(&mut self) -> PResult<(Addr, Addr, Kwargs)> {
+        let dst = self.addr()?;
+        self.comma()?;
+        let src = self.addr()?;
+        Ok((dst, src, self.kwargs()?))
+    }
+
     fn kwargs(&mut self) -> PResult<Kwargs> {
         let mut items = Vec::new();
         while self.eat(&Tok::Comma) {
@@ -784,10 +792,7 @@ impl Parser {
                     return Err(Diagnostic::new(start, "`vconv` converts between two types")
                         .with_hint("e.g. `vconv.f32.f16`"));
                 }
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let lanes = 256 / from.size().max(to.size());
                 let blk = |t: DType| (lanes * t.size() / 32) as u32;
                 let cfg = self.vec_cfg(&mut kw, &[blk(to), blk(from)]).map_err(fix)?;
@@ -801,10 +806,7 @@ impl Parser {
                 })
             }
             "copy" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 kw.finish(&full)?;
                 Ok(Instr::Copy {
@@ -817,10 +819,7 @@ impl Parser {
                 })
             }
             "copy_pad" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
                 let bytes = kw.int("bytes", None, 65535 * 32).map_err(fix)? as u32;
                 let src_stride = kw
@@ -850,10 +849,7 @@ impl Parser {
                 })
             }
             "copy_ub_to_cc" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 kw.finish(&full)?;
                 Ok(Instr::CopyUbToCc {
@@ -866,10 +862,7 @@ impl Parser {
                 })
             }
             "copy_cc_to_ub" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 let f16 = kw.flag("f16")?;
                 let relu = kw.flag("relu")?;
@@ -892,10 +885,7 @@ impl Parser {
                 })
             }
             "load2d" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let repeat = kw.int("repeat", Some(1), 255).map_err(fix)? as u32;
                 let src_stride = kw.int("src_stride", Some(1), 65535).map_err(fix)? as u32;
                 let transpose = kw.flag("transpose")?;
@@ -911,10 +901,7 @@ impl Parser {
                 })
             }
             "load3d" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let c = kw.int("c", None, 4096).map_err(fix)? as u32;
                 let cs = kw.int("cs", None, 1 << 20).map_err(fix)? as u32;
                 let w = kw.int("w", None, 65535).map_err(fix)? as u32;
@@ -952,10 +939,7 @@ impl Parser {
                 })
             }
             "img2col" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let h = kw.int("h", None, 4096).map_err(fix)? as u32;
                 let w = kw.int("w", None, 4096).map_err(fix)? as u32;
                 let c1 = kw.int("c1", Some(1), 256).map_err(fix)? as u32;
