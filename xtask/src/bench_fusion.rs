@@ -23,8 +23,6 @@ use std::process::Command;
 
 use crate::{build_polyfuse, parse_runs, workspace_root};
 
-const README_BEGIN: &str = "<!-- bench fusion: begin -->";
-const README_END: &str = "<!-- bench fusion: end -->";
 const KERNELS: &[&str] = &[
     "conv2d_relu.pf",
     "conv2d_bn_relu.pf",
@@ -155,16 +153,7 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
         Err(why) => table += &format!("Not measured: {why}.\n"),
     }
     if readme {
-        let file = root.join("README.md");
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("README.md: {e}"))?;
-        let (Some(b), Some(e)) = (text.find(README_BEGIN), text.find(README_END)) else {
-            return Err(format!(
-                "README.md has no {README_BEGIN} … {README_END} markers"
-            ));
-        };
-        let new = format!("{}{README_BEGIN}\n{table}{}", &text[..b], &text[e..]);
-        std::fs::write(&file, new).map_err(|e| format!("README.md: {e}"))?;
-        println!("README.md updated");
+        crate::readme::write_section("fusion", &table)?;
     }
     Ok(())
 }
@@ -186,10 +175,7 @@ fn ensure_valgrind() -> Result<String, String> {
         return Ok(v);
     }
     println!("valgrind is missing: installing it with apt-get");
-    let _ = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "valgrind"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status();
+    crate::apt_install(&["valgrind"]);
     version().ok_or_else(|| "valgrind is not installed and apt-get could not install it".into())
 }
 

@@ -18,9 +18,6 @@ use std::process::Command;
 
 use crate::{build_polyfuse, workspace_root};
 
-const README_BEGIN: &str = "<!-- bench npu: begin -->";
-const README_END: &str = "<!-- bench npu: end -->";
-
 /// (label, kernel file, sizes, further options of `polyfuse compile`)
 const CASES: &[(&str, &str, &[&str], &[&str])] = &[
     (
@@ -180,15 +177,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
     }
     println!("{table}");
     if readme {
-        let path = root.join("README.md");
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("README.md: {e}"))?;
-        let (Some(b), Some(e)) = (text.find(README_BEGIN), text.find(README_END)) else {
-            return Err(format!(
-                "README.md lacks the {README_BEGIN} / {README_END} markers"
-            ));
-        };
-        let new = format!("{}{README_BEGIN}\n{table}{}", &text[..b], &text[e..]);
-        std::fs::write(&path, new).map_err(|e| format!("README.md: {e}"))?;
+        crate::readme::write_section("npu", &table)?;
     }
     Ok(())
 }
