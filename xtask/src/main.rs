@@ -56,7 +56,7 @@ tasks:
                                the table
   bench sim                    simulated instructions per second of the accelerator
                                simulator (release build)
-  bench cpu [--kernels A,B] [--dataset D] [--runs N] [--threads N]
+  bench cpu [--kernels A,B] [--dataset D] [--runs N] [--threads N] [--active-wait]
             [--compile-limit S] [--polybench DIR] [--readme]
                                every PolyBench/C 4.2.1 kernel at LARGE (EXTRALARGE when
                                short): gcc -O3 against polyfuse, Polly sequential and

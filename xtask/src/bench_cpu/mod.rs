@@ -18,6 +18,9 @@
 //! builds, so that the shared machine's noise falls on all of them alike. gemm is also run
 //! through OpenBLAS (installed if missing) and reported in GFLOP/s.
 //!
+//! Threads waiting at a barrier sleep (`OMP_WAIT_POLICY=passive`), which suits a machine
+//! shared with other work; `--active-wait` lets them spin, as on a machine of one's own.
+//!
 //! `--kernels a,b` restricts the set, `--readme` rewrites the README's `bench cpu` section.
 
 mod polybench;
@@ -31,7 +34,7 @@ use std::time::Duration;
 
 use polybench::{Kernel, PolyBench};
 use process::{compile_c, first_line, median, run_binary, run_limited, run_timed};
-use process::{CBuild, Outcome, Toolchain};
+use process::{CBuild, Outcome, RunEnv, Toolchain};
 use table::{Checked, Compiled, Row, Setup};
 
 use crate::{build_polyfuse, parse_runs, workspace_root};
@@ -49,6 +52,7 @@ struct Settings {
     compile_limit: u64,
     polybench: Option<PathBuf>,
     readme: bool,
+    active_wait: bool,
 }
 
 fn parse(args: &[String]) -> Result<Settings, String> {
@@ -60,6 +64,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
         compile_limit: 60,
         polybench: None,
         readme: false,
+        active_wait: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -71,6 +76,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
         match a.as_str() {
             "--runs" => s.runs = parse_runs(Some(&value("a number")?))?,
             "--readme" => s.readme = true,
+            "--active-wait" => s.active_wait = true,
             "--kernels" => {
                 s.kernels = Some(
                     value("a list of kernels")?
@@ -174,6 +180,7 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
         dataset: s.dataset,
         polly: bench.polly.as_ref().map(|p| p.sequential.cc.clone()),
         compile_limit: s.compile_limit,
+        passive: !s.active_wait,
     };
     let mut text = table::table(&rows, &setup);
     if let Some(g) = gemm {
@@ -187,6 +194,13 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
 }
 
 impl Bench {
+    fn env(&self) -> RunEnv {
+        RunEnv {
+            threads: self.settings.threads,
+            passive: !self.settings.active_wait,
+        }
+    }
+
     fn build(&self, kernel: &Kernel, source: &Path, defines: &[String]) -> CBuild {
         CBuild {
             sources: vec![source.to_path_buf(), self.polybench.harness()],
@@ -215,7 +229,7 @@ impl Bench {
         }
         let build = self.build(kernel, &kernel.source, &time_defines("LARGE"));
         let binary = self.binary(&self.gcc, &build, &[], &format!("{}.probe", kernel.name))?;
-        let t = run_timed(&binary, self.settings.threads, RUN_LIMIT)?;
+        let t = run_timed(&binary, self.env(), RUN_LIMIT)?;
         Ok(if t < SHORT_KERNEL {
             "EXTRALARGE"
         } else {
@@ -326,7 +340,7 @@ impl Bench {
         for _ in 0..self.settings.runs {
             for (k, binary) in binaries.iter_mut().enumerate() {
                 let Some(b) = binary else { continue };
-                match run_timed(b, threads, RUN_LIMIT) {
+                match run_timed(b, self.env(), RUN_LIMIT) {
                     Ok(t) => times[k].push(t),
                     Err(why) => {
                         row.trouble.push(format!("{}: {why}", b.display()));
@@ -362,7 +376,6 @@ impl Bench {
             format!("{dataset}_DATASET"),
             "POLYBENCH_DUMP_ARRAYS".to_string(),
         ];
-        let threads = self.settings.threads;
         let dump = |tools: &Toolchain, source: &Path, label: &str| -> Result<String, String> {
             let build = self.build(kernel, source, &defines);
             let binary = self.binary(
@@ -371,7 +384,7 @@ impl Bench {
                 &["-ffp-contract=off"],
                 &format!("{name}.{label}.dump"),
             )?;
-            Ok(run_binary(&binary, threads, RUN_LIMIT)?.1)
+            Ok(run_binary(&binary, self.env(), RUN_LIMIT)?.1)
         };
         let reference = match dump(&self.gcc, &kernel.source, "gcc") {
             Ok(r) if r.contains("begin dump") => r,

@@ -155,16 +155,29 @@ pub(crate) fn compile_c(
     }
 }
 
-/// Runs a built binary with `threads` OpenMP (and BLAS) threads; its stdout and stderr, or
-/// why it did not succeed.
+/// How the binaries run: their OpenMP (and BLAS) threads, and whether a thread waiting at a
+/// barrier spins or sleeps.
+#[derive(Clone, Copy)]
+pub(crate) struct RunEnv {
+    pub(crate) threads: usize,
+    /// OpenMP's `passive` wait policy: on a machine shared with other work, a spinning thread
+    /// can hold the core its partner needs, and a barrier then costs a scheduler time slice.
+    pub(crate) passive: bool,
+}
+
+/// Runs a built binary; its stdout and stderr, or why it did not succeed.
 pub(crate) fn run_binary(
     binary: &Path,
-    threads: usize,
+    env: RunEnv,
     limit: Duration,
 ) -> Result<(String, String), String> {
     let mut cmd = Command::new(binary);
-    cmd.env("OMP_NUM_THREADS", threads.to_string())
-        .env("OPENBLAS_NUM_THREADS", threads.to_string());
+    cmd.env("OMP_NUM_THREADS", env.threads.to_string())
+        .env("OPENBLAS_NUM_THREADS", env.threads.to_string())
+        .env(
+            "OMP_WAIT_POLICY",
+            if env.passive { "PASSIVE" } else { "ACTIVE" },
+        );
     match run_limited(&mut cmd, limit)? {
         Outcome::Finished {
             status,
@@ -178,8 +191,8 @@ pub(crate) fn run_binary(
 }
 
 /// The seconds a `-DPOLYBENCH_TIME` binary prints as its last line.
-pub(crate) fn run_timed(binary: &Path, threads: usize, limit: Duration) -> Result<f64, String> {
-    let (stdout, _) = run_binary(binary, threads, limit)?;
+pub(crate) fn run_timed(binary: &Path, env: RunEnv, limit: Duration) -> Result<f64, String> {
+    let (stdout, _) = run_binary(binary, env, limit)?;
     stdout
         .trim()
         .lines()

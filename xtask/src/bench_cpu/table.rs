@@ -175,6 +175,8 @@ pub(crate) struct Setup {
     pub(crate) dataset: Option<&'static str>,
     pub(crate) polly: Option<String>,
     pub(crate) compile_limit: u64,
+    /// Whether OpenMP threads waited passively.
+    pub(crate) passive: bool,
 }
 
 pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
@@ -190,8 +192,13 @@ pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
         setup.runs, setup.threads
     );
     if let Some(polly) = &setup.polly {
-        out += &format!("Polly: {polly}.\n\n");
+        out += &format!("Polly: {polly}. ");
     }
+    out += if setup.passive {
+        "OpenMP threads wait passively (`OMP_WAIT_POLICY=passive`).\n\n"
+    } else {
+        "OpenMP threads wait actively (`OMP_WAIT_POLICY=active`).\n\n"
+    };
     out += "| kernel | dataset | compile | gcc -O3 | polyfuse | Polly | Polly parallel | polyfuse's schedule |\n";
     out += "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
     for r in rows {
@@ -353,6 +360,7 @@ mod tests {
             dataset: None,
             polly: None,
             compile_limit: 60,
+            passive: true,
         }
     }
 
