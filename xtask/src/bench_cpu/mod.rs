@@ -33,7 +33,9 @@ use std::process::Command;
 use std::time::Duration;
 
 use polybench::{Kernel, PolyBench};
-use process::{compile_c, first_line, median, run_binary, run_limited, run_timed};
+use process::{
+    compile_c, first_line, median, run_binary, run_limited, run_timed, run_timed_within,
+};
 use process::{CBuild, Outcome, RunEnv, Toolchain};
 use table::{Checked, Compiled, Row, Setup};
 
@@ -229,11 +231,11 @@ impl Bench {
         }
         let build = self.build(kernel, &kernel.source, &time_defines("LARGE"));
         let binary = self.binary(&self.gcc, &build, &[], &format!("{}.probe", kernel.name))?;
-        let t = run_timed(&binary, self.env(), RUN_LIMIT)?;
-        Ok(if t < SHORT_KERNEL {
-            "EXTRALARGE"
-        } else {
-            "LARGE"
+        // A binary still running after a second is past the threshold in any case.
+        let t = run_timed_within(&binary, self.env(), Duration::from_secs(1))?;
+        Ok(match t {
+            Some(t) if t < SHORT_KERNEL => "EXTRALARGE",
+            _ => "LARGE",
         })
     }
 

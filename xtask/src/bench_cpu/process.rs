@@ -171,6 +171,15 @@ pub(crate) fn run_binary(
     env: RunEnv,
     limit: Duration,
 ) -> Result<(String, String), String> {
+    run_within(binary, env, limit)?.ok_or_else(|| format!("it ran past {} s", limit.as_secs()))
+}
+
+/// [`run_binary`], with `None` when the binary ran past `limit`.
+fn run_within(
+    binary: &Path,
+    env: RunEnv,
+    limit: Duration,
+) -> Result<Option<(String, String)>, String> {
     let mut cmd = Command::new(binary);
     cmd.env("OMP_NUM_THREADS", env.threads.to_string())
         .env("OPENBLAS_NUM_THREADS", env.threads.to_string())
@@ -184,20 +193,33 @@ pub(crate) fn run_binary(
             stdout,
             stderr,
             ..
-        } if status.success() => Ok((stdout, stderr)),
+        } if status.success() => Ok(Some((stdout, stderr))),
         Outcome::Finished { status, .. } => Err(format!("it failed when run ({status})")),
-        Outcome::TimedOut => Err(format!("it ran past {} s", limit.as_secs())),
+        Outcome::TimedOut => Ok(None),
     }
 }
 
 /// The seconds a `-DPOLYBENCH_TIME` binary prints as its last line.
 pub(crate) fn run_timed(binary: &Path, env: RunEnv, limit: Duration) -> Result<f64, String> {
-    let (stdout, _) = run_binary(binary, env, limit)?;
+    run_timed_within(binary, env, limit)?
+        .ok_or_else(|| format!("it ran past {} s", limit.as_secs()))
+}
+
+/// [`run_timed`], with `None` when the binary ran past `limit`.
+pub(crate) fn run_timed_within(
+    binary: &Path,
+    env: RunEnv,
+    limit: Duration,
+) -> Result<Option<f64>, String> {
+    let Some((stdout, _)) = run_within(binary, env, limit)? else {
+        return Ok(None);
+    };
     stdout
         .trim()
         .lines()
         .last()
         .and_then(|l| l.trim().parse::<f64>().ok())
+        .map(Some)
         .ok_or_else(|| format!("{} printed no time", binary.display()))
 }
 
