@@ -3,9 +3,10 @@
 //! loop on the CPU.
 //!
 //! - **Tile-local temporaries** (CPU). A temporary all of whose accesses lie in the body of one
-//!   parallel loop (a tile loop, after post-tiling fusion pulled the producers in) is a value
-//!   no iteration passes to another: the loop carries no dependence. It gets a zeroed array of
-//!   its box in that body ([`Region::enclosing_box`]) instead of a global buffer.
+//!   parallel loop (a tile loop, after post-tiling fusion pulled the producers in), itself
+//!   inside parallel loops only, is a value no iteration passes to another: none of those
+//!   loops carries a dependence. It gets a zeroed array of its box in that body instead of a
+//!   global buffer.
 //!   The box of a temporary is computed per access ([`Region::enclosing_box`]): each
 //!   subscript's range over the loops that enclose that access inside the body (their bounds
 //!   may use loops further out in the body, and several loops may bind one variable with
@@ -587,12 +588,13 @@ impl Region {
     }
 }
 
-/// The workgroup tiles of a thread region `region` of a kernel that writes `written`, within
-/// `budget` bytes of `elem_bytes`-byte elements (see the module docs).
+/// The workgroup tiles of a thread region `region` of a kernel that writes `written` (but not
+/// of the arrays of `skip`, in workgroup memory already), within `budget` bytes of `elem_bytes`-byte elements (see the module docs).
 pub(crate) fn shared_tiles(
     program: &Program,
     region: &Ast,
     written: &BTreeSet<ArrayId>,
+    skip: &BTreeSet<ArrayId>,
     budget: &mut i64,
     elem_bytes: &dyn Fn(ArrayId) -> i64,
 ) -> Vec<SharedTile> {
@@ -606,7 +608,10 @@ pub(crate) fn shared_tiles(
     let mut tiles = Vec::new();
     for array in order {
         let writes_here = r.all.iter().any(|(a, _, w)| *a == array && *w);
-        if (written.contains(&array) && !writes_here) || program.array(array).shape.is_empty() {
+        if (written.contains(&array) && !writes_here)
+            || program.array(array).shape.is_empty()
+            || skip.contains(&array)
+        {
             continue;
         }
         let subs: Vec<&Vec<AstExpr>> = r

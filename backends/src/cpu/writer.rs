@@ -563,8 +563,8 @@ impl<'a> Writer<'a> {
 
     /// Finds the temporaries that can live in one iteration of a parallel loop (see
     /// [`crate::promote`]), records them in `tile_locals`, and returns them. Each goes to the
-    /// deepest parallel loop whose body holds all its accesses and where its box fits, the
-    /// smallest box.
+    /// deepest parallel loop (below parallel loops only) whose body holds all its accesses
+    /// and where its box fits, the smallest box.
     fn find_tile_locals(&mut self, ast: &Ast) -> BTreeSet<ArrayId> {
         let program = self.program;
         let values = program.param_values();
@@ -574,19 +574,22 @@ impl<'a> Writer<'a> {
         }
         // (depth, loop, array, lowest subscripts, extents, bytes)
         let mut candidates: Vec<(usize, *const Ast, TileLocal, i64)> = Vec::new();
-        let mut stack: Vec<(&Ast, usize, BTreeMap<String, i64>)> = vec![(ast, 0, BTreeMap::new())];
-        while let Some((node, depth, fixed)) = stack.pop() {
+        // Only below loops that all carry no dependence: a value a loop further out carried from
+        // one of its iterations to the next would be lost with the iteration's array.
+        let mut stack: Vec<(&Ast, usize, BTreeMap<String, i64>, bool)> =
+            vec![(ast, 0, BTreeMap::new(), true)];
+        while let Some((node, depth, fixed, outer_parallel)) = stack.pop() {
             match node {
                 Ast::Block(items) => {
-                    stack.extend(items.iter().map(|i| (i, depth, fixed.clone())));
+                    stack.extend(items.iter().map(|i| (i, depth, fixed.clone(), outer_parallel)));
                 }
-                Ast::Mark { body, .. } => stack.push((body, depth, fixed)),
+                Ast::Mark { body, .. } => stack.push((body, depth, fixed, outer_parallel)),
                 Ast::If {
                     then, otherwise, ..
                 } => {
-                    stack.push((then, depth, fixed.clone()));
+                    stack.push((then, depth, fixed.clone(), outer_parallel));
                     if let Some(o) = otherwise {
-                        stack.push((o, depth, fixed));
+                        stack.push((o, depth, fixed, outer_parallel));
                     }
                 }
                 Ast::User { .. } => {}
@@ -606,7 +609,8 @@ impl<'a> Writer<'a> {
                             inner.insert(var.clone(), l);
                         }
                     }
-                    if annotations.parallel {
+                    let parallel = outer_parallel && annotations.parallel;
+                    if parallel {
                         let region = crate::promote::Region::new(program, body, true);
                         let mut counts: BTreeMap<ArrayId, usize> = BTreeMap::new();
                         for (a, _, _) in &region.all {
@@ -630,7 +634,7 @@ impl<'a> Writer<'a> {
                             }
                         }
                     }
-                    stack.push((body, depth + 1, inner));
+                    stack.push((body, depth + 1, inner, parallel));
                 }
             }
         }
