@@ -462,7 +462,7 @@ fn fuse_group(
                     stmt_name(program, s)
                 )));
             }
-            let Some((shared, total)) = recompute::redundancy(program, &inst, k)? else {
+            let Some((shared, total)) = recompute::redundancy(program, &inst, &tiles.readers[0], k)? else {
                 return Ok(Err(format!(
                     "the tiles of {} could not be measured",
                     stmt_name(program, s)

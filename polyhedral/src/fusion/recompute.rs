@@ -45,20 +45,25 @@ pub(crate) fn single_assignment(program: &Program, deps: &Dependences, s: StmtId
 
 /// For the extension `ext` of tiles of `k` members, at the kernel's sizes: (instances of a
 /// middle tile that a neighbouring tile computes too, summed over the tile dimensions;
-/// instances of that tile). `None` when the middle tile has no instance.
+/// instances of that tile). The tiles are those of `consumer`'s instances (an extension may
+/// reach tile coordinates no consumer instance has, where it never runs). `None` when the
+/// middle tile has no instance.
 pub(crate) fn redundancy(
     program: &Program,
     ext: &Instances,
+    consumer: &Instances,
     k: usize,
 ) -> Result<Option<(i64, i64)>, ScheduleError> {
     let np = ext.np;
     let n = ext.rel.n;
     let mut base = ext.rel.clone();
     fix_params(program, &mut base);
+    let mut tiles = consumer.rel.clone();
+    fix_params(program, &mut tiles);
     let mut middle = Vec::with_capacity(k);
     let mut spans = Vec::with_capacity(k);
     for j in 0..k {
-        let Some((lo, hi)) = range(program, &base, np + j)? else {
+        let Some((lo, hi)) = range(program, &tiles, np + j)? else {
             return Ok(None);
         };
         middle.push(lo + (hi - lo) / 2);
@@ -109,7 +114,7 @@ pub(crate) fn redundancy(
 }
 
 /// Whether `shared` of `total` instances is within [`MAX_REDUNDANT`].
-pub(crate) fn worth_recomputing(shared: i64, total: i64) -> bool {
+pub fn worth_recomputing(shared: i64, total: i64) -> bool {
     let (num, den) = MAX_REDUNDANT;
     shared * den <= total * num
 }
