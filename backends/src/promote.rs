@@ -211,8 +211,18 @@ pub(crate) fn evaluate(
         AstExpr::FloorDiv(a, k) => ev(a)?.div_euclid(*k),
         AstExpr::CeilDiv(a, k) => -(-ev(a)?).div_euclid(*k),
         AstExpr::Mod(a, k) => ev(a)?.rem_euclid(*k),
-        AstExpr::Min(items) => items.iter().map(ev).collect::<Option<Vec<_>>>()?.into_iter().min()?,
-        AstExpr::Max(items) => items.iter().map(ev).collect::<Option<Vec<_>>>()?.into_iter().max()?,
+        AstExpr::Min(items) => items
+            .iter()
+            .map(ev)
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .min()?,
+        AstExpr::Max(items) => items
+            .iter()
+            .map(ev)
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .max()?,
     })
 }
 

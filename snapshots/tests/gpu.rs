@@ -371,7 +371,11 @@ fn fused_intermediates_live_in_workgroup_memory() {
             &[("H", 37), ("W", 45)][..],
             &["Bx", "By"][..],
         ),
-        ("layernorm.pf", &[("N", 37), ("D", 45)], &["sum", "mu", "sq", "rstd"]),
+        (
+            "layernorm.pf",
+            &[("N", 37), ("D", 45)],
+            &["sum", "mu", "sq", "rstd"],
+        ),
         ("softmax.pf", &[("N", 37), ("M", 45)], &["mx", "e", "s"]),
     ] {
         let program = load_sized(name, sizes);
@@ -385,7 +389,9 @@ fn fused_intermediates_live_in_workgroup_memory() {
                 .unwrap_or_else(|| panic!("{name}: no array {local}"));
             assert!(module.tile_local[k], "{name}: {local}\n{}", module.wgsl);
             assert!(
-                module.wgsl.contains(&format!("var<workgroup> pf_tl_k0_{local}:")),
+                module
+                    .wgsl
+                    .contains(&format!("var<workgroup> pf_tl_k0_{local}:")),
                 "{name}: {local}\n{}",
                 module.wgsl
             );

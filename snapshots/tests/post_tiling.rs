@@ -220,7 +220,10 @@ fn fused_intermediates_have_no_global_buffer_on_the_cpu() {
         ("conv2d_relu.pf", &["Conv_tile["][..]),
         ("conv2d_bn_relu.pf", &["Conv_tile["]),
         ("blur_unsharp.pf", &["Bx_tile[", "By_tile["]),
-        ("layernorm.pf", &["sum_tile[", "mu_tile[", "sq_tile[", "rstd_tile["]),
+        (
+            "layernorm.pf",
+            &["sum_tile[", "mu_tile[", "sq_tile[", "rstd_tile["],
+        ),
         ("gemm_bias_relu.pf", &["T_tile["]),
     ] {
         let program = snapshots::load(&dir.join(file));

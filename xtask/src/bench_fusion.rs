@@ -441,19 +441,23 @@ fn gpu_global_bytes(
     fuse: &str,
     temporaries: &[(String, u64)],
 ) -> Result<u64, String> {
-    let wgsl = output(
-        Command::new(polyfuse)
-            .arg("compile")
-            .arg(kernel)
-            .args(["--target", "gpu", "--gpu-f32", "--fuse", fuse]),
-    )?;
+    let wgsl = output(Command::new(polyfuse).arg("compile").arg(kernel).args([
+        "--target",
+        "gpu",
+        "--gpu-f32",
+        "--fuse",
+        fuse,
+    ]))?;
     Ok(temporaries
         .iter()
         .filter(|(name, _)| {
             let local = format!("_{name}: array<");
             !wgsl.lines().any(|l| {
                 l.strip_prefix("var<workgroup> pf_tl_k")
-                    .and_then(|rest| rest.trim_start_matches(|c: char| c.is_ascii_digit()).strip_prefix(&local[..]))
+                    .and_then(|rest| {
+                        rest.trim_start_matches(|c: char| c.is_ascii_digit())
+                            .strip_prefix(&local[..])
+                    })
                     .is_some()
             })
         })

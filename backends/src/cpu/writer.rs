@@ -581,7 +581,11 @@ impl<'a> Writer<'a> {
         while let Some((node, depth, fixed, outer_parallel)) = stack.pop() {
             match node {
                 Ast::Block(items) => {
-                    stack.extend(items.iter().map(|i| (i, depth, fixed.clone(), outer_parallel)));
+                    stack.extend(
+                        items
+                            .iter()
+                            .map(|i| (i, depth, fixed.clone(), outer_parallel)),
+                    );
                 }
                 Ast::Mark { body, .. } => stack.push((body, depth, fixed, outer_parallel)),
                 Ast::If {
@@ -630,7 +634,12 @@ impl<'a> Writer<'a> {
                             };
                             let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
                             if bytes <= TILE_LOCAL_BYTES {
-                                candidates.push((depth, node as *const Ast, (a, lower, extent), bytes));
+                                candidates.push((
+                                    depth,
+                                    node as *const Ast,
+                                    (a, lower, extent),
+                                    bytes,
+                                ));
                             }
                         }
                     }

@@ -27,9 +27,7 @@ use polyhedral::schedule::map::THREAD_MARK;
 use super::body::{self, BodyWriter, Leaves};
 use super::host::{leading_parallel, split_host, HostOp, Kernel, KernelMapping, MappedLoop};
 use super::{Error, Options};
-use crate::promote::{
-    accesses, evaluate, register_candidates, shared_tiles, Region, SharedTile,
-};
+use crate::promote::{accesses, evaluate, register_candidates, shared_tiles, Region, SharedTile};
 
 /// A written module: the WGSL text and what the runner needs to run it.
 #[derive(Clone, Debug, PartialEq)]
@@ -982,7 +980,9 @@ fn tile_locals(
     let mut out = Vec::new();
     for (a, n) in counts {
         let array = program.array(a);
-        if array.role != ArrayRole::Temporary || array.shape.is_empty() || totals.get(&a) != Some(&n)
+        if array.role != ArrayRole::Temporary
+            || array.shape.is_empty()
+            || totals.get(&a) != Some(&n)
         {
             continue;
         }

@@ -57,8 +57,8 @@ use crate::schedule::expr::{QuasiAffine, QuasiConstraint};
 use crate::schedule::instances::Instances;
 use crate::schedule::pluto;
 use crate::schedule::tree::{Extension, Filter, Node, NodeKind, ScheduleTree, SKIPPED};
-use crate::schedule::{tree_of_schedule, verify};
 use crate::schedule::ScheduleError;
+use crate::schedule::{tree_of_schedule, verify};
 use crate::sets::conj::{Conj, Row};
 use crate::sets::omega::{is_feasible, project};
 use crate::sets::rel::{Basic, Rel};
@@ -120,7 +120,11 @@ fn mixes_producers(program: &Program, tree: &ScheduleTree) -> bool {
         let roles: Vec<ArrayRole> = band
             .schedule
             .iter()
-            .map(|(s, _)| program.array(program.statements[s.index()].write.array).role)
+            .map(|(s, _)| {
+                program
+                    .array(program.statements[s.index()].write.array)
+                    .role
+            })
             .collect();
         roles.contains(&ArrayRole::Temporary)
             && roles.iter().any(|r| *r != ArrayRole::Temporary)
@@ -462,7 +466,9 @@ fn fuse_group(
                     stmt_name(program, s)
                 )));
             }
-            let Some((shared, total)) = recompute::redundancy(program, &inst, &tiles.readers[0], k)? else {
+            let Some((shared, total)) =
+                recompute::redundancy(program, &inst, &tiles.readers[0], k)?
+            else {
                 return Ok(Err(format!(
                     "the tiles of {} could not be measured",
                     stmt_name(program, s)
@@ -512,11 +518,7 @@ fn fuse_group(
             .iter()
             .any(|&s| program.statements[s.index()].write.array == array)
     };
-    for d in deps
-        .memory
-        .iter()
-        .filter(|d| d.kind.is_legality())
-    {
+    for d in deps.memory.iter().filter(|d| d.kind.is_legality()) {
         let from_group = groups[a].stmts.contains(&d.source);
         let to_group = groups[a].stmts.contains(&d.sink);
         if !from_group && !to_group {
