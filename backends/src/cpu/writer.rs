@@ -13,7 +13,7 @@
 //! an innermost loop annotated vectorizable becomes `#pragma omp simd` (both on one loop:
 //! `parallel for simd`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 
 use polyhedral::ast::{self, Ast, AstCond, AstExpr};
@@ -562,67 +562,105 @@ impl<'a> Writer<'a> {
     }
 
     /// Finds the temporaries that can live in one iteration of a parallel loop (see
-    /// [`crate::promote`]), records them in `tile_locals`, and returns them.
+    /// [`crate::promote`]), records them in `tile_locals`, and returns them. Each goes to the
+    /// deepest parallel loop (below parallel loops only) whose body holds all its accesses
+    /// and where its box fits, the smallest box.
     fn find_tile_locals(&mut self, ast: &Ast) -> BTreeSet<ArrayId> {
         let program = self.program;
+        let values = program.param_values();
         let mut totals: HashMap<ArrayId, usize> = HashMap::new();
         for (a, _, _) in crate::promote::accesses(program, ast) {
             *totals.entry(a).or_default() += 1;
         }
-        let mut found = BTreeSet::new();
-        let mut stack = vec![ast];
-        while let Some(node) = stack.pop() {
-            let body = match node {
-                Ast::For {
-                    body, annotations, ..
-                } if annotations.parallel => body,
+        // (depth, loop, array, lowest subscripts, extents, bytes)
+        let mut candidates: Vec<(usize, *const Ast, TileLocal, i64)> = Vec::new();
+        // Only below loops that all carry no dependence: a value a loop further out carried from
+        // one of its iterations to the next would be lost with the iteration's array.
+        let mut stack: Vec<(&Ast, usize, BTreeMap<String, i64>, bool)> =
+            vec![(ast, 0, BTreeMap::new(), true)];
+        while let Some((node, depth, fixed, outer_parallel)) = stack.pop() {
+            match node {
                 Ast::Block(items) => {
-                    stack.extend(items.iter());
-                    continue;
+                    stack.extend(
+                        items
+                            .iter()
+                            .map(|i| (i, depth, fixed.clone(), outer_parallel)),
+                    );
                 }
-                Ast::For { body, .. } | Ast::Mark { body, .. } => {
-                    stack.push(body);
-                    continue;
-                }
+                Ast::Mark { body, .. } => stack.push((body, depth, fixed, outer_parallel)),
                 Ast::If {
                     then, otherwise, ..
                 } => {
-                    stack.push(then);
-                    stack.extend(otherwise.as_deref());
-                    continue;
+                    stack.push((then, depth, fixed.clone(), outer_parallel));
+                    if let Some(o) = otherwise {
+                        stack.push((o, depth, fixed, outer_parallel));
+                    }
                 }
-                Ast::User { .. } => continue,
-            };
-            let region = crate::promote::Region::new(program, body, true);
-            let mut counts: HashMap<ArrayId, usize> = HashMap::new();
-            for (a, _, _) in &region.all {
-                *counts.entry(*a).or_default() += 1;
-            }
-            let mut candidates: Vec<(ArrayId, usize)> = counts.into_iter().collect();
-            candidates.sort();
-            let mut budget = TILE_LOCAL_BYTES;
-            let mut boxes = Vec::new();
-            for (a, n) in candidates {
-                let array = program.array(a);
-                if array.role != ArrayRole::Temporary
-                    || array.shape.is_empty()
-                    || totals.get(&a) != Some(&n)
-                {
-                    continue;
+                Ast::User { .. } => {}
+                Ast::For {
+                    var,
+                    lower,
+                    upper,
+                    body,
+                    annotations,
+                    ..
+                } => {
+                    // A loop of one iteration at the kernel's sizes fixes its variable.
+                    let mut inner = fixed.clone();
+                    let at = |e| crate::promote::evaluate(e, Some(&values), &fixed);
+                    if let (Some(l), Some(u)) = (at(lower), at(upper)) {
+                        if l == u {
+                            inner.insert(var.clone(), l);
+                        }
+                    }
+                    let parallel = outer_parallel && annotations.parallel;
+                    if parallel {
+                        let region = crate::promote::Region::new(program, body, true);
+                        let mut counts: BTreeMap<ArrayId, usize> = BTreeMap::new();
+                        for (a, _, _) in &region.all {
+                            *counts.entry(*a).or_default() += 1;
+                        }
+                        for (a, n) in counts {
+                            let array = program.array(a);
+                            if array.role != ArrayRole::Temporary
+                                || array.shape.is_empty()
+                                || totals.get(&a) != Some(&n)
+                            {
+                                continue;
+                            }
+                            let Some((lower, extent)) = region.enclosing_box(program, a, &inner)
+                            else {
+                                continue;
+                            };
+                            let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
+                            if bytes <= TILE_LOCAL_BYTES {
+                                candidates.push((
+                                    depth,
+                                    node as *const Ast,
+                                    (a, lower, extent),
+                                    bytes,
+                                ));
+                            }
+                        }
+                    }
+                    stack.push((body, depth + 1, inner, parallel));
                 }
-                let Some((lower, extent)) = region.box_of(program, a) else {
-                    continue;
-                };
-                let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
-                if bytes <= budget {
-                    budget -= bytes;
-                    boxes.push((a, lower, extent));
-                }
             }
-            found.extend(boxes.iter().map(|(a, _, _)| *a));
-            if !boxes.is_empty() {
-                self.tile_locals.insert(node as *const Ast, boxes);
+        }
+        candidates.sort_by(|x, y| y.0.cmp(&x.0).then((x.2).0.cmp(&(y.2).0)));
+        let mut budgets: HashMap<*const Ast, i64> = HashMap::new();
+        let mut found = BTreeSet::new();
+        for (_, node, local, bytes) in candidates {
+            let budget = budgets.entry(node).or_insert(TILE_LOCAL_BYTES);
+            if found.contains(&local.0) || bytes > *budget {
+                continue;
             }
+            *budget -= bytes;
+            found.insert(local.0);
+            self.tile_locals.entry(node).or_default().push(local);
+        }
+        for boxes in self.tile_locals.values_mut() {
+            boxes.sort_by_key(|b| b.0);
         }
         found
     }

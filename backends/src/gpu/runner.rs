@@ -435,9 +435,15 @@ pub fn run(
         .enumerate()
         .map(|(k, a)| {
             let id = ArrayId(k as u32);
+            // A tile-local temporary's buffer is bound but never accessed: one element.
+            let contents = if module.tile_local[k] {
+                vec![0u8; 4]
+            } else {
+                encode(program, module, id, inputs.array(id))
+            };
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(&a.name),
-                contents: &encode(program, module, id, inputs.array(id)),
+                contents: &contents,
                 usage: wgpu::BufferUsages::STORAGE
                     | wgpu::BufferUsages::COPY_SRC
                     | wgpu::BufferUsages::COPY_DST,
@@ -548,6 +554,9 @@ pub fn run(
         });
     }
     for (k, b) in buffers.iter().enumerate() {
+        if module.tile_local[k] {
+            continue;
+        }
         let id = ArrayId(k as u32);
         gpu.queue
             .write_buffer(b, 0, &encode(program, module, id, inputs.array(id)));
