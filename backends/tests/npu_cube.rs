@@ -374,3 +374,27 @@ fn an_in_place_update_is_refused_with_its_reason() {
     );
     assert!(!message.contains('\n'));
 }
+
+#[test]
+fn a_triangular_domain_writes_only_its_triangle() {
+    // syrk updates C[i][j] for j <= i: the Cube computes square tiles of the bounding box and
+    // only the lower triangle leaves UB, so the upper one keeps its input values.
+    let target = NpuTarget::default();
+    for (n, m) in [(30, 20), (40, 24), (100, 17)] {
+        let options = frontend::Options {
+            defines: vec![
+                ("N".to_string(), Some(n.to_string())),
+                ("M".to_string(), Some(m.to_string())),
+            ],
+            ..frontend::Options::default()
+        };
+        let program = frontend::load(&kernel("syrk.c"), &options)
+            .unwrap_or_else(|e| panic!("{}", e.render(false)));
+        let asm = runs_like_the_interpreter(&program, &target, &f32_options(true));
+        assert!(asm.contains("if s30 == 0"), "a diagonal tile:\n{asm}");
+    }
+    // The upper triangle (rows from the diagonal on) is refused with its reason.
+    let program = load(&kernel("covariance.c"), &[]);
+    let e = npu::compile(&program, &target, &f32_options(true)).expect_err("covariance");
+    assert!(e.to_string().contains("from the diagonal on"), "{e}");
+}

@@ -207,6 +207,7 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
             rows: ep.row_vectors as u64,
             scalar_bytes: 32 * ep.scalars.len() as u64 + if ep.rows.is_empty() { 0 } else { 1024 },
         },
+        square: st.band.is_some(),
     }
 }
 

@@ -23,6 +23,7 @@
 //!   every wait's set is issued before it in program order (or pre-set), so programs are free of
 //!   races and deadlocks.
 
+mod band;
 mod copies;
 mod cube;
 mod epilogue;
