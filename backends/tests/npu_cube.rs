@@ -363,13 +363,34 @@ fn tiles_shrink_to_the_machine_they_are_for() {
 }
 
 #[test]
-fn an_in_place_update_is_refused_with_its_reason() {
-    let program = load(&kernel("trmm.pf"), &[]);
+fn an_in_place_product_reads_a_copy_taken_before_it() {
+    // trmm: B[i][j] += A[k][i] * B[k][j] for k > i reads rows of B no instance has updated
+    // yet: a first kernel copies B and A with its upper triangle zeroed, the Cube reads them.
+    let target = NpuTarget::default();
+    for sizes in [
+        &[("M", 120), ("N", 140)][..],
+        &[("M", 30), ("N", 20)],
+        &[("M", 40), ("N", 47)],
+    ] {
+        let program = load(&kernel("trmm.pf"), sizes);
+        let asm = runs_like_the_interpreter(&program, &target, &f32_options(true));
+        assert_eq!(asm.matches("\nkernel ").count(), 2, "{asm}");
+        assert!(
+            asm.contains("param B_in : f32") && asm.contains("param A_cut : f32"),
+            "{asm}"
+        );
+    }
+}
+
+#[test]
+fn an_in_place_recurrence_is_refused_with_its_reason() {
+    let program = load(&kernel("lu.pf"), &[]);
     let e = npu::compile(&program, &NpuTarget::default(), &f32_options(true))
-        .expect_err("trmm updates B in place");
+        .expect_err("lu updates A in place from elements it has updated");
     let message = e.to_string();
     assert!(
-        message.starts_with("not supported on npu yet: statement S0 updates `B` in place"),
+        message.starts_with("not supported on npu yet: statement S0 updates `A` in place")
+            && message.contains("a recurrence"),
         "{message}"
     );
     assert!(!message.contains('\n'));

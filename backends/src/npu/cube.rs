@@ -41,7 +41,7 @@ use super::{Error, NpuTarget, Options, FRACTAL};
 
 /// The kernel's name as the assembler reads it: letters, digits and `_`, not starting with a
 /// digit (C files name kernels after themselves: `2mm`).
-fn kernel_name(name: &str) -> String {
+pub(crate) fn kernel_name(name: &str) -> String {
     let name: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })

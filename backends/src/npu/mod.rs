@@ -7,7 +7,9 @@
 //! repeats), so the two never disagree. [`compile`] recognises the kernel's structure from its
 //! polyhedral representation ([`plan`]), chooses tile sizes from the capacities ([`tiles`]) and
 //! writes the program ([`cube`], with the element-wise part on the Vector unit in
-//! [`epilogue`]); a kernel without a contraction goes to the Vector unit alone ([`vector`]).
+//! [`epilogue`], a triangular result's write-out in [`band`]); a contraction that updates its
+//! result in place runs after a kernel that copies what it reads ([`in_place`]); a kernel
+//! without a contraction goes to the Vector unit alone ([`vector`]).
 //! [`check`] assembles the program, runs it on the simulator on the interpreter's random
 //! inputs and compares every output with the interpreter's.
 //!
@@ -27,6 +29,7 @@ mod band;
 mod copies;
 mod cube;
 mod epilogue;
+mod in_place;
 pub mod plan;
 mod runner;
 mod tile_ops;
@@ -179,6 +182,13 @@ pub enum Error {
 
 /// The `.npuasm` program of `program`.
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
+    if let Some(rw) = in_place::rewrite(program)? {
+        let mut plan = plan::plan(&rw.program, options)?;
+        plan.gm.extend(rw.preps.iter().map(|p| p.to));
+        let cube = cube::write(&rw.program, &plan, target, options)?;
+        let name = format!("{}_prep", cube::kernel_name(&program.name));
+        return Ok(in_place::prep_kernel(&rw.program, &rw.preps, &name) + "\n" + &cube);
+    }
     if vector::applies(program) {
         plan::refuse_in_place(program)?;
         return vector::compile(program, target, options);
@@ -189,6 +199,9 @@ pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Resu
 
 /// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
 pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
+    if let Some(rw) = in_place::rewrite(program)? {
+        return plan::plan(&rw.program, options).map(|_| ());
+    }
     if vector::applies(program) {
         plan::refuse_in_place(program)?;
         vector::lower(program, options).map(|_| ())

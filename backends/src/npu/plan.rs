@@ -374,22 +374,22 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
     })
 }
 
-/// Refuses a kernel with a statement that reduces into the array it reads at other elements
-/// (a product accumulated in place, such as trmm's, is no contraction and no Vector statement).
+/// Whether a statement reduces into the array it reads at other elements (a product
+/// accumulated in place, such as trmm's: no Vector statement, and a contraction only through
+/// [`super::in_place`]).
+pub(crate) fn in_place_reduction(s: &Statement) -> bool {
+    let reduces = (0..s.depth()).any(|it| {
+        s.write
+            .subscripts
+            .iter()
+            .all(|e| e.coeff(Var::Iter(it)) == 0)
+    });
+    in_place(s) && reduces
+}
+
+/// Refuses a kernel with a statement that reduces into the array it reads at other elements.
 pub(crate) fn refuse_in_place(program: &Program) -> Result<(), Error> {
-    let reduces = |s: &Statement| {
-        (0..s.depth()).any(|it| {
-            s.write
-                .subscripts
-                .iter()
-                .all(|e| e.coeff(Var::Iter(it)) == 0)
-        })
-    };
-    match program
-        .statements
-        .iter()
-        .find(|s| in_place(s) && reduces(s))
-    {
+    match program.statements.iter().find(|s| in_place_reduction(s)) {
         Some(s) => Err(Error::NotYet(format!(
             "statement {} updates `{}` in place from other elements of it ({}); in-place updates are not lowered",
             s.name,
@@ -1032,7 +1032,7 @@ impl Domain {
 
 /// The domain of `stmt` when it is a box from 0, possibly cut by diagonals `x - y + c >= 0`
 /// (a triangular loop nest) whose bounding box starts at 0 too.
-fn domain(program: &Program, stmt: &Statement) -> Result<Domain, Error> {
+pub(crate) fn domain(program: &Program, stmt: &Statement) -> Result<Domain, Error> {
     let params = program.param_values();
     let depth = stmt.depth();
     let mut lo = vec![None::<i64>; depth];
