@@ -203,8 +203,9 @@ fn add_temp(program: &mut Program, from: ArrayId, suffix: &str) -> ArrayId {
 }
 
 /// The first kernel: each prepared temporary written from its array, in pieces of rows
-/// through UB (the cut ones' dropped elements set to 0 by masked `vdup`s on the way).
-pub(crate) fn prep_kernel(program: &Program, preps: &[Prep], name: &str) -> String {
+/// through UB, one piece per block (the cut ones' dropped elements set to 0 by masked
+/// `vdup`s on the way).
+pub(crate) fn prep_kernel(program: &Program, preps: &[Prep], cores: u64, name: &str) -> String {
     const PIECE: u64 = 64 * 1024;
     let mut out = String::new();
     let _ = writeln!(
@@ -212,7 +213,7 @@ pub(crate) fn prep_kernel(program: &Program, preps: &[Prep], name: &str) -> Stri
         "// {}: the operands the contraction reads, as they are before it updates them",
         program.name
     );
-    let _ = writeln!(out, "kernel {name} blockdim=1");
+    let _ = writeln!(out, "kernel {name} blockdim=BLOCKS");
     let mut declared: Vec<ArrayId> = Vec::new();
     for p in preps {
         for (a, role) in [(p.from, "in"), (p.to, "out")] {
@@ -235,86 +236,88 @@ pub(crate) fn prep_kernel(program: &Program, preps: &[Prep], name: &str) -> Stri
             );
         }
     }
-    let geometry = |a: ArrayId| {
-        let ext = program.array_extents(a);
-        let es = elem_bytes(program.array(a).elem);
+    // Pieces of rows, about as many as the cores, each one block's work.
+    let share = (cores / preps.len().max(1) as u64).max(1);
+    let mut pieces = Vec::new();
+    for p in preps {
+        let ext = program.array_extents(p.from);
+        let es = elem_bytes(program.array(p.from).elem);
         let cols = *ext.last().unwrap_or(&1) as u64;
         let rows = ext[..ext.len().saturating_sub(1)].iter().product::<i64>() as u64;
         let rs = (cols * es).div_ceil(BLOCK_BYTES) * BLOCK_BYTES;
-        let pr = (PIECE / rs).clamp(1, 4095).min(rows);
-        (es, rows, cols, rs, pr)
-    };
-    let ub = preps
+        let pr = (PIECE / rs).clamp(1, 4095).min(rows.div_ceil(share));
+        let mut r0 = 0;
+        while r0 < rows {
+            let n = pr.min(rows - r0);
+            pieces.push((p, es, cols, rs, r0, n));
+            r0 += n;
+        }
+    }
+    let ub = pieces
         .iter()
-        .map(|p| {
-            let (_, _, _, rs, pr) = geometry(p.from);
-            pr * rs
-        })
+        .map(|&(_, _, _, rs, _, n)| n * rs)
         .max()
         .unwrap_or(0)
         + VECTOR_BYTES;
     let _ = writeln!(out, "buffer ub_p : UB, {ub}");
-    let _ = writeln!(out, "set_flag MTE3, MTE2, 0");
-    for p in preps {
-        let (es, rows, cols, rs, pr) = geometry(p.from);
+    let many = pieces.len() > 1;
+    for (b, &(p, es, cols, rs, r0, n)) in pieces.iter().enumerate() {
         let rb = cols * es;
         let (src, dst) = (&program.array(p.from).name, &program.array(p.to).name);
         let _ = writeln!(
             out,
-            "// `{dst}`: `{src}`{}",
+            "// `{dst}` rows {r0}..{}: `{src}`{}",
+            r0 + n,
             if p.keep.is_some() {
                 " with the elements outside the domain set to 0"
             } else {
                 ""
             }
         );
-        let mut r0 = 0;
-        while r0 < rows {
-            let n = pr.min(rows - r0);
-            let at = r0 * rb;
-            let _ = writeln!(out, "wait_flag MTE3, MTE2, 0");
-            let bursts = |l: &mut String| {
-                if n > 1 {
-                    let _ = write!(l, ", n_burst={n}");
-                }
-            };
-            let mut l = format!("copy_pad ub_p[0], {src}[{at}]");
-            bursts(&mut l);
-            let _ = write!(l, ", bytes={rb}");
+        if many {
+            let _ = writeln!(out, "if block_idx == {b} {{");
+        }
+        let at = r0 * rb;
+        let bursts = |l: &mut String, stride: String| {
             if n > 1 {
-                let _ = write!(l, ", src_stride={rb}, dst_stride={rs}");
+                let _ = write!(l, ", n_burst={n}, bytes={rb}, {stride}");
+            } else {
+                let _ = write!(l, ", bytes={rb}");
             }
-            let _ = writeln!(out, "{l}");
-            match p.keep {
-                Some(keep) => {
-                    let _ = writeln!(out, "set_flag MTE2, V, 0");
-                    let _ = writeln!(out, "wait_flag MTE2, V, 0");
-                    for r in 0..n {
-                        let (z0, z1) = dropped(keep, (r0 + r) as i64, cols as i64);
-                        zero(&mut out, r * rs, z0, z1, es);
-                    }
-                    let _ = writeln!(out, "set_vector_mask {FULL}, {FULL}");
-                    let _ = writeln!(out, "set_flag V, MTE3, 0");
-                    let _ = writeln!(out, "wait_flag V, MTE3, 0");
+        };
+        let mut l = format!("copy_pad ub_p[0], {src}[{at}]");
+        bursts(&mut l, format!("src_stride={rb}, dst_stride={rs}"));
+        let _ = writeln!(out, "{l}");
+        match p.keep {
+            Some(keep) => {
+                let _ = writeln!(out, "set_flag MTE2, V, 0");
+                let _ = writeln!(out, "wait_flag MTE2, V, 0");
+                for r in 0..n {
+                    let (z0, z1) = dropped(keep, (r0 + r) as i64, cols as i64);
+                    zero(&mut out, r * rs, z0, z1, es);
                 }
-                None => {
-                    let _ = writeln!(out, "set_flag MTE2, MTE3, 0");
-                    let _ = writeln!(out, "wait_flag MTE2, MTE3, 0");
-                }
+                let _ = writeln!(out, "set_vector_mask {FULL}, {FULL}");
+                let _ = writeln!(out, "set_flag V, MTE3, 0");
+                let _ = writeln!(out, "wait_flag V, MTE3, 0");
             }
-            let mut l = format!("copy_pad {dst}[{at}], ub_p[0]");
-            bursts(&mut l);
-            let _ = write!(l, ", bytes={rb}");
-            if n > 1 {
-                let _ = write!(l, ", src_stride={rs}, dst_stride={rb}");
+            None => {
+                let _ = writeln!(out, "set_flag MTE2, MTE3, 0");
+                let _ = writeln!(out, "wait_flag MTE2, MTE3, 0");
             }
-            let _ = writeln!(out, "{l}");
-            let _ = writeln!(out, "set_flag MTE3, MTE2, 0");
-            r0 += n;
+        }
+        let mut l = format!("copy_pad {dst}[{at}], ub_p[0]");
+        bursts(&mut l, format!("src_stride={rs}, dst_stride={rb}"));
+        let _ = writeln!(out, "{l}");
+        if many {
+            let _ = writeln!(out, "}}");
         }
     }
-    let _ = writeln!(out, "wait_flag MTE3, MTE2, 0");
-    out
+    // The header's block count is known once the pieces are.
+    out.replacen(
+        "blockdim=BLOCKS",
+        &format!("blockdim={}", pieces.len().max(1)),
+        1,
+    )
 }
 
 const FULL: &str = "0xffffffffffffffff";

@@ -187,7 +187,9 @@ pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Resu
         plan.gm.extend(rw.preps.iter().map(|p| p.to));
         let cube = cube::write(&rw.program, &plan, target, options)?;
         let name = format!("{}_prep", cube::kernel_name(&program.name));
-        return Ok(in_place::prep_kernel(&rw.program, &rw.preps, &name) + "\n" + &cube);
+        return Ok(
+            in_place::prep_kernel(&rw.program, &rw.preps, target.cores(), &name) + "\n" + &cube,
+        );
     }
     if vector::applies(program) {
         plan::refuse_in_place(program)?;
