@@ -419,3 +419,28 @@ fn a_triangular_domain_writes_only_its_triangle() {
     let e = npu::compile(&program, &target, &f32_options(true)).expect_err("covariance");
     assert!(e.to_string().contains("from the diagonal on"), "{e}");
 }
+
+#[test]
+fn a_temporary_reused_by_every_iteration_is_privatized() {
+    // doitgen: sum[p] is computed from scratch for each (r, q) and copied into A[r][q][p]:
+    // one copy of sum per (r, q) makes it a contraction over (r, q) × p, A is read from a copy
+    // taken first, and the last (r, q)'s sum is copied into the live-out `sum` at the end.
+    let target = NpuTarget::default();
+    for dataset in ["MINI_DATASET", "SMALL_DATASET"] {
+        let options = frontend::Options {
+            defines: vec![(dataset.to_string(), None)],
+            ..frontend::Options::default()
+        };
+        let program = frontend::load(&kernel("doitgen.c"), &options)
+            .unwrap_or_else(|e| panic!("{}", e.render(false)));
+        let asm = runs_like_the_interpreter(&program, &target, &f32_options(true));
+        for k in [
+            "kernel doitgen_prep",
+            "kernel doitgen ",
+            "kernel doitgen_post",
+        ] {
+            assert!(asm.contains(k), "{k}:\n{asm}");
+        }
+        assert!(asm.contains("param sum_x : f32"), "{asm}");
+    }
+}

@@ -108,12 +108,12 @@ fn f64_kernels_run_in_f32_on_the_vector_unit() {
 }
 
 #[test]
-fn f64_contractions_over_a_triangle_or_in_place_run_in_f32_on_the_cube() {
+fn f64_contractions_over_a_triangle_in_place_or_privatized_run_in_f32_on_the_cube() {
     let options = Options {
         f64_as_f32: true,
         ..Options::default()
     };
-    for file in ["syrk.c", "trmm.pf"] {
+    for file in ["syrk.c", "trmm.pf", "doitgen.c"] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../kernels")
             .join(file);

@@ -34,16 +34,20 @@ use super::{Error, BLOCK_BYTES, VECTOR_BYTES};
 pub(crate) struct Prep {
     pub from: ArrayId,
     pub to: ArrayId,
+    /// The element of `from` that `to`'s first element is copied from.
+    pub offset: u64,
     /// The elements kept of a 2-d array, `sr · row + sc · col + c >= 0` as `(sr, sc, c)`
     /// with `sr = -sc = ±1`; the others become 0. `None`: a plain copy.
     pub keep: Option<(i64, i64, i64)>,
 }
 
-/// The rewritten program and what the first kernel prepares for it.
+/// The rewritten program, what a first kernel prepares for it and what a last one copies
+/// back from its results.
 #[derive(Clone, Debug)]
 pub(crate) struct Rewrite {
     pub program: Program,
     pub preps: Vec<Prep>,
+    pub posts: Vec<Prep>,
 }
 
 /// The rewrite of `program` when a statement updates an array in place from other elements
@@ -126,6 +130,7 @@ pub(crate) fn rewrite(program: &Program) -> Result<Option<Rewrite>, Error> {
     preps.push(Prep {
         from: x,
         to: copy,
+        offset: 0,
         keep: None,
     });
     // Cuts between a reduction iterator and another: onto the operand holding both.
@@ -168,6 +173,7 @@ pub(crate) fn rewrite(program: &Program) -> Result<Option<Rewrite>, Error> {
         preps.push(Prep {
             from,
             to,
+            offset: 0,
             keep: Some((sr, sc, k)),
         });
         // The statement now runs over the bounding box, from 0.
@@ -184,11 +190,12 @@ pub(crate) fn rewrite(program: &Program) -> Result<Option<Rewrite>, Error> {
     Ok(Some(Rewrite {
         program: out,
         preps,
+        posts: Vec::new(),
     }))
 }
 
 /// A GM temporary of `from`'s type and shape, named after it.
-fn add_temp(program: &mut Program, from: ArrayId, suffix: &str) -> ArrayId {
+pub(crate) fn add_temp(program: &mut Program, from: ArrayId, suffix: &str) -> ArrayId {
     let arr = program.array(from).clone();
     let mut name = format!("{}_{suffix}", arr.name);
     while program.array_by_name(&name).is_some() {
@@ -205,14 +212,15 @@ fn add_temp(program: &mut Program, from: ArrayId, suffix: &str) -> ArrayId {
 /// The first kernel: each prepared temporary written from its array, in pieces of rows
 /// through UB, one piece per block (the cut ones' dropped elements set to 0 by masked
 /// `vdup`s on the way).
-pub(crate) fn prep_kernel(program: &Program, preps: &[Prep], cores: u64, name: &str) -> String {
+pub(crate) fn prep_kernel(
+    program: &Program,
+    preps: &[Prep],
+    cores: u64,
+    (name, what): (&str, &str),
+) -> String {
     const PIECE: u64 = 64 * 1024;
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "// {}: the operands the contraction reads, as they are before it updates them",
-        program.name
-    );
+    let _ = writeln!(out, "// {}: {what}", program.name);
     let _ = writeln!(out, "kernel {name} blockdim=BLOCKS");
     let mut declared: Vec<ArrayId> = Vec::new();
     for p in preps {
@@ -240,12 +248,16 @@ pub(crate) fn prep_kernel(program: &Program, preps: &[Prep], cores: u64, name: &
     let share = (cores / preps.len().max(1) as u64).max(1);
     let mut pieces = Vec::new();
     for p in preps {
-        let ext = program.array_extents(p.from);
-        let es = elem_bytes(program.array(p.from).elem);
+        let ext = program.array_extents(p.to);
+        let es = elem_bytes(program.array(p.to).elem);
         let cols = *ext.last().unwrap_or(&1) as u64;
         let rows = ext[..ext.len().saturating_sub(1)].iter().product::<i64>() as u64;
         let rs = (cols * es).div_ceil(BLOCK_BYTES) * BLOCK_BYTES;
-        let pr = (PIECE / rs).clamp(1, 4095).min(rows.div_ceil(share));
+        // Pieces of at least 8 KiB: a copy's startup outweighs smaller ones.
+        let pr = (PIECE / rs)
+            .clamp(1, 4095)
+            .min(rows.div_ceil(share).max(8192 / rs))
+            .min(rows);
         let mut r0 = 0;
         while r0 < rows {
             let n = pr.min(rows - r0);
@@ -278,6 +290,7 @@ pub(crate) fn prep_kernel(program: &Program, preps: &[Prep], cores: u64, name: &
             let _ = writeln!(out, "if block_idx == {b} {{");
         }
         let at = r0 * rb;
+        let from_at = p.offset * es + at;
         let bursts = |l: &mut String, stride: String| {
             if n > 1 {
                 let _ = write!(l, ", n_burst={n}, bytes={rb}, {stride}");
@@ -285,7 +298,7 @@ pub(crate) fn prep_kernel(program: &Program, preps: &[Prep], cores: u64, name: &
                 let _ = write!(l, ", bytes={rb}");
             }
         };
-        let mut l = format!("copy_pad ub_p[0], {src}[{at}]");
+        let mut l = format!("copy_pad ub_p[0], {src}[{from_at}]");
         bursts(&mut l, format!("src_stride={rb}, dst_stride={rs}"));
         let _ = writeln!(out, "{l}");
         match p.keep {
