@@ -59,6 +59,14 @@ const CASES: &[(&str, &str, &[&str], &[&str])] = &[
     ("conv2d_bn_relu", "conv2d_bn_relu.pf", &[], &[]),
     ("softmax", "softmax.pf", &[], &[]),
     ("layernorm", "layernorm.pf", &[], &[]),
+    ("blur_unsharp", "blur_unsharp.pf", &[], &[]),
+    ("jacobi2d f32", "jacobi2d.pf", &[], &["--npu-f32"]),
+    ("syrk.c f32", "syrk.c", &[], &["--npu-f32"]),
+    ("trmm f32", "trmm.pf", &[], &["--npu-f32"]),
+    ("lu f32", "lu.pf", &[], &["--npu-f32"]),
+    ("covariance.c f32", "covariance.c", &[], &["--npu-f32"]),
+    ("doitgen.c f32", "doitgen.c", &[], &["--npu-f32"]),
+    ("gemver.c f32", "gemver.c", &[], &["--npu-f32"]),
 ];
 
 struct Sim {
@@ -103,7 +111,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
         for double in [true, false] {
             let out = work.join(format!(
                 "{}.npuasm",
-                label.replace([' ', '³', '×', '(', ')'], "_")
+                label.replace([' ', '³', '×', '(', ')', '.'], "_")
             ));
             let mut cmd = Command::new(&polyfuse);
             cmd.arg("compile")
@@ -122,7 +130,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
                 .map_err(|e| format!("cannot run polyfuse: {e}"))?;
             if !compiled.status.success() {
                 let why = String::from_utf8_lossy(&compiled.stderr);
-                let stem = file.trim_end_matches(".pf");
+                let stem = file.trim_end_matches(".pf").trim_end_matches(".c");
                 let why = why
                     .lines()
                     .next()
