@@ -395,7 +395,13 @@ impl Session {
         let mut stuck = false;
         for target in self.targets.clone() {
             // The C version goes to fewer places: it tests the C front end.
-            let mut list = configs(rng, target, kernel, self.short_loops && target == "gpu");
+            let mut list = configs(
+                rng,
+                target,
+                kernel,
+                lang,
+                self.short_loops && target == "gpu",
+            );
             if lang == Lang::C {
                 list.truncate(1);
             }
