@@ -150,6 +150,7 @@ struct OptimizeArgs {
         long,
         value_name = "A,B,…",
         value_delimiter = ',',
+        value_parser = parse_tile,
         conflicts_with = "no_tile"
     )]
     tile: Option<Vec<i64>>,
@@ -253,6 +254,16 @@ struct RunArgs {
     timeline: Option<PathBuf>,
     #[command(flatten)]
     optimize: OptimizeArgs,
+}
+
+/// One tile size: a positive integer.
+fn parse_tile(text: &str) -> Result<i64, String> {
+    match text.trim().parse::<i64>() {
+        Ok(t) if t >= 1 => Ok(t),
+        _ => Err(format!(
+            "tile sizes must be positive integers, found `{text}`"
+        )),
+    }
 }
 
 fn parse_size(text: &str) -> Result<(String, i64), String> {
@@ -409,8 +420,9 @@ fn check_memory(program: &polyhedral::Program) -> Result<(), Failure> {
     match bytes {
         Some(b) if b <= limit => Ok(()),
         _ => Err(Failure(format!(
-            "error: {}: its arrays take {} bytes in the interpreter, more than the {limit} \
-             bytes of this machine's memory; run it with smaller `--size` values\n",
+            "error: {}: does not fit in memory: its arrays take {} bytes in the interpreter, \
+             more than the {limit} bytes of this machine's memory; run it with smaller `--size` \
+             values\n",
             program.name,
             bytes.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string()),
         ))),

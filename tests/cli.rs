@@ -323,7 +323,7 @@ fn bad_optimizer_options_are_reported() {
     assert!(stderr(&o).contains("tile sizes"), "{}", stderr(&o));
     let o = polyfuse(&["compile", "kernels/gemm.pf", "--tile", "0,4,4"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("positive"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("positive integers"), "{}", stderr(&o));
     let o = polyfuse(&["compile", "kernels/gemm.pf", "--tile", "4,x,4"]);
     assert!(!o.status.success());
     let o = polyfuse(&["compile", "kernels/gemm.pf", "--fuse", "somefuse"]);
@@ -656,6 +656,9 @@ fn bad_options_are_one_line_errors() {
             "--fuse",
         ),
         (&["compile", "kernels/gemm.pf", "--tile", "4,x,4"], "--tile"),
+        // Every size is checked, also where the kernel has no band to tile.
+        (&["compile", "kernels/gemm.pf", "--tile", "4,0,4"], "--tile"),
+        (&["compile", "kernels/softmax.pf", "--tile", "0"], "--tile"),
         (
             &["compile", "kernels/gemm.pf", "--tile", "4,4,4", "--no-tile"],
             "--no-tile",
@@ -713,6 +716,19 @@ fn bad_options_are_one_line_errors() {
     assert!(polyfuse(&["--version"]).status.success());
 }
 
+/// `-D` naming a size of a `.pf` kernel must give it a number; other macros are for C input.
+#[test]
+fn defines_of_sizes_need_numbers() {
+    let err = refused(&["run", "kernels/gemm.pf", "-D", "NI=abc"]);
+    assert!(
+        err.contains("`-D NI=abc`") && err.contains("gemm.pf:"),
+        "{err}"
+    );
+    let o = polyfuse(&["check", "kernels/gemm.pf", "-D", "NI=12", "-D", "OTHER=x"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("NI = 12"), "{}", stdout(&o));
+}
+
 /// Sizes so large that the interpreter could not hold the arrays: refused before anything is
 /// allocated.
 #[test]
@@ -726,6 +742,50 @@ fn sizes_beyond_memory_are_refused() {
         "NJ=2000000000",
     ]);
     assert!(err.contains("smaller `--size`"), "{err}");
+    assert!(err.contains("does not fit in memory"), "{err}");
+}
+
+/// Kernels larger than what a target holds: one line that says what does not fit, where.
+#[test]
+fn kernels_beyond_a_targets_limits_do_not_fit() {
+    // One row of 200000 f32 is more than the accelerator's unified buffer.
+    let wide = source(
+        "wide.pf",
+        "kernel wide<N = 2, M = 200000>(A: f32[N, M]) -> (B: f32[N, M]) {\n    \
+         B(i, j) = A(i, j) + 1.0;\n}\n",
+    );
+    for command in ["compile", "run"] {
+        let err = refused_in_one_line(&[command, wide.to_str().unwrap(), "--target", "npu"]);
+        assert!(
+            err.contains("`wide` does not fit the on-chip memories"),
+            "{err}"
+        );
+    }
+    // 136 MB: more than WebGPU's 128 MiB storage buffer that lavapipe allows too; a GPU that
+    // binds more runs it.
+    let long = source(
+        "long.pf",
+        "kernel long<N = 34000000>(A: f32[N]) -> (B: f32[N]) {\n    B(i) = A(i) + 1.0;\n}\n",
+    );
+    let o = polyfuse(&[
+        "run",
+        long.to_str().unwrap(),
+        "--target",
+        "gpu",
+        "--tile",
+        "64",
+    ]);
+    let err = stderr(&o);
+    if err.contains("no GPU adapter") || o.status.success() {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("`A` does not fit the GPU: 136000000 bytes"),
+        "{err}"
+    );
 }
 
 /// Kernel files that are not kernels: missing, a folder, empty, not text, of an unknown kind.
@@ -807,7 +867,10 @@ fn bad_simulator_inputs_are_refused_with_their_place() {
     let err = refused(&["sim", example, "--machine", big.to_str().unwrap()]);
     assert!(err.contains("big.machine:"), "{err}");
     // Input folders.
-    refused_in_one_line(&["sim", example, "--inputs", "no/such/folder"]);
+    let err = refused_in_one_line(&["sim", example, "--inputs", "no/such/folder"]);
+    assert!(err.contains("no/such/folder: no such folder"), "{err}");
+    let err = refused_in_one_line(&["sim", example, "--inputs", example]);
+    assert!(err.contains("not a folder"), "{err}");
     let folder = source("inputs.marker", "").with_extension("d");
     std::fs::create_dir_all(&folder).unwrap();
     let folder = folder.as_path();

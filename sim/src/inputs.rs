@@ -15,6 +15,17 @@ use crate::Tensor;
 
 /// Reads every `in` / `inout` parameter from `dir`.
 pub fn load_inputs(program: &Program, dir: &Path) -> Result<BTreeMap<String, Tensor>, String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "error: {}: {}\n",
+            dir.display(),
+            if dir.exists() {
+                "not a folder (--inputs takes a folder of NAME.bin or NAME.txt files)"
+            } else {
+                "no such folder"
+            }
+        ));
+    }
     let mut out = BTreeMap::new();
     for p in program.params.iter().filter(|p| p.role != Role::Out) {
         let n = p.elements() as usize;

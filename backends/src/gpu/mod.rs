@@ -186,6 +186,17 @@ pub enum Error {
          another adapter"
     )]
     LoopLimit { adapter: String, limit: u32 },
+    /// An array larger than one storage buffer binding of the adapter may be.
+    #[error(
+        "`{array}` does not fit the GPU: {bytes} bytes, and a storage buffer of `{adapter}` \
+         holds at most {limit}; use smaller sizes"
+    )]
+    DoesNotFit {
+        array: String,
+        bytes: u64,
+        adapter: String,
+        limit: u64,
+    },
     #[error("the reference interpreter stopped: {0}")]
     Interp(#[from] InterpError),
     #[error("invalid program: {0}")]

@@ -429,27 +429,39 @@ pub fn run(
         })
         .collect();
 
-    let buffers: Vec<wgpu::Buffer> = program
-        .arrays
-        .iter()
-        .enumerate()
-        .map(|(k, a)| {
-            let id = ArrayId(k as u32);
-            // A tile-local temporary's buffer is bound but never accessed: one element.
-            let contents = if module.tile_local[k] {
-                vec![0u8; 4]
-            } else {
-                encode(program, module, id, inputs.array(id))
-            };
+    // An array the device cannot bind is refused before anything runs (wgpu would only
+    // report it as a validation error of the bind group).
+    let most = gpu
+        .limits
+        .max_storage_buffer_binding_size
+        .min(gpu.limits.max_buffer_size);
+    let mut buffers: Vec<wgpu::Buffer> = Vec::with_capacity(program.arrays.len());
+    for (k, a) in program.arrays.iter().enumerate() {
+        let id = ArrayId(k as u32);
+        // A tile-local temporary's buffer is bound but never accessed: one element.
+        let contents = if module.tile_local[k] {
+            vec![0u8; 4]
+        } else {
+            encode(program, module, id, inputs.array(id))
+        };
+        if contents.len() as u64 > most {
+            return Err(Error::DoesNotFit {
+                array: a.name.clone(),
+                bytes: contents.len() as u64,
+                adapter: gpu.name.clone(),
+                limit: most,
+            });
+        }
+        buffers.push(
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(&a.name),
                 contents: &contents,
                 usage: wgpu::BufferUsages::STORAGE
                     | wgpu::BufferUsages::COPY_SRC
                     | wgpu::BufferUsages::COPY_DST,
-            })
-        })
-        .collect();
+            }),
+        );
+    }
 
     let list = dispatches(program, module, &limits);
     let mut slots = vec![0u8; (list.len().max(1) as u64 * SLOT) as usize];

@@ -173,7 +173,7 @@ pub enum Error {
     #[error("not supported on npu yet: {0}")]
     NotYet(String),
     /// No tile sizes fit the on-chip memories.
-    #[error("no tiling of `{kernel}` fits the on-chip memories: {why}")]
+    #[error("`{kernel}` does not fit the on-chip memories: no tiling fits ({why})")]
     NoTiling { kernel: String, why: String },
     /// The simulator rejected the program (a bug in the lowering) or stopped on it.
     #[error("the simulator stopped: {0}")]

@@ -143,6 +143,22 @@ impl KernelLowering<'_> {
                 value: s.default.unwrap_or(-1),
             });
         }
+        // A macro that is no size is for C input only; one that names a size must give it a
+        // number.
+        for (name, value) in &options.defines {
+            let Some(text) = value else { continue };
+            if text.trim().parse::<i64>().is_err()
+                && matches!(self.syms.get(name.as_str()), Some(Sym::Size(_)))
+            {
+                return Err(Diagnostic::new(
+                    kernel.name.span,
+                    format!(
+                        "`-D {name}={text}` gives size `{name}` a value that is not an integer"
+                    ),
+                )
+                .with_hint(format!("give it a number: `-D {name}=128`")));
+            }
+        }
         let mut set = |name: &str, value: i64| {
             if let Some(Sym::Size(p)) = self.syms.get(name) {
                 self.program.params[p.index()].value = value;

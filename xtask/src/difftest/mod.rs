@@ -14,11 +14,14 @@
 //! [`shrinker`] reduces the kernel while it fails the same way and writes the reproducer and the
 //! failing command to `target/difftest/`. Where islpy is installed, the [`oracle`] also
 //! recomputes each kernel's dependences with isl and checks the compiled schedule against
-//! them. The last line sums up: kernels, runs per target, mismatches, panics, skips, the seed.
+//! them. The last line sums up: kernels, runs per target (passed, refused, failed), mismatches,
+//! panics, refusals ("not supported": neither a pass nor a failure), the seed.
 //! `--keep` keeps every generated kernel in `target/difftest/kernels/`; `--timeout` bounds one
 //! run of `polyfuse` (60 s by default); `--binary` tests a given `polyfuse` instead of building
 //! the workspace's.
 
+#[cfg(test)]
+mod coverage;
 mod cscop;
 mod generator;
 mod kernel;
@@ -159,6 +162,9 @@ struct Tally {
     /// Kernels the front end refused (the generator's mistakes).
     invalid: u64,
     runs: BTreeMap<&'static str, u64>,
+    /// Outcomes per target: a clean refusal ("not supported", a skip) is neither a pass nor
+    /// a failure.
+    by_target: BTreeMap<&'static str, BTreeMap<&'static str, u64>>,
     outcomes: BTreeMap<&'static str, u64>,
     skips: BTreeMap<String, u64>,
     failures: Vec<String>,
@@ -366,7 +372,7 @@ impl Session {
             self.tally.invalid += 1;
             if self.tally.invalid <= 3 {
                 println!(
-                    "difftest: kernel {seed:016x} ({}) refused: {}",
+                    "difftest: kernel {seed:016x} ({}) invalid: {}",
                     lang.ext(),
                     outcome.detail()
                 );
@@ -389,7 +395,13 @@ impl Session {
         let mut stuck = false;
         for target in self.targets.clone() {
             // The C version goes to fewer places: it tests the C front end.
-            let mut list = configs(rng, target, kernel, self.short_loops && target == "gpu");
+            let mut list = configs(
+                rng,
+                target,
+                kernel,
+                lang,
+                self.short_loops && target == "gpu",
+            );
             if lang == Lang::C {
                 list.truncate(1);
             }
@@ -403,6 +415,13 @@ impl Session {
                 stuck = matches!(outcome, Outcome::Timeout | Outcome::Crash(_));
                 *self.tally.runs.entry(target).or_default() += 1;
                 *self.tally.outcomes.entry(outcome.kind()).or_default() += 1;
+                *self
+                    .tally
+                    .by_target
+                    .entry(target)
+                    .or_default()
+                    .entry(outcome.kind())
+                    .or_default() += 1;
                 if let Outcome::Skip(why) = &outcome {
                     *self.tally.skips.entry(skip_reason(why)).or_default() += 1;
                 }
@@ -509,7 +528,7 @@ impl Session {
 
 fn print_summary(tally: &Tally, options: &Options, targets: &[&str]) {
     if !tally.skips.is_empty() {
-        println!("skips by reason:");
+        println!("refusals by reason:");
         let mut skips: Vec<(&String, &u64)> = tally.skips.iter().collect();
         skips.sort_by(|a, b| b.1.cmp(a.1));
         for (why, count) in skips.iter().take(8) {
@@ -524,7 +543,20 @@ fn print_summary(tally: &Tally, options: &Options, targets: &[&str]) {
     }
     let runs: Vec<String> = targets
         .iter()
-        .map(|t| format!("{t} {}", tally.runs.get(t).copied().unwrap_or(0)))
+        .map(|t| {
+            let runs = tally.runs.get(t).copied().unwrap_or(0);
+            let of = |k: &str| {
+                tally
+                    .by_target
+                    .get(t)
+                    .and_then(|m| m.get(k))
+                    .copied()
+                    .unwrap_or(0)
+            };
+            let (passed, refused) = (of("pass"), of("skip"));
+            let failed = runs - passed - refused;
+            format!("{t} {runs} ({passed} passed, {refused} refused, {failed} failed)")
+        })
         .collect();
     let count = |k: &str| tally.outcomes.get(k).copied().unwrap_or(0);
     let isl = if tally.isl_checked > 0 {
@@ -536,8 +568,8 @@ fn print_summary(tally: &Tally, options: &Options, targets: &[&str]) {
         String::new()
     };
     println!(
-        "difftest summary: {} kernels ({} also as C, {} refused), runs: {}; mismatches {}, \
-         panics {}, crashes {}, errors {}, timeouts {}, skips {}{isl}; seed {}",
+        "difftest summary: {} kernels ({} also as C, {} invalid), runs: {}; mismatches {}, \
+         panics {}, crashes {}, errors {}, timeouts {}, refusals {}{isl}; seed {}",
         tally.kernels,
         tally.c_kernels,
         tally.invalid,

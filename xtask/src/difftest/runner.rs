@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::kernel::Kernel;
+use super::kernel::{Kernel, Lang};
 use super::Rng;
 
 /// What one run of `polyfuse` did.
@@ -284,9 +284,12 @@ pub fn configs(
     rng: &mut Rng,
     target: &'static str,
     kernel: &Kernel,
+    lang: Lang,
     short_loops: bool,
 ) -> Vec<Config> {
-    let uses_f64 = kernel.to_pf().contains("f64");
+    // C computes `float` operands with `double` constants in `double`: a C kernel may use f64
+    // where its `.pf` twin does not.
+    let uses_f64 = lang == Lang::C || kernel.to_pf().contains("f64");
     let config = |options: &[&str], small_tiles: bool| Config {
         target,
         options: options.iter().map(|s| s.to_string()).collect(),
@@ -312,7 +315,9 @@ pub fn configs(
             config(&["--no-promote"], true),
             config(&["--fuse", "post-tiling"], false),
         ],
-        _ => vec![config(&["--no-double-buffer"], false), config(&[], true)],
+        // The accelerator tiles by its own rules (it takes no `--tile` and no `--fuse`):
+        // what changes its code is double buffering.
+        _ => vec![config(&["--no-double-buffer"], false)],
     };
     let n = if target == "npu" { 1 } else { 2 };
     for _ in 0..n {
