@@ -162,6 +162,9 @@ struct OptimizeArgs {
     /// OpenMP threads of the generated code (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
+    /// CPU: do not pack arrays into contiguous buffers.
+    #[arg(long)]
+    no_pack: bool,
     /// GPU: do not promote tiles to workgroup memory or accumulators to registers.
     #[arg(long)]
     no_promote: bool,
@@ -197,6 +200,7 @@ impl OptimizeArgs {
                 FuseArg::PostTiling => Fusion::SmartFuse,
             },
             post_tiling_fusion: self.fuse == FuseArg::PostTiling,
+            pack: !self.no_pack,
             tiling,
             ..Default::default()
         }
@@ -226,7 +230,7 @@ struct CompileArgs {
     output: Option<PathBuf>,
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
-    /// intra-tile, post-tiling-fusion), `ast` (the loop AST), `deps` (the dependences the
+    /// intra-tile, post-tiling-fusion, pack), `ast` (the loop AST), `deps` (the dependences the
     /// scheduler worked from) or `program` (the program they are for: arrays the pipeline
     /// expanded for parallelism appear expanded).
     #[arg(long, value_name = "WHAT")]

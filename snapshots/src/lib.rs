@@ -71,7 +71,9 @@ pub fn tiny_target() -> TargetDescription {
         vector: Some(VectorUnit {
             bytes: 16,
             tile_iterations: 128,
+            registers: 32,
         }),
+        tlb: None,
         element_types: vec![
             ScalarType::F16,
             ScalarType::F32,

@@ -17,6 +17,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 
 use polyhedral::ast::{self, Ast, AstCond, AstExpr};
+use polyhedral::pack::PackMark;
 use polyhedral::program::{
     ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, SourceKind, Stmt, StmtId,
 };
@@ -55,8 +56,9 @@ pub struct Writer<'a> {
     /// Per parallel loop (by address in the AST), the temporaries that live in one of its
     /// iterations: (array, lowest subscripts, extents).
     tile_locals: HashMap<*const Ast, Vec<TileLocal>>,
-    /// The tile-local temporaries in scope: (array, local name, names of the lowest subscripts).
-    locals: Vec<(ArrayId, String, Vec<String>)>,
+    /// The tile-local temporaries and packed buffers in scope: (array, local name, names of
+    /// the lowest subscripts, the array dimension each local dimension stores).
+    locals: Vec<(ArrayId, String, Vec<String>, Vec<usize>)>,
 }
 
 /// A temporary living in one iteration of a parallel loop: the array, its box's lowest
@@ -66,6 +68,25 @@ type TileLocal = (ArrayId, Vec<AstExpr>, Vec<i64>);
 /// The most bytes of tile-local temporaries one iteration of a parallel loop keeps on the
 /// stack.
 const TILE_LOCAL_BYTES: i64 = 64 << 10;
+
+/// The most bytes of one packed buffer, which lives on the stack of the thread that runs the
+/// packed loop.
+const PACKED_BYTES: i64 = 1 << 20;
+
+/// The alignment of packed buffers: a cache line, and a whole number of vectors.
+const PACKED_ALIGN: i64 = 64;
+
+/// An array copied into a packed buffer for one region (see [`polyhedral::pack`]).
+struct Packed {
+    array: ArrayId,
+    /// Per array dimension, the lowest subscript of the box (an expression of the loops
+    /// outside the region) and its extent.
+    lower: Vec<AstExpr>,
+    extent: Vec<i64>,
+    /// The array dimension each buffer dimension stores.
+    layout: Vec<usize>,
+    written: bool,
+}
 
 /// The C type elements of `ty` are stored in.
 pub(crate) fn storage_type(ty: ScalarType) -> &'static str {
@@ -702,7 +723,8 @@ impl<'a> Writer<'a> {
                     let dims: String = extent.iter().map(|e| format!("[{e}]")).collect();
                     let store = storage_type(self.program.array(*id).elem);
                     let _ = writeln!(out, "{pad}    {store} {name}{dims} = {{0}};");
-                    self.locals.push((*id, name, lows));
+                    let layout = (0..extent.len()).collect();
+                    self.locals.push((*id, name, lows, layout));
                 }
                 self.write_node(out, body, indent + 1, in_parallel || parallel);
                 for _ in &locals {
@@ -743,12 +765,141 @@ impl<'a> Writer<'a> {
                 let _ = writeln!(out, "{pad}{line}");
             }
             Ast::Mark { name, body } => {
+                if let Some(mark) = PackMark::parse(name) {
+                    match self.pack_box(&mark, body, in_parallel) {
+                        Ok(packed) => {
+                            self.write_packed(out, packed, body, indent, in_parallel);
+                            return;
+                        }
+                        Err(why) => {
+                            let _ = writeln!(out, "{pad}/* {} not packed: {why} */", mark.array);
+                            self.write_node(out, body, indent, in_parallel);
+                            return;
+                        }
+                    }
+                }
                 let _ = writeln!(out, "{pad}/* mark: {} */", name.replace("*/", "* /"));
                 let _ = writeln!(out, "{pad}{{");
                 self.write_node(out, body, indent + 1, in_parallel);
                 let _ = writeln!(out, "{pad}}}");
             }
         }
+    }
+
+    /// The box of the accesses below a pack mark, when the array can be packed there: (array,
+    /// lowest subscripts, extents, layout, whether the region writes it).
+    fn pack_box(&self, mark: &PackMark, body: &Ast, in_parallel: bool) -> Result<Packed, String> {
+        let program = self.program;
+        let id = program.array_by_name(&mark.array).ok_or("no such array")?;
+        let array = program.array(id);
+        let mut sorted = mark.layout.clone();
+        sorted.sort_unstable();
+        if array.shape.is_empty() || sorted != (0..array.shape.len()).collect::<Vec<_>>() {
+            return Err("the layout does not fit the array".into());
+        }
+        if self.locals.iter().any(|(a, _, _, _)| *a == id) {
+            return Err("already local".into());
+        }
+        let region = crate::promote::Region::new(program, body, true);
+        let (lower, extent) = region
+            .box_of(program, id)
+            .ok_or("the accesses have no box of constant size")?;
+        let written = region.all.iter().any(|(a, _, w)| *a == id && *w);
+        if written && in_parallel {
+            return Err("written inside a parallel loop".into());
+        }
+        let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
+        if bytes > PACKED_BYTES {
+            return Err(format!(
+                "{bytes} bytes exceed the {PACKED_BYTES} of a packed buffer"
+            ));
+        }
+        Ok(Packed {
+            array: id,
+            lower,
+            extent,
+            layout: mark.layout.clone(),
+            written,
+        })
+    }
+
+    /// A packed region: the buffer, the copy-in, the region reading and writing the buffer,
+    /// and the copy-out of a written array. Elements of the box outside the array (a partial
+    /// last tile) are neither copied in nor out; the region never touches them.
+    fn write_packed(
+        &mut self,
+        out: &mut String,
+        packed: Packed,
+        body: &Ast,
+        indent: usize,
+        in_parallel: bool,
+    ) {
+        let pad = "    ".repeat(indent);
+        let Packed {
+            array: id,
+            lower,
+            extent,
+            layout,
+            written,
+        } = packed;
+        let array = self.program.array(id);
+        let global = self.arrays[id.index()].clone();
+        let name = self.scope.fresh(&format!("{global}_packed"));
+        let store = storage_type(array.elem);
+        let _ = writeln!(out, "{pad}{{");
+        let mut lows = Vec::new();
+        let mut highs = Vec::new();
+        for (d, e) in lower.iter().enumerate() {
+            let lo = self.scope.fresh(&format!("{name}_lo"));
+            let text = self.ast_expr(e);
+            let _ = writeln!(out, "{pad}    const int64_t {lo} = {text};");
+            let shape = AstExpr::from_affine(&array.shape[d], &|_| AstExpr::Int(0));
+            let shape = self.ast_expr(&shape);
+            let ext = extent[d];
+            highs.push(format!("({lo} + {ext} < {shape} ? {lo} + {ext} : {shape})"));
+            lows.push(lo);
+        }
+        let dims: String = layout.iter().map(|&d| format!("[{}]", extent[d])).collect();
+        let _ = writeln!(
+            out,
+            "{pad}    {store} {name}{dims} __attribute__((aligned({PACKED_ALIGN})));"
+        );
+        let vars: Vec<String> = (0..lower.len())
+            .map(|d| self.scope.fresh(&format!("{name}_{d}")))
+            .collect();
+        let packed_elem: String = layout
+            .iter()
+            .map(|&d| format!("[{} - {}]", vars[d], lows[d]))
+            .collect();
+        let global_elem: String = vars.iter().map(|v| format!("[{v}]")).collect();
+        let copy = |out: &mut String, stmt: &str| {
+            for d in 0..vars.len() {
+                let p = "    ".repeat(indent + 1 + d);
+                let (v, lo, hi) = (&vars[d], &lows[d], &highs[d]);
+                let _ = writeln!(
+                    out,
+                    "{p}for (int64_t {v} = ({lo} > 0 ? {lo} : 0); {v} < {hi}; {v} += 1) {{"
+                );
+            }
+            let _ = writeln!(out, "{}{stmt}", "    ".repeat(indent + 1 + vars.len()));
+            for d in (0..vars.len()).rev() {
+                let _ = writeln!(out, "{}}}", "    ".repeat(indent + 1 + d));
+            }
+        };
+        copy(
+            out,
+            &format!("{name}{packed_elem} = {global}{global_elem};"),
+        );
+        self.locals.push((id, name.clone(), lows.clone(), layout));
+        self.write_node(out, body, indent + 1, in_parallel);
+        self.locals.pop();
+        if written {
+            copy(
+                out,
+                &format!("{global}{global_elem} = {name}{packed_elem};"),
+            );
+        }
+        let _ = writeln!(out, "{pad}}}");
     }
 
     /// A loop's bounds at the program's sizes, with the enclosing loops' variables at the
@@ -835,11 +986,17 @@ impl<'a> Writer<'a> {
             let direct = self.in_source || self.by_value(id) || a.role == ArrayRole::Temporary;
             return if direct { name } else { format!("{name}[0]") };
         }
-        if let Some((_, local, lows)) = self.locals.iter().find(|(a, _, _)| *a == id).cloned() {
+        if let Some((_, local, lows, layout)) =
+            self.locals.iter().find(|(a, _, _, _)| *a == id).cloned()
+        {
+            let subs: Vec<String> = access
+                .subscripts
+                .iter()
+                .map(|sub| self.ast_expr(&AstExpr::from_affine(sub, &|d| args[d].clone())))
+                .collect();
             let mut text = local;
-            for (sub, lo) in access.subscripts.iter().zip(&lows) {
-                let e = AstExpr::from_affine(sub, &|d| args[d].clone());
-                let _ = write!(text, "[{} - {lo}]", self.ast_expr(&e));
+            for &d in &layout {
+                let _ = write!(text, "[{} - {}]", subs[d], lows[d]);
             }
             return text;
         }
