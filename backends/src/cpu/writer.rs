@@ -800,7 +800,9 @@ impl<'a> Writer<'a> {
         if self.locals.iter().any(|(a, _, _, _)| *a == id) {
             return Err("already local".into());
         }
-        let region = crate::promote::Region::new(program, body, true);
+        // Code that goes back into its C file runs at whatever sizes the file is built with, so
+        // the box must not depend on them.
+        let region = crate::promote::Region::new(program, body, !self.in_source);
         let (lower, extent) = region
             .box_of(program, id)
             .ok_or("the accesses have no box of constant size")?;
