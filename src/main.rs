@@ -165,6 +165,9 @@ struct OptimizeArgs {
     /// CPU: do not pack arrays into contiguous buffers.
     #[arg(long)]
     no_pack: bool,
+    /// CPU: do not unroll and jam point loops into register tiles.
+    #[arg(long)]
+    no_register_tile: bool,
     /// GPU: do not promote tiles to workgroup memory or accumulators to registers.
     #[arg(long)]
     no_promote: bool,
@@ -210,6 +213,7 @@ impl OptimizeArgs {
         TargetOptions {
             threads: self.threads.map(|n| n as usize),
             no_promote: self.no_promote,
+            no_register_tile: self.no_register_tile,
             adapter: self.adapter.clone(),
             no_double_buffer: self.no_double_buffer,
             f64_as_f32: self.npu_f32 || self.gpu_f32,

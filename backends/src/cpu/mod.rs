@@ -73,6 +73,7 @@ impl Cpu {
     fn options(options: &TargetOptions) -> Options {
         Options {
             threads: options.threads,
+            register_tile: !options.no_register_tile,
             ..Options::default()
         }
     }
@@ -163,6 +164,10 @@ pub struct Options {
     /// OpenMP threads: a `num_threads(N)` clause on every parallel loop, and `OMP_NUM_THREADS`
     /// for the runner; `None` leaves the OpenMP default (every core).
     pub threads: Option<usize>,
+    /// Unroll a loop that carries no dependence around a vectorized innermost loop and jam
+    /// the copies into that loop (a register tile: one vector operand reused by several rows),
+    /// by a quarter of the vector registers of [`description`].
+    pub register_tile: bool,
 }
 
 impl Default for Options {
@@ -175,6 +180,7 @@ impl Default for Options {
                 .to_vec(),
             threads: None,
             min_parallel_work: 1 << 15,
+            register_tile: true,
         }
     }
 }

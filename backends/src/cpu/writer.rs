@@ -12,6 +12,12 @@
 //! (with `schedule(static, 1)` where its iterations do unequal work, as in triangular nests);
 //! an innermost loop annotated vectorizable becomes `#pragma omp simd` (both on one loop:
 //! `parallel for simd`).
+//!
+//! A pack mark ([`PackMark`]) becomes a buffer of the box its loops access, aligned to a cache
+//! line, in the mark's layout: copied in before the loops, read and written there instead of
+//! the array, and copied back after them when they write it. A loop that carries no dependence
+//! around a vectorizable innermost loop is unrolled and its copies jammed into that loop (a
+//! register tile, [`Options::register_tile`]), the iterations left over run one at a time.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
@@ -687,6 +693,12 @@ impl<'a> Writer<'a> {
                     };
                     let _ = writeln!(out, "{pad}#pragma omp {p}{schedule}{threads}");
                 }
+                if self.options.register_tile && !parallel && pragma.is_none() {
+                    if let Some(rows) = self.register_rows(ast) {
+                        self.write_unrolled(out, ast, rows, indent, in_parallel);
+                        return;
+                    }
+                }
                 let lo = self.ast_expr(lower);
                 // A name is bound once per nest (verified), so sibling loops can share it.
                 let c = match self.loop_vars.get(var) {
@@ -784,6 +796,121 @@ impl<'a> Writer<'a> {
                 let _ = writeln!(out, "{pad}}}");
             }
         }
+    }
+
+    /// The unroll factor of a register tile rooted at `for_loop`, when it can have one: the
+    /// loop carries no dependence, steps by one, is not the innermost, and its body is a
+    /// chain of loops (bounds free of its variable) ending in a vectorizable innermost loop of
+    /// statements only, with no tile-local or packed buffer starting inside. Jamming
+    /// iterations of a loop that carries no dependence into the innermost loop only
+    /// interleaves instances that touch different elements, so every element sees the same
+    /// operations in the same order.
+    fn register_rows(&self, for_loop: &Ast) -> Option<i64> {
+        let Ast::For {
+            var,
+            lower,
+            upper,
+            step: 1,
+            body,
+            annotations,
+        } = for_loop
+        else {
+            return None;
+        };
+        if !annotations.parallel
+            || annotations.vectorizable
+            || self.tile_locals.contains_key(&(for_loop as *const Ast))
+        {
+            return None;
+        }
+        let rows = i64::from(super::description().vector?.registers / 4);
+        let (lo, hi) = self.bounds_at_midpoints(lower, upper);
+        if rows < 2 || hi - lo + 1 < rows {
+            return None;
+        }
+        let mut at: &Ast = body;
+        loop {
+            match at {
+                Ast::Block(items) if items.len() == 1 => at = &items[0],
+                Ast::For {
+                    lower,
+                    upper,
+                    body,
+                    annotations,
+                    ..
+                } => {
+                    let mut used = BTreeSet::new();
+                    crate::promote::expr_vars(lower, &mut used);
+                    crate::promote::expr_vars(upper, &mut used);
+                    if used.contains(var) || self.tile_locals.contains_key(&(at as *const Ast)) {
+                        return None;
+                    }
+                    if !body.contains_loop() {
+                        let users = match &**body {
+                            Ast::User { .. } => true,
+                            Ast::Block(items) => {
+                                items.iter().all(|i| matches!(i, Ast::User { .. }))
+                            }
+                            _ => false,
+                        };
+                        return (annotations.vectorizable && users).then_some(rows);
+                    }
+                    at = body;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A loop unrolled `rows` times with the copies jammed into its innermost loop, then the
+    /// iterations left over one at a time.
+    fn write_unrolled(
+        &mut self,
+        out: &mut String,
+        for_loop: &Ast,
+        rows: i64,
+        indent: usize,
+        in_parallel: bool,
+    ) {
+        let Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            body,
+            ..
+        } = for_loop
+        else {
+            return;
+        };
+        let pad = "    ".repeat(indent);
+        let lo = self.ast_expr(lower);
+        let c = match self.loop_vars.get(var) {
+            Some(c) => c.clone(),
+            None => {
+                let c = self.scope.fresh(var);
+                self.loop_vars.insert(var.clone(), c.clone());
+                c
+            }
+        };
+        let hi = self.ast_expr(upper);
+        let (l, u) = self.bounds_at_midpoints(lower, upper);
+        self.midpoints.push((var.clone(), l + (u - l).max(0) / 2));
+        let _ = writeln!(out, "{pad}{{");
+        let _ = writeln!(out, "{pad}    int64_t {c} = {lo};");
+        let _ = writeln!(
+            out,
+            "{pad}    for (; {c} <= {hi} - {}; {c} += {rows}) {{",
+            rows - 1
+        );
+        let jammed = jam(body, var, rows);
+        self.write_node(out, &jammed, indent + 2, in_parallel);
+        let _ = writeln!(out, "{pad}    }}");
+        let _ = writeln!(out, "{pad}    for (; {c} <= {hi}; {c} += {step}) {{");
+        self.write_node(out, body, indent + 2, in_parallel);
+        let _ = writeln!(out, "{pad}    }}");
+        let _ = writeln!(out, "{pad}}}");
+        self.midpoints.pop();
     }
 
     /// The box of the accesses below a pack mark, when the array can be packed there: (array,
@@ -1036,6 +1163,53 @@ impl<'a> Writer<'a> {
         } else {
             format!("{target} = {value};")
         }
+    }
+}
+
+/// `body` with the statements of its innermost loop repeated for `var`, `var + 1`, …,
+/// `var + rows - 1` (see [`Writer::register_rows`] for the shape it expects).
+fn jam(body: &Ast, var: &str, rows: i64) -> Ast {
+    match body {
+        Ast::Block(items) => Ast::Block(items.iter().map(|i| jam(i, var, rows)).collect()),
+        Ast::For {
+            var: v,
+            lower,
+            upper,
+            step,
+            body,
+            annotations,
+        } => Ast::For {
+            var: v.clone(),
+            lower: lower.clone(),
+            upper: upper.clone(),
+            step: *step,
+            body: Box::new(jam(body, var, rows)),
+            annotations: *annotations,
+        },
+        Ast::User { stmt, args } => Ast::Block(
+            (0..rows)
+                .map(|r| Ast::User {
+                    stmt: *stmt,
+                    args: args.iter().map(|a| shift(a, var, r)).collect(),
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `e` with `var` replaced by `var + by`.
+fn shift(e: &AstExpr, var: &str, by: i64) -> AstExpr {
+    match e {
+        AstExpr::Var(v) if v == var => AstExpr::plus(e.clone(), AstExpr::Int(by)),
+        AstExpr::Int(_) | AstExpr::Var(_) | AstExpr::Param(_) => e.clone(),
+        AstExpr::Add(a, b) => AstExpr::plus(shift(a, var, by), shift(b, var, by)),
+        AstExpr::Mul(k, a) => AstExpr::mul(*k, shift(a, var, by)),
+        AstExpr::FloorDiv(a, k) => AstExpr::floor_div(shift(a, var, by), *k),
+        AstExpr::CeilDiv(a, k) => AstExpr::ceil_div(shift(a, var, by), *k),
+        AstExpr::Mod(a, k) => AstExpr::Mod(Box::new(shift(a, var, by)), *k),
+        AstExpr::Min(items) => AstExpr::min(items.iter().map(|i| shift(i, var, by)).collect()),
+        AstExpr::Max(items) => AstExpr::max(items.iter().map(|i| shift(i, var, by)).collect()),
     }
 }
 
