@@ -801,7 +801,8 @@ impl<'a> Writer<'a> {
     /// The unroll factor of a register tile rooted at `for_loop`, when it can have one: the
     /// loop carries no dependence, steps by one, is not the innermost, and its body is a
     /// chain of loops (bounds free of its variable) ending in a vectorizable innermost loop of
-    /// statements only, with no tile-local or packed buffer starting inside. Jamming
+    /// statements only, with no tile-local or packed buffer starting inside, that read an
+    /// array element the rows share (an operand loaded once for all of them). Jamming
     /// iterations of a loop that carries no dependence into the innermost loop only
     /// interleaves instances that touch different elements, so every element sees the same
     /// operations in the same order.
@@ -853,7 +854,18 @@ impl<'a> Writer<'a> {
                             }
                             _ => false,
                         };
-                        return (annotations.vectorizable && users).then_some(rows);
+                        // Some array operand the rows share, or the jam saves nothing.
+                        let shared = crate::promote::accesses(self.program, body).iter().any(
+                            |(a, subs, write)| {
+                                let mut used = BTreeSet::new();
+                                subs.iter()
+                                    .for_each(|e| crate::promote::expr_vars(e, &mut used));
+                                !write
+                                    && !self.program.array(*a).shape.is_empty()
+                                    && !used.contains(var)
+                            },
+                        );
+                        return (annotations.vectorizable && users && shared).then_some(rows);
                     }
                     at = body;
                 }
