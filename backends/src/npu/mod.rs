@@ -131,7 +131,10 @@ impl NpuTarget {
             vector: Some(VectorUnit {
                 bytes: VECTOR_BYTES as u32,
                 tile_iterations: 128,
+                // The Vector unit computes from and into the unified buffer.
+                registers: 0,
             }),
+            tlb: None,
             element_types,
         }
     }
