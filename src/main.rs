@@ -95,6 +95,10 @@ enum CheckEmit {
     Tree,
     /// The loop AST generated from that tree.
     Ast,
+    /// Function-level vectorization of the statements that call scalar functions (over their
+    /// innermost loop): per function variant, the class of every parameter and value
+    /// (uniform, linear, varying) and the masked form.
+    Vector,
 }
 
 /// The `--target` values of `compile`: every target of the table that generates code.
@@ -345,6 +349,14 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
         }
         CheckEmit::Tree => print!("{}", original_tree(&program)?.display(&program)),
         CheckEmit::Ast => print!("{}", original_loops(&program)?.display(&program)),
+        CheckEmit::Vector => {
+            let vp = polyhedral::vectorize::VectorProgram::for_program(&program);
+            if vp.variants.is_empty() {
+                println!("no statement calls a scalar function");
+            } else {
+                print!("{}", vp.display(&program));
+            }
+        }
     }
     Ok(())
 }

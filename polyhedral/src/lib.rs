@@ -15,6 +15,7 @@
 //! - [`expand`]: array expansion, which makes loops that only reuse storage parallel;
 //! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
+//! - [`vectorize`]: function-level vectorization: SSA, uniform / linear / varying classes, masks.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
 pub mod ast;
@@ -30,6 +31,7 @@ pub mod program;
 pub mod schedule;
 pub mod sets;
 pub mod target;
+pub mod vectorize;
 
 pub use codegen::generate_ast;
 pub use program::Program;
