@@ -166,6 +166,10 @@ struct OptimizeArgs {
     /// OpenMP threads of the generated code (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
+    /// Run scalar functions one element at a time instead of vectorised over the innermost
+    /// parallel loop (for comparison).
+    #[arg(long)]
+    no_vectorize_functions: bool,
     /// GPU: do not promote tiles to workgroup memory or accumulators to registers.
     #[arg(long)]
     no_promote: bool,
@@ -210,6 +214,7 @@ impl OptimizeArgs {
         TargetOptions {
             threads: self.threads.map(|n| n as usize),
             no_promote: self.no_promote,
+            no_vectorize_functions: self.no_vectorize_functions,
             adapter: self.adapter.clone(),
             no_double_buffer: self.no_double_buffer,
             f64_as_f32: self.npu_f32 || self.gpu_f32,

@@ -47,6 +47,8 @@ pub struct TargetOptions {
     pub threads: Option<usize>,
     /// GPU: no promotion to workgroup memory or registers.
     pub no_promote: bool,
+    /// CPU: scalar functions run one element at a time, not vectorised.
+    pub no_vectorize_functions: bool,
     /// GPU: part of the name of the adapter to run on.
     pub adapter: Option<String>,
     /// Accelerator: one buffer per tile instead of two.

@@ -18,6 +18,7 @@ mod names;
 mod runner;
 mod scop;
 mod syntax;
+mod vector;
 mod writer;
 
 pub use runner::{check, check_transformed, run, CheckReport, CpuRun};
@@ -65,6 +66,7 @@ impl Cpu {
     fn options(options: &TargetOptions) -> Options {
         Options {
             threads: options.threads,
+            vectorize_functions: !options.no_vectorize_functions,
             ..Options::default()
         }
     }
@@ -155,6 +157,9 @@ pub struct Options {
     /// OpenMP threads: a `num_threads(N)` clause on every parallel loop, and `OMP_NUM_THREADS`
     /// for the runner; `None` leaves the OpenMP default (every core).
     pub threads: Option<usize>,
+    /// Whether loops that call scalar functions run them vectorised (see [`vector`]): the
+    /// default; off, the functions run one element at a time.
+    pub vectorize_functions: bool,
 }
 
 impl Default for Options {
@@ -167,6 +172,7 @@ impl Default for Options {
                 .to_vec(),
             threads: None,
             min_parallel_work: 1 << 15,
+            vectorize_functions: true,
         }
     }
 }
