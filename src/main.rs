@@ -343,6 +343,44 @@ fn original_loops(program: &polyhedral::Program) -> Result<polyhedral::ast::Ast,
     polyhedral::generate_ast(program, &tree).map_err(|e| Failure(format!("error: {e}\n")))
 }
 
+/// The masked forms run lane by lane on random inputs (8 lanes, every statement that calls a
+/// function and reads only inputs): how often a branch on superword condition skipped its
+/// block, and how full the lanes of divergent loops were.
+fn print_lane_statistics(program: &polyhedral::Program) {
+    use polyhedral::vectorize::exec::{run_statement, LaneStats};
+    const LANES: usize = 8;
+    let inputs = polyhedral::interp::random_inputs(program, 1);
+    let mut stats = LaneStats::default();
+    for k in 0..program.statements.len() {
+        let id = polyhedral::program::StmtId(k as u32);
+        let s = &program.statements[k];
+        let reads_inputs = s
+            .reads
+            .iter()
+            .all(|r| program.array(r.array).role == polyhedral::program::ArrayRole::Input);
+        if !polyhedral::vectorize::calls_function(program, id) || !reads_inputs {
+            continue;
+        }
+        if let Err(e) = run_statement(program, &inputs, id, LANES, &mut stats) {
+            println!("\nlanes: not run ({e})");
+            return;
+        }
+    }
+    let utilisation = if stats.masked_loop_iterations == 0 {
+        "no divergent loop".to_string()
+    } else {
+        format!(
+            "{:.1}% of lanes active in divergent loop iterations",
+            100.0 * stats.active_lane_iterations as f64
+                / (stats.masked_loop_iterations as f64 * LANES as f64)
+        )
+    };
+    println!(
+        "\nlanes on random inputs ({LANES} lanes): {} of {} skip tests skipped their block; {utilisation}",
+        stats.boscc_skips, stats.boscc_tests
+    );
+}
+
 fn check(args: &CheckArgs) -> Result<(), Failure> {
     let (program, notes) = load_with_notes(&args.kernel)?;
     match args.emit {
@@ -360,6 +398,7 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
                 println!("no statement calls a scalar function");
             } else {
                 print!("{}", vp.display(&program));
+                print_lane_statistics(&program);
             }
         }
     }

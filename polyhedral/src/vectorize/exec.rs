@@ -13,7 +13,8 @@ use super::ssa::{Join, Op, ValueId};
 use super::{VectorFunction, VectorProgram};
 use crate::interp::code::{binary, math, FUNCTION_LOOP_LIMIT};
 use crate::interp::round;
-use crate::program::{BinaryOp, ScalarType, UnaryOp};
+use crate::interp::Memory;
+use crate::program::{Access, ArrayId, BinaryOp, Program, ScalarType, StmtId, UnaryOp};
 
 /// What the runs of masked code did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -313,4 +314,84 @@ impl Run<'_, '_> {
             ))
         }
     }
+}
+
+/// Runs statement `stmt` (which reads only arrays that `inputs` holds as they are when it
+/// starts) vectorised over its innermost iterator: its domain's points in rows of consecutive
+/// innermost iterations, `width` at a time, the last group of a row with its missing lanes
+/// masked off. Returns every point with the value written there.
+pub fn run_statement(
+    program: &Program,
+    inputs: &Memory,
+    stmt: StmtId,
+    width: usize,
+    stats: &mut LaneStats,
+) -> Result<Vec<(Vec<i64>, f64)>, String> {
+    let s = &program.statements[stmt.index()];
+    if s.depth() == 0 {
+        return Err(format!("{} is not in a loop", s.name));
+    }
+    let depth = s.depth() - 1;
+    let mut vp = VectorProgram::new(program);
+    let variant = vp.statement_variant(program, stmt, depth);
+    let params = program.param_values();
+    let bound = (0..program.arrays.len())
+        .flat_map(|a| program.array_extents(ArrayId(a as u32)))
+        .max()
+        .unwrap_or(1);
+    let offset = |access: &Access, p: &[i64]| {
+        let extents = program.array_extents(access.array);
+        let mut off = 0i64;
+        for (sub, e) in access.subscripts.iter().zip(&extents) {
+            off = off * e + sub.eval(p, &params);
+        }
+        off as usize
+    };
+    // The domain's points (iterators from 0 to below the largest extent), by rows.
+    let mut rows: Vec<Vec<Vec<i64>>> = Vec::new();
+    let mut p = vec![0i64; s.depth()];
+    'points: loop {
+        if s.domain.iter().all(|c| c.holds(&p, &params)) {
+            match rows.last_mut() {
+                Some(r) if r[0][..depth] == p[..depth] => r.push(p.clone()),
+                _ => rows.push(vec![p.clone()]),
+            }
+        }
+        let mut d = s.depth();
+        loop {
+            if d == 0 {
+                break 'points;
+            }
+            d -= 1;
+            p[d] += 1;
+            if p[d] < bound {
+                break;
+            }
+            p[d] = 0;
+        }
+    }
+    let mut out = Vec::new();
+    for row in rows {
+        for group in row.chunks(width) {
+            let leaf = |op: &Op| -> Vec<f64> {
+                (0..width)
+                    .map(|k| {
+                        let p = &group[k.min(group.len() - 1)];
+                        match op {
+                            Op::Iter(d) => p[*d] as f64,
+                            Op::Read(r) => {
+                                let a = &s.reads[*r];
+                                inputs.array(a.array)[offset(a, p)]
+                            }
+                            _ => 0.0,
+                        }
+                    })
+                    .collect()
+            };
+            let mask: Vec<bool> = (0..width).map(|k| k < group.len()).collect();
+            let lanes = run_lanes(&vp, variant, &mask, &leaf, stats)?;
+            out.extend(group.iter().cloned().zip(lanes));
+        }
+    }
+    Ok(out)
 }
