@@ -4,8 +4,7 @@
 
 use polyhedral::interp::{self, Memory};
 use polyhedral::program::{ArrayRole, Program, StmtId};
-use polyhedral::vectorize::exec::{run_lanes, LaneStats};
-use polyhedral::vectorize::ssa::Op;
+use polyhedral::vectorize::exec::{run_statement, LaneStats};
 use polyhedral::vectorize::{calls_function, VectorProgram};
 use snapshots::{kernels, load, load_small, snapshot_name};
 
@@ -27,47 +26,9 @@ fn classification_and_masked_form_of_every_kernel_with_functions() {
     assert!(seen >= 5, "only {seen} kernels call scalar functions");
 }
 
-/// Every domain point of `stmt` (its iterators start at 0 and stay below the largest extent).
-fn points(program: &Program, stmt: StmtId) -> Vec<Vec<i64>> {
-    let s = &program.statements[stmt.index()];
-    let params = program.param_values();
-    let bound = (0..program.arrays.len())
-        .flat_map(|a| program.array_extents(polyhedral::program::ArrayId(a as u32)))
-        .max()
-        .unwrap_or(1);
-    let mut out = Vec::new();
-    let mut p = vec![0i64; s.depth()];
-    loop {
-        if s.domain.iter().all(|c| c.holds(&p, &params)) {
-            out.push(p.clone());
-        }
-        let mut d = s.depth();
-        loop {
-            if d == 0 {
-                return out;
-            }
-            d -= 1;
-            p[d] += 1;
-            if p[d] < bound {
-                break;
-            }
-            p[d] = 0;
-        }
-    }
-}
-
-fn offset(program: &Program, access: &polyhedral::program::Access, p: &[i64]) -> usize {
-    let params = program.param_values();
-    let extents = program.array_extents(access.array);
-    let mut off = 0i64;
-    for (s, e) in access.subscripts.iter().zip(&extents) {
-        off = off * e + s.eval(p, &params);
-    }
-    off as usize
-}
-
-/// Runs every statement that calls a function in groups of `width` consecutive points of its
-/// innermost loop (the last group masked), from the inputs, and compares with the interpreter.
+/// Runs every statement that calls a function and reads only inputs in groups of `width`
+/// consecutive points of its innermost loop (the last group of a row masked), and compares
+/// with the interpreter.
 fn check_lanes(program: &Program, width: usize, stats: &mut LaneStats) {
     check_lanes_on(program, interp::random_inputs(program, 7), width, stats);
 }
@@ -75,7 +36,7 @@ fn check_lanes(program: &Program, width: usize, stats: &mut LaneStats) {
 fn check_lanes_on(program: &Program, inputs: Memory, width: usize, stats: &mut LaneStats) {
     let mut memory = inputs.clone();
     interp::run(program, &mut memory).unwrap();
-    let mut vp = VectorProgram::new(program);
+    let params = program.param_values();
     for k in 0..program.statements.len() {
         let id = StmtId(k as u32);
         let s = &program.statements[k];
@@ -86,48 +47,21 @@ fn check_lanes_on(program: &Program, inputs: Memory, width: usize, stats: &mut L
         {
             continue;
         }
-        let depth = s.depth() - 1;
-        let variant = vp.statement_variant(program, id, depth);
-        let pts = points(program, id);
-        // Rows: points that agree on every iterator but the innermost.
-        let mut rows: Vec<Vec<Vec<i64>>> = Vec::new();
-        for p in pts {
-            match rows.last_mut() {
-                Some(r) if r[0][..depth] == p[..depth] => r.push(p),
-                _ => rows.push(vec![p]),
+        let results = run_statement(program, &inputs, id, width, stats)
+            .unwrap_or_else(|e| panic!("{}: {e}", program.name));
+        assert!(!results.is_empty());
+        let extents = program.array_extents(s.write.array);
+        for (p, got) in results {
+            let mut off = 0i64;
+            for (sub, e) in s.write.subscripts.iter().zip(&extents) {
+                off = off * e + sub.eval(&p, &params);
             }
-        }
-        for row in rows {
-            for group in row.chunks(width) {
-                let lane_point = |k: usize| group[k.min(group.len() - 1)].clone();
-                let leaf = |op: &Op| -> Vec<f64> {
-                    (0..width)
-                        .map(|k| {
-                            let p = lane_point(k);
-                            match op {
-                                Op::Iter(d) => p[*d] as f64,
-                                Op::Read(r) => {
-                                    let a = &s.reads[*r];
-                                    inputs.array(a.array)[offset(program, a, &p)]
-                                }
-                                _ => unreachable!("statement leaves are iterators and reads"),
-                            }
-                        })
-                        .collect()
-                };
-                let mask: Vec<bool> = (0..width).map(|k| k < group.len()).collect();
-                let out = run_lanes(&vp, variant, &mask, &leaf, stats)
-                    .unwrap_or_else(|e| panic!("{}: {e}", program.name));
-                for (k, p) in group.iter().enumerate() {
-                    let want = memory.array(s.write.array)[offset(program, &s.write, p)];
-                    let got = out[k];
-                    assert!(
-                        want == got || (want.is_nan() && got.is_nan()),
-                        "{} at {p:?}: lanes give {got}, the interpreter {want}",
-                        program.name
-                    );
-                }
-            }
+            let want = memory.array(s.write.array)[off as usize];
+            assert!(
+                want == got || (want.is_nan() && got.is_nan()),
+                "{} at {p:?}: lanes give {got}, the interpreter {want}",
+                program.name
+            );
         }
     }
 }
