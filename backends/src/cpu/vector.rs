@@ -67,11 +67,22 @@ pub(crate) fn prelude(w: usize) -> String {
     let ors: Vec<String> = (0..words).map(|k| format!("w[{k}]")).collect();
     let splat_f: Vec<&str> = vec!["x"; w];
     let iota: Vec<String> = (0..w).map(|k| format!("{k}u")).collect();
+    // A mask test is one `vptest` where the vectors are a whole AVX or SSE register; the
+    // portable fallback ORs the mask's words.
+    let test = match bytes {
+        32 => format!(
+            "#if defined(__AVX__)\n#include <immintrin.h>\nstatic inline int pf_any_v{w}(pf_v{w}i m) {{ return !_mm256_testz_si256((__m256i)m, (__m256i)m); }}\n"
+        ),
+        16 => format!(
+            "#if defined(__SSE4_1__)\n#include <immintrin.h>\nstatic inline int pf_any_v{w}(pf_v{w}i m) {{ return !_mm_testz_si128((__m128i)m, (__m128i)m); }}\n"
+        ),
+        _ => "#if 0\n".to_string(),
+    };
     format!(
         "\ntypedef float pf_v{w}f __attribute__((vector_size({bytes})));\n\
 typedef int32_t pf_v{w}i __attribute__((vector_size({bytes})));\n\
 typedef uint32_t pf_v{w}u __attribute__((vector_size({bytes})));\n\
-static inline int pf_any_v{w}(pf_v{w}i m)\n{{\n    uint64_t w[{words}];\n    memcpy(w, &m, sizeof m);\n    return ({}) != 0;\n}}\n\
+{test}#else\nstatic inline int pf_any_v{w}(pf_v{w}i m)\n{{\n    uint64_t w[{words}];\n    memcpy(w, &m, sizeof m);\n    return ({}) != 0;\n}}\n#endif\n\
 static inline pf_v{w}f pf_splat_v{w}f(float x) {{ return (pf_v{w}f){{{}}}; }}\n\
 static inline pf_v{w}i pf_splat_v{w}i(int32_t x) {{ return (pf_v{w}i){{{}}}; }}\n\
 static inline pf_v{w}i pf_lin_v{w}i(int32_t x, int32_t s)\n{{\n    pf_v{w}u k = {{{}}};\n    return (pf_v{w}i)((pf_v{w}u)pf_splat_v{w}i(x) + k * (uint32_t)s);\n}}\n\
