@@ -54,10 +54,19 @@ fn vectorised_functions_match_the_interpreter_with_tails() {
                             "{what}: vector code present or missing"
                         );
                     }
-                    let report =
-                        cpu::check_transformed(&program, &c.program, &c.ast, &options(vectorize), 5)
-                            .unwrap_or_else(|e| panic!("{what}: {e}"));
-                    assert!(report.comparison.passed(), "{what}:\n{}", report.to_text(&program));
+                    let report = cpu::check_transformed(
+                        &program,
+                        &c.program,
+                        &c.ast,
+                        &options(vectorize),
+                        5,
+                    )
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(
+                        report.comparison.passed(),
+                        "{what}:\n{}",
+                        report.to_text(&program)
+                    );
                 }
             }
         }
@@ -74,7 +83,11 @@ fn blocks_no_lane_needs_are_skipped_and_the_results_still_match() {
     let program = load_at(&path, &[6, 45]);
     let mut inputs = interp::random_inputs(&program, 11);
     let x = program.arrays.iter().position(|a| a.name == "X").unwrap();
-    let scale = program.arrays.iter().position(|a| a.name == "scale").unwrap();
+    let scale = program
+        .arrays
+        .iter()
+        .position(|a| a.name == "scale")
+        .unwrap();
     inputs.arrays[scale].fill(1.0);
     for (k, v) in inputs.arrays[x].iter_mut().enumerate() {
         // Rows alternate: every lane above 5, every lane below -5, lanes of both signs.
@@ -90,7 +103,10 @@ fn blocks_no_lane_needs_are_skipped_and_the_results_still_match() {
     let text = cpu::Writer::new(&c.program, &options(true))
         .write(&c.ast)
         .unwrap();
-    assert!(text.contains("if (pf_any_v8("), "no branch on superword condition:\n{text}");
+    assert!(
+        text.contains("if (pf_any_v8("),
+        "no branch on superword condition:\n{text}"
+    );
     let run = cpu::run(&c.program, &c.ast, &inputs, &options(true)).unwrap();
     let comparison = backends::compare::compare(&program, &expected, &run.outputs);
     assert!(comparison.passed(), "{}", comparison.to_text(&program));

@@ -107,7 +107,11 @@ fn skipped_blocks_are_counted_where_no_lane_takes_a_branch() {
     }
     let mut inputs = interp::random_inputs(&program, 3);
     let x = program.arrays.iter().position(|a| a.name == "X").unwrap();
-    let scale = program.arrays.iter().position(|a| a.name == "scale").unwrap();
+    let scale = program
+        .arrays
+        .iter()
+        .position(|a| a.name == "scale")
+        .unwrap();
     let row = program.array_extents(polyhedral::program::ArrayId(x as u32))[1] as usize;
     for (k, v) in inputs.arrays[x].iter_mut().enumerate() {
         if (k / row) % 2 == 0 {

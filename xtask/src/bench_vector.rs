@@ -113,11 +113,20 @@ fn output(cmd: &mut Command) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn kernel_seconds(polyfuse: &Path, kernel: &Path, threads: usize, vectorise: bool) -> Result<f64, String> {
+fn kernel_seconds(
+    polyfuse: &Path,
+    kernel: &Path,
+    threads: usize,
+    vectorise: bool,
+) -> Result<f64, String> {
     let mut cmd = Command::new(polyfuse);
-    cmd.arg("run")
-        .arg(kernel)
-        .args(["--target", "cpu", "--json", "--threads", &threads.to_string()]);
+    cmd.arg("run").arg(kernel).args([
+        "--target",
+        "cpu",
+        "--json",
+        "--threads",
+        &threads.to_string(),
+    ]);
     if !vectorise {
         cmd.arg("--no-vectorize-functions");
     }
@@ -128,7 +137,10 @@ fn kernel_seconds(polyfuse: &Path, kernel: &Path, threads: usize, vectorise: boo
             .map(|rest| rest.trim_start())
     };
     if !field("matches_interp").is_some_and(|v| v.starts_with("true")) {
-        return Err(format!("{} does not match the interpreter", kernel.display()));
+        return Err(format!(
+            "{} does not match the interpreter",
+            kernel.display()
+        ));
     }
     field("kernel_seconds")
         .and_then(|v| {

@@ -31,8 +31,7 @@ use polyhedral::vectorize::classify::Class;
 use polyhedral::vectorize::mask::{MNode, MaskDef, MaskId, Region};
 use polyhedral::vectorize::ssa::{Join, Op, ValueId};
 use polyhedral::vectorize::{
-    access_pattern, calls_function, unsupported_type, AccessPattern, VectorFunction,
-    VectorProgram,
+    access_pattern, calls_function, unsupported_type, AccessPattern, VectorFunction, VectorProgram,
 };
 
 use super::body::{literal, value_type};
@@ -103,9 +102,10 @@ fn mentions(e: &AstExpr, var: &str) -> bool {
         AstExpr::Int(_) | AstExpr::Param(_) => false,
         AstExpr::Var(v) => v == var,
         AstExpr::Add(a, b) => mentions(a, var) || mentions(b, var),
-        AstExpr::Mul(_, x) | AstExpr::FloorDiv(x, _) | AstExpr::CeilDiv(x, _) | AstExpr::Mod(x, _) => {
-            mentions(x, var)
-        }
+        AstExpr::Mul(_, x)
+        | AstExpr::FloorDiv(x, _)
+        | AstExpr::CeilDiv(x, _)
+        | AstExpr::Mod(x, _) => mentions(x, var),
         AstExpr::Min(items) | AstExpr::Max(items) => items.iter().any(|x| mentions(x, var)),
     }
 }
@@ -113,11 +113,12 @@ fn mentions(e: &AstExpr, var: &str) -> bool {
 /// `e` with loop variable `var` replaced by `var + k`.
 fn shifted(e: &AstExpr, var: &str, k: i64) -> AstExpr {
     match e {
-        AstExpr::Var(v) if v == var => AstExpr::Add(
-            Box::new(AstExpr::Var(v.clone())),
-            Box::new(AstExpr::Int(k)),
-        ),
-        AstExpr::Add(a, b) => AstExpr::Add(Box::new(shifted(a, var, k)), Box::new(shifted(b, var, k))),
+        AstExpr::Var(v) if v == var => {
+            AstExpr::Add(Box::new(AstExpr::Var(v.clone())), Box::new(AstExpr::Int(k)))
+        }
+        AstExpr::Add(a, b) => {
+            AstExpr::Add(Box::new(shifted(a, var, k)), Box::new(shifted(b, var, k)))
+        }
         AstExpr::Mul(c, x) => AstExpr::Mul(*c, Box::new(shifted(x, var, k))),
         AstExpr::FloorDiv(x, c) => AstExpr::FloorDiv(Box::new(shifted(x, var, k)), *c),
         AstExpr::CeilDiv(x, c) => AstExpr::CeilDiv(Box::new(shifted(x, var, k)), *c),
@@ -179,7 +180,10 @@ impl Writer<'_> {
         }
         let s = &program.statements[stmt.index()];
         let stored = |a: &polyhedral::program::Access| {
-            matches!(program.array(a.array).elem, ScalarType::F32 | ScalarType::I32)
+            matches!(
+                program.array(a.array).elem,
+                ScalarType::F32 | ScalarType::I32
+            )
         };
         if !stored(&s.write)
             || !s.reads.iter().all(stored)
@@ -208,7 +212,11 @@ impl Writer<'_> {
         parallel: bool,
     ) {
         let Ast::For {
-            var, lower, upper, body, ..
+            var,
+            lower,
+            upper,
+            body,
+            ..
         } = ast
         else {
             return;
@@ -221,7 +229,10 @@ impl Writer<'_> {
             return;
         };
         let (program_width, variant) = {
-            let state = self.vector.as_mut().expect("vector loops need vector state");
+            let state = self
+                .vector
+                .as_mut()
+                .expect("vector loops need vector state");
             let v = state.program.statement_variant(self.program, stmt, depth);
             (state.width, v)
         };
@@ -258,10 +269,16 @@ impl Writer<'_> {
             out,
             "{pad}    for (int64_t {k} = 0; {k} < {full}; {k} += 1) {{"
         );
-        let _ = writeln!(out, "{pad}        const int64_t {c} = {lo_name} + {w} * {k};");
+        let _ = writeln!(
+            out,
+            "{pad}        const int64_t {c} = {lo_name} + {w} * {k};"
+        );
         let site = Site::Statement { var, args };
         let text = self.variant_body(variant, &site, "pf_all", indent + 2);
-        let _ = writeln!(out, "{pad}        const pf_v{w}i pf_all = pf_splat_v{w}i(-1);");
+        let _ = writeln!(
+            out,
+            "{pad}        const pf_v{w}i pf_all = pf_splat_v{w}i(-1);"
+        );
         out.push_str(&text);
         let _ = writeln!(out, "{pad}    }}");
         let _ = writeln!(
@@ -277,7 +294,11 @@ impl Writer<'_> {
     /// Writes the function variants `variant` calls (and those they call) unless written.
     fn ensure_callees(&mut self, variant: usize) {
         let state = self.vector.as_ref().expect("vector state");
-        let mut callees: Vec<usize> = state.program.variants[variant].calls.values().copied().collect();
+        let mut callees: Vec<usize> = state.program.variants[variant]
+            .calls
+            .values()
+            .copied()
+            .collect();
         callees.sort();
         callees.dedup();
         for callee in callees {
@@ -315,7 +336,10 @@ impl Writer<'_> {
         let ret = c_type(w, f.ssa.ret, Class::Varying);
         let site = Site::Function { params: &params };
         let body = self.variant_body(variant, &site, "pf_m0", 1);
-        let text = format!("\nstatic inline {ret} {name}({})\n{{\n{body}}}\n", decls.join(", "));
+        let text = format!(
+            "\nstatic inline {ret} {name}({})\n{{\n{body}}}\n",
+            decls.join(", ")
+        );
         let state = self.vector.as_mut().expect("vector state");
         state.names.insert(variant, name);
         state.text += &text;
@@ -669,8 +693,8 @@ impl Emitter<'_> {
                 let Site::Statement { var, args } = self.site else {
                     return;
                 };
-                let stmt = &wr.program.statements
-                    [self.f.statement.expect("statement variant").index()];
+                let stmt =
+                    &wr.program.statements[self.f.statement.expect("statement variant").index()];
                 let access = stmt.reads[*r].clone();
                 match access_pattern(&access, self.f.depth) {
                     AccessPattern::Uniform => wr.element(&access, args),
@@ -772,8 +796,12 @@ impl Emitter<'_> {
                     BinaryOp::And => format!("({x} & {y})"),
                     BinaryOp::Or => format!("({x} | {y})"),
                     _ if op.is_comparison() => format!("({x} {} {y})", op.symbol()),
-                    BinaryOp::Min if operand == ScalarType::F32 => format!("pf_fmin_v{w}f({x}, {y})"),
-                    BinaryOp::Max if operand == ScalarType::F32 => format!("pf_fmax_v{w}f({x}, {y})"),
+                    BinaryOp::Min if operand == ScalarType::F32 => {
+                        format!("pf_fmin_v{w}f({x}, {y})")
+                    }
+                    BinaryOp::Max if operand == ScalarType::F32 => {
+                        format!("pf_fmax_v{w}f({x}, {y})")
+                    }
                     BinaryOp::Min => format!("pf_sel_v{w}i({x} < {y}, {x}, {y})"),
                     BinaryOp::Max => format!("pf_sel_v{w}i({x} > {y}, {x}, {y})"),
                     BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
@@ -781,10 +809,9 @@ impl Emitter<'_> {
                     {
                         format!("({x} {} {y})", op.symbol())
                     }
-                    BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul => format!(
-                        "(pf_v{w}i)((pf_v{w}u){x} {} (pf_v{w}u){y})",
-                        op.symbol()
-                    ),
+                    BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul => {
+                        format!("(pf_v{w}i)((pf_v{w}u){x} {} (pf_v{w}u){y})", op.symbol())
+                    }
                     // By a constant other than 0 and -1, C's truncating division is the
                     // interpreter's, and the compiler turns it into multiplies and shifts.
                     BinaryOp::Div | BinaryOp::Rem if constant_divisor(self.f, *b) => {

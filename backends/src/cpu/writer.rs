@@ -123,7 +123,9 @@ impl<'a> Writer<'a> {
     /// Turns on function-level vectorization when the options ask for it and the target has
     /// vectors of at least two 32-bit lanes.
     fn with_vectors(mut self) -> Self {
-        let lanes = super::description().vector.map_or(0, |v| v.bytes as usize / 4);
+        let lanes = super::description()
+            .vector
+            .map_or(0, |v| v.bytes as usize / 4);
         if self.options.vectorize_functions && lanes >= 2 && !self.program.functions.is_empty() {
             self.vector = Some(VectorState::new(self.program, lanes));
         }
@@ -854,7 +856,11 @@ impl<'a> Writer<'a> {
     }
 
     /// The C text of an array element accessed by a statement instance.
-    pub(super) fn element(&mut self, access: &polyhedral::program::Access, args: &[AstExpr]) -> String {
+    pub(super) fn element(
+        &mut self,
+        access: &polyhedral::program::Access,
+        args: &[AstExpr],
+    ) -> String {
         let id = access.array;
         let a = self.program.array(id);
         let name = self.arrays[id.index()].clone();

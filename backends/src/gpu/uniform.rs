@@ -167,7 +167,11 @@ impl Wgsl<'_> {
 
     fn joins(&mut self, joins: &[Join], input: usize, indent: usize) {
         if joins.len() == 1 {
-            let text = format!("{} = {};", self.name(joins[0].phi), self.name(joins[0].inputs[input]));
+            let text = format!(
+                "{} = {};",
+                self.name(joins[0].phi),
+                self.name(joins[0].inputs[input])
+            );
             self.line(indent, &text);
             return;
         }

@@ -104,7 +104,10 @@ impl Run<'_, '_> {
                 otherwise,
                 joins,
             } => {
-                let c: Vec<bool> = self.values[cond.index()].iter().map(|x| *x != 0.0).collect();
+                let c: Vec<bool> = self.values[cond.index()]
+                    .iter()
+                    .map(|x| *x != 0.0)
+                    .collect();
                 let m = self.masks[mask.index()].clone();
                 self.masks[then_mask.index()] = (0..self.width).map(|k| m[k] && c[k]).collect();
                 self.masks[else_mask.index()] = (0..self.width).map(|k| m[k] && !c[k]).collect();
@@ -244,9 +247,7 @@ impl Run<'_, '_> {
                 let out = run_lanes(self.program, variant, &mask, &leaf, self.stats)?;
                 out.into_iter().map(|x| round(ty, x)).collect()
             }
-            op => (0..self.width)
-                .map(|k| self.lane_op(op, ty, k))
-                .collect(),
+            op => (0..self.width).map(|k| self.lane_op(op, ty, k)).collect(),
         };
         self.check_class(v, &lanes)?;
         self.values[v.index()] = lanes;
@@ -310,7 +311,9 @@ impl Run<'_, '_> {
         } else {
             Err(format!(
                 "`{}`: value %{} is classified {} but its lanes are {lanes:?}",
-                self.f.ssa.name, v.0, self.f.classes[v.index()]
+                self.f.ssa.name,
+                v.0,
+                self.f.classes[v.index()]
             ))
         }
     }

@@ -26,8 +26,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::program::{
-    Access, BinaryOp, Expr, FunctionId, MathFn, ParamId, Program, ScalarType, StmtId, UnaryOp,
-    Var,
+    Access, BinaryOp, Expr, FunctionId, MathFn, ParamId, Program, ScalarType, StmtId, UnaryOp, Var,
 };
 use classify::Class;
 use mask::{MNode, MaskDef, Masked, Region};
@@ -130,7 +129,12 @@ impl VectorProgram {
     }
 
     /// The variant of function `f` for parameters of classes `params`.
-    pub fn function_variant(&mut self, program: &Program, f: FunctionId, params: &[Class]) -> usize {
+    pub fn function_variant(
+        &mut self,
+        program: &Program,
+        f: FunctionId,
+        params: &[Class],
+    ) -> usize {
         if let Some(&k) = self.index.get(&(f, params.to_vec())) {
             return k;
         }
@@ -334,7 +338,12 @@ impl Printer<'_> {
         } else {
             format!("no skip test, cost {}", r.cost)
         };
-        let _ = writeln!(out, "{pad}{name} under m{} = {}  ; {boscc}", m.0, self.mask(m));
+        let _ = writeln!(
+            out,
+            "{pad}{name} under m{} = {}  ; {boscc}",
+            m.0,
+            self.mask(m)
+        );
         self.nodes(out, &r.nodes, indent + 1);
     }
 

@@ -11,8 +11,8 @@
 //! SSA body has exactly one [`Node::Return`], its last node.
 
 use crate::program::{
-    BinaryOp, Block, Expr, ExprId, Function, FunctionId, Literal, Local, LocalId, MathFn,
-    ParamId, Program, ScalarType, Statement, Stmt, UnaryOp,
+    BinaryOp, Block, Expr, ExprId, Function, FunctionId, Literal, Local, LocalId, MathFn, ParamId,
+    Program, ScalarType, Statement, Stmt, UnaryOp,
 };
 
 /// Handle of a value in [`Ssa::values`].
@@ -266,10 +266,8 @@ impl Builder<'_> {
                     for l in 0..env.len() {
                         if te[l] != ee[l] {
                             let inputs = [te[l], ee[l]];
-                            let phi = self.new_value(
-                                Op::Phi(LocalId(l as u32), inputs),
-                                f.locals[l].ty,
-                            );
+                            let phi =
+                                self.new_value(Op::Phi(LocalId(l as u32), inputs), f.locals[l].ty);
                             joins.push(Join { phi, inputs });
                             env[l] = phi;
                         }
@@ -356,9 +354,8 @@ fn contains_return(block: &[Stmt]) -> bool {
 /// only return is its last statement.
 fn normalize_returns(f: &Function) -> Function {
     let n = f.body.len();
-    let only_last = n > 0
-        && matches!(f.body[n - 1], Stmt::Return(_))
-        && !contains_return(&f.body[..n - 1]);
+    let only_last =
+        n > 0 && matches!(f.body[n - 1], Stmt::Return(_)) && !contains_return(&f.body[..n - 1]);
     if only_last {
         return f.clone();
     }
