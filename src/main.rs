@@ -95,6 +95,10 @@ enum CheckEmit {
     Tree,
     /// The loop AST generated from that tree.
     Ast,
+    /// Function-level vectorization of the statements that call scalar functions (over their
+    /// innermost loop): per function variant, the class of every parameter and value
+    /// (uniform, linear, varying) and the masked form.
+    Vector,
 }
 
 /// The `--target` values of `compile`: every target of the table that generates code.
@@ -169,6 +173,10 @@ struct OptimizeArgs {
     /// CPU: do not unroll and jam point loops into register tiles.
     #[arg(long)]
     no_register_tile: bool,
+    /// Run scalar functions one element at a time instead of vectorised over the innermost
+    /// parallel loop (for comparison).
+    #[arg(long)]
+    no_vectorize_functions: bool,
     /// GPU: do not promote tiles to workgroup memory or accumulators to registers.
     #[arg(long)]
     no_promote: bool,
@@ -215,6 +223,7 @@ impl OptimizeArgs {
             threads: self.threads.map(|n| n as usize),
             no_promote: self.no_promote,
             no_register_tile: self.no_register_tile,
+            no_vectorize_functions: self.no_vectorize_functions,
             adapter: self.adapter.clone(),
             no_double_buffer: self.no_double_buffer,
             f64_as_f32: self.npu_f32 || self.gpu_f32,
@@ -353,6 +362,44 @@ fn original_loops(program: &polyhedral::Program) -> Result<polyhedral::ast::Ast,
     polyhedral::generate_ast(program, &tree).map_err(|e| Failure(format!("error: {e}\n")))
 }
 
+/// The masked forms run lane by lane on random inputs (8 lanes, every statement that calls a
+/// function and reads only inputs): how often a branch on superword condition skipped its
+/// block, and how full the lanes of divergent loops were.
+fn print_lane_statistics(program: &polyhedral::Program) {
+    use polyhedral::vectorize::exec::{run_statement, LaneStats};
+    const LANES: usize = 8;
+    let inputs = polyhedral::interp::random_inputs(program, 1);
+    let mut stats = LaneStats::default();
+    for k in 0..program.statements.len() {
+        let id = polyhedral::program::StmtId(k as u32);
+        let s = &program.statements[k];
+        let reads_inputs = s
+            .reads
+            .iter()
+            .all(|r| program.array(r.array).role == polyhedral::program::ArrayRole::Input);
+        if !polyhedral::vectorize::calls_function(program, id) || !reads_inputs {
+            continue;
+        }
+        if let Err(e) = run_statement(program, &inputs, id, LANES, &mut stats) {
+            println!("\nlanes: not run ({e})");
+            return;
+        }
+    }
+    let utilisation = if stats.masked_loop_iterations == 0 {
+        "no divergent loop".to_string()
+    } else {
+        format!(
+            "{:.1}% of lanes active in divergent loop iterations",
+            100.0 * stats.active_lane_iterations as f64
+                / (stats.masked_loop_iterations as f64 * LANES as f64)
+        )
+    };
+    println!(
+        "\nlanes on random inputs ({LANES} lanes): {} of {} skip tests skipped their block; {utilisation}",
+        stats.boscc_skips, stats.boscc_tests
+    );
+}
+
 fn check(args: &CheckArgs) -> Result<(), Failure> {
     let (program, notes) = load_with_notes(&args.kernel)?;
     match args.emit {
@@ -364,6 +411,15 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
         }
         CheckEmit::Tree => print!("{}", original_tree(&program)?.display(&program)),
         CheckEmit::Ast => print!("{}", original_loops(&program)?.display(&program)),
+        CheckEmit::Vector => {
+            let vp = polyhedral::vectorize::VectorProgram::for_program(&program);
+            if vp.variants.is_empty() {
+                println!("no statement calls a scalar function");
+            } else {
+                print!("{}", vp.display(&program));
+                print_lane_statistics(&program);
+            }
+        }
     }
     Ok(())
 }

@@ -887,3 +887,35 @@ fn bad_simulator_inputs_are_refused_with_their_place() {
     let err = refused_in_one_line(&["sim", example, "--timeline", "no/such/dir/t.svg"]);
     assert!(err.contains("no/such/dir/t.svg"), "{err}");
 }
+
+#[test]
+fn emit_vector_prints_classes_masks_and_lane_statistics() {
+    let o = polyfuse(&["check", "kernels/mandelbrot.pf", "--emit", "vector"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("function escape(cr: varying, ci: uniform, limit: uniform) -> i32"),
+        "{text}"
+    );
+    assert!(text.contains("exit when none(m1)"), "{text}");
+    assert!(text.contains("lanes on random inputs (8 lanes)"), "{text}");
+    let o = polyfuse(&["check", "kernels/gemm.pf", "--emit", "vector"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("no statement calls a scalar function"));
+}
+
+#[test]
+fn scalar_functions_vectorised_by_default_and_scalar_on_request() {
+    let o = polyfuse(&["compile", "kernels/threshold.pf", "--size", "M=20"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("threshold_v8_vuuv("), "{}", stdout(&o));
+    let o = polyfuse(&[
+        "compile",
+        "kernels/threshold.pf",
+        "--size",
+        "M=20",
+        "--no-vectorize-functions",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("pf_v8f"), "{}", stdout(&o));
+}

@@ -49,6 +49,8 @@ pub struct TargetOptions {
     pub no_promote: bool,
     /// CPU: no unroll-and-jam of point loops into register tiles.
     pub no_register_tile: bool,
+    /// CPU: scalar functions run one element at a time, not vectorised.
+    pub no_vectorize_functions: bool,
     /// GPU: part of the name of the adapter to run on.
     pub adapter: Option<String>,
     /// Accelerator: one buffer per tile instead of two.

@@ -17,6 +17,7 @@
 //! - [`pack`]: packing (GPAT): which arrays to copy into contiguous buffers before which loop,
 //!   in which layout, recorded as marks in the tree;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
+//! - [`vectorize`]: function-level vectorization: SSA, uniform / linear / varying classes, masks.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
 pub mod ast;
@@ -33,6 +34,7 @@ pub mod program;
 pub mod schedule;
 pub mod sets;
 pub mod target;
+pub mod vectorize;
 
 pub use codegen::generate_ast;
 pub use program::Program;

@@ -14,6 +14,7 @@ mod bench_cpu;
 mod bench_fusion;
 mod bench_gpu;
 mod bench_npu;
+mod bench_vector;
 mod difftest;
 mod readme;
 
@@ -70,7 +71,11 @@ tasks:
                                the GPU adapter: promoted against unpromoted code
   bench npu [--readme]         the accelerator target on the simulator: cycles, cube and
                                vector utilisation, GM bytes, roofline bound, single against
-                               double buffering; --readme writes the table";
+                               double buffering; --readme writes the table
+  bench vector [--runs N] [--threads N] [--readme]
+                               kernels with scalar functions on the CPU: vectorised
+                               against scalar functions at the same thread count,
+                               blocks skipped, lanes active; --readme writes the table";
 
 fn workspace_root() -> PathBuf {
     // xtask lives one level below the workspace root.
@@ -197,6 +202,7 @@ fn bench(args: &[String]) -> Result<(), String> {
         [what, rest @ ..] if what == "fusion" => bench_fusion::bench_fusion(rest),
         [what, rest @ ..] if what == "gpu" => bench_gpu::bench_gpu(rest),
         [what, rest @ ..] if what == "npu" => bench_npu::bench_npu(rest),
+        [what, rest @ ..] if what == "vector" => bench_vector::bench_vector(rest),
         _ => Err(USAGE.to_string()),
     }
 }

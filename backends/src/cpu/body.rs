@@ -147,12 +147,12 @@ impl Writer<'_> {
         }
     }
 
-    fn call(&mut self, helper: Helper, name: &str, args: &[String]) -> String {
+    pub(super) fn call(&mut self, helper: Helper, name: &str, args: &[String]) -> String {
         self.use_helper(helper);
         format!("{name}({})", args.join(", "))
     }
 
-    fn binary(&mut self, op: BinaryOp, ty: ScalarType, a: String, b: String) -> String {
+    pub(super) fn binary(&mut self, op: BinaryOp, ty: ScalarType, a: String, b: String) -> String {
         use BinaryOp::*;
         if op.is_comparison() || op.is_logical() {
             return format!("({a} {} {b})", op.symbol());
@@ -196,7 +196,7 @@ impl Writer<'_> {
         }
     }
 
-    fn math(&mut self, m: MathFn, ty: ScalarType, args: &[String]) -> String {
+    pub(super) fn math(&mut self, m: MathFn, ty: ScalarType, args: &[String]) -> String {
         let x = &args[0];
         if ty == ScalarType::I32 {
             // Verified programs apply only `abs` to integers.
@@ -227,7 +227,7 @@ impl Writer<'_> {
         }
     }
 
-    fn cast(&mut self, to: ScalarType, from: ScalarType, a: String) -> String {
+    pub(super) fn cast(&mut self, to: ScalarType, from: ScalarType, a: String) -> String {
         use ScalarType::*;
         match (to, from) {
             _ if to == from => a,

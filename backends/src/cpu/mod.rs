@@ -18,6 +18,7 @@ mod names;
 mod runner;
 mod scop;
 mod syntax;
+mod vector;
 mod writer;
 
 pub use runner::{check, check_transformed, run, CheckReport, CpuRun};
@@ -74,6 +75,7 @@ impl Cpu {
         Options {
             threads: options.threads,
             register_tile: !options.no_register_tile,
+            vectorize_functions: !options.no_vectorize_functions,
             ..Options::default()
         }
     }
@@ -168,6 +170,9 @@ pub struct Options {
     /// the copies into that loop (a register tile: one vector operand reused by several rows),
     /// by a quarter of the vector registers of [`description`].
     pub register_tile: bool,
+    /// Whether loops that call scalar functions run them vectorised (see [`vector`]): the
+    /// default; off, the functions run one element at a time.
+    pub vectorize_functions: bool,
 }
 
 impl Default for Options {
@@ -181,6 +186,7 @@ impl Default for Options {
             threads: None,
             min_parallel_work: 1 << 15,
             register_tile: true,
+            vectorize_functions: true,
         }
     }
 }

@@ -32,6 +32,7 @@ use super::body::{value_type, BodyContext};
 use super::helpers::Helper;
 use super::names::Scope;
 use super::syntax::CSyntax;
+use super::vector::VectorState;
 use super::{Error, Options};
 
 /// How the harness calls a written kernel.
@@ -45,17 +46,17 @@ pub(crate) struct KernelInterface {
 /// sizes as `static const int64_t`, the scalar functions and the kernel
 /// `int NAME(arrays…)` (see the module docs for its interface).
 pub struct Writer<'a> {
-    program: &'a Program,
-    options: &'a Options,
+    pub(super) program: &'a Program,
+    pub(super) options: &'a Options,
     /// Whether the code goes back into the C file the program came from (see [`super::scop`]):
     /// sizes, arrays and scalars keep their names from that file, scalars are plain variables.
     in_source: bool,
-    scope: Scope,
+    pub(super) scope: Scope,
     kernel: String,
     params: Vec<String>,
     arrays: Vec<String>,
     functions: Vec<String>,
-    loop_vars: HashMap<String, String>,
+    pub(super) loop_vars: HashMap<String, String>,
     /// The enclosing loops' variables at the middle of their ranges, for work estimates.
     midpoints: Vec<(String, i64)>,
     helpers: BTreeSet<Helper>,
@@ -65,6 +66,9 @@ pub struct Writer<'a> {
     /// The tile-local temporaries and packed buffers in scope: (array, local name, names of
     /// the lowest subscripts, the array dimension each local dimension stores).
     locals: Vec<(ArrayId, String, Vec<String>, Vec<usize>)>,
+    /// Function-level vectorization: the vector variants written so far (`None` when scalar
+    /// functions are not vectorised).
+    pub(super) vector: Option<VectorState>,
 }
 
 /// A temporary living in one iteration of a parallel loop: the array, its box's lowest
@@ -138,7 +142,21 @@ impl<'a> Writer<'a> {
             helpers: BTreeSet::new(),
             tile_locals: HashMap::new(),
             locals: Vec::new(),
+            vector: None,
         }
+        .with_vectors()
+    }
+
+    /// Turns on function-level vectorization when the options ask for it and the target has
+    /// vectors of at least two 32-bit lanes.
+    fn with_vectors(mut self) -> Self {
+        let lanes = super::description()
+            .vector
+            .map_or(0, |v| v.bytes as usize / 4);
+        if self.options.vectorize_functions && lanes >= 2 && !self.program.functions.is_empty() {
+            self.vector = Some(VectorState::new(self.program, lanes));
+        }
+        self
     }
 
     /// A writer for code that replaces the SCoP of the C file the program came from: sizes,
@@ -189,6 +207,7 @@ impl<'a> Writer<'a> {
             helpers: BTreeSet::new(),
             tile_locals: HashMap::new(),
             locals: Vec::new(),
+            vector: None,
         }
     }
 
@@ -285,6 +304,12 @@ impl<'a> Writer<'a> {
             }
         }
         out += &functions;
+        if let Some(state) = &self.vector {
+            if !state.text.is_empty() || kernel.contains("pf_all") {
+                out += &super::vector::prelude(state.width);
+                out += &state.text;
+            }
+        }
         out.push('\n');
         out += &kernel;
         Ok((out, interface))
@@ -712,6 +737,10 @@ impl<'a> Writer<'a> {
                     && annotations.parallel
                     && !in_parallel
                     && self.worth_parallel(ast);
+                if let Some((stmt, depth)) = self.vector_loop(ast) {
+                    self.write_vector_loop(out, ast, stmt, depth, indent, parallel);
+                    return;
+                }
                 let simd = self.options.openmp && annotations.vectorizable && !body.contains_loop();
                 let pragma = match (parallel, simd) {
                     (true, true) => Some("parallel for simd"),
@@ -981,7 +1010,7 @@ impl<'a> Writer<'a> {
         // the box must not depend on them.
         let region = crate::promote::Region::new(program, body, !self.in_source);
         let (lower, extent) = region
-            .box_of(program, id)
+            .enclosing_box(program, id, &Default::default())
             .ok_or("the accesses have no box of constant size")?;
         let written = region.all.iter().any(|(a, _, w)| *a == id && *w);
         if written && in_parallel {
@@ -1157,7 +1186,11 @@ impl<'a> Writer<'a> {
     }
 
     /// The C text of an array element accessed by a statement instance.
-    fn element(&mut self, access: &polyhedral::program::Access, args: &[AstExpr]) -> String {
+    pub(super) fn element(
+        &mut self,
+        access: &polyhedral::program::Access,
+        args: &[AstExpr],
+    ) -> String {
         let id = access.array;
         let a = self.program.array(id);
         let name = self.arrays[id.index()].clone();
@@ -1188,7 +1221,7 @@ impl<'a> Writer<'a> {
     }
 
     /// One statement instance: `A[i][j] = value;`.
-    fn instance(&mut self, id: StmtId, args: &[AstExpr]) -> String {
+    pub(super) fn instance(&mut self, id: StmtId, args: &[AstExpr]) -> String {
         let program = self.program;
         let stmt = &program.statements[id.index()];
         let types: Vec<ScalarType> = (0..stmt.exprs.len())

@@ -8,8 +8,7 @@
 
 use polyhedral::interp::round;
 use polyhedral::program::{
-    BinaryOp, Block, Expr, ExprArena, ExprId, Function, Literal, MathFn, Program, ScalarType, Stmt,
-    UnaryOp,
+    BinaryOp, Expr, ExprArena, ExprId, Function, Literal, MathFn, Program, ScalarType, UnaryOp,
 };
 
 /// The WGSL type of values (and of stored elements) of `ty`.
@@ -57,15 +56,6 @@ pub(crate) fn float_literal(v: f32) -> String {
     }
 }
 
-/// The zero of `ty`.
-pub(crate) fn zero(ty: ScalarType) -> &'static str {
-    match ty {
-        ScalarType::F16 | ScalarType::F32 | ScalarType::F64 => "0.0f",
-        ScalarType::I32 => "0i",
-        ScalarType::Bool => "false",
-    }
-}
-
 /// What an expression's leaves refer to.
 pub(crate) enum Leaves<'a> {
     /// A statement instance: the WGSL text of each iterator and of each read.
@@ -73,8 +63,6 @@ pub(crate) enum Leaves<'a> {
         iters: &'a [String],
         reads: &'a [String],
     },
-    /// A scalar function: locals are `l0`, `l1`, …
-    Function,
 }
 
 pub(crate) struct BodyWriter<'a> {
@@ -97,15 +85,15 @@ impl BodyWriter<'_> {
         let sub = |x: ExprId| self.expr(arena, types, leaves, x);
         match &arena[id] {
             Expr::Literal(l) => literal(*l),
-            Expr::Iter(d) => match leaves {
-                Leaves::Statement { iters, .. } => iters[*d].clone(),
-                Leaves::Function => "0i".into(),
-            },
+            Expr::Iter(d) => {
+                let Leaves::Statement { iters, .. } = leaves;
+                iters[*d].clone()
+            }
             Expr::Param(p) => (self.param)(p.index()),
-            Expr::Read(r) => match leaves {
-                Leaves::Statement { reads, .. } => reads[*r].clone(),
-                Leaves::Function => zero(ty).into(),
-            },
+            Expr::Read(r) => {
+                let Leaves::Statement { reads, .. } = leaves;
+                reads[*r].clone()
+            }
             Expr::Local(l) => format!("l{}", l.index()),
             Expr::Unary(UnaryOp::Not, a) => format!("(!{})", sub(*a)),
             Expr::Unary(UnaryOp::Neg, a) => format!("(-{})", sub(*a)),
@@ -138,86 +126,13 @@ impl BodyWriter<'_> {
             }
         }
     }
-
-    /// A scalar function as a WGSL function.
-    pub(crate) fn function(&self, f: &Function) -> String {
-        let types: Vec<ScalarType> = (0..f.exprs.len())
-            .map(|i| f.expr_type(self.program, ExprId(i as u32)))
-            .collect();
-        let params: Vec<String> = (0..f.params)
-            .map(|k| format!("p{k}: {}", value_type(f.locals[k].ty)))
-            .collect();
-        let mut out = format!(
-            "fn {}({}) -> {} {{\n",
-            function_name(f),
-            params.join(", "),
-            value_type(f.ret)
-        );
-        for (k, l) in f.locals.iter().enumerate() {
-            if k < f.params {
-                out += &format!("    var l{k}: {} = p{k};\n", value_type(l.ty));
-            } else {
-                out += &format!("    var l{k}: {};\n", value_type(l.ty));
-            }
-        }
-        self.block(f, &types, &f.body, 1, &mut out);
-        out += &format!("    return {};\n}}\n", zero(f.ret));
-        out
-    }
-
-    fn block(
-        &self,
-        f: &Function,
-        types: &[ScalarType],
-        block: &Block,
-        depth: usize,
-        out: &mut String,
-    ) {
-        let pad = "    ".repeat(depth);
-        let e = |id: ExprId| self.expr(&f.exprs, types, &Leaves::Function, id);
-        for s in block {
-            match s {
-                Stmt::Assign(l, v) => *out += &format!("{pad}l{} = {};\n", l.index(), e(*v)),
-                Stmt::If {
-                    cond,
-                    then,
-                    otherwise,
-                } => {
-                    *out += &format!("{pad}if ({}) {{\n", e(*cond));
-                    self.block(f, types, then, depth + 1, out);
-                    if otherwise.is_empty() {
-                        *out += &format!("{pad}}}\n");
-                    } else {
-                        *out += &format!("{pad}}} else {{\n");
-                        self.block(f, types, otherwise, depth + 1, out);
-                        *out += &format!("{pad}}}\n");
-                    }
-                }
-                Stmt::While { cond, body } => {
-                    *out += &format!(
-                        "{pad}loop {{\n{pad}    if (!({})) {{\n{pad}        break;\n{pad}    }}\n",
-                        e(*cond)
-                    );
-                    self.block(f, types, body, depth + 1, out);
-                    *out += &format!("{pad}}}\n");
-                    if self.guard {
-                        *out += &format!(
-                            "{pad}if ({}) {{\n{pad}    pf_cut = true;\n{pad}}}\n",
-                            e(*cond)
-                        );
-                    }
-                }
-                Stmt::Return(v) => *out += &format!("{pad}return {};\n", e(*v)),
-            }
-        }
-    }
 }
 
 pub(crate) fn function_name(f: &Function) -> String {
     format!("f_{}", f.name)
 }
 
-fn binary(op: BinaryOp, ty: ScalarType, a: String, b: String) -> String {
+pub(super) fn binary(op: BinaryOp, ty: ScalarType, a: String, b: String) -> String {
     use BinaryOp::*;
     if op.is_comparison() || op.is_logical() {
         return format!("({a} {} {b})", op.symbol());
@@ -232,7 +147,7 @@ fn binary(op: BinaryOp, ty: ScalarType, a: String, b: String) -> String {
     }
 }
 
-fn math(m: MathFn, ty: ScalarType, args: &[String]) -> String {
+pub(super) fn math(m: MathFn, ty: ScalarType, args: &[String]) -> String {
     let x = &args[0];
     let text = match m {
         MathFn::Rsqrt => format!("inverseSqrt({x})"),
@@ -247,7 +162,7 @@ fn math(m: MathFn, ty: ScalarType, args: &[String]) -> String {
     }
 }
 
-fn cast(to: ScalarType, from: ScalarType, a: String) -> String {
+pub(super) fn cast(to: ScalarType, from: ScalarType, a: String) -> String {
     use ScalarType::*;
     match (to, from) {
         _ if to == from => a,

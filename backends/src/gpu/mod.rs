@@ -20,6 +20,7 @@ mod body;
 mod host;
 mod narrow;
 mod runner;
+mod uniform;
 mod writer;
 
 pub use host::{HostOp, Kernel, KernelMapping};

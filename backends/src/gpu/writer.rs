@@ -205,10 +205,7 @@ impl<'a> Writer<'a> {
             param: &param,
             guard,
         };
-        for f in &program.functions {
-            out += "\n";
-            out += &bw.function(f);
-        }
+        out += &super::uniform::functions(&bw);
 
         let mut blocks = Vec::new();
         let mut promoted = Vec::new();

@@ -15,7 +15,7 @@
 //! division truncates, as in C.
 
 mod batch;
-mod code;
+pub(crate) mod code;
 mod engine;
 mod plan;
 #[cfg(test)]

@@ -1,0 +1,178 @@
+//! `cargo xtask bench vector`: function-level vectorization on the CPU. Every kernel that
+//! calls a scalar function runs through `polyfuse run --target cpu --json` (checked against
+//! the interpreter) with its functions vectorised (the default) and with
+//! `--no-vectorize-functions`, at the same thread count (`--threads`, default 1, so that the
+//! ratio is the vector speedup alone), the two interleaved, median of `--runs` runs
+//! (default 3), and the ratio of the fastest runs (on a shared machine, the run least slowed
+//! by others). The lanes are those of the CPU target description (8 × 32 bits).
+//!
+//! The last columns come from `polyfuse check --emit vector`, which runs the masked form lane
+//! by lane on random inputs: how many branches on superword condition skipped their block, and
+//! the share of lanes active in the iterations of divergent loops.
+//!
+//! `--readme` rewrites the table between the `<!-- bench vector -->` markers of README.md.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::{build_polyfuse, parse_runs, workspace_root};
+
+const README_BEGIN: &str = "<!-- bench vector: begin -->";
+const README_END: &str = "<!-- bench vector: end -->";
+const KERNELS: &[&str] = &[
+    "mandelbrot.pf",
+    "gelu.pf",
+    "threshold.pf",
+    "newton_sqrt.pf",
+    "collatz.pf",
+];
+/// Lanes of the CPU target description's vectors (32 bytes of 32-bit values).
+const LANES: usize = 8;
+
+pub(crate) fn bench_vector(args: &[String]) -> Result<(), String> {
+    let mut runs = 3usize;
+    let mut threads = 1usize;
+    let mut readme = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--runs" => runs = parse_runs(it.next())?,
+            "--threads" => threads = parse_runs(it.next())?,
+            "--readme" => readme = true,
+            other => return Err(format!("unknown option `{other}` of bench vector")),
+        }
+    }
+    let root = workspace_root();
+    let polyfuse = build_polyfuse()?;
+    println!(
+        "vector benchmark: {} kernel(s), default sizes, median of {runs} run(s), {threads} thread(s), {LANES} lanes",
+        KERNELS.len()
+    );
+    let mut rows = Vec::new();
+    for k in KERNELS {
+        let path = root.join("kernels").join(k);
+        let (mut scalar, mut vector) = (Vec::new(), Vec::new());
+        for _ in 0..runs {
+            scalar.push(kernel_seconds(&polyfuse, &path, threads, false)?);
+            vector.push(kernel_seconds(&polyfuse, &path, threads, true)?);
+        }
+        let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+        let (bs, bv) = (best(&scalar), best(&vector));
+        let (s, v) = (median(scalar), median(vector));
+        let lanes = lane_line(&polyfuse, &path)?;
+        let row = format!(
+            "| {} | {} | {} | {:.2}× | {:.2}× | {:.0}% | {lanes} |",
+            k.trim_end_matches(".pf"),
+            ms(s),
+            ms(v),
+            s / v,
+            bs / bv,
+            100.0 * s / v / LANES as f64,
+        );
+        println!("{row}");
+        rows.push(row);
+    }
+    let table = format!(
+        "| kernel | scalar | vectorised | speedup | best / best | speedup / {LANES} lanes | blocks skipped / skip tests; lanes active in divergent loops |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n{}\n",
+        rows.join("\n")
+    );
+    if readme {
+        let file = root.join("README.md");
+        let text = std::fs::read_to_string(&file).map_err(|e| format!("README.md: {e}"))?;
+        let (Some(b), Some(e)) = (text.find(README_BEGIN), text.find(README_END)) else {
+            return Err(format!(
+                "README.md has no {README_BEGIN} … {README_END} markers"
+            ));
+        };
+        let new = format!("{}{README_BEGIN}\n{table}{}", &text[..b], &text[e..]);
+        std::fs::write(&file, new).map_err(|e| format!("README.md: {e}"))?;
+        println!("README.md updated");
+    }
+    Ok(())
+}
+
+fn ms(s: f64) -> String {
+    format!("{:.2} ms", s * 1e3)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn output(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn kernel_seconds(
+    polyfuse: &Path,
+    kernel: &Path,
+    threads: usize,
+    vectorise: bool,
+) -> Result<f64, String> {
+    let mut cmd = Command::new(polyfuse);
+    cmd.arg("run").arg(kernel).args([
+        "--target",
+        "cpu",
+        "--json",
+        "--threads",
+        &threads.to_string(),
+    ]);
+    if !vectorise {
+        cmd.arg("--no-vectorize-functions");
+    }
+    let json = output(&mut cmd)?;
+    let field = |name: &str| {
+        json.split(&format!("\"{name}\":"))
+            .nth(1)
+            .map(|rest| rest.trim_start())
+    };
+    if !field("matches_interp").is_some_and(|v| v.starts_with("true")) {
+        return Err(format!(
+            "{} does not match the interpreter",
+            kernel.display()
+        ));
+    }
+    field("kernel_seconds")
+        .and_then(|v| {
+            v.split(|c: char| c == ',' || c.is_whitespace())
+                .next()
+                .and_then(|n| n.parse().ok())
+        })
+        .ok_or_else(|| format!("{}: no kernel time in the JSON", kernel.display()))
+}
+
+/// "skips / tests; active share" from the lane statistics `check --emit vector` prints.
+fn lane_line(polyfuse: &Path, kernel: &Path) -> Result<String, String> {
+    let text = output(
+        Command::new(polyfuse)
+            .arg("check")
+            .arg(kernel)
+            .args(["--emit", "vector"]),
+    )?;
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("lanes on random inputs"))
+        .ok_or_else(|| format!("{}: no lane statistics", kernel.display()))?;
+    let rest = line.split("): ").nth(1).unwrap_or(line);
+    let mut parts = rest.split("; ");
+    let skips = parts
+        .next()
+        .unwrap_or("")
+        .replace(" skip tests skipped their block", "")
+        .replace(" of ", " / ");
+    let active = parts
+        .next()
+        .unwrap_or("")
+        .replace(" of lanes active in divergent loop iterations", "");
+    Ok(format!("{skips}; {active}"))
+}
