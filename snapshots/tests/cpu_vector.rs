@@ -92,8 +92,8 @@ fn blocks_no_lane_needs_are_skipped_and_the_results_still_match() {
     for (k, v) in inputs.arrays[x].iter_mut().enumerate() {
         // Rows alternate: every lane above 5, every lane below -5, lanes of both signs.
         match (k / 45) % 3 {
-            0 => *v = 20.0 + *v,
-            1 => *v = -20.0 + *v,
+            0 => *v += 20.0,
+            1 => *v -= 20.0,
             _ => {}
         }
     }

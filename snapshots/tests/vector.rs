@@ -114,7 +114,7 @@ fn skipped_blocks_are_counted_where_no_lane_takes_a_branch() {
         .unwrap();
     let row = program.array_extents(polyhedral::program::ArrayId(x as u32))[1] as usize;
     for (k, v) in inputs.arrays[x].iter_mut().enumerate() {
-        if (k / row) % 2 == 0 {
+        if (k / row).is_multiple_of(2) {
             *v += 10.0;
         }
     }

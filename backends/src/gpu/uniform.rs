@@ -243,22 +243,13 @@ impl Wgsl<'_> {
                 self.joins(phis, 1, indent + 1);
                 self.line(indent, "}");
                 if self.bw.guard {
-                    // The loop ran to its end unless the iteration cap cut it.
+                    // The loop ran to its end unless the iteration cap cut it: its condition,
+                    // computed again from the final values, is false.
+                    self.line(indent, "{");
                     let mut again = defined.clone();
-                    let mut header_text = std::mem::take(&mut self.out);
-                    self.nodes(header, indent, &mut again);
-                    let recomputed = std::mem::replace(&mut self.out, String::new());
-                    header_text += &format!("{}{{\n", "    ".repeat(indent));
-                    header_text += &recomputed
-                        .lines()
-                        .map(|l| format!("    {l}\n"))
-                        .collect::<String>();
-                    header_text += &format!(
-                        "{}    if ({c}) {{ pf_cut = true; }}\n{}}}\n",
-                        "    ".repeat(indent),
-                        "    ".repeat(indent)
-                    );
-                    self.out = header_text;
+                    self.nodes(header, indent + 1, &mut again);
+                    self.line(indent + 1, &format!("if ({c}) {{ pf_cut = true; }}"));
+                    self.line(indent, "}");
                 }
             }
         }

@@ -244,7 +244,7 @@ impl Builder<'_> {
         self.value(op, ty, out)
     }
 
-    fn block(&mut self, block: &Block, env: &mut Vec<ValueId>, out: &mut Vec<Node>) {
+    fn block(&mut self, block: &Block, env: &mut [ValueId], out: &mut Vec<Node>) {
         let f = self.function.expect("only function bodies have blocks");
         for s in block {
             match s {
@@ -258,7 +258,7 @@ impl Builder<'_> {
                     otherwise,
                 } => {
                     let c = self.expr(*cond, env, out);
-                    let (mut te, mut ee) = (env.clone(), env.clone());
+                    let (mut te, mut ee) = (env.to_vec(), env.to_vec());
                     let (mut tn, mut en) = (Vec::new(), Vec::new());
                     self.block(then, &mut te, &mut tn);
                     self.block(otherwise, &mut ee, &mut en);
@@ -296,7 +296,7 @@ impl Builder<'_> {
                     }
                     let mut header = Vec::new();
                     let c = self.expr(*cond, env, &mut header);
-                    let mut inner = env.clone();
+                    let mut inner = env.to_vec();
                     let mut nodes = Vec::new();
                     self.block(body, &mut inner, &mut nodes);
                     for j in &mut phis {
