@@ -42,7 +42,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use polyhedral::ast::{Ast, AstExpr};
-use polyhedral::program::{ArrayId, ParamId, Program};
+use polyhedral::program::{ArrayId, ArrayRole, ParamId, Program};
 
 /// An affine form over loop variables and parameters.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -312,14 +312,7 @@ fn loop_spans(
 ) -> Option<Option<BTreeMap<String, Span>>> {
     let mut env: BTreeMap<String, Span> = BTreeMap::new();
     for (v, lower, upper) in loops {
-        let lows: Vec<&AstExpr> = match lower {
-            AstExpr::Max(items) => items.iter().collect(),
-            e => vec![e],
-        };
-        let highs: Vec<&AstExpr> = match upper {
-            AstExpr::Min(items) => items.iter().collect(),
-            e => vec![e],
-        };
+        let (lows, highs) = (max_terms(lower), min_terms(upper));
         let lows: Vec<Span> = lows
             .iter()
             .filter_map(|l| Some(Linear::folded(l, values, fixed)?.span(&env)))
@@ -396,17 +389,26 @@ fn ranges(ast: &Ast) -> Ranges {
     out
 }
 
+/// The terms of a lower bound (the items of a `max`).
+fn max_terms(e: &AstExpr) -> Vec<&AstExpr> {
+    match e {
+        AstExpr::Max(items) => items.iter().collect(),
+        e => vec![e],
+    }
+}
+
+/// The terms of an upper bound (the items of a `min`).
+fn min_terms(e: &AstExpr) -> Vec<&AstExpr> {
+    match e {
+        AstExpr::Min(items) => items.iter().collect(),
+        e => vec![e],
+    }
+}
+
 /// A constant bound on `upper - lower + 1` when a pair of their min / max terms differ by a
 /// constant.
 fn trip_bound(lower: &AstExpr, upper: &AstExpr, params: Option<&[i64]>) -> Option<i64> {
-    let lows: Vec<&AstExpr> = match lower {
-        AstExpr::Max(items) => items.iter().collect(),
-        e => vec![e],
-    };
-    let highs: Vec<&AstExpr> = match upper {
-        AstExpr::Min(items) => items.iter().collect(),
-        e => vec![e],
-    };
+    let (lows, highs) = (max_terms(lower), min_terms(upper));
     let mut best: Option<i64> = None;
     for h in &highs {
         for l in &lows {
@@ -473,6 +475,34 @@ impl Region {
             enclosed: enclosed_accesses(program, region),
             values: fold_params.then_some(values),
         }
+    }
+
+    /// The temporaries (not scalars) all of whose accesses (`totals` counts those of the whole
+    /// kernel) are in the region, with their boxes ([`Region::enclosing_box`]), in the order
+    /// of the arrays.
+    pub(crate) fn tile_local_boxes(
+        &self,
+        program: &Program,
+        totals: &BTreeMap<ArrayId, usize>,
+        fixed: &BTreeMap<String, i64>,
+    ) -> Vec<(ArrayId, Vec<AstExpr>, Vec<i64>)> {
+        let mut counts: BTreeMap<ArrayId, usize> = BTreeMap::new();
+        for (a, _, _) in &self.all {
+            *counts.entry(*a).or_default() += 1;
+        }
+        counts
+            .into_iter()
+            .filter(|(a, n)| {
+                let array = program.array(*a);
+                array.role == ArrayRole::Temporary
+                    && !array.shape.is_empty()
+                    && totals.get(a) == Some(n)
+            })
+            .filter_map(|(a, _)| {
+                let (lower, extent) = self.enclosing_box(program, a, fixed)?;
+                Some((a, lower, extent))
+            })
+            .collect()
     }
 
     /// The rectangular hull of the ranges of every access of `array`, each over the loops that

@@ -620,7 +620,7 @@ impl<'a> Writer<'a> {
     fn find_tile_locals(&mut self, ast: &Ast) -> BTreeSet<ArrayId> {
         let program = self.program;
         let values = program.param_values();
-        let mut totals: HashMap<ArrayId, usize> = HashMap::new();
+        let mut totals: BTreeMap<ArrayId, usize> = BTreeMap::new();
         for (a, _, _) in crate::promote::accesses(program, ast) {
             *totals.entry(a).or_default() += 1;
         }
@@ -668,22 +668,9 @@ impl<'a> Writer<'a> {
                     let parallel = outer_parallel && annotations.parallel;
                     if parallel {
                         let region = crate::promote::Region::new(program, body, true);
-                        let mut counts: BTreeMap<ArrayId, usize> = BTreeMap::new();
-                        for (a, _, _) in &region.all {
-                            *counts.entry(*a).or_default() += 1;
-                        }
-                        for (a, n) in counts {
+                        for (a, lower, extent) in region.tile_local_boxes(program, &totals, &inner)
+                        {
                             let array = program.array(a);
-                            if array.role != ArrayRole::Temporary
-                                || array.shape.is_empty()
-                                || totals.get(&a) != Some(&n)
-                            {
-                                continue;
-                            }
-                            let Some((lower, extent)) = region.enclosing_box(program, a, &inner)
-                            else {
-                                continue;
-                            };
                             let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
                             if bytes <= TILE_LOCAL_BYTES {
                                 candidates.push((

@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use polyhedral::ast::{Ast, AstCond, AstExpr};
-use polyhedral::program::{ArrayId, ArrayRole, Program, ScalarType};
+use polyhedral::program::{ArrayId, Program, ScalarType};
 use polyhedral::schedule::map::THREAD_MARK;
 
 use super::body::{self, BodyWriter, Leaves};
@@ -565,7 +565,6 @@ impl KernelWriter<'_> {
                 &elem_bytes,
             );
         }
-        let nthreads = self.block.iter().product::<u32>();
         let pushed = tiles.len();
         for tile in tiles {
             let name = format!("pf_sh_{}_{}", self.kernel.name, self.fresh("t"));
@@ -584,23 +583,11 @@ impl KernelWriter<'_> {
                     "var<workgroup> {name}_w: array<atomic<u32>, {words}>;"
                 );
                 let w = self.fresh("pf_f");
-                self.open_loop(
-                    depth,
-                    &w,
-                    "i32(pf_lidx)",
-                    format!("{w} < {words}i"),
-                    &format!("{w} = {w} + {nthreads}i"),
-                );
+                self.cooperative_loop(depth, &w, words);
                 self.line(depth + 1, &format!("atomicStore(&{name}_w[{w}], 0u);"));
                 self.close_loop(depth);
             }
-            let mut lows = Vec::new();
-            for e in &tile.lower {
-                let lo = self.fresh("pf_lo");
-                let text = format!("let {lo}: i32 = {};", self.expr(e));
-                self.line(depth, &text);
-                lows.push(lo);
-            }
+            let lows = self.box_lows(&tile, depth);
             // The cooperative copy: invocation k copies elements k, k + n, … of the box.
             let extents = self.program.array_extents(tile.array);
             let f = self.fresh("pf_f");
@@ -611,13 +598,7 @@ impl KernelWriter<'_> {
                 .map(|(i, n)| format!("{i} >= 0i && {i} < {n}i"))
                 .collect();
             let flat = flat_index(&idx, &extents);
-            self.open_loop(
-                depth,
-                &f,
-                "i32(pf_lidx)",
-                format!("{f} < {}i", tile.len()),
-                &format!("{f} = {f} + {nthreads}i"),
-            );
+            self.cooperative_loop(depth, &f, tile.len());
             self.line(
                 depth + 1,
                 &format!(
@@ -695,13 +676,7 @@ impl KernelWriter<'_> {
             } else {
                 format!("{name}[{f}]")
             };
-            self.open_loop(
-                depth,
-                &f,
-                "i32(pf_lidx)",
-                format!("{f} < {}i", tile.len()),
-                &format!("{f} = {f} + {nthreads}i"),
-            );
+            self.cooperative_loop(depth, &f, tile.len());
             self.line(
                 depth + 1,
                 &format!(
@@ -726,7 +701,6 @@ impl KernelWriter<'_> {
         if locals.is_empty() {
             return 0;
         }
-        let nthreads = self.block.iter().product::<u32>();
         self.line(depth, "workgroupBarrier();");
         for tile in locals {
             let array = self.program.array(tile.array);
@@ -738,27 +712,40 @@ impl KernelWriter<'_> {
                 tile.len()
             );
             self.promoted_shared.push(array.name.clone());
-            let mut lows = Vec::new();
-            for e in &tile.lower {
-                let lo = self.fresh("pf_lo");
-                let text = format!("let {lo}: i32 = {};", self.expr(e));
-                self.line(depth, &text);
-                lows.push(lo);
-            }
+            let lows = self.box_lows(&tile, depth);
             let f = self.fresh("pf_f");
-            self.open_loop(
-                depth,
-                &f,
-                "i32(pf_lidx)",
-                format!("{f} < {}i", tile.len()),
-                &format!("{f} = {f} + {nthreads}i"),
-            );
+            self.cooperative_loop(depth, &f, tile.len());
             self.line(depth + 1, &format!("{name}[{f}] = {ty}();"));
             self.close_loop(depth);
             self.shared.push((tile, name, lows));
         }
         self.line(depth, "workgroupBarrier();");
         self.locals.len()
+    }
+
+    /// `for (f = local index; f < len; f += invocations)`, closed by [`Self::close_loop`]:
+    /// invocation k of the group takes elements k, k + n, … of a box.
+    fn cooperative_loop(&mut self, depth: usize, f: &str, len: i64) {
+        let nthreads = self.block.iter().product::<u32>();
+        self.open_loop(
+            depth,
+            f,
+            "i32(pf_lidx)",
+            format!("{f} < {len}i"),
+            &format!("{f} = {f} + {nthreads}i"),
+        );
+    }
+
+    /// The lowest subscripts of a box, as `let` constants.
+    fn box_lows(&mut self, tile: &SharedTile, depth: usize) -> Vec<String> {
+        let mut lows = Vec::new();
+        for e in &tile.lower {
+            let lo = self.fresh("pf_lo");
+            let text = format!("let {lo}: i32 = {};", self.expr(e));
+            self.line(depth, &text);
+            lows.push(lo);
+        }
+        lows
     }
 
     /// Code one invocation runs on its own.
@@ -969,23 +956,9 @@ fn tile_locals(
         }
     }
     let region = Region::new(program, &kernel.body, true);
-    let mut counts: BTreeMap<ArrayId, usize> = BTreeMap::new();
-    for (a, _, _) in &region.all {
-        *counts.entry(*a).or_default() += 1;
-    }
     let mut left = budget;
     let mut out = Vec::new();
-    for (a, n) in counts {
-        let array = program.array(a);
-        if array.role != ArrayRole::Temporary
-            || array.shape.is_empty()
-            || totals.get(&a) != Some(&n)
-        {
-            continue;
-        }
-        let Some((lower, extent)) = region.enclosing_box(program, a, &fixed) else {
-            continue;
-        };
+    for (a, lower, extent) in region.tile_local_boxes(program, totals, &fixed) {
         let tile = SharedTile {
             array: a,
             lower,

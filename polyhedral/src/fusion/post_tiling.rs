@@ -756,14 +756,14 @@ fn covers(program: &Program, ext: &Instances, k: usize) -> Result<bool, Schedule
     Ok(dom.is_subset(&reached)?)
 }
 
-/// No instance is in the extensions of two tiles.
-fn disjoint(ext: &Instances, k: usize) -> Result<bool, ScheduleError> {
+/// The variables of a second copy of `ext` (tiles of `k` members) beside the first, sharing
+/// the parameters and the iterators: `[np | t1 | iterators | locals1 | t2 | locals2]`, as
+/// (the number of variables, where each variable of `ext` goes in the copy).
+pub(crate) fn second_tile(ext: &Instances, k: usize) -> (usize, Vec<usize>) {
     let np = ext.np;
     let n = ext.rel.n;
-    // [np | t1 | p | locals1 | t2 | locals2]
     let total = n + k + (n - np - k - ext.n_iter);
-    let mut c = ext.rel.remap(total, &(0..n).collect::<Vec<_>>());
-    let second: Vec<usize> = (0..n)
+    let second = (0..n)
         .map(|v| {
             if v < np {
                 v
@@ -776,6 +776,16 @@ fn disjoint(ext: &Instances, k: usize) -> Result<bool, ScheduleError> {
             }
         })
         .collect();
+    (total, second)
+}
+
+/// No instance is in the extensions of two tiles.
+fn disjoint(ext: &Instances, k: usize) -> Result<bool, ScheduleError> {
+    let np = ext.np;
+    let n = ext.rel.n;
+    // [np | t1 | p | locals1 | t2 | locals2]
+    let (total, second) = second_tile(ext, k);
+    let mut c = ext.rel.remap(total, &(0..n).collect::<Vec<_>>());
     c.and(&ext.rel.remap(total, &second));
     for j in 0..k {
         let mut t = c.clone();

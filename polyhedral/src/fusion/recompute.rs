@@ -20,7 +20,7 @@ use crate::schedule::instances::Instances;
 use crate::schedule::ScheduleError;
 use crate::sets::conj::{Conj, Row};
 
-use super::post_tiling::as_set;
+use super::post_tiling::{as_set, second_tile};
 
 /// The largest share (numerator, denominator) of a tile's producer instances that
 /// neighbouring tiles compute too, for the producer to be recomputed rather than left unfused.
@@ -77,21 +77,7 @@ pub(crate) fn redundancy(
         return Ok(None);
     }
     // [np | t1 | iterators | locals1 | t2 | locals2]
-    let nl = n - np - k - ext.n_iter;
-    let wide = n + k + nl;
-    let second: Vec<usize> = (0..n)
-        .map(|v| {
-            if v < np {
-                v
-            } else if v < np + k {
-                n + (v - np)
-            } else if v < np + k + ext.n_iter {
-                v
-            } else {
-                n + k + (v - np - k - ext.n_iter)
-            }
-        })
-        .collect();
+    let (wide, second) = second_tile(ext, k);
     let mut shared = 0;
     for j in 0..k {
         let (lo, hi) = spans[j];
