@@ -127,8 +127,10 @@ fn privatize_array(
                 })
                 .collect();
             let dom = plan::domain(program, s).ok();
+            let distinct = its.iter().enumerate().all(|(k, i)| !its[..k].contains(i));
             s.write.array == x
                 && its.iter().all(Option::is_some)
+                && distinct
                 && dom.is_some_and(|dom| {
                     dom.cuts.is_empty()
                         && its
