@@ -226,7 +226,9 @@ struct CompileArgs {
     output: Option<PathBuf>,
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
-    /// intra-tile, post-tiling-fusion), `ast` (the loop AST) or `deps` (the dependences the scheduler worked from).
+    /// intra-tile, post-tiling-fusion), `ast` (the loop AST), `deps` (the dependences the
+    /// scheduler worked from) or `cache-model` (predicted cache misses per tile band and cache
+    /// level, for the chosen tile sizes and the runner-up).
     #[arg(long, value_name = "WHAT")]
     emit: Option<String>,
     #[command(flatten)]

@@ -254,6 +254,80 @@ fn compile_emits_every_stage() {
 }
 
 #[test]
+fn compile_emits_the_cache_model() {
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "cache-model"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("caches: L1d 32 KiB 8-way 64-byte lines"),
+        "{text}"
+    );
+    assert!(text.contains("chosen by the cache model"), "{text}");
+    assert!(text.contains("(runner-up)"), "{text}");
+    // C, A and B (128 × 144, 128 × 160 and 160 × 144 doubles, 16-byte aligned) span 2304.75,
+    // 2560.75 and 2880.75 lines on average: every one is touched, and the 32 MiB L3 keeps them.
+    assert!(text.contains("lines touched: 7746\n"), "{text}");
+    let misses = |level: &str| -> f64 {
+        let after = text
+            .split("predicted misses of the kernel:")
+            .nth(1)
+            .unwrap();
+        let row = after
+            .lines()
+            .find(|l| l.trim_start().starts_with(level))
+            .unwrap_or_else(|| panic!("no {level} row: {text}"));
+        row.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    assert_eq!(misses("L3"), 7746.0, "{text}");
+    assert!(
+        misses("L1d") >= misses("L2") && misses("L2") >= misses("L3"),
+        "{text}"
+    );
+    // Given tile sizes are reported as such, next to the model's choice.
+    let given = polyfuse(&[
+        "compile",
+        "kernels/gemm.pf",
+        "--emit",
+        "cache-model",
+        "--tile",
+        "4,4,4",
+    ]);
+    assert!(given.status.success(), "{}", stderr(&given));
+    assert!(
+        stdout(&given).contains("tiles 4 x 4 x 4, given"),
+        "{}",
+        stdout(&given)
+    );
+    assert!(
+        stdout(&given).contains("(model's choice)"),
+        "{}",
+        stdout(&given)
+    );
+    // What the model does not cover, or a target without caches, is one line and status 1.
+    for (args, message) in [
+        (
+            &["kernels/jacobi-2d.c", "--emit", "cache-model"][..],
+            "not supported yet by the cache model: the skewed loop",
+        ),
+        (
+            &[
+                "kernels/gemm_f16.pf",
+                "--target",
+                "npu",
+                "--emit",
+                "cache-model",
+            ][..],
+            "describes no cache",
+        ),
+    ] {
+        let o = polyfuse(&[&["compile"][..], args].concat());
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        assert!(stderr(&o).contains(message), "{}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+    }
+}
+
+#[test]
 fn compile_emits_the_tree_after_a_stage() {
     let after = |stage: &str| {
         polyfuse(&[

@@ -137,16 +137,20 @@ pub enum Emit {
     Ast,
     /// The dependences the scheduler worked from.
     Deps,
+    /// The cache model's predicted misses per tile band and cache level, for the chosen tile
+    /// sizes and the search's runner-up.
+    CacheModel,
 }
 
 impl Emit {
     /// Reads an `--emit` value for `target`: its code's name, `tree`, `tree=after:STAGE`,
-    /// `ast` or `deps`.
+    /// `ast`, `deps` or `cache-model`.
     pub fn parse(text: &str, target: &dyn Target) -> Result<Emit, Error> {
         let emit = match text {
             "tree" => Emit::Tree { after: None },
             "ast" => Emit::Ast,
             "deps" => Emit::Deps,
+            "cache-model" => Emit::CacheModel,
             _ if Some(text) == target.code() => Emit::Code,
             _ => match text.strip_prefix("tree=after:") {
                 Some(stage) if STAGES.contains(&stage) => Emit::Tree {
@@ -162,7 +166,7 @@ impl Emit {
                     let code = target.code().map(|c| format!("{c}, ")).unwrap_or_default();
                     return Err(Error::Usage(format!(
                         "`--emit {text}` is not something the {} target writes; it writes {code}\
-                         tree, tree=after:STAGE, ast or deps",
+                         tree, tree=after:STAGE, ast, deps or cache-model",
                         target.name()
                     )));
                 }
@@ -219,6 +223,17 @@ pub fn emit(
         },
         Emit::Ast => compiled.ast.display(&compiled.program).to_string(),
         Emit::Deps => compiled.deps.display(&compiled.program).to_string(),
+        Emit::CacheModel => {
+            let description = target.description(options).ok_or(Error::NoCode {
+                target: target.name(),
+            })?;
+            polyhedral::cache_model::report(&compiled, &description).map_err(|e| {
+                Error::CacheModel {
+                    kernel: compiled.program.name.clone(),
+                    what: e.0,
+                }
+            })?
+        }
     })
 }
 
@@ -243,6 +258,8 @@ pub enum Error {
     Gpu { kernel: String, source: gpu::Error },
     #[error("{kernel}: {source}")]
     Npu { kernel: String, source: npu::Error },
+    #[error("{kernel}: not supported yet by the cache model: {what}")]
+    CacheModel { kernel: String, what: String },
     #[error("the interpreter stopped: {0}")]
     Interp(#[from] polyhedral::interp::InterpError),
 }

@@ -19,7 +19,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{build_polyfuse, parse_runs, status, workspace_root};
+use crate::{build_polyfuse, kernel_files, parse_runs, status, workspace_root, write_readme_table};
 
 const README_BEGIN: &str = "<!-- bench cpu: begin -->";
 const README_END: &str = "<!-- bench cpu: end -->";
@@ -43,19 +43,7 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
     let work = root.join("target/bench-cpu");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     let kernels_dir = root.join("kernels");
-    let mut kernels: Vec<PathBuf> = std::fs::read_dir(&kernels_dir)
-        .map_err(|e| format!("{}: {e}", kernels_dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "c"))
-        .filter(|p| {
-            only.as_ref().is_none_or(|o| {
-                p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().contains(o))
-            })
-        })
-        .collect();
-    kernels.sort();
+    let kernels = kernel_files(&["c"], only.as_ref())?;
 
     let polly = polly_compiler(&work);
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -140,7 +128,7 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
     let table = table(&rows, runs, threads, polly.is_some());
     println!("\n{table}");
     if readme {
-        write_readme(&root.join("README.md"), &table)?;
+        write_readme_table(README_BEGIN, README_END, &table)?;
         println!("README.md updated");
     }
     Ok(())
@@ -364,16 +352,4 @@ fn table(rows: &[Row], runs: usize, threads: usize, polly: bool) -> String {
                 (floating-point contraction on a numerically sensitive kernel).\n";
     }
     out
-}
-
-fn write_readme(path: &Path, table: &str) -> Result<(), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (Some(a), Some(b)) = (text.find(README_BEGIN), text.find(README_END)) else {
-        return Err(format!(
-            "{} has no `{README_BEGIN}` … `{README_END}` markers",
-            path.display()
-        ));
-    };
-    let new = format!("{}{README_BEGIN}\n{table}{}", &text[..a], &text[b..]);
-    std::fs::write(path, new).map_err(|e| format!("{}: {e}", path.display()))
 }

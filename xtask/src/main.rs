@@ -7,6 +7,7 @@
 //!   stable toolchain cannot run cargo-fuzz, so each harness is an ignored test driven by an
 //!   environment variable); a panic fails the run and prints the input.
 
+mod bench_cache_model;
 mod bench_cpu;
 mod bench_fusion;
 mod bench_gpu;
@@ -47,6 +48,11 @@ tasks:
   bench cpu [--runs N] [--only TEXT] [--readme]
                                PolyBench C kernels at LARGE sizes: gcc -O3 against
                                polyfuse (OpenMP) and Polly; --readme writes the table
+  bench cache-model [--only TEXT] [--readme]
+                               every kernel under valgrind's cache simulator (one
+                               thread, caches as the CPU target describes them): the
+                               cache model's predicted L1, L2 and last-level misses
+                               against cachegrind's; --readme writes the table
   bench fusion [--runs N] [--readme]
                                the fusion kernels on the CPU: smartfuse, maxfuse and
                                post-tiling fusion timed; --readme writes the table
@@ -71,6 +77,43 @@ fn build_polyfuse() -> Result<PathBuf, String> {
         return Err("cannot build polyfuse".into());
     }
     Ok(workspace_root().join("target/release/polyfuse"))
+}
+
+/// Replaces the text between the markers `begin` and `end` of README.md with `table`.
+fn write_readme_table(begin: &str, end: &str, table: &str) -> Result<(), String> {
+    let path = workspace_root().join("README.md");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (Some(a), Some(b)) = (text.find(begin), text.find(end)) else {
+        return Err(format!(
+            "{} has no `{begin}` … `{end}` markers",
+            path.display()
+        ));
+    };
+    let new = format!("{}{begin}\n{table}{}", &text[..a], &text[b..]);
+    std::fs::write(&path, new).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The kernels in `kernels/` with one of `extensions`, sorted, keeping those whose file name
+/// contains `only` when given.
+fn kernel_files(extensions: &[&str], only: Option<&String>) -> Result<Vec<PathBuf>, String> {
+    let dir = workspace_root().join("kernels");
+    let mut kernels: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| extensions.iter().any(|x| e == *x))
+        })
+        .filter(|p| {
+            only.is_none_or(|o| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(o.as_str()))
+            })
+        })
+        .collect();
+    kernels.sort();
+    Ok(kernels)
 }
 
 /// The value of a benchmark's `--runs` option.
@@ -167,6 +210,7 @@ fn bench(args: &[String]) -> Result<(), String> {
         [what] if what == "sim" => bench_sim(),
         [what, rest @ ..] if what == "interp" => bench_interp(rest),
         [what, rest @ ..] if what == "cpu" => bench_cpu::bench_cpu(rest),
+        [what, rest @ ..] if what == "cache-model" => bench_cache_model::bench_cache_model(rest),
         [what, rest @ ..] if what == "fusion" => bench_fusion::bench_fusion(rest),
         [what, rest @ ..] if what == "gpu" => bench_gpu::bench_gpu(rest),
         [what, rest @ ..] if what == "npu" => bench_npu::bench_npu(rest),
