@@ -17,7 +17,7 @@ use crate::target::TargetDescription;
 
 use super::eval::{predict, Prediction};
 use super::nest::Model;
-use super::search::search_band;
+use super::search::{search_band, RULE_MARGIN};
 use super::{levels, Level, Unsupported};
 
 /// The report of `compiled` on `target`'s caches.
@@ -94,15 +94,22 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
             continue;
         };
         let by_model = search.best.sizes == actual;
+        let rule_kept = format!(
+            "the capacity rule's (the model's best saves less than {:.0}% on them)",
+            100.0 * RULE_MARGIN
+        );
         let _ = writeln!(
             out,
             "band {}: tiles {}, {}",
             describe(compiled, &band),
             times(&actual),
-            if by_model {
-                "chosen by the cache model"
-            } else {
-                "given"
+            match (by_model, search.kept_rule) {
+                (true, true) => &rule_kept,
+                (true, false) if search.rule == actual => {
+                    "chosen by the cache model (the capacity rule's too)"
+                }
+                (true, false) => "chosen by the cache model",
+                (false, _) => "given",
             }
         );
         let _ = writeln!(
@@ -112,9 +119,12 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         );
         let mine = predict(&search.model, &actual, &levels);
         let other = if by_model {
-            search
-                .runner_up
-                .map(|r| ("runner-up", r.sizes, r.prediction))
+            let what = if search.kept_rule {
+                "the model's best"
+            } else {
+                "runner-up"
+            };
+            search.runner_up.map(|r| (what, r.sizes, r.prediction))
         } else {
             Some(("model's choice", search.best.sizes, search.best.prediction))
         };

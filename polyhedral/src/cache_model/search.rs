@@ -8,15 +8,21 @@
 //! number of the vector unit's tile length (long vector loops that start on aligned
 //! boundaries, which the model does not see), and the parallel member that will be the outermost tile loop
 //! at most [`PARALLEL_TILE`] so that threads get even shares. The coarse grid is searched
-//! exhaustively when it has at most [`EXHAUSTIVE`] points, otherwise one member at a time from
-//! the best uniform size until no member improves; then the best candidate is refined with
+//! exhaustively when it has at most [`EXHAUSTIVE`] points, otherwise one member at a time
+//! until no member improves, from the best uniform size and from the capacity rule's sizes;
+//! then the best candidate is refined with
 //! finer steps ([`FINE_STEPS`]) until no neighbour is cheaper. Between candidates of equal cost
-//! the larger tile wins (fewer loop iterations around it).
+//! the larger tile wins (fewer loop iterations around it). The capacity rule's sizes
+//! ([`crate::schedule::tile_size`]) stay unless the best candidate beats them by
+//! [`RULE_MARGIN`].
+
+use std::collections::HashMap;
 
 use crate::deps::Dependences;
 use crate::program::Program;
 use crate::schedule::intra_tile::predicted_innermost;
 use crate::schedule::pluto::{Band, Error, PlutoSchedule};
+use crate::schedule::tile_size::rule_sizes;
 use crate::target::TargetDescription;
 
 use super::eval::{predict_with, Memo, Prediction};
@@ -47,11 +53,23 @@ pub struct Candidate {
     pub cost: f64,
 }
 
+/// The model replaces the capacity rule's sizes only when it predicts misses at least this
+/// much cheaper. Below that, what the model does not see decides: hardware prefetching hides
+/// most of the cost of misses that stream from the next level (doitgen's 11% fewer predicted
+/// L1 misses ran slower, covariance's 36% cheaper misses ran faster), as do loop overhead and
+/// the threads' shares; and the rule's sizes have been measured.
+pub const RULE_MARGIN: f64 = 0.15;
+
 /// The outcome of a search: the best candidate and the runner-up.
 #[derive(Clone, Debug)]
 pub struct BandSearch {
     pub best: Candidate,
     pub runner_up: Option<Candidate>,
+    /// Whether `best` is the capacity rule's sizes kept over the model's cheapest candidate
+    /// (then `runner_up`), which did not beat them by [`RULE_MARGIN`].
+    pub kept_rule: bool,
+    /// The capacity rule's sizes.
+    pub rule: Vec<i64>,
     /// The model's levels, closest first.
     pub levels: Vec<Level>,
     /// The model the candidates were evaluated on: the schedule with the band tiled (its
@@ -143,21 +161,42 @@ pub fn search_band(
         limits: &limits,
         best: None,
         runner_up: None,
-        seen: Vec::new(),
+        seen: HashMap::new(),
         memo: Memo::default(),
     };
+    // The capacity rule's sizes are a candidate too, and where the descent starts from.
+    let rule = rule_sizes(program, deps, schedule, band, target)?;
+    search.try_sizes(&rule);
     let points: usize = grid.iter().map(Vec::len).product();
     if points <= EXHAUSTIVE {
         let mut sizes = vec![0; band.len];
         search.all(&grid, 0, &mut sizes);
     } else {
-        search.descend(&grid);
+        search.descend(&grid, &rule);
     }
     search.refine();
-    let (best, runner_up) = (search.best, search.runner_up);
-    Ok(best.map(|best| BandSearch {
+    let incumbent = predict_with(&model, &rule, &levels, &mut search.memo);
+    let incumbent = Candidate {
+        cost: incumbent.cost(&levels),
+        sizes: rule,
+        prediction: incumbent,
+    };
+    let (Some(best), runner_up) = (search.best, search.runner_up) else {
+        return Ok(None);
+    };
+    let incumbent_sizes = incumbent.sizes.clone();
+    let kept_rule =
+        best.sizes != incumbent.sizes && best.cost >= incumbent.cost * (1.0 - RULE_MARGIN);
+    let (best, runner_up) = if kept_rule {
+        (incumbent, Some(best))
+    } else {
+        (best, runner_up)
+    };
+    Ok(Some(BandSearch {
         best,
         runner_up,
+        kept_rule,
+        rule: incumbent_sizes,
         levels,
         model,
     }))
@@ -184,28 +223,27 @@ struct Search<'a> {
     limits: &'a [Limit],
     best: Option<Candidate>,
     runner_up: Option<Candidate>,
-    seen: Vec<Vec<i64>>,
+    /// The cost of every candidate evaluated.
+    seen: HashMap<Vec<i64>, f64>,
     memo: Memo,
 }
 
 impl Search<'_> {
-    /// Evaluates `sizes` (once) and keeps it if it is among the two best.
+    /// Evaluates `sizes` (once) and keeps it if it is among the two best; returns its cost.
     fn try_sizes(&mut self, sizes: &[i64]) -> f64 {
-        if let Some(c) = [&self.best, &self.runner_up]
-            .into_iter()
-            .flatten()
-            .find(|c| c.sizes == sizes)
-        {
-            return c.cost;
+        if let Some(&cost) = self.seen.get(sizes) {
+            return cost;
         }
-        if self.seen.iter().any(|s| s == sizes) {
-            return f64::INFINITY;
-        }
-        self.seen.push(sizes.to_vec());
         let prediction = predict_with(self.model, sizes, self.levels, &mut self.memo);
         let cost = prediction.cost(self.levels);
+        let cost = if cost.is_finite() {
+            cost
+        } else {
+            f64::INFINITY
+        };
+        self.seen.insert(sizes.to_vec(), cost);
         if !cost.is_finite() {
-            return f64::INFINITY;
+            return cost;
         }
         let candidate = Candidate {
             sizes: sizes.to_vec(),
@@ -238,8 +276,10 @@ impl Search<'_> {
         }
     }
 
-    /// One member at a time, from the best uniform size, until no member improves.
-    fn descend(&mut self, grid: &[Vec<i64>]) {
+    /// One member at a time until no member improves, from the best uniform size and from
+    /// `rule` (two starts, so that a good point far from the rule's is still found).
+    fn descend(&mut self, grid: &[Vec<i64>], rule: &[i64]) {
+        let mut uniform: Option<(f64, Vec<i64>)> = None;
         for &t in &COARSE {
             let sizes: Vec<i64> = grid
                 .iter()
@@ -249,18 +289,34 @@ impl Search<'_> {
                         .expect("every member has a size")
                 })
                 .collect();
-            self.try_sizes(&sizes);
+            let cost = self.try_sizes(&sizes);
+            if uniform.as_ref().is_none_or(|(c, _)| cost < *c) {
+                uniform = Some((cost, sizes));
+            }
         }
+        if let Some((_, start)) = uniform {
+            self.descend_from(grid, start);
+        }
+        self.descend_from(grid, rule.to_vec());
+    }
+
+    fn descend_from(&mut self, grid: &[Vec<i64>], start: Vec<i64>) {
+        let mut cost = self.try_sizes(&start);
+        let mut at = start;
         for _ in 0..8 {
-            let start = self.best_sizes();
+            let before = at.clone();
             for (k, values) in grid.iter().enumerate() {
-                let mut sizes = self.best_sizes();
                 for &t in values {
+                    let mut sizes = at.clone();
                     sizes[k] = t;
-                    self.try_sizes(&sizes);
+                    let c = self.try_sizes(&sizes);
+                    if c < cost {
+                        cost = c;
+                        at = sizes;
+                    }
                 }
             }
-            if self.best_sizes() == start {
+            if at == before {
                 break;
             }
         }

@@ -5,7 +5,8 @@
 //! The rules, chosen by what the description holds:
 //!
 //! - **caches with their geometry** (line size, associativity, miss penalty: a CPU): the
-//!   sizes the cache model's search finds cheapest ([`crate::cache_model::search_band`]);
+//!   sizes the cache model's search finds cheapest ([`crate::cache_model::search_band`]),
+//!   when they beat the capacity rule's below by a clear margin;
 //! - **caches without it**, or a schedule the model does not cover: with two or more caches,
 //!   the cache rule of [`hierarchy_sizes`]; with one, the uniform rule on it;
 //! - **workgroups** (a GPU): the largest uniform power of two for which the band's parallel
@@ -54,20 +55,21 @@ pub fn band_sizes(
         TileSizes::Fixed(v) => Ok((0..band.len)
             .map(|k| *v.get(k).unwrap_or(v.last().unwrap_or(&1)))
             .collect()),
-        TileSizes::FromTarget => target_sizes(program, deps, schedule, band, target),
+        TileSizes::FromTarget => match search_band(program, deps, schedule, band, target)? {
+            Some(found) => Ok(found.best.sizes),
+            None => rule_sizes(program, deps, schedule, band, target),
+        },
     }
 }
 
-fn target_sizes(
+/// The sizes of the capacity rules of the module docs (without the cache model).
+pub(crate) fn rule_sizes(
     program: &Program,
     deps: &Dependences,
     schedule: &PlutoSchedule,
     band: &Band,
     target: &TargetDescription,
 ) -> Result<Vec<i64>, Error> {
-    if let Some(found) = search_band(program, deps, schedule, band, target)? {
-        return Ok(found.best.sizes);
-    }
     let caches = target.memory.cache_chain();
     match caches.as_slice() {
         [] => {}
