@@ -227,8 +227,9 @@ struct CompileArgs {
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
     /// intra-tile, post-tiling-fusion), `ast` (the loop AST), `deps` (the dependences the
-    /// scheduler worked from) or `cache-model` (predicted cache misses per tile band and cache
-    /// level, for the chosen tile sizes and the runner-up).
+    /// scheduler worked from), `program` (the program they are for: arrays the pipeline
+    /// expanded for parallelism appear expanded) or `cache-model` (predicted cache misses per
+    /// tile band and cache level, for the chosen tile sizes and the runner-up).
     #[arg(long, value_name = "WHAT")]
     emit: Option<String>,
     #[command(flatten)]
@@ -393,8 +394,33 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// This machine's memory in bytes, where the system says (`/proc/meminfo`).
+fn physical_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Refuses a kernel whose arrays the interpreter could not hold in this machine's memory (sizes
+/// far too large), rather than failing to allocate them.
+fn check_memory(program: &polyhedral::Program) -> Result<(), Failure> {
+    let bytes = polyhedral::interp::memory_bytes(program);
+    let limit = physical_memory().unwrap_or(u64::MAX);
+    match bytes {
+        Some(b) if b <= limit => Ok(()),
+        _ => Err(Failure(format!(
+            "error: {}: its arrays take {} bytes in the interpreter, more than the {limit} \
+             bytes of this machine's memory; run it with smaller `--size` values\n",
+            program.name,
+            bytes.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string()),
+        ))),
+    }
+}
+
 fn run(args: &RunArgs) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
+    check_memory(&program)?;
     let options = TargetOptions {
         progress: !args.json,
         timeline: args.timeline.is_some(),
@@ -471,9 +497,39 @@ fn simulate(args: &SimArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What the command line's parser found wrong, as one line with status 1 (help and version
+/// are printed as asked, with status 0).
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => e.exit(),
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            eprintln!(
+                "error: a command is needed: check, compile, run or sim (see `polyfuse --help`)"
+            );
+            ExitCode::from(1)
+        }
+        _ => {
+            // clap's first paragraph says what and where (the option and its value); the rest
+            // is usage and tips.
+            let text = e.render().to_string();
+            let first: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            eprintln!("{} (see `polyfuse --help`)", first.join(" "));
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     pipe::restore_default_sigpipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     let result = match &cli.command {
         Command::Check(args) => check(args),
         Command::Compile(args) => compile(args),

@@ -240,6 +240,12 @@ fn compile_emits_every_stage() {
     let deps = polyfuse(&["compile", "kernels/doitgen.c", "--emit", "deps"]);
     assert!(deps.status.success(), "{}", stderr(&deps));
     assert!(stdout(&deps).contains("on sum_x"), "{}", stdout(&deps));
+    // And the program they are for: the expanded array, and its copy-out statement.
+    let program = polyfuse(&["compile", "kernels/doitgen.c", "--emit", "program"]);
+    assert!(program.status.success(), "{}", stderr(&program));
+    let text = stdout(&program);
+    assert!(text.contains("sum_x: f64[NR, NP] temporary"), "{text}");
+    assert!(text.contains("  S3: "), "{text}");
     for fuse in ["nofuse", "smartfuse", "maxfuse"] {
         let o = polyfuse(&[
             "compile",
@@ -553,6 +559,64 @@ fn the_accelerator_compiles_runs_and_refuses_with_one_line() {
 }
 
 #[test]
+fn the_vector_unit_runs_kernels_without_a_contraction() {
+    for args in [
+        &[
+            "run",
+            "kernels/softmax.pf",
+            "--target",
+            "npu",
+            "--size",
+            "N=40",
+        ][..],
+        &[
+            "run",
+            "kernels/blur_unsharp.pf",
+            "--target",
+            "npu",
+            "--size",
+            "H=30",
+        ][..],
+        &[
+            "run",
+            "kernels/jacobi2d.pf",
+            "--target",
+            "npu",
+            "--npu-f32",
+            "--size",
+            "N=30",
+        ][..],
+    ] {
+        let o = polyfuse(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("result: matches the interpreter"),
+            "{args:?}: {}",
+            stdout(&o)
+        );
+    }
+    // The simulator runs the written program on its own, sync_all included.
+    let asm = source("jacobi2d.npuasm", "");
+    let o = polyfuse(&[
+        "compile",
+        "kernels/jacobi2d.pf",
+        "--target",
+        "npu",
+        "--npu-f32",
+        "--size",
+        "N=30",
+        "-o",
+        asm.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = polyfuse(&["sim", asm.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = polyfuse(&["run", "kernels/jacobi2d.pf", "--target", "npu"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("--npu-f32"), "{}", stderr(&o));
+}
+
+#[test]
 fn run_on_the_gpu_matches_the_interpreter() {
     let sizes = ["--size", "NI=20", "--size", "NJ=21", "--size", "NK=22"];
     let run = |extra: &[&str]| {
@@ -614,20 +678,241 @@ fn run_on_the_gpu_matches_the_interpreter() {
 }
 
 #[test]
-fn post_tiling_fusion_on_the_gpu_is_refused_until_it_can_be_mapped() {
+fn post_tiling_fusion_runs_on_the_gpu() {
     let o = polyfuse(&[
-        "compile",
-        "kernels/gemm_bias_relu.pf",
+        "run",
+        "kernels/layernorm.pf",
         "--target",
         "gpu",
         "--fuse",
         "post-tiling",
+        "--size",
+        "N=40",
+        "--size",
+        "D=72",
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    let err = stderr(&o);
+    if stderr(&o).contains("no GPU adapter") {
+        eprintln!("no adapter: nothing to run");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(
-        err.contains("not supported yet") && err.contains("post-tiling fusion"),
+        stdout(&o).contains("matches the interpreter"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// Runs `args` and checks the shape of a refusal: status 1, no panic, an `error:` first line.
+fn refused(args: &[&str]) -> String {
+    let o = polyfuse(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert!(err.starts_with("error"), "{args:?}: {err}");
+    err
+}
+
+/// A refusal in one line.
+fn refused_in_one_line(args: &[&str]) -> String {
+    let err = refused(args);
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    err
+}
+
+/// Every kind of bad option value, and arguments the parser does not know: status 1 and one
+/// line naming the option.
+#[test]
+fn bad_options_are_one_line_errors() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", "kernels/gemm.pf", "--seed", "abc"], "--seed"),
+        (&["run", "kernels/gemm.pf", "--threads", "0"], "--threads"),
+        (
+            &["run", "kernels/gemm.pf", "--target", "xyz"],
+            "possible values",
+        ),
+        (&["run", "kernels/gemm.pf", "--size", "NI=-3"], "at least 1"),
+        (&["run", "kernels/gemm.pf", "--size", "NI"], "NAME=VALUE"),
+        (
+            &[
+                "run",
+                "kernels/gemm.pf",
+                "--size",
+                "NI=99999999999999999999",
+            ],
+            "integer",
+        ),
+        (&["check", "kernels/gemm.c", "-D", "1X"], "macro name"),
+        (
+            &["compile", "kernels/gemm.pf", "--fuse", "somefuse"],
+            "--fuse",
+        ),
+        (&["compile", "kernels/gemm.pf", "--tile", "4,x,4"], "--tile"),
+        (
+            &["compile", "kernels/gemm.pf", "--tile", "4,4,4", "--no-tile"],
+            "--no-tile",
+        ),
+        (
+            &["check", "kernels/gemm.pf", "--emit", "everything"],
+            "--emit",
+        ),
+        (&["run", "kernels/gemm.pf", "--bogus"], "--bogus"),
+        (&["run"], "<FILE>"),
+        (&[], "command"),
+        (&["frobnicate"], "frobnicate"),
+        (
+            &["compile", "kernels/gemm.pf", "--emit", "wgsl"],
+            "--emit wgsl",
+        ),
+        (
+            &["compile", "kernels/gemm.pf", "--emit", "tree=after:nothing"],
+            "nothing",
+        ),
+        (
+            &["compile", "kernels/gemm.pf", "--tile", "2,2"],
+            "tile sizes",
+        ),
+        (
+            &[
+                "compile",
+                "kernels/gemm.pf",
+                "--target",
+                "gpu",
+                "--emit",
+                "c",
+            ],
+            "--emit c",
+        ),
+        (
+            &[
+                "run",
+                "kernels/gemm.pf",
+                "--target",
+                "gpu",
+                "--adapter",
+                "no such adapter",
+            ],
+            "adapter",
+        ),
+    ];
+    for (args, word) in cases {
+        let err = refused_in_one_line(args);
+        assert!(err.contains(word), "{args:?}: expected `{word}` in {err}");
+    }
+    // Help and version are answers, not errors.
+    assert!(polyfuse(&["--help"]).status.success());
+    assert!(polyfuse(&["run", "--help"]).status.success());
+    assert!(polyfuse(&["--version"]).status.success());
+}
+
+/// Sizes so large that the interpreter could not hold the arrays: refused before anything is
+/// allocated.
+#[test]
+fn sizes_beyond_memory_are_refused() {
+    let err = refused_in_one_line(&[
+        "run",
+        "kernels/gemm.pf",
+        "--size",
+        "NI=2000000000",
+        "--size",
+        "NJ=2000000000",
+    ]);
+    assert!(err.contains("smaller `--size`"), "{err}");
+}
+
+/// Kernel files that are not kernels: missing, a folder, empty, not text, of an unknown kind.
+#[test]
+fn unreadable_kernel_files_are_refused() {
+    let dir = source("folder.pf", "")
+        .parent()
+        .unwrap()
+        .join("a-folder.pf");
+    std::fs::create_dir_all(&dir).unwrap();
+    refused_in_one_line(&["check", dir.to_str().unwrap()]);
+    let empty = source("empty.pf", "");
+    let err = refused(&["check", empty.to_str().unwrap()]);
+    assert!(
+        err.contains("empty.pf:1:1") && err.contains("no kernel"),
         "{err}"
     );
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let binary = source("binary.pf", "\u{fffd}\u{0}kernel");
+    std::fs::write(&binary, [0xff, 0xfe, b'k']).unwrap();
+    let err = refused(&["check", binary.to_str().unwrap()]);
+    assert!(err.contains("binary.pf:1:1"), "{err}");
+    let c = source("empty.c", "");
+    let err = refused(&["run", c.to_str().unwrap()]);
+    assert!(err.contains("empty.c:1:1"), "{err}");
+}
+
+/// Output paths that cannot be written.
+#[test]
+fn unwritable_outputs_are_refused() {
+    let err = refused_in_one_line(&["compile", "kernels/gemm.pf", "-o", "no/such/dir/gemm.c"]);
+    assert!(err.contains("no/such/dir/gemm.c"), "{err}");
+    let err = refused_in_one_line(&[
+        "run",
+        "kernels/gemm_f16.pf",
+        "--target",
+        "npu",
+        "--size",
+        "M=16",
+        "--size",
+        "N=16",
+        "--size",
+        "K=16",
+        "--timeline",
+        "no/such/dir/t.svg",
+    ]);
+    assert!(err.contains("no/such/dir/t.svg"), "{err}");
+}
+
+/// `polyfuse sim`: programs, machine descriptions and input folders that are wrong in every way
+/// get an error that says where.
+#[test]
+fn bad_simulator_inputs_are_refused_with_their_place() {
+    let example = "sim/examples/vadd.npuasm";
+    // Programs.
+    let bad = source("bad.npuasm", "kernel k\nparam x : f16[16] in\nbogus 1, 2\n");
+    let err = refused(&["sim", bad.to_str().unwrap()]);
+    assert!(err.contains("bad.npuasm:3:1"), "{err}");
+    refused_in_one_line(&["sim", "no/such/file.npuasm"]);
+    refused_in_one_line(&["sim", "sim/examples"]);
+    let binary = source("binary.npuasm", "");
+    std::fs::write(&binary, [0xff, 0xfe]).unwrap();
+    refused_in_one_line(&["sim", binary.to_str().unwrap()]);
+    let huge = source(
+        "huge.npuasm",
+        "kernel k\nparam x : f16[4294967296, 4294967296] in\n",
+    );
+    let err = refused(&["sim", huge.to_str().unwrap()]);
+    assert!(err.contains("huge.npuasm:2:"), "{err}");
+    // Machine descriptions.
+    refused_in_one_line(&["sim", example, "--machine", "no/such.machine"]);
+    let machine = source("bad.machine", "cores = x\n");
+    let err = refused(&["sim", example, "--machine", machine.to_str().unwrap()]);
+    assert!(err.contains("bad.machine:1:"), "{err}");
+    let default = std::fs::read_to_string("sim/machines/davinci910.machine").unwrap();
+    let big = source(
+        "big.machine",
+        &default.replace("mem.UB.capacity = 262144", "mem.UB.capacity = 26265536144"),
+    );
+    let err = refused(&["sim", example, "--machine", big.to_str().unwrap()]);
+    assert!(err.contains("big.machine:"), "{err}");
+    // Input folders.
+    refused_in_one_line(&["sim", example, "--inputs", "no/such/folder"]);
+    let folder = source("inputs.marker", "").with_extension("d");
+    std::fs::create_dir_all(&folder).unwrap();
+    let folder = folder.as_path();
+    std::fs::write(folder.join("x.txt"), "1 2\n3 x 5\n").unwrap();
+    let err = refused_in_one_line(&["sim", example, "--inputs", folder.to_str().unwrap()]);
+    assert!(err.contains("x.txt:2:3") && err.contains("`x`"), "{err}");
+    std::fs::write(folder.join("x.txt"), "1 2 3").unwrap();
+    let err = refused_in_one_line(&["sim", example, "--inputs", folder.to_str().unwrap()]);
+    assert!(err.contains("3 numbers"), "{err}");
+    std::fs::remove_file(folder.join("x.txt")).unwrap();
+    std::fs::write(folder.join("x.bin"), [0u8; 7]).unwrap();
+    let err = refused_in_one_line(&["sim", example, "--inputs", folder.to_str().unwrap()]);
+    assert!(err.contains("7 bytes"), "{err}");
+    let err = refused_in_one_line(&["sim", example, "--timeline", "no/such/dir/t.svg"]);
+    assert!(err.contains("no/such/dir/t.svg"), "{err}");
 }

@@ -19,5 +19,6 @@ pub mod gpu;
 pub mod interp;
 pub mod npu;
 mod progress;
+pub(crate) mod promote;
 pub mod report;
 pub mod target;

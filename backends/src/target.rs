@@ -140,17 +140,21 @@ pub enum Emit {
     /// The cache model's predicted misses per tile band and cache level, for the chosen tile
     /// sizes and the search's runner-up.
     CacheModel,
+    /// The program the schedule is for: the input, with arrays expanded where the pipeline
+    /// expanded them.
+    Program,
 }
 
 impl Emit {
     /// Reads an `--emit` value for `target`: its code's name, `tree`, `tree=after:STAGE`,
-    /// `ast`, `deps` or `cache-model`.
+    /// `ast`, `deps`, `program` or `cache-model`.
     pub fn parse(text: &str, target: &dyn Target) -> Result<Emit, Error> {
         let emit = match text {
             "tree" => Emit::Tree { after: None },
             "ast" => Emit::Ast,
             "deps" => Emit::Deps,
             "cache-model" => Emit::CacheModel,
+            "program" => Emit::Program,
             _ if Some(text) == target.code() => Emit::Code,
             _ => match text.strip_prefix("tree=after:") {
                 Some(stage) if STAGES.contains(&stage) => Emit::Tree {
@@ -166,7 +170,7 @@ impl Emit {
                     let code = target.code().map(|c| format!("{c}, ")).unwrap_or_default();
                     return Err(Error::Usage(format!(
                         "`--emit {text}` is not something the {} target writes; it writes {code}\
-                         tree, tree=after:STAGE, ast, deps or cache-model",
+                         tree, tree=after:STAGE, ast, deps, program or cache-model",
                         target.name()
                     )));
                 }
@@ -223,6 +227,7 @@ pub fn emit(
         },
         Emit::Ast => compiled.ast.display(&compiled.program).to_string(),
         Emit::Deps => compiled.deps.display(&compiled.program).to_string(),
+        Emit::Program => compiled.program.to_string(),
         Emit::CacheModel => {
             let description = target.description(options).ok_or(Error::NoCode {
                 target: target.name(),

@@ -2,7 +2,10 @@
 //! access relations alone (never from names), so any target can map them to a matrix unit.
 //!
 //! A statement `W[..] = W[..] + f(X[..]) * g(Y[..])` whose reduction is a sum, with `f` and `g`
-//! each a read optionally under a cast, is a contraction. Its iterators fall into four classes
+//! each a read optionally under a cast, optionally multiplied by a loop-invariant factor (a
+//! literal or a scalar: `alpha * A[i, k] * B[k, j]` scales A), is a contraction. Neither
+//! operand may be the array the statement writes (an in-place update such as
+//! `B[i, j] += A[k, i] * B[k, j]` reads elements other iterations write). Its iterators fall into four classes
 //! by the accesses they appear in:
 //!
 //! | class | write `W` | operand `X` (A) | operand `Y` (B) |
@@ -32,6 +35,10 @@ pub struct Contraction {
     pub b: usize,
     /// The read of the accumulated element itself.
     pub acc: usize,
+    /// The loop-invariant factor each operand is multiplied by before the product, if any
+    /// (a literal, or a read of a scalar): the product is `(scale_a · A) · (scale_b · B)`.
+    pub scale_a: Option<ExprId>,
+    pub scale_b: Option<ExprId>,
     pub batch: Vec<usize>,
     pub m: Vec<usize>,
     pub n: Vec<usize>,
@@ -68,8 +75,12 @@ pub fn contraction(program: &Program, id: StmtId) -> Option<Contraction> {
     let Expr::Binary(BinaryOp::Mul, p, q) = &stmt.exprs[product] else {
         return None;
     };
-    let (p, q) = (operand_read(stmt, *p)?, operand_read(stmt, *q)?);
-    if p == acc || q == acc || stmt.reads[p].array == stmt.write.array {
+    let ((p, scale_p), (q, scale_q)) = (operand(stmt, *p)?, operand(stmt, *q)?);
+    if p == acc
+        || q == acc
+        || stmt.reads[p].array == stmt.write.array
+        || stmt.reads[q].array == stmt.write.array
+    {
         return None;
     }
     let ty = program.expr_type(stmt, product);
@@ -106,11 +117,11 @@ pub fn contraction(program: &Program, id: StmtId) -> Option<Contraction> {
     let first = stmt.write.subscripts.iter().find_map(|s| {
         (0..stmt.depth()).find(|it| s.coeff(Var::Iter(*it)) != 0 && !batch.contains(it))
     });
-    let (a, b) = if first.is_some_and(|it| ns.contains(&it)) {
+    let ((a, scale_a), (b, scale_b)) = if first.is_some_and(|it| ns.contains(&it)) {
         std::mem::swap(&mut ms, &mut ns);
-        (q, p)
+        ((q, scale_q), (p, scale_p))
     } else {
-        (p, q)
+        ((p, scale_p), (q, scale_q))
     };
     let windowed = [a, b].iter().any(|&r| {
         stmt.reads[r].subscripts.iter().any(|s| {
@@ -123,6 +134,8 @@ pub fn contraction(program: &Program, id: StmtId) -> Option<Contraction> {
         a,
         b,
         acc,
+        scale_a,
+        scale_b,
         batch,
         m: ms,
         n: ns,
@@ -143,6 +156,33 @@ fn self_read(stmt: &Statement, e: ExprId) -> Option<usize> {
             Some(*r)
         }
         _ => None,
+    }
+}
+
+/// An operand: a read (possibly under a cast), or a loop-invariant factor times one.
+fn operand(stmt: &Statement, e: ExprId) -> Option<(usize, Option<ExprId>)> {
+    if let Some(r) = operand_read(stmt, e) {
+        return Some((r, None));
+    }
+    let Expr::Binary(BinaryOp::Mul, x, y) = &stmt.exprs[e] else {
+        return None;
+    };
+    match (invariant(stmt, *x), invariant(stmt, *y)) {
+        (false, true) => operand_read(stmt, *x).map(|r| (r, Some(*y))),
+        (true, false) => operand_read(stmt, *y).map(|r| (r, Some(*x))),
+        _ => None,
+    }
+}
+
+/// A literal, or a read whose subscripts use no iterator (a scalar or a fixed element).
+fn invariant(stmt: &Statement, e: ExprId) -> bool {
+    match &stmt.exprs[e] {
+        Expr::Literal(_) => true,
+        Expr::Read(r) => stmt.reads[*r]
+            .subscripts
+            .iter()
+            .all(|s| (0..stmt.depth()).all(|it| s.coeff(Var::Iter(it)) == 0)),
+        _ => false,
     }
 }
 
@@ -282,6 +322,54 @@ mod tests {
         assert_eq!((c.m, c.n, c.k), (vec![0], vec![1], vec![2, 3]));
         assert_eq!((c.a, c.b), (2, 1));
         assert!(c.windowed);
+    }
+
+    #[test]
+    fn a_scalar_factor_scales_its_operand() {
+        // C[i, j] += (alpha * A[i, k]) * B[k, j], alpha a scalar read.
+        let mut p = stmt(
+            vec![it(0), it(2)],
+            vec![it(2), it(1)],
+            vec![it(0), it(1)],
+            vec![2],
+            3,
+        );
+        p.arrays.push(Array {
+            name: "alpha".into(),
+            elem: ScalarType::F32,
+            shape: vec![],
+            role: ArrayRole::Input,
+            span: Span::default(),
+        });
+        let s = &mut p.statements[0];
+        s.reads.push(Access {
+            array: ArrayId(3),
+            subscripts: vec![],
+            span: Span::default(),
+        });
+        let alpha = s.exprs.push(Expr::Read(3));
+        let (r1, r2) = (ExprId(1), ExprId(2));
+        let scaled = s.exprs.push(Expr::Binary(BinaryOp::Mul, alpha, r1));
+        let mul = s.exprs.push(Expr::Binary(BinaryOp::Mul, scaled, r2));
+        let r0 = ExprId(0);
+        s.body = s.exprs.push(Expr::Binary(BinaryOp::Add, r0, mul));
+        let c = contraction(&p, StmtId(0)).expect("a contraction");
+        assert_eq!((c.a, c.b), (1, 2));
+        assert_eq!((c.scale_a, c.scale_b), (Some(alpha), None));
+    }
+
+    #[test]
+    fn an_in_place_update_is_not_a_contraction() {
+        // C[i, j] += A[k, i] * C[k, j]: the second operand is the written array.
+        let mut p = stmt(
+            vec![it(2), it(0)],
+            vec![it(2), it(1)],
+            vec![it(0), it(1)],
+            vec![2],
+            3,
+        );
+        p.statements[0].reads[2].array = ArrayId(2);
+        assert_eq!(contraction(&p, StmtId(0)), None);
     }
 
     #[test]

@@ -189,10 +189,12 @@ pub enum ParallelLevel {
     /// per-dimension limit is the back end's to fold into loops).
     Workgroups,
     /// The invocations of one workgroup: at most `max_total` in all and `max_per_dim` along
-    /// each dimension.
+    /// each dimension; where the driver leaves loops after a number of iterations of one
+    /// invocation, `max_loop_iterations` is that number.
     Invocations {
         max_total: u32,
         max_per_dim: [u32; 3],
+        max_loop_iterations: Option<u32>,
     },
     /// A matrix unit that multiplies an `m`×`k` fractal by a `k`×`n` one per instruction.
     Matrix { m: u32, n: u32, k: u32 },
@@ -331,7 +333,20 @@ impl TargetDescription {
             ParallelLevel::Invocations {
                 max_total,
                 max_per_dim,
+                ..
             } => Some((max_total, max_per_dim)),
+            _ => None,
+        })
+    }
+
+    /// The most loop iterations one invocation of a workgroup may run, where the machine
+    /// has such a cap.
+    pub fn loop_iterations(&self) -> Option<u32> {
+        self.parallel.iter().find_map(|l| match *l {
+            ParallelLevel::Invocations {
+                max_loop_iterations,
+                ..
+            } => max_loop_iterations,
             _ => None,
         })
     }

@@ -4,8 +4,10 @@
 //!
 //! The proptest cases run with the test suite; `fuzz_sets`, ignored by default, runs the same
 //! kinds of inputs for as long as `cargo xtask fuzz sets --seconds N` asks (environment
-//! variable `POLYFUSE_FUZZ_SECONDS`) and prints the input of any panic.
+//! variable `POLYFUSE_FUZZ_SECONDS`; the seed, printed, is `POLYFUSE_FUZZ_SEED` or taken from
+//! the clock) and prints the input of any panic.
 
+use fuzzkit::Rng;
 use polyhedral::sets::{Map, Set};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
@@ -126,22 +128,6 @@ fn deep_nesting_is_an_error() {
     assert!(s.parse::<Set>().is_err());
 }
 
-/// A xorshift generator: the long fuzz loop needs no shrinking, only speed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
-
 /// One random input: a token soup, token edits of a valid input, or byte edits of one.
 fn random_input(rng: &mut Rng) -> String {
     match rng.below(3) {
@@ -176,7 +162,7 @@ fn random_input(rng: &mut Rng) -> String {
                     0 if !bytes.is_empty() => {
                         bytes.remove(at);
                     }
-                    1 if !bytes.is_empty() => bytes[at] = rng.next() as u8,
+                    1 if !bytes.is_empty() => bytes[at] = rng.next_u64() as u8,
                     _ => bytes.insert(
                         at.min(bytes.len()),
                         b" {}[]():;,<=>+-*/%0123456789ijNe"[rng.below(31)],
@@ -191,18 +177,11 @@ fn random_input(rng: &mut Rng) -> String {
 #[test]
 #[ignore = "long-running; use `cargo xtask fuzz sets`"]
 fn fuzz_sets() {
-    let seconds: u64 = std::env::var("POLYFUSE_FUZZ_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64)
-        | 1;
-    let mut rng = Rng(seed);
+    let budget = fuzzkit::budget();
+    let mut rng = Rng::new(fuzzkit::seed());
     let start = std::time::Instant::now();
     let mut done = 0u64;
-    while start.elapsed().as_secs() < seconds {
+    while start.elapsed() < budget {
         let s = random_input(&mut rng);
         if std::panic::catch_unwind(|| check(&s)).is_err() {
             panic!("the isl-notation reader failed on this input:\n{s}");

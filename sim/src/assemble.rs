@@ -100,6 +100,10 @@ pub(crate) struct BufInfo {
     /// Byte address inside the memory (for GM: inside the GM image of this run).
     pub base: u64,
     pub size: u64,
+    /// For a GM tensor, its element size and its bytes before the padding to whole blocks
+    /// (what byte-granular copies may touch); 1 and `size` for on-chip buffers.
+    pub elem: u64,
+    pub exact: u64,
     pub span: Span,
 }
 
@@ -139,7 +143,11 @@ impl Kernel {
 pub(crate) fn addrs_of(i: &Instr) -> Vec<&Addr> {
     match i {
         Instr::Copy { dst, src, .. }
+        | Instr::CopyPad { dst, src, .. }
+        | Instr::VBrcb { dst, src, .. }
+        | Instr::CopyUbToCc { dst, src, .. }
         | Instr::Load2d { dst, src, .. }
+        | Instr::Load3d { dst, src, .. }
         | Instr::Img2col { dst, src, .. }
         | Instr::CopyCcToUb { dst, src, .. }
         | Instr::VScalar { dst, src, .. }
@@ -167,6 +175,7 @@ pub(crate) fn addrs_of(i: &Instr) -> Vec<&Addr> {
         | Instr::SetFlag { .. }
         | Instr::WaitFlag { .. }
         | Instr::Barrier { .. }
+        | Instr::SyncAll
         | Instr::Mov { .. }
         | Instr::SBin { .. } => vec![],
     }
@@ -183,6 +192,7 @@ fn scalars_of(i: &Instr) -> Vec<&Scalar> {
 
 struct Asm<'a> {
     machine: &'a Machine,
+    blockdim: u32,
     bufs: Vec<BufInfo>,
     code: Vec<Op>,
     sites: Vec<Site>,
@@ -203,6 +213,7 @@ pub(crate) fn assemble(
     let fail = |d: Diagnostic| Error::shared(&file, &text, d);
     let mut asm = Asm {
         machine,
+        blockdim: program.blockdim,
         bufs: Vec::new(),
         code: Vec::new(),
         sites: Vec::new(),
@@ -235,6 +246,8 @@ pub(crate) fn assemble(
             mem: Mem::Gm,
             base: gm_size,
             size,
+            elem: p.dtype.size(),
+            exact: bytes,
             span: p.span,
         });
         gm_size = (gm_size + size).div_ceil(gm_align) * gm_align;
@@ -347,6 +360,8 @@ impl Asm<'_> {
                 mem: d.mem,
                 base,
                 size: d.size,
+                elem: 1,
+                exact: d.size,
                 span: d.span,
             });
         }
@@ -526,6 +541,79 @@ impl Asm<'_> {
                     ));
                 }
             }
+            Instr::CopyPad {
+                n_burst,
+                bytes,
+                src_stride,
+                dst_stride,
+                len,
+                ..
+            } => {
+                let load = match (mems[1], mems[0]) {
+                    (Mem::Gm, Mem::L1 | Mem::Ub) => true,
+                    (Mem::Ub, Mem::Gm) => false,
+                    (from, to) => {
+                        return Err(Diagnostic::new(
+                            span,
+                            format!(
+                                "`copy_pad` has no path from {} to {}",
+                                from.name(),
+                                to.name()
+                            ),
+                        )
+                        .with_hint("copy_pad paths: GM->L1, GM->UB, UB->GM"))
+                    }
+                };
+                let gm = if load { 1 } else { 0 };
+                let elem = self.bufs[ops[gm].buf as usize].elem;
+                let (gm_stride, chip_stride) = if load {
+                    (*src_stride, *dst_stride)
+                } else {
+                    (*dst_stride, *src_stride)
+                };
+                if !(*bytes as u64).is_multiple_of(elem) || !(gm_stride as u64).is_multiple_of(elem)
+                {
+                    return Err(Diagnostic::new(
+                        span,
+                        format!("`bytes` and the GM stride must be multiples of the {elem}-byte elements of `{}`", addrs[gm].buffer),
+                    )
+                    .with_hint("move whole elements"));
+                }
+                if !chip_stride.is_multiple_of(32) {
+                    return Err(Diagnostic::new(
+                        span,
+                        format!(
+                            "the {} stride {chip_stride} is not a multiple of 32 bytes",
+                            mems[1 - gm].name()
+                        ),
+                    )
+                    .with_hint("on-chip bursts start on 32-byte blocks"));
+                }
+                let fit = bytes.div_ceil(32);
+                if !load && *len != fit {
+                    return Err(Diagnostic::new(
+                        span,
+                        "`len` is for loads: a store writes exactly `bytes` bytes per burst",
+                    )
+                    .with_hint("leave `len` out"));
+                }
+                let written = if load {
+                    *len as u64 * 32
+                } else {
+                    *bytes as u64
+                };
+                if *n_burst > 1 && (*dst_stride as u64) < written {
+                    return Err(Diagnostic::new(
+                        span,
+                        format!("bursts writing {written} bytes every {dst_stride} bytes overlap"),
+                    )
+                    .with_hint("make `dst_stride` at least the bytes one burst writes"));
+                }
+            }
+            Instr::CopyUbToCc { .. } => {
+                want(0, &[Mem::L0c], "the destination")?;
+                want(1, &[Mem::Ub], "the source")?;
+            }
             Instr::Img2col { .. } => {
                 if mems[0] == Mem::L0b {
                     return Err(Diagnostic::new(
@@ -536,6 +624,19 @@ impl Asm<'_> {
                 }
                 want(0, &[Mem::L0a], "the img2col destination")?;
                 want(1, &[Mem::L1], "the img2col source")?;
+            }
+            Instr::Load3d { .. } => {
+                if mems[0] == Mem::L0a {
+                    return Err(Diagnostic::new(
+                        addrs[0].span,
+                        "`load3d` into L0A is not supported yet",
+                    )
+                    .with_hint(
+                        "load3d builds the im2col operand in L0B (zN); use `img2col` for L0A",
+                    ));
+                }
+                want(0, &[Mem::L0b], "the load3d destination")?;
+                want(1, &[Mem::L1], "the load3d source")?;
             }
             Instr::Load2d { .. } => {
                 want(0, &[Mem::L0a, Mem::L0b], "the load2d destination")?;
@@ -559,6 +660,7 @@ impl Asm<'_> {
                 }
             }
             Instr::VRed { ty, .. }
+            | Instr::VBrcb { ty, .. }
             | Instr::VBin { ty, .. }
             | Instr::VScalar { ty, .. }
             | Instr::VDup { ty, .. }
@@ -608,6 +710,19 @@ impl Asm<'_> {
             | Instr::SetFlag { .. }
             | Instr::WaitFlag { .. }
             | Instr::Barrier { .. } => {}
+            Instr::SyncAll => {
+                let cores = self.machine.cores;
+                if self.blockdim > cores {
+                    return Err(Diagnostic::new(
+                        span,
+                        format!(
+                            "`sync_all` needs every block on a core of its own: blockdim={} but the machine has {cores} cores",
+                            self.blockdim
+                        ),
+                    )
+                    .with_hint("launch at most as many blocks as there are cores"));
+                }
+            }
         }
         let mut scalars = Vec::new();
         for s in scalars_of(instr) {

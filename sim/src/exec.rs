@@ -4,7 +4,8 @@
 //! f16 results are rounded to nearest even from a wider intermediate: + − × ÷ are computed in
 //! f32, which is wide enough (24 ≥ 2·11 + 2 bits) that rounding twice equals rounding once;
 //! transcendental functions are computed in f64 and rounded once. The cube multiplies f16
-//! fractals exactly in f32 and accumulates in f32 in increasing k order. Callers have checked
+//! fractals exactly in f32 (f32 fractals with the product rounded to f32) and accumulates in
+//! f32 in increasing k order. Callers have checked
 //! every address against its buffer, so slices here never go out of bounds.
 
 use half::f16;
@@ -174,16 +175,17 @@ pub(crate) fn mmad(
     l0c: &mut [u8],
     c: usize,
     (m1, k1, n1): (usize, usize, usize),
+    src: DType,
     out: DType,
     init: bool,
 ) {
     let (mm, kk, nn) = (m1 * 16, k1 * 16, n1 * 16);
-    let h =
-        |mem: &[u8], at: usize| f16::from_bits(u16::from_le_bytes([mem[at], mem[at + 1]])).to_f32();
+    let es = src.size() as usize;
+    let h = |mem: &[u8], at: usize| load(mem, at, src) as f32;
     let mut am = vec![0f32; mm * kk];
     for m in 0..mm {
         for k in 0..kk {
-            let at = a + (((m / 16) * k1 + k / 16) * 256 + (m % 16) * 16 + k % 16) * 2;
+            let at = a + (((m / 16) * k1 + k / 16) * 256 + (m % 16) * 16 + k % 16) * es;
             am[m * kk + k] = h(l0a, at);
         }
     }
@@ -191,7 +193,7 @@ pub(crate) fn mmad(
     let mut bt = vec![0f32; nn * kk];
     for k in 0..kk {
         for n in 0..nn {
-            let at = b + (((k / 16) * n1 + n / 16) * 256 + (n % 16) * 16 + k % 16) * 2;
+            let at = b + (((k / 16) * n1 + n / 16) * 256 + (n % 16) * 16 + k % 16) * es;
             bt[n * kk + k] = h(l0b, at);
         }
     }
@@ -207,7 +209,8 @@ pub(crate) fn mmad(
             };
             let arow = &am[m * kk..(m + 1) * kk];
             for k in 0..kk {
-                // f16·f16 is exact in f32, so only the additions round.
+                // f16·f16 is exact in f32, so only the additions round; f32·f32 rounds the
+                // product to f32 before the addition (no fused multiply-add).
                 acc += arow[k] * brow[k];
             }
             store(l0c, at, out, acc as f64);

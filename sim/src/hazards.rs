@@ -11,11 +11,15 @@ use crate::isa::{Mem, Pipe};
 
 pub(crate) type Clock = [u32; Pipe::COUNT];
 
-/// One recorded access.
+/// One recorded access: the bytes `lo..hi`, or with `period > 0` the bursts of `len` bytes
+/// starting every `period` bytes from `lo` up to `hi` (a strided copy, whose gaps it does not
+/// touch).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Access {
     pub lo: u64,
     pub hi: u64,
+    pub period: u64,
+    pub len: u64,
     pub pipe: Pipe,
     pub tick: u32,
     pub write: bool,
@@ -38,6 +42,57 @@ fn accessors(mem: Mem) -> &'static [Pipe] {
         Mem::L0a | Mem::L0b => &[Pipe::Mte1, Pipe::M],
         Mem::L0c => &[Pipe::M, Pipe::V],
         Mem::Ub => &[Pipe::S, Pipe::V, Pipe::Mte2, Pipe::Mte3],
+    }
+}
+
+impl Access {
+    fn strided(&self) -> bool {
+        self.period > self.len
+    }
+
+    fn bursts(&self) -> u64 {
+        if self.strided() {
+            (self.hi - self.lo - self.len) / self.period + 1
+        } else {
+            1
+        }
+    }
+
+    /// Whether some byte of `x..y` is one this access touches.
+    fn touches(&self, x: u64, y: u64) -> bool {
+        if x >= y || self.hi <= x || y <= self.lo {
+            return false;
+        }
+        if !self.strided() {
+            return true;
+        }
+        // Bursts i with lo + i·period < y and lo + i·period + len > x.
+        let first = if x >= self.lo + self.len {
+            (x - self.lo - self.len) / self.period + 1
+        } else {
+            0
+        };
+        let last = ((y - 1 - self.lo) / self.period).min(self.bursts() - 1);
+        first <= last
+    }
+
+    /// Whether the two accesses share a byte.
+    fn overlaps(&self, other: &Access) -> bool {
+        if !(self.lo < other.hi && other.lo < self.hi) {
+            return false;
+        }
+        let (few, many) = if self.bursts() <= other.bursts() {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        if !few.strided() {
+            return many.touches(few.lo, few.hi);
+        }
+        (0..few.bursts()).any(|i| {
+            let lo = few.lo + i * few.period;
+            many.touches(lo, lo + few.len)
+        })
     }
 }
 
@@ -97,9 +152,8 @@ impl Hazards {
         for r in list.iter() {
             if r.pipe != a.pipe
                 && (r.write || a.write)
-                && r.lo < a.hi
-                && a.lo < r.hi
                 && clock[r.pipe as usize] < r.tick
+                && r.overlaps(&a)
             {
                 return Some(Race {
                     first: *r,
@@ -114,7 +168,11 @@ impl Hazards {
         // a write and the newer a read: any later access unordered with the older one is
         // unordered with the newer one too.
         list.retain(|r| {
-            !(r.pipe == a.pipe && a.lo <= r.lo && r.hi <= a.hi && (a.write || !r.write))
+            !(r.pipe == a.pipe
+                && !a.strided()
+                && a.lo <= r.lo
+                && r.hi <= a.hi
+                && (a.write || !r.write))
         });
         list.push(a);
         if list.len() > self.limits[mem as usize] {
@@ -141,6 +199,8 @@ mod tests {
         Access {
             lo: 0,
             hi: 32,
+            period: 0,
+            len: 32,
             pipe,
             tick,
             write,
@@ -164,6 +224,29 @@ mod tests {
         let t = h.begin_at(Pipe::Mte2, &s);
         let race = h.access(Mem::Ub, acc(Pipe::Mte2, t, true)).expect("race");
         assert_eq!(race.first.pipe, Pipe::V);
+    }
+
+    #[test]
+    fn strided_accesses_overlap_only_where_their_bursts_do() {
+        let at = |lo: u64, hi: u64, period: u64, len: u64| Access {
+            lo,
+            hi,
+            period,
+            len,
+            pipe: Pipe::Mte2,
+            tick: 1,
+            write: true,
+            site: 0,
+        };
+        // Bursts 0..32, 64..96, 128..160 against the gaps and against a burst.
+        let rows = at(0, 160, 64, 32);
+        assert!(!rows.overlaps(&at(32, 64, 0, 32)));
+        assert!(!rows.overlaps(&at(96, 128, 0, 32)));
+        assert!(rows.overlaps(&at(90, 100, 0, 10)));
+        assert!(rows.overlaps(&at(150, 400, 0, 250)));
+        // Interleaved rows of two tiles: 32..64, 96..128, 160..192.
+        assert!(!rows.overlaps(&at(32, 192, 64, 32)));
+        assert!(rows.overlaps(&at(16, 208, 64, 32)));
     }
 
     #[test]

@@ -46,12 +46,15 @@ pub fn load_inputs(program: &Program, dir: &Path) -> Result<BTreeMap<String, Ten
         } else if txt.exists() {
             let text = std::fs::read_to_string(&txt)
                 .map_err(|e| format!("error: cannot read {}: {e}\n", txt.display()))?;
-            let vals: Result<Vec<f64>, String> = text
-                .split(|c: char| c.is_whitespace() || c == ',')
-                .filter(|s| !s.is_empty())
-                .map(|s| {
-                    s.parse::<f64>()
-                        .map_err(|_| format!("error: {}: `{s}` is not a number\n", txt.display()))
+            let vals: Result<Vec<f64>, String> = words(&text)
+                .map(|(at, s)| {
+                    s.parse::<f64>().map_err(|_| {
+                        let (line, col) = line_col(&text, at);
+                        format!(
+                            "error: {}:{line}:{col}: `{s}` is not a number\n",
+                            txt.display()
+                        )
+                    })
                 })
                 .collect();
             let vals = vals?;
@@ -78,6 +81,25 @@ pub fn load_inputs(program: &Program, dir: &Path) -> Result<BTreeMap<String, Ten
         );
     }
     Ok(out)
+}
+
+/// The words of an input text (separated by whitespace or commas), with their byte offsets.
+fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let separator = |c: char| c.is_whitespace() || c == ',';
+    text.char_indices()
+        .filter(move |&(i, c)| !separator(c) && text[..i].chars().next_back().is_none_or(separator))
+        .map(move |(i, _)| {
+            let end = text[i..].find(separator).map_or(text.len(), |e| i + e);
+            (i, &text[i..end])
+        })
+}
+
+/// The 1-based line and column (in characters) of byte offset `at`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
 }
 
 fn splitmix(state: &mut u64) -> u64 {

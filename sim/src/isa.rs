@@ -348,14 +348,29 @@ pub enum Instr {
         src_gap: u32,
         dst_gap: u32,
     },
-    /// L1 → L0A/L0B: `repeat` 512-byte fractals, the source advancing `src_stride` fractals and
-    /// the destination one fractal per repeat; `transpose` transposes each 16×16 fractal.
+    /// Byte-granular DMA between GM and L1 or UB: burst `i` moves `bytes` bytes from
+    /// `src + i·src_stride` to `dst + i·dst_stride` (strides in bytes). Into L1 or UB each burst
+    /// fills `len` 32-byte blocks, zeros after its bytes; out to GM exactly `bytes` bytes are
+    /// written (and `len` is `⌈bytes / 32⌉`).
+    CopyPad {
+        dst: Addr,
+        src: Addr,
+        n_burst: u32,
+        bytes: u32,
+        src_stride: u32,
+        dst_stride: u32,
+        len: u32,
+    },
+    /// L1 → L0A/L0B: `repeat` fractals of 16×16 elements (512 bytes of f16, or 1024 bytes of
+    /// f32 with `f32`), the source advancing `src_stride` fractals and the destination one
+    /// fractal per repeat; `transpose` transposes each fractal.
     Load2d {
         dst: Addr,
         src: Addr,
         repeat: u32,
         src_stride: u32,
         transpose: bool,
+        f32: bool,
     },
     /// L1 → L0A for convolution: the im2col matrix of an f16 feature map laid out
     /// [c1][h][w][16] in L1, written zZ. Row p of the matrix is output position `pos + p`
@@ -375,7 +390,24 @@ pub enum Instr {
         pos: u32,
         m1: u32,
     },
-    /// Cube: C(m×n) = or += A(m×k)·B(k×n) with A zZ in L0A, B zN in L0B, C nZ in L0C.
+    /// L1 → L0B for convolution: `k` rows and `n` columns of the im2col matrix of a feature map
+    /// held `[c][kh rows of w][…]` in L1 (channel `ci` at element `ci·cs`), written zN. Row
+    /// `(ci·kh + i)·kw + j` of column `x` is element `ci·cs + i·w + j + x`; rows past
+    /// `c·kh·kw` are 0. f16 elements, or f32 with `f32`.
+    Load3d {
+        dst: Addr,
+        src: Addr,
+        c: u32,
+        cs: u32,
+        w: u32,
+        kh: u32,
+        kw: u32,
+        k: u32,
+        n: u32,
+        f32: bool,
+    },
+    /// Cube: C(m×n) = or += A(m×k)·B(k×n) with A zZ in L0A, B zN in L0B, C nZ in L0C; A and
+    /// B hold f16, or f32 with `src_f32`.
     Mmad {
         out: DType,
         c: Addr,
@@ -385,6 +417,7 @@ pub enum Instr {
         k: u32,
         n: u32,
         init: bool,
+        src_f32: bool,
     },
     /// L0C → UB, in 16×16 fractals of the source type; optional f32→f16 and ReLU.
     CopyCcToUb {
@@ -398,6 +431,16 @@ pub enum Instr {
         relu: bool,
         /// The L0C fractals hold f16 (written by `mmad.f16`) instead of f32.
         src_f16: bool,
+    },
+    /// UB → L0C, f32 16×16 fractals (an accumulator's initial value): `n_burst` bursts of
+    /// `len` fractals, gaps in fractals.
+    CopyUbToCc {
+        dst: Addr,
+        src: Addr,
+        n_burst: u32,
+        len: u32,
+        src_gap: u32,
+        dst_gap: u32,
     },
     VBin {
         op: VBinOp,
@@ -444,8 +487,19 @@ pub enum Instr {
         mask: Addr,
         cfg: VecCfg,
     },
+    /// One result per repeat; with `acc` the repeat's lanes are folded onto the destination
+    /// element's value (so repeats with destination stride 0 chain into one reduction).
     VRed {
         op: VRedOp,
+        ty: DType,
+        dst: Addr,
+        src: Addr,
+        cfg: VecCfg,
+        acc: bool,
+    },
+    /// Broadcast: element `8r + k` of SRC fills block `k` of repeat `r` of DST (destination
+    /// block and repeat strides in `cfg`, which has one entry per operand: the destination).
+    VBrcb {
         ty: DType,
         dst: Addr,
         src: Addr,
@@ -476,6 +530,9 @@ pub enum Instr {
     Barrier {
         pipe: Option<Pipe>,
     },
+    /// Every block of the kernel waits here until all of them have arrived with their pipes
+    /// drained.
+    SyncAll,
     Mov {
         dst: Reg,
         src: Scalar,

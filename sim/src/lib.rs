@@ -13,6 +13,7 @@
 //! - `exec`: numerics; `timing`: pipe clocks and issue queues; `gmbus`: GM bandwidth shared
 //!   over time; `hazards`: happens-before race detection
 //! - `run`: the driver; `report`: text, JSON and SVG output; `inputs`: tensors from files
+//! - `launches`: files of several kernels, launched one after another on one GM
 
 mod asm;
 mod assemble;
@@ -22,6 +23,7 @@ mod gmbus;
 mod hazards;
 mod inputs;
 pub mod isa;
+mod launches;
 mod machine;
 mod report;
 mod run;
@@ -35,6 +37,7 @@ pub use assemble::Kernel;
 pub use diagnostic::{Diagnostic, Error, Span};
 pub use inputs::{load_inputs, random_inputs};
 pub use isa::{DType, Program};
+pub use launches::{inputs_of, load_all, random_inputs_all, simulate_all};
 pub use machine::{Machine, MemSpec, PathSpec, DEFAULT_MACHINE};
 pub use report::{MemStat, OutputSummary, PipeStat, Report, Timeline};
 pub use run::{Outcome, SimOptions};
@@ -130,16 +133,25 @@ pub fn run_command_on(
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("error: cannot read {}: {e}\n", path.display()))?;
     let file = path.display().to_string();
-    let kernel = load(&file, &text, &machine).map_err(|e| e.render(false))?;
+    let kernels = load_all(&file, &text, &machine).map_err(|e| e.render(false))?;
     let tensors = match inputs {
-        Some(dir) => load_inputs(kernel.program(), dir)?,
-        None => random_inputs(kernel.program(), DEFAULT_SEED),
+        Some(dir) => {
+            let mut all = BTreeMap::new();
+            for (i, name) in inputs_of(&kernels) {
+                // Only the tensor no earlier kernel writes is read from the folder.
+                let mut program = kernels[i].program().clone();
+                program.params.retain(|p| p.name == name);
+                all.extend(load_inputs(&program, dir)?);
+            }
+            all
+        }
+        None => random_inputs_all(&kernels, DEFAULT_SEED),
     };
     let options = SimOptions {
         timeline: timeline.is_some(),
         ..SimOptions::default()
     };
-    let outcome = simulate(&kernel, &tensors, &options).map_err(|e| e.render(false))?;
+    let outcome = simulate_all(&kernels, &tensors, &options).map_err(|e| e.render(false))?;
     if let (Some(out), Some(t)) = (timeline, &outcome.timeline) {
         std::fs::write(out, t.to_svg())
             .map_err(|e| format!("error: cannot write {}: {e}\n", out.display()))?;

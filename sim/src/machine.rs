@@ -40,6 +40,8 @@ pub struct Machine {
     pub paths: [PathSpec; CopyPath::COUNT],
     pub cube_startup: u64,
     pub cube_per_fractal: u64,
+    /// Cycles of one fractal-MAC with f32 operands.
+    pub cube_per_fractal_f32: u64,
     pub vector_startup: u64,
     pub vector_per_repeat: u64,
     pub vector_per_repeat_slow: u64,
@@ -56,6 +58,16 @@ impl Default for Machine {
         Machine::parse("davinci910.machine", DEFAULT_MACHINE).expect("default machine parses")
     }
 }
+
+/// The most bytes of on-chip memory (every memory but GM, times the cores) a machine may have:
+/// the simulator allocates all of it.
+const MAX_ON_CHIP_BYTES: u64 = 1 << 30;
+/// The most cores a machine may have.
+const MAX_CORES: u64 = 1 << 16;
+/// The largest capacity of a memory, in bytes.
+const MAX_CAPACITY: u64 = 1 << 48;
+/// The largest cost (cycles), bandwidth (bytes per cycle), alignment or queue depth.
+const MAX_COST: u64 = 1 << 20;
 
 impl Machine {
     pub fn mem(&self, mem: Mem) -> MemSpec {
@@ -123,6 +135,20 @@ impl Machine {
                     "write a plain decimal number",
                 )
             })?;
+            // Timing sums costs over billions of instructions in 64 bits, and buffers are
+            // addressed in 64 bits: every number has a ceiling far above any real machine's.
+            let max = match key {
+                "cores" => MAX_CORES,
+                k if k.ends_with(".capacity") => MAX_CAPACITY,
+                _ => MAX_COST,
+            };
+            if n > max {
+                return Err(err(
+                    span,
+                    format!("`{key}` is {n}, more than the simulator takes ({max})"),
+                    "sizes, costs and bandwidths of a real core are far smaller",
+                ));
+            }
             Ok(n)
         };
         let cores = number("cores")?;
@@ -157,6 +183,7 @@ impl Machine {
             paths,
             cube_startup: number("cube.startup")?,
             cube_per_fractal: number("cube.per_fractal")?,
+            cube_per_fractal_f32: number("cube.per_fractal_f32")?,
             vector_startup: number("vector.startup")?,
             vector_per_repeat: number("vector.per_repeat")?,
             vector_per_repeat_slow: number("vector.per_repeat_slow")?,
@@ -188,6 +215,23 @@ impl Machine {
                     "alignments are 1, 2, 4, … bytes",
                 ));
             }
+        }
+        // The simulator allocates every on-chip memory of every core a program runs on.
+        let on_chip = Mem::ALL
+            .iter()
+            .filter(|&&m| m != Mem::Gm)
+            .try_fold(0u64, |acc, &m| acc.checked_add(machine.mem(m).capacity))
+            .and_then(|bytes| bytes.checked_mul(u64::from(machine.cores)));
+        if on_chip.is_none_or(|bytes| bytes > MAX_ON_CHIP_BYTES) {
+            return Err(err(
+                whole,
+                format!(
+                    "the on-chip memories of {} cores take more than the {MAX_ON_CHIP_BYTES} bytes \
+                     the simulator can hold",
+                    machine.cores
+                ),
+                "lower `cores` or the `mem.*.capacity` values of L1, L0A, L0B, L0C and UB",
+            ));
         }
         if machine.paths.iter().any(|p| p.bandwidth == 0) {
             return Err(err(

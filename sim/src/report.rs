@@ -84,6 +84,21 @@ fn round4(x: f64) -> f64 {
     (x * 10000.0).round() / 10000.0
 }
 
+/// Sum, checksum and first values of every output tensor.
+fn summaries(outputs: &BTreeMap<String, Tensor>) -> Vec<OutputSummary> {
+    outputs
+        .iter()
+        .map(|(name, t)| OutputSummary {
+            name: name.clone(),
+            dtype: t.dtype.name().to_string(),
+            shape: t.shape.clone(),
+            sum: t.data.iter().sum(),
+            checksum: checksum(t),
+            samples: t.data.iter().take(4).copied().collect(),
+        })
+        .collect()
+}
+
 fn checksum(t: &Tensor) -> String {
     let mut h: u64 = 0xcbf29ce484222325;
     for v in &t.data {
@@ -149,17 +164,7 @@ impl Report {
             .iter()
             .map(|p| (p.name(), path_bytes[*p as usize]))
             .collect();
-        let outputs = outputs
-            .iter()
-            .map(|(name, t)| OutputSummary {
-                name: name.clone(),
-                dtype: t.dtype.name().to_string(),
-                shape: t.shape.clone(),
-                sum: t.data.iter().sum(),
-                checksum: checksum(t),
-                samples: t.data.iter().take(4).copied().collect(),
-            })
-            .collect();
+        let outputs = summaries(outputs);
         Report {
             kernel: k.program.name.clone(),
             machine: k.machine.name.clone(),
@@ -176,6 +181,80 @@ impl Report {
             gm_written_bytes: gm_written,
             warnings,
             outputs,
+        }
+    }
+
+    /// The report of kernels launched one after another: cycles, instructions, busy cycles,
+    /// fractal-MACs and bytes added, the largest core count and memory peaks, the final
+    /// outputs.
+    pub(crate) fn sequence(reports: &[Report], outputs: &BTreeMap<String, Tensor>) -> Report {
+        let first = &reports[0];
+        let cycles: u64 = reports.iter().map(|r| r.cycles).sum();
+        let cores_used = reports.iter().map(|r| r.cores_used).max().unwrap_or(1);
+        let denom = (cycles.max(1) * cores_used as u64) as f64;
+        let pipes = first
+            .pipes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let busy: u64 = reports.iter().map(|r| r.pipes[i].busy_cycles).sum();
+                PipeStat {
+                    pipe: p.pipe.clone(),
+                    busy_cycles: busy,
+                    utilization: round4(busy as f64 / denom),
+                }
+            })
+            .collect();
+        let memories = first
+            .memories
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let peak = reports
+                    .iter()
+                    .map(|r| r.memories[i].peak)
+                    .max()
+                    .unwrap_or(0);
+                MemStat {
+                    memory: m.memory.clone(),
+                    capacity: m.capacity,
+                    declared: reports
+                        .iter()
+                        .map(|r| r.memories[i].declared)
+                        .max()
+                        .unwrap_or(0),
+                    peak,
+                    percent: round4(100.0 * peak as f64 / m.capacity.max(1) as f64),
+                }
+            })
+            .collect();
+        let mut path_bytes = BTreeMap::new();
+        for r in reports {
+            for (path, bytes) in &r.path_bytes {
+                *path_bytes.entry(path.clone()).or_insert(0) += bytes;
+            }
+        }
+        let macs: u64 = reports.iter().map(|r| r.cube_fractal_macs).sum();
+        Report {
+            kernel: reports
+                .iter()
+                .map(|r| r.kernel.as_str())
+                .collect::<Vec<_>>()
+                .join(" + "),
+            machine: first.machine.clone(),
+            blocks: reports.iter().map(|r| r.blocks).sum(),
+            cores_used,
+            cycles,
+            instructions: reports.iter().map(|r| r.instructions).sum(),
+            pipes,
+            cube_fractal_macs: macs,
+            cube_utilization: round4(macs as f64 / denom),
+            memories,
+            path_bytes,
+            gm_read_bytes: reports.iter().map(|r| r.gm_read_bytes).sum(),
+            gm_written_bytes: reports.iter().map(|r| r.gm_written_bytes).sum(),
+            warnings: reports.iter().flat_map(|r| r.warnings.clone()).collect(),
+            outputs: summaries(outputs),
         }
     }
 

@@ -12,7 +12,13 @@
 //!
 //! Blocks on one core run one after another; cores run side by side, interleaved by issue
 //! time, and their GM copies share the total GM bandwidth over time (`gmbus`). GM accesses of
-//! different blocks to overlapping bytes, one a write, are races: nothing orders blocks.
+//! different blocks to overlapping bytes, one a write, are races unless a `sync_all` separates
+//! them: the k-th `sync_all` of every block (each on a core of its own) ends the k-th epoch, and
+//! a block leaves it once all blocks have arrived with their pipes drained.
+
+mod dma;
+mod sync;
+mod vector;
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -78,6 +84,39 @@ struct GmAccess {
     write: bool,
     block: u32,
     site: u32,
+    /// The `sync_all`s the block had passed.
+    epoch: u32,
+}
+
+/// The bytes an operand touches: `len` bytes every `period` bytes from `lo` up to `hi`
+/// (`period` 0: all of `lo..hi`).
+#[derive(Clone, Copy)]
+pub(super) struct Burst {
+    op: usize,
+    lo: u64,
+    hi: u64,
+    period: u64,
+    len: u64,
+    write: bool,
+}
+
+impl Burst {
+    /// `n` bursts of `len` bytes every `period` bytes from `lo` (nothing when `n` or `len` is 0).
+    pub(super) fn strided(op: usize, lo: u64, n: u64, len: u64, period: u64, write: bool) -> Burst {
+        let hi = if n == 0 || len == 0 {
+            lo
+        } else {
+            lo + (n - 1) * period + len
+        };
+        Burst {
+            op,
+            lo,
+            hi,
+            period: if n > 1 && period > len { period } else { 0 },
+            len,
+            write,
+        }
+    }
 }
 
 /// The operand values an instruction had when S issued it, and where it stands.
@@ -129,6 +168,19 @@ struct Block {
     f: Frame,
     /// Slot vectors of finished frames, for reuse.
     pool: Vec<Vec<i64>>,
+    /// The `sync_all`s passed.
+    epoch: u32,
+    /// When the block arrived at the `sync_all` it waits at (its pipes drained).
+    arrived: Option<u64>,
+}
+
+/// How far `run_block` got.
+enum Ran {
+    /// S's issue time passed the limit.
+    Paused,
+    /// At a `sync_all`, waiting for the other blocks.
+    Waiting,
+    Finished,
 }
 
 impl Block {
@@ -158,6 +210,8 @@ impl Block {
                 .collect(),
             queues: Default::default(),
             pool: Vec::new(),
+            epoch: 0,
+            arrived: None,
         }
     }
 
@@ -191,9 +245,17 @@ fn pipe_of(k: &Kernel, e: &Exec) -> Pipe {
             // The assembler accepted only paths that exist.
             CopyPath::between(src, dst).map_or(Pipe::V, |p| p.pipe())
         }
-        Instr::Load2d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
+        Instr::CopyPad { .. } => {
+            if k.bufs[e.ops[0].buf as usize].mem == Mem::Gm {
+                Pipe::Mte3
+            } else {
+                Pipe::Mte2
+            }
+        }
+        Instr::Load2d { .. } | Instr::Load3d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
         Instr::Mmad { .. } => Pipe::M,
         Instr::CopyCcToUb { .. }
+        | Instr::CopyUbToCc { .. }
         | Instr::VBin { .. }
         | Instr::VCmp { .. }
         | Instr::VSel { .. }
@@ -201,9 +263,11 @@ fn pipe_of(k: &Kernel, e: &Exec) -> Pipe {
         | Instr::VUn { .. }
         | Instr::VDup { .. }
         | Instr::VRed { .. }
+        | Instr::VBrcb { .. }
         | Instr::VConv { .. } => Pipe::V,
         Instr::SetMask { .. }
         | Instr::Barrier { .. }
+        | Instr::SyncAll
         | Instr::Mov { .. }
         | Instr::SBin { .. }
         | Instr::Ld { .. }
@@ -313,11 +377,18 @@ pub(crate) fn simulate(
             running[c].as_ref().map_or(core_time[c], |b| b.timing.issue)
         };
         let mut order: Vec<(u64, usize)> = (0..cores_used)
-            .filter(|&c| running[c].is_some() || next_block[c] < blockdim)
+            .filter(|&c| match &running[c] {
+                Some(b) => b.arrived.is_none(),
+                None => next_block[c] < blockdim,
+            })
             .map(|c| (now(c, &running), c))
             .collect();
         if order.is_empty() {
-            break;
+            if running.iter().all(Option::is_none) {
+                break;
+            }
+            m.release(&mut running)?;
+            continue;
         }
         order.sort_unstable();
         let core = order[0].1;
@@ -345,10 +416,12 @@ pub(crate) fn simulate(
                 Block::new(k, id, core, core_time[core], record)
             }
         };
-        let finished = m.run_block(&mut block, limit)?;
-        if !finished {
-            running[core] = Some(block);
-            continue;
+        match m.run_block(&mut block, limit)? {
+            Ran::Paused | Ran::Waiting => {
+                running[core] = Some(block);
+                continue;
+            }
+            Ran::Finished => {}
         }
         let b = block.id;
         for (i, q) in block.flags.iter().enumerate() {
@@ -482,14 +555,14 @@ impl Machine<'_> {
         }
     }
 
-    /// Runs S until its issue time passes `limit` or the program ends; returns whether the
-    /// block finished (every queue drained).
-    fn run_block(&mut self, b: &mut Block, limit: u64) -> Result<bool, Error> {
+    /// Runs S until its issue time passes `limit`, it arrives at a `sync_all` or the program
+    /// ends (every queue drained).
+    fn run_block(&mut self, b: &mut Block, limit: u64) -> Result<Ran, Error> {
         let k = self.k;
         let issue = k.machine.scalar_issue;
         while b.pc < k.code.len() {
             if b.timing.issue > limit {
-                return Ok(false);
+                return Ok(Ran::Paused);
             }
             match &k.code[b.pc] {
                 Op::Exec(e) => {
@@ -511,6 +584,11 @@ impl Machine<'_> {
                         ));
                     }
                     let pipe = pipe_of(k, e);
+                    if matches!(e.instr, Instr::SyncAll) {
+                        self.arrive(b)?;
+                        b.pc += 1;
+                        return Ok(Ran::Waiting);
+                    }
                     if pipe == Pipe::S {
                         self.load_frame(b, e);
                         self.exec(b, e)?;
@@ -566,7 +644,7 @@ impl Machine<'_> {
         if b.pending() {
             return Err(self.deadlock(b, None));
         }
-        Ok(true)
+        Ok(Ran::Finished)
     }
 
     /// The operand values of `e` in S's current state.
@@ -663,244 +741,6 @@ impl Machine<'_> {
         }
     }
 
-    /// The flag and barrier instructions, on S or on their pipe.
-    fn sync(&mut self, b: &mut Block, e: &Exec) -> Result<(), Error> {
-        let sync = self.k.machine.sync_cost;
-        match &e.instr {
-            Instr::SetFlag { src, dst, event } => {
-                let (_, end) = if *src == Pipe::S {
-                    b.timing.scalar(sync, 0)
-                } else {
-                    b.dispatch(*src, sync, 0)
-                };
-                b.begin(*src);
-                let clock = b.hazards.snapshot(*src);
-                b.flags[flag_index(*src, *dst, *event)].push_back(FlagToken { time: end, clock });
-            }
-            Instr::WaitFlag { src, dst, event } => {
-                let i = flag_index(*src, *dst, *event);
-                if b.flags[i].is_empty() {
-                    // Only S runs into an unset flag here; the queues hold other waits back.
-                    self.pump(b)?;
-                }
-                let Some(token) = b.flags[i].pop_front() else {
-                    return Err(self.wait_deadlock(b, e, ""));
-                };
-                if *dst == Pipe::S {
-                    b.timing.scalar(sync, token.time);
-                } else {
-                    b.dispatch(*dst, sync, token.time);
-                }
-                b.begin(*dst);
-                b.hazards.acquire(*dst, &token.clock);
-            }
-            Instr::Barrier { pipe } => {
-                self.pump(b)?;
-                let pipes: Vec<Pipe> = match pipe {
-                    Some(p) => vec![*p],
-                    None => Pipe::ALL.to_vec(),
-                };
-                if pipes.iter().any(|p| !b.queues[*p as usize].is_empty()) {
-                    return Err(self.deadlock(b, None));
-                }
-                let drained = pipes
-                    .iter()
-                    .map(|p| b.timing.free[*p as usize])
-                    .max()
-                    .unwrap_or(0);
-                b.timing.scalar(sync, drained);
-                for p in pipes {
-                    b.hazards.barrier(p);
-                }
-                b.hazards.begin(Pipe::S);
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    /// Nothing can run any more while work is left: names the wait that blocks it (a queue
-    /// head waiting on a flag) and, when S is stuck on a full queue, the instruction it holds.
-    fn deadlock(&self, b: &Block, stuck: Option<(&Exec, Pipe)>) -> Error {
-        let k = self.k;
-        let head = b.queues[1..].iter().find_map(|q| {
-            q.front().and_then(|p| match &k.code[p.pc as usize] {
-                Op::Exec(e) if matches!(e.instr, Instr::WaitFlag { .. }) => Some((e, p)),
-                _ => None,
-            })
-        });
-        let Some((e, p)) = head else {
-            // Queues drain unless a wait blocks them, so a head wait always exists here.
-            let site = &k.sites[0];
-            return self.error(Diagnostic::new(site.span, "deadlock".to_string()));
-        };
-        let extra = match stuck {
-            Some((s, pipe)) => {
-                let site = &k.sites[s.site as usize];
-                format!(
-                    "; the scalar unit cannot issue `{}` (line {}) because pipe {}'s queue is full (depth {})",
-                    site.text,
-                    site.line,
-                    pipe.name(),
-                    k.machine.queue_depth
-                )
-            }
-            None => String::new(),
-        };
-        self.wait_message(b, e, &p.frame.slots, &extra)
-    }
-
-    fn wait_deadlock(&self, b: &Block, e: &Exec, extra: &str) -> Error {
-        self.wait_message(b, e, &b.slots, extra)
-    }
-
-    fn wait_message(&self, b: &Block, e: &Exec, slots: &[i64], extra: &str) -> Error {
-        let k = self.k;
-        let Instr::WaitFlag { src, dst, event } = e.instr else {
-            return self.error(Diagnostic::new(k.sites[e.site as usize].span, "deadlock"));
-        };
-        let site = &k.sites[e.site as usize];
-        // A matching set that was issued but is stuck behind another wait.
-        let queued = b.queues[src as usize]
-            .iter()
-            .find_map(|p| match &k.code[p.pc as usize] {
-                Op::Exec(x) => match x.instr {
-                    Instr::SetFlag {
-                        src: s2,
-                        dst: d2,
-                        event: e2,
-                    } if (s2, d2, e2) == (src, dst, event) => Some(&k.sites[x.site as usize]),
-                    _ => None,
-                },
-                _ => None,
-            });
-        let why = match queued {
-            Some(set) => format!(
-                "whose `{}` (line {}) is queued on pipe {} behind a wait that never ends",
-                set.text,
-                set.line,
-                src.name()
-            ),
-            None => format!(
-                "which no `set_flag {}, {}, {}` sets",
-                src.name(),
-                dst.name(),
-                event
-            ),
-        };
-        let pending: Vec<String> = (0..8u8)
-            .filter(|ev| !b.flags[flag_index(src, dst, *ev)].is_empty())
-            .map(|ev| format!("event {ev}"))
-            .collect();
-        let hint = if pending.is_empty() {
-            format!(
-                "set the flag on pipe {} (for ping-pong loops, set it once before the loop)",
-                src.name()
-            )
-        } else {
-            format!(
-                "{}->{} {} is set and not waited for: did you mean that id?",
-                src.name(),
-                dst.name(),
-                pending.join(", ")
-            )
-        };
-        self.error(
-            Diagnostic::new(
-                site.span,
-                format!(
-                    "deadlock: `{}` (line {}) waits on pipe {} for event {} from pipe {}, {why}; pipe {} would stall forever{extra}{}",
-                    site.text,
-                    site.line,
-                    dst.name(),
-                    event,
-                    src.name(),
-                    dst.name(),
-                    self.context(slots, e.site)
-                ),
-            )
-            .with_label("waits forever")
-            .with_hint(hint),
-        )
-    }
-
-    /// GM accesses of different blocks to overlapping bytes, one a write: nothing orders
-    /// blocks (there is no cross-core synchronisation), so each such pair is a race.
-    fn cross_block_races(&mut self) -> Result<(), Error> {
-        let Some(mut log) = self.gm_log.take() else {
-            return Ok(());
-        };
-        log.sort_unstable_by_key(|a| (a.lo, a.block, a.hi));
-        let mut active: Vec<GmAccess> = Vec::new();
-        for a in log {
-            active.retain(|x| x.hi > a.lo);
-            if let Some(x) = active
-                .iter()
-                .find(|x| x.block != a.block && (x.write || a.write))
-            {
-                let (lo, hi) = (a.lo, x.hi.min(a.hi));
-                let (s1, s2) = (
-                    &self.k.sites[x.site as usize],
-                    &self.k.sites[a.site as usize],
-                );
-                let owner = self
-                    .k
-                    .bufs
-                    .iter()
-                    .filter(|buf| buf.mem == Mem::Gm && buf.base <= lo && lo < buf.base + buf.size)
-                    .map(|buf| format!(" (`{}` + {}..{})", buf.name, lo - buf.base, hi - buf.base))
-                    .next()
-                    .unwrap_or_default();
-                let verb = |w: bool| if w { "writes" } else { "reads" };
-                return Err(self.error(
-                    Diagnostic::new(
-                        s2.span,
-                        format!(
-                            "race on GM bytes {lo}..{hi}{owner} between blocks: `{}` (line {}) of block {} {} them and `{}` (line {}) of block {} {} them, and nothing orders two blocks",
-                            s1.text,
-                            s1.line,
-                            x.block,
-                            verb(x.write),
-                            s2.text,
-                            s2.line,
-                            a.block,
-                            verb(a.write),
-                        ),
-                    )
-                    .with_label(format!("block {} {} here", a.block, verb(a.write)))
-                    .with_secondary(s1.span, format!("block {} {} here", x.block, verb(x.write)))
-                    .with_hint("give each block its own part of every tensor it writes, or run the two parts as separate kernels"),
-                ));
-            }
-            active.push(a);
-        }
-        Ok(())
-    }
-
-    /// Notes a GM access of the current block for the cross-block race check.
-    fn log_gm(&mut self, b: &Block, lo: u64, hi: u64, write: bool, site: u32) {
-        let Some(log) = &mut self.gm_log else {
-            return;
-        };
-        if lo == hi {
-            return;
-        }
-        let block = b.id as u32;
-        if let Some(last) = log.last_mut() {
-            if last.block == block && last.write == write && last.hi == lo {
-                last.hi = hi;
-                return;
-            }
-        }
-        log.push(GmAccess {
-            lo,
-            hi,
-            write,
-            block,
-            site,
-        });
-    }
-
     /// Resolves operand `i` to an absolute byte address, checking it lies in its buffer with
     /// `len` bytes and is aligned to `align`.
     fn resolve(
@@ -959,6 +799,17 @@ impl Machine<'_> {
         Ok((buf.mem, addr))
     }
 
+    /// ` (`NAME` + lo..hi)`: the buffer of `mem` that byte `lo` falls in, for messages.
+    fn owner(&self, mem: Mem, lo: u64, hi: u64) -> String {
+        self.k
+            .bufs
+            .iter()
+            .filter(|x| x.mem == mem && x.base <= lo && lo < x.base + x.size)
+            .map(|x| format!(" (`{}` + {}..{})", x.name, lo - x.base, hi - x.base))
+            .next()
+            .unwrap_or_default()
+    }
+
     fn touch(&mut self, b: &Block, e: &Exec, i: usize, start: u64, end: u64) {
         let buf = e.ops[i].buf as usize;
         let slot = &mut self.stats.touch[b.core][buf];
@@ -976,10 +827,43 @@ impl Machine<'_> {
         tick: u32,
         accesses: &[(usize, u64, u64, bool)],
     ) -> Result<(), Error> {
-        for &(i, lo, hi, write) in accesses {
+        let whole: Vec<Burst> = accesses
+            .iter()
+            .map(|&(i, lo, hi, write)| Burst {
+                op: i,
+                lo,
+                hi,
+                period: 0,
+                len: hi - lo,
+                write,
+            })
+            .collect();
+        self.check_bursts(b, e, pipe, tick, &whole)
+    }
+
+    /// `check` for accesses that may be strided: bursts of `len` bytes every `period`.
+    fn check_bursts(
+        &self,
+        b: &mut Block,
+        e: &Exec,
+        pipe: Pipe,
+        tick: u32,
+        accesses: &[Burst],
+    ) -> Result<(), Error> {
+        for &Burst {
+            op: i,
+            lo,
+            hi,
+            period,
+            len,
+            write,
+        } in accesses
+        {
             let a = Access {
                 lo,
                 hi,
+                period,
+                len,
                 pipe,
                 tick,
                 write,
@@ -990,14 +874,7 @@ impl Machine<'_> {
                 let s1 = &self.k.sites[race.first.site as usize];
                 let s2 = &self.k.sites[race.second.site as usize];
                 let (lo, hi) = (race.first.lo.max(lo), race.first.hi.min(hi));
-                let owner = self
-                    .k
-                    .bufs
-                    .iter()
-                    .filter(|x| x.mem == mem && x.base <= lo && lo < x.base + x.size)
-                    .map(|x| format!(" (`{}` + {}..{})", x.name, lo - x.base, hi - x.base))
-                    .next()
-                    .unwrap_or_default();
+                let owner = self.owner(mem, lo, hi);
                 let verb = |w: bool| if w { "writes" } else { "reads" };
                 return Err(self.error(
                     Diagnostic::new(
@@ -1046,6 +923,26 @@ impl Machine<'_> {
         };
         b.timing.occupy(pipe, start, end);
         (start, end)
+    }
+
+    /// The timing, hazard check, buffer use and path bytes of a copy-like instruction of the
+    /// current frame on `path` moving `bytes` through the operands' `bursts`.
+    fn transfer(
+        &mut self,
+        b: &mut Block,
+        e: &Exec,
+        path: CopyPath,
+        bytes: u64,
+        bursts: &[Burst],
+    ) -> Result<(), Error> {
+        let pipe = path.pipe();
+        let (s, t) = self.copy_time(b, path, bytes);
+        let tick = b.begin(pipe);
+        self.check_bursts(b, e, pipe, tick, bursts)?;
+        self.touch(b, e, 0, s, t);
+        self.touch(b, e, 1, s, t);
+        self.stats.path_bytes[path as usize] += bytes;
+        Ok(())
     }
 
     fn mem_mut(&mut self, core: usize, mem: Mem) -> &mut Vec<u8> {
@@ -1174,7 +1071,10 @@ impl Machine<'_> {
                     Reg::F(r) => b.fregs[*r as usize] = n as f32,
                 }
             }
-            Instr::SetFlag { .. } | Instr::WaitFlag { .. } | Instr::Barrier { .. } => {
+            Instr::SetFlag { .. }
+            | Instr::WaitFlag { .. }
+            | Instr::Barrier { .. }
+            | Instr::SyncAll => {
                 self.sync(b, e)?;
             }
             Instr::Copy {
@@ -1184,115 +1084,157 @@ impl Machine<'_> {
                 dst_gap,
                 ..
             } => {
-                let (nb, ln) = (*n_burst as u64, *len as u64 * 32);
-                let src_ext = if nb == 0 {
-                    0
-                } else {
-                    (nb - 1) * (ln + *src_gap as u64 * 32) + ln
-                };
-                let dst_ext = if nb == 0 {
-                    0
-                } else {
-                    (nb - 1) * (ln + *dst_gap as u64 * 32) + ln
-                };
-                let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
-                let src_mem = self.k.bufs[e.ops[1].buf as usize].mem;
-                let (_, dst) = self.resolve(b, e, 0, dst_ext, mc.mem(dst_mem).align, "writes")?;
-                let (_, src) = self.resolve(b, e, 1, src_ext, mc.mem(src_mem).align, "reads")?;
-                // The assembler accepted only paths that exist.
-                let path = CopyPath::between(src_mem, dst_mem).unwrap_or(CopyPath::UbUb);
-                let bytes = nb * ln;
-                let pipe = path.pipe();
-                let (s, t) = self.copy_time(b, path, bytes);
-                let tick = b.begin(pipe);
-                self.check(
+                let gaps = (*src_gap as u64, *dst_gap as u64);
+                self.copy(b, e, (*n_burst as u64, *len as u64), gaps)?;
+            }
+            Instr::CopyPad {
+                n_burst,
+                bytes,
+                src_stride,
+                dst_stride,
+                len,
+                ..
+            } => {
+                let strides = (*src_stride as u64, *dst_stride as u64);
+                let (n, bytes, blocks) = (*n_burst as u64, *bytes as u64, *len as u64);
+                self.copy_pad(b, e, (n, bytes, blocks), strides)?;
+            }
+            Instr::CopyUbToCc {
+                n_burst,
+                len,
+                src_gap,
+                dst_gap,
+                ..
+            } => {
+                let fr = 1024u64;
+                let (nb, ln) = (*n_burst as u64, *len as u64);
+                let (sp, dp) = ((ln + *src_gap as u64) * fr, (ln + *dst_gap as u64) * fr);
+                let ext = |p: u64| if nb == 0 { 0 } else { (nb - 1) * p + ln * fr };
+                let (_, dst) = self.resolve(b, e, 0, ext(dp), mc.mem(Mem::L0c).align, "writes")?;
+                let (_, src) = self.resolve(b, e, 1, ext(sp), mc.mem(Mem::Ub).align, "reads")?;
+                let bytes = nb * ln * fr;
+                // The reverse of copy_cc_to_ub, at the cost of its path.
+                self.transfer(
                     b,
                     e,
-                    pipe,
-                    tick,
+                    CopyPath::L0cUb,
+                    bytes,
                     &[
-                        (1, src, src + src_ext, false),
-                        (0, dst, dst + dst_ext, true),
+                        Burst::strided(1, src, nb, ln * fr, sp, false),
+                        Burst::strided(0, dst, nb, ln * fr, dp, true),
                     ],
                 )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[path as usize] += bytes;
-                if src_mem == Mem::Gm {
-                    self.stats.gm_read += bytes;
-                }
-                if dst_mem == Mem::Gm {
-                    self.stats.gm_written += bytes;
-                }
-                if self.gm_log.is_some() && (src_mem == Mem::Gm || dst_mem == Mem::Gm) {
-                    let (base, gap, write) = if dst_mem == Mem::Gm {
-                        (dst, *dst_gap as u64 * 32, true)
-                    } else {
-                        (src, *src_gap as u64 * 32, false)
-                    };
-                    for i in 0..nb {
-                        let lo = base + i * (ln + gap);
-                        self.log_gm(b, lo, lo + ln, write, e.site);
-                    }
-                }
-                let mut tmp = std::mem::take(&mut self.scratch);
-                tmp.resize(ln as usize, 0);
+                let [_, _, _, _, l0c, ub] = &mut self.local[core];
                 for i in 0..nb {
-                    let so = (src + i * (ln + *src_gap as u64 * 32)) as usize;
-                    let d = (dst + i * (ln + *dst_gap as u64 * 32)) as usize;
-                    tmp.copy_from_slice(&self.mem_ref(core, src_mem)[so..so + ln as usize]);
-                    self.mem_mut(core, dst_mem)[d..d + ln as usize].copy_from_slice(&tmp);
+                    let (so, d) = ((src + i * sp) as usize, (dst + i * dp) as usize);
+                    let n = (ln * fr) as usize;
+                    l0c[d..d + n].copy_from_slice(&ub[so..so + n]);
                 }
-                self.scratch = tmp;
             }
             Instr::Load2d {
                 repeat,
                 src_stride,
                 transpose,
+                f32,
                 ..
             } => {
+                let es: u64 = if *f32 { 4 } else { 2 };
+                let fr = 256 * es;
                 let (r, st) = (*repeat as u64, *src_stride as u64);
                 let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
-                let src_ext = if r == 0 { 0 } else { (r - 1) * st * 512 + 512 };
-                let (_, dst) = self.resolve(b, e, 0, r * 512, mc.mem(dst_mem).align, "writes")?;
+                let (_, dst) = self.resolve(b, e, 0, r * fr, mc.mem(dst_mem).align, "writes")?;
+                let src_ext = if r == 0 { 0 } else { (r - 1) * st * fr + fr };
                 let (_, src) = self.resolve(b, e, 1, src_ext, mc.mem(Mem::L1).align, "reads")?;
                 let path = if dst_mem == Mem::L0a {
                     CopyPath::L1L0a
                 } else {
                     CopyPath::L1L0b
                 };
-                let (s, t) = self.copy_time(b, path, r * 512);
-                let tick = b.begin(Pipe::Mte1);
-                self.check(
+                self.transfer(
                     b,
                     e,
-                    Pipe::Mte1,
-                    tick,
+                    path,
+                    r * fr,
                     &[
-                        (1, src, src + src_ext, false),
-                        (0, dst, dst + r * 512, true),
+                        Burst::strided(1, src, r, fr, st * fr, false),
+                        Burst::strided(0, dst, 1, r * fr, 0, true),
                     ],
                 )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[path as usize] += r * 512;
-                let mut frac = [0u8; 512];
+                let (es, fr) = (es as usize, fr as usize);
+                let mut frac = [0u8; 1024];
                 for i in 0..r {
-                    let so = (src + i * st * 512) as usize;
+                    let so = (src + i * st * fr as u64) as usize;
                     let l1 = &self.local[core][Mem::L1 as usize];
                     if *transpose {
                         for row in 0..16 {
                             for col in 0..16 {
-                                let from = so + (col * 16 + row) * 2;
-                                frac[(row * 16 + col) * 2..(row * 16 + col) * 2 + 2]
-                                    .copy_from_slice(&l1[from..from + 2]);
+                                let from = so + (col * 16 + row) * es;
+                                let to = (row * 16 + col) * es;
+                                frac[to..to + es].copy_from_slice(&l1[from..from + es]);
                             }
                         }
                     } else {
-                        frac.copy_from_slice(&l1[so..so + 512]);
+                        frac[..fr].copy_from_slice(&l1[so..so + fr]);
                     }
-                    let d = (dst + i * 512) as usize;
-                    self.local[core][dst_mem as usize][d..d + 512].copy_from_slice(&frac);
+                    let d = (dst + i * fr as u64) as usize;
+                    self.local[core][dst_mem as usize][d..d + fr].copy_from_slice(&frac[..fr]);
+                }
+            }
+            Instr::Load3d {
+                c,
+                cs,
+                w,
+                kh,
+                kw,
+                k,
+                n,
+                f32,
+                ..
+            } => {
+                let es: u64 = if *f32 { 4 } else { 2 };
+                let (c, cs, w, kh, kw) = (*c as u64, *cs as u64, *w as u64, *kh as u64, *kw as u64);
+                let (k, n) = (*k as u64, *n as u64);
+                let dst_len = k * n * es;
+                // The last element any row reads: channel c-1, row kh-1, tap kw-1, column n-1.
+                let src_len = ((c - 1) * cs + (kh - 1) * w + kw - 1 + n) * es;
+                let (_, dst) = self.resolve(b, e, 0, dst_len, mc.mem(Mem::L0b).align, "writes")?;
+                let (_, src) = self.resolve(b, e, 1, src_len, mc.mem(Mem::L1).align, "reads")?;
+                self.transfer(
+                    b,
+                    e,
+                    CopyPath::L1L0b,
+                    dst_len,
+                    &[
+                        Burst::strided(1, src, 1, src_len, 0, false),
+                        Burst::strided(0, dst, 1, dst_len, 0, true),
+                    ],
+                )?;
+                let rows = c * kh * kw;
+                let (es, n1) = (es as usize, (n / 16) as usize);
+                let [_, l1, _, l0b, _, _] = &mut self.local[core];
+                for row in 0..k as usize {
+                    let (k1, kk) = (row / 16, row % 16);
+                    let from = if (row as u64) < rows {
+                        let (ci, i, j) = (
+                            row as u64 / (kh * kw),
+                            (row as u64 / kw) % kh,
+                            row as u64 % kw,
+                        );
+                        Some(src as usize + ((ci * cs + i * w + j) as usize) * es)
+                    } else {
+                        None
+                    };
+                    for col in 0..n as usize {
+                        let (f, nn) = (col / 16, col % 16);
+                        let d = dst as usize + (((k1 * n1 + f) * 16 + nn) * 16 + kk) * es;
+                        match from {
+                            Some(at) => {
+                                let at = at + col * es;
+                                l0b[d..d + es].copy_from_slice(&l1[at..at + es]);
+                            }
+                            None => l0b[d..d + es].fill(0),
+                        }
+                    }
                 }
             }
             Instr::Img2col {
@@ -1352,26 +1294,38 @@ impl Machine<'_> {
                 }
             }
             Instr::Mmad {
-                out, m, k, n, init, ..
+                out,
+                m,
+                k,
+                n,
+                init,
+                src_f32,
+                ..
             } => {
                 let (m1, k1, n1) = (
                     (*m as u64).div_ceil(16),
                     (*k as u64).div_ceil(16),
                     (*n as u64).div_ceil(16),
                 );
+                let (src_ty, per_fractal) = if *src_f32 {
+                    (DType::F32, mc.cube_per_fractal_f32)
+                } else {
+                    (DType::F16, mc.cube_per_fractal)
+                };
+                let fr_bytes = 256 * src_ty.size();
                 let c_bytes = m1 * n1 * 256 * out.size();
                 let (_, c) = self.resolve(b, e, 0, c_bytes, mc.mem(Mem::L0c).align, "writes")?;
                 let (_, a) =
-                    self.resolve(b, e, 1, m1 * k1 * 512, mc.mem(Mem::L0a).align, "reads")?;
+                    self.resolve(b, e, 1, m1 * k1 * fr_bytes, mc.mem(Mem::L0a).align, "reads")?;
                 let (_, bb) =
-                    self.resolve(b, e, 2, k1 * n1 * 512, mc.mem(Mem::L0b).align, "reads")?;
+                    self.resolve(b, e, 2, k1 * n1 * fr_bytes, mc.mem(Mem::L0b).align, "reads")?;
                 let fr = m1 * k1 * n1;
-                let cost = mc.cube_startup + mc.cube_per_fractal * fr;
+                let cost = mc.cube_startup + per_fractal * fr;
                 let (s, t) = b.dispatch(Pipe::M, cost, 0);
                 let tick = b.begin(Pipe::M);
                 let mut acc = vec![
-                    (1, a, a + m1 * k1 * 512, false),
-                    (2, bb, bb + k1 * n1 * 512, false),
+                    (1, a, a + m1 * k1 * fr_bytes, false),
+                    (2, bb, bb + k1 * n1 * fr_bytes, false),
                 ];
                 if !*init {
                     acc.push((0, c, c + c_bytes, false));
@@ -1391,6 +1345,7 @@ impl Machine<'_> {
                     l0c,
                     c as usize,
                     (m1 as usize, k1 as usize, n1 as usize),
+                    src_ty,
                     *out,
                     *init,
                 );
@@ -1466,6 +1421,7 @@ impl Machine<'_> {
             | Instr::VRed { ty, cfg, .. } => {
                 self.vector(b, e, *ty, cfg)?;
             }
+            Instr::VBrcb { ty, cfg, .. } => self.broadcast(b, e, *ty, cfg)?,
             Instr::VConv { from, to, cfg, .. } => {
                 let lanes = 256 / from.size().max(to.size()) as usize;
                 let mask = b.f.mask;
@@ -1525,182 +1481,6 @@ impl Machine<'_> {
             Reg::S(r) => b.sregs[r as usize] = self.sint(b, src),
             Reg::F(r) => b.fregs[r as usize] = self.sval(b, src).0 as f32,
         }
-    }
-
-    /// All same-typed vector instructions: binary, scalar, unary, dup, compare, select, reduce.
-    fn vector(&mut self, b: &mut Block, e: &Exec, ty: DType, cfg: &VecCfg) -> Result<(), Error> {
-        let mc = &self.k.machine;
-        let core = b.core;
-        let es = ty.size() as usize;
-        let lanes = 256 / es;
-        let mask = b.f.mask;
-        let ub_align = mc.mem(Mem::Ub).align;
-        let repeat = cfg.repeat as usize;
-        let slow = matches!(
-            e.instr,
-            Instr::VUn {
-                op: VUnOp::Exp | VUnOp::Ln | VUnOp::Rec | VUnOp::Rsqrt | VUnOp::Sqrt,
-                ..
-            } | Instr::VBin {
-                op: VBinOp::Div,
-                ..
-            }
-        );
-        let per = if slow {
-            mc.vector_per_repeat_slow
-        } else {
-            mc.vector_per_repeat
-        };
-        let cost = mc.vector_startup + per * cfg.repeat as u64;
-        // Operand extents and addresses.
-        let n_ops = e.ops.len();
-        let mut addrs = [0usize; 4];
-        let mut accesses = [(0usize, 0u64, 0u64, false); 4];
-        for i in 0..e.ops.len() {
-            let (ext, align, write) = match (&e.instr, i) {
-                (Instr::VCmp { .. }, 0) => ((repeat * lanes).div_ceil(8) as u64, ub_align, true),
-                (Instr::VSel { .. }, 3) => ((repeat * lanes).div_ceil(8) as u64, ub_align, false),
-                (Instr::VRed { .. }, 0) => (
-                    if exec::last_lane(mask, lanes).is_some() {
-                        ((repeat - 1) * cfg.rep[0] as usize * es + es) as u64
-                    } else {
-                        0
-                    },
-                    es as u64,
-                    true,
-                ),
-                (Instr::VCmp { .. }, i) => (
-                    Self::vec_extent(mask, lanes, es, cfg, i - 1),
-                    ub_align,
-                    false,
-                ),
-                (_, i) => (Self::vec_extent(mask, lanes, es, cfg, i), ub_align, i == 0),
-            };
-            let (_, a) =
-                self.resolve(b, e, i, ext, align, if write { "writes" } else { "reads" })?;
-            addrs[i] = a as usize;
-            accesses[i] = (i, a, a + ext, write);
-        }
-        let accesses = &mut accesses[..n_ops];
-        // Reads before the write, so an in-place operation is not reported against itself.
-        accesses.rotate_left(1);
-        let (s, t) = b.dispatch(Pipe::V, cost, 0);
-        let tick = b.begin(Pipe::V);
-        self.check(b, e, Pipe::V, tick, accesses)?;
-        for i in 0..n_ops {
-            self.touch(b, e, i, s, t);
-        }
-        let scalar = b.f.scalar.map(|sv| exec::round_to(self.sval(b, sv).0, ty));
-        let ub = &mut self.local[core][Mem::Ub as usize];
-        if exec::contiguous_full(&e.instr, ty, mask, cfg)
-            && exec::fast_vector(&e.instr, ty, ub, &addrs[..n_ops], cfg, scalar)
-        {
-            return Ok(());
-        }
-        // A compare's strides describe its two sources only; its destination is a bit string.
-        let shift = usize::from(matches!(e.instr, Instr::VCmp { .. }));
-        let at = |i: usize, r: usize, l: usize| {
-            exec::lane_addr(addrs[i], r, l, es, cfg.blk[i - shift], cfg.rep[i - shift])
-        };
-        match &e.instr {
-            Instr::VCmp { op, .. } => {
-                // Inactive lanes write 0 bits; each repeat's bits follow the previous repeat's.
-                for r in 0..repeat {
-                    for l in 0..lanes {
-                        let bit = r * lanes + l;
-                        let on = exec::lane_on(mask, l)
-                            && exec::compare(
-                                *op,
-                                exec::load(ub, at(1, r, l), ty),
-                                exec::load(ub, at(2, r, l), ty),
-                            );
-                        let byte = &mut ub[addrs[0] + bit / 8];
-                        if on {
-                            *byte |= 1 << (bit % 8);
-                        } else {
-                            *byte &= !(1 << (bit % 8));
-                        }
-                    }
-                }
-            }
-            Instr::VRed { op, .. } => {
-                for r in 0..repeat {
-                    let mut acc: Option<f64> = None;
-                    let mut sum = 0f64;
-                    for l in 0..lanes {
-                        if !exec::lane_on(mask, l) {
-                            continue;
-                        }
-                        let v = exec::load(ub, at(1, r, l), ty);
-                        match op {
-                            // Sums accumulate in f32 (exactly for i32 in i64) and round once.
-                            VRedOp::Cadd => {
-                                sum = if ty == DType::I32 {
-                                    sum + v
-                                } else {
-                                    (sum as f32 + v as f32) as f64
-                                }
-                            }
-                            VRedOp::Cmax => acc = Some(acc.map_or(v, |a| a.max(v))),
-                            VRedOp::Cmin => acc = Some(acc.map_or(v, |a| a.min(v))),
-                        }
-                    }
-                    if exec::last_lane(mask, lanes).is_none() {
-                        continue;
-                    }
-                    let result = match op {
-                        VRedOp::Cadd if ty == DType::I32 => (sum as i64 as i32) as f64,
-                        VRedOp::Cadd => sum,
-                        _ => acc.unwrap_or(0.0),
-                    };
-                    exec::store(ub, addrs[0] + r * cfg.rep[0] as usize * es, ty, result);
-                }
-            }
-            instr => {
-                let mut out = [0f64; 128];
-                for r in 0..repeat {
-                    for (l, slot) in out.iter_mut().enumerate().take(lanes) {
-                        if !exec::lane_on(mask, l) {
-                            continue;
-                        }
-                        *slot = match instr {
-                            Instr::VBin { op, .. } => exec::binary(
-                                *op,
-                                ty,
-                                exec::load(ub, at(1, r, l), ty),
-                                exec::load(ub, at(2, r, l), ty),
-                            ),
-                            Instr::VScalar { op, .. } => {
-                                let x = exec::load(ub, at(1, r, l), ty);
-                                let y = scalar.unwrap_or(0.0);
-                                let bop = match op {
-                                    VScalarOp::Adds => VBinOp::Add,
-                                    VScalarOp::Muls => VBinOp::Mul,
-                                    VScalarOp::Maxs => VBinOp::Max,
-                                };
-                                exec::binary(bop, ty, x, y)
-                            }
-                            Instr::VUn { op, .. } => {
-                                exec::unary(*op, ty, exec::load(ub, at(1, r, l), ty))
-                            }
-                            Instr::VDup { .. } => scalar.unwrap_or(0.0),
-                            Instr::VSel { .. } => {
-                                let bit = r * lanes + l;
-                                let on = ub[addrs[3] + bit / 8] >> (bit % 8) & 1 == 1;
-                                exec::load(ub, at(if on { 1 } else { 2 }, r, l), ty)
-                            }
-                            _ => 0.0,
-                        };
-                    }
-                    for (l, &v) in out.iter().enumerate().take(lanes) {
-                        if exec::lane_on(mask, l) {
-                            exec::store(ub, at(0, r, l), ty, v);
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Peak bytes per memory and core, from each touched buffer's first and last use.

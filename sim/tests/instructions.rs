@@ -277,6 +277,148 @@ fn reductions_within_a_repeat() {
 }
 
 #[test]
+fn reductions_folded_onto_the_destination() {
+    // `acc` starts each repeat's reduction from the destination element. With destination
+    // stride 0 the repeats chain: the sum of a 128-lane row from 0.5, lane by lane in order,
+    // rounding after every addition, as a sequential loop computes it.
+    let x = ramp(256, |i| ((i * 29) % 61) as f64 * 0.1 - 3.0);
+    let z = run_vec(
+        &[("x", DType::F32, x.clone())],
+        ("z", DType::F32, 8),
+        "set_vector_mask 0x0, 0x1\nvdup.f32 u_z[0], 0.5\n\
+         set_vector_mask 0xffffffffffffffff, 0xffffffffffffffff\n\
+         vcadd.f32 u_z[0], u_x[0], repeat=2, rep=(0, 8), acc",
+    )
+    .unwrap();
+    let sequential = x[..128].iter().fold(0.5f32, |a, &b| a + b as f32) as f64;
+    assert_eq!(z[0], sequential);
+    // Maxima folded onto the zeros already there, one per repeat: a repeat of negative lanes
+    // leaves the 0.
+    let neg = ramp(128, |i| {
+        if i < 64 {
+            i as f64 - 70.0
+        } else {
+            i as f64 - 100.0
+        }
+    });
+    let z = run_vec(
+        &[("x", DType::F32, neg)],
+        ("z", DType::F32, 8),
+        "vcmax.f32 u_z[0], u_x[0], repeat=2, acc",
+    )
+    .unwrap();
+    assert_eq!(&z[..2], &[0.0, 27.0]);
+}
+
+#[test]
+fn broadcast_fills_blocks_with_elements() {
+    let x = ramp(16, |i| i as f64 + 1.0);
+    let z = run_vec(
+        &[("x", DType::F32, x.clone())],
+        ("z", DType::F32, 128),
+        "vbrcb.f32 u_z[0], u_x[0], repeat=2",
+    )
+    .unwrap();
+    for (i, v) in z.iter().enumerate() {
+        assert_eq!(*v, x[i / 8], "{i}");
+    }
+    // Every other block, repeats 8 blocks apart: 8 elements land in 4 blocks of each repeat.
+    let z = run_vec(
+        &[("x", DType::F32, x.clone())],
+        ("z", DType::F32, 192),
+        "vbrcb.f32 u_z[0], u_x[0], blk=2, rep=16",
+    )
+    .unwrap();
+    for (i, v) in z.iter().enumerate() {
+        let block = i / 8;
+        let want = if block % 2 == 0 && block < 16 {
+            x[block / 2]
+        } else {
+            0.0
+        };
+        assert_eq!(*v, want, "{i}");
+    }
+    let f16s = ramp(8, |i| h(i as f64 * 0.25));
+    let z = run_vec(
+        &[("x", DType::F16, f16s.clone())],
+        ("z", DType::F16, 128),
+        "vbrcb.f16 u_z[0], u_x[0]",
+    )
+    .unwrap();
+    for (i, v) in z.iter().enumerate() {
+        assert_eq!(*v, f16s[i / 16], "{i}");
+    }
+}
+
+#[test]
+fn padded_copies_move_bytes_off_the_block_grid() {
+    // x and y are 3 rows of 10 f32. Elements 1..8 of each row (28 bytes from byte 4) go to one
+    // UB block each, zero-padded, then 8 elements of each block (the 7 values and a padding
+    // zero) back to elements 2..10 of y's rows; y's other elements keep their values.
+    let text = "kernel pad
+param x : f32[30] in
+param y : f32[30] inout
+buffer u : UB, 128
+copy_pad u[0], x[4], n_burst=3, bytes=28, src_stride=40, dst_stride=32
+set_flag MTE2, MTE3, 0
+wait_flag MTE2, MTE3, 0
+copy_pad y[8], u[0], n_burst=3, bytes=32, src_stride=32, dst_stride=40
+";
+    let kernel = sim::load("pad.npuasm", text, &Machine::default()).expect("assembles");
+    let x: Vec<f64> = (0..30).map(|i| i as f64 + 1.0).collect();
+    let y: Vec<f64> = (0..30).map(|i| 1000.0 + i as f64).collect();
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "x".to_string(),
+        Tensor::new(DType::F32, vec![30], x.clone()),
+    );
+    inputs.insert(
+        "y".to_string(),
+        Tensor::new(DType::F32, vec![30], y.clone()),
+    );
+    let out = sim::simulate(&kernel, &inputs, &SimOptions::default()).expect("runs");
+    let got = &out.outputs["y"].data;
+    for row in 0..3 {
+        for col in 0..10 {
+            let want = match col {
+                2..=8 => x[row * 10 + col - 1],
+                9 => 0.0,
+                _ => y[row * 10 + col],
+            };
+            assert_eq!(got[row * 10 + col], want, "row {row} column {col}");
+        }
+    }
+    // 3 × 28 bytes in, 3 × 32 out.
+    assert_eq!(out.report.gm_read_bytes, 84);
+    assert_eq!(out.report.gm_written_bytes, 96);
+    // The UB side stays on blocks; L0A is no end of copy_pad.
+    let e = sim::load(
+        "pad.npuasm",
+        &text.replace("copy_pad u[0], x[4]", "copy_pad u[4], x[4]"),
+        &Machine::default(),
+    )
+    .and_then(|k| sim::simulate(&k, &inputs, &SimOptions::default()))
+    .unwrap_err();
+    assert!(
+        e.message().contains("misaligned operand"),
+        "{}",
+        e.message()
+    );
+    let e = sim::load(
+        "pad.npuasm",
+        "kernel p\nparam x : f32[8] in\nbuffer l : L0A, 512\ncopy_pad l[0], x[0], bytes=32\n",
+        &Machine::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.message()
+            .contains("`copy_pad` has no path from GM to L0A"),
+        "{}",
+        e.message()
+    );
+}
+
+#[test]
 fn conversions() {
     let x = ramp(64, |i| i as f64 * 0.5 - 10.0);
     let z = run_vec(
@@ -679,4 +821,333 @@ fn img2col_matches_a_plain_loop_im2col() {
     img2col_case(4, 5, 1, 3, 1, 1, 0);
     // Two channel slices, stride 2, no padding, starting at output position 3.
     img2col_case(7, 6, 2, 2, 2, 0, 3);
+}
+
+/// Rows of 5 f32 (20 bytes, off the 32-byte grid) into UB padded with zeros to one block
+/// each, then back out to GM rows of another length, writing only their bytes.
+#[test]
+fn copy_pad_moves_rows_off_the_block_grid() {
+    let x = ramp(7 * 5, |i| 1.0 + i as f64);
+    let text = "kernel pad
+param x : f32[7, 5] in
+param z : f32[7, 6] inout
+buffer u : UB, 224
+// Rows 1..7 of x (starting at byte 20), one block per row.
+copy_pad u[0], x[20], n_burst=6, bytes=20, src_stride=20, dst_stride=32
+set_flag MTE2, MTE3, 0
+wait_flag MTE2, MTE3, 0
+// Each UB row's first 6 elements (the 5 values and a padding zero) to row i of z.
+copy_pad z[0], u[0], n_burst=6, bytes=24, src_stride=32, dst_stride=24
+";
+    let kernel = sim::load("pad", text, &Machine::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let mut inputs = BTreeMap::new();
+    inputs.insert("x".into(), Tensor::new(DType::F32, vec![7, 5], x.clone()));
+    inputs.insert(
+        "z".into(),
+        Tensor::new(DType::F32, vec![7, 6], vec![-1.0; 42]),
+    );
+    let out = sim::simulate(&kernel, &inputs, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let z = &out.outputs["z"].data;
+    for r in 0..6 {
+        for c in 0..5 {
+            assert_eq!(z[r * 6 + c], x[(r + 1) * 5 + c], "z[{r}][{c}]");
+        }
+        assert_eq!(z[r * 6 + 5], 0.0, "the padding of row {r}");
+    }
+    assert!(z[36..].iter().all(|&v| v == -1.0), "row 6 is untouched");
+    assert_eq!(out.report.gm_read_bytes, 6 * 20);
+    assert_eq!(out.report.gm_written_bytes, 6 * 24);
+
+    // A burst past the tensor's last element is an error, even inside its last 32-byte block.
+    let past =
+        "kernel past\nparam x : f32[7, 5] in\nbuffer u : UB, 64\ncopy_pad u[0], x[120], bytes=24\n";
+    let kernel = sim::load("past", past, &Machine::default()).unwrap();
+    let mut inputs = BTreeMap::new();
+    inputs.insert("x".into(), Tensor::new(DType::F32, vec![7, 5], x));
+    let e = sim::simulate(&kernel, &inputs, &SimOptions::default()).unwrap_err();
+    let e = e.render(false);
+    assert!(
+        e.contains("reads bytes 120..144 of `x`, which has 140 bytes"),
+        "{e}"
+    );
+    // Bytes that are not whole elements, and a destination stride off the block grid.
+    for (bad, why) in [
+        (
+            "copy_pad u[0], x[0], bytes=6",
+            "multiples of the 4-byte elements",
+        ),
+        (
+            "copy_pad u[0], x[0], n_burst=2, bytes=8, dst_stride=16",
+            "not a multiple of 32",
+        ),
+        (
+            "copy_pad u[0], x[0], bytes=40, len=1",
+            "cannot hold a burst of 40 bytes",
+        ),
+    ] {
+        let text = format!("kernel bad\nparam x : f32[7, 5] in\nbuffer u : UB, 64\n{bad}\n");
+        let e = sim::load("bad", &text, &Machine::default()).unwrap_err();
+        assert!(e.to_string().contains(why), "{bad}: {e}");
+    }
+}
+
+/// A 16×32×16 product of f32 operands: A row-major, B through `load2d … transpose, f32`, on
+/// top of an initial C copied from UB; each product is rounded to f32 before it is added.
+#[test]
+fn f32_operands_and_an_initial_accumulator() {
+    let (m, k, n) = (16usize, 32usize, 16usize);
+    let a = ramp(m * k, |i| ((i * 7) % 23) as f64 / 7.0 - 1.3);
+    let b = ramp(k * n, |i| ((i * 5) % 19) as f64 / 3.0 - 2.9);
+    let c0 = ramp(m * n, |i| i as f64 / 9.0);
+    let text = "kernel mm32
+param a : f32[16, 32] in
+param b : f32[32, 16] in
+param c0 : f32[16, 16] in
+param c : f32[16, 16] out
+buffer l1a : L1, 2048
+buffer l1b : L1, 2048
+buffer l0a : L0A, 2048
+buffer l0b : L0B, 2048
+buffer l0c : L0C, 1024
+buffer ub : UB, 1024
+// A as [K1=2][16 m][16 k]: 64-byte pieces of its rows; B as [16 k rows][16 n] twice.
+for j in 0..2 {
+    copy l1a[j*1024], a[j*64], n_burst=16, len=2, src_gap=2
+}
+copy l1b[0], b[0], len=64
+copy ub[0], c0[0], len=32
+set_flag MTE2, MTE1, 0
+set_flag MTE2, V, 0
+wait_flag MTE2, MTE1, 0
+wait_flag MTE2, V, 0
+load2d l0a[0], l1a[0], repeat=2, f32
+load2d l0b[0], l1b[0], repeat=2, transpose, f32
+copy_ub_to_cc l0c[0], ub[0], len=1
+set_flag MTE1, M, 0
+set_flag V, M, 0
+wait_flag MTE1, M, 0
+wait_flag V, M, 0
+mmad.f32 l0c[0], l0a[0], l0b[0], m=16, k=32, n=16, acc, src_f32
+set_flag M, V, 0
+wait_flag M, V, 0
+copy_cc_to_ub ub[0], l0c[0], len=1
+set_flag V, MTE3, 0
+wait_flag V, MTE3, 0
+copy c[0], ub[0], len=32
+";
+    let kernel = sim::load("mm32", text, &Machine::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let mut inputs = BTreeMap::new();
+    inputs.insert("a".into(), Tensor::new(DType::F32, vec![16, 32], a.clone()));
+    inputs.insert("b".into(), Tensor::new(DType::F32, vec![32, 16], b.clone()));
+    inputs.insert(
+        "c0".into(),
+        Tensor::new(DType::F32, vec![16, 16], c0.clone()),
+    );
+    let out = sim::simulate(&kernel, &inputs, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let c = &out.outputs["c"].data;
+    let (a, b, c0): (Vec<f32>, Vec<f32>, Vec<f32>) = (
+        a.iter().map(|&v| v as f32).collect(),
+        b.iter().map(|&v| v as f32).collect(),
+        c0.iter().map(|&v| v as f32).collect(),
+    );
+    for i in 0..m {
+        for j in 0..n {
+            let mut acc = c0[i * n + j];
+            for kk in 0..k {
+                let p = a[i * k + kk] * b[kk * n + j];
+                acc += p;
+            }
+            assert_eq!(c[i * n + j], acc as f64, "c[{i}][{j}]");
+        }
+    }
+    // Two fractal-MACs at the f32 rate.
+    let m = Machine::default();
+    assert_eq!(out.report.cube_fractal_macs, 2);
+    assert_eq!(
+        out.report
+            .pipes
+            .iter()
+            .find(|p| p.pipe == "M")
+            .map(|p| p.busy_cycles),
+        Some(m.cube_startup + 2 * m.cube_per_fractal_f32 + 3 * m.sync_cost)
+    );
+}
+
+/// MTE3 writing the even 64-byte rows of a GM tensor while MTE2 reads its odd rows does not
+/// race: a strided copy touches its bursts, not the gaps between them. Reading the even rows
+/// instead does.
+#[test]
+fn strided_copies_touch_only_their_bursts() {
+    let run = |read_from: u32| {
+        let text = format!(
+            "kernel rows
+param x : f32[8, 16] in
+param z : f32[8, 16] inout
+buffer u : UB, 512
+buffer v : UB, 512
+copy u[0], x[0], n_burst=4, len=2, src_gap=2
+set_flag MTE2, MTE3, 0
+wait_flag MTE2, MTE3, 0
+copy z[0], u[0], n_burst=4, len=2, dst_gap=2
+copy v[0], z[{read_from}], n_burst=4, len=2, src_gap=2
+"
+        );
+        let kernel = sim::load("rows", &text, &Machine::default()).unwrap();
+        let mut inputs = BTreeMap::new();
+        for name in ["x", "z"] {
+            inputs.insert(
+                name.into(),
+                Tensor::new(DType::F32, vec![8, 16], ramp(128, |i| i as f64)),
+            );
+        }
+        sim::simulate(&kernel, &inputs, &SimOptions::default()).map_err(|e| e.render(false))
+    };
+    run(64).unwrap_or_else(|e| panic!("{e}"));
+    let e = run(0).expect_err("the even rows race");
+    assert!(e.contains("race on GM"), "{e}");
+}
+
+/// One output row of a 3-channel 3×3 convolution through `load3d`: each channel's three input
+/// rows in L1, the im2col matrix built in L0B, the weights (27 taps padded to 32) in L0A, an
+/// f32 product, against a plain loop.
+#[test]
+fn load3d_builds_the_im2col_rows_of_a_convolution() {
+    let (c, h, w) = (3usize, 4usize, 10usize);
+    let x = ramp(c * h * w, |i| ((i * 7) % 13) as f64 / 4.0 - 1.5);
+    let wt = ramp(16 * 32, |i| ((i * 5) % 11) as f64 / 3.0 - 1.7);
+    let text = "kernel conv
+param x : f32[3, 4, 10] in
+param wt : f32[16, 32] in
+param c : f32[16, 16] out
+buffer l1x : L1, 416
+buffer l1w : L1, 2048
+buffer l0a : L0A, 2048
+buffer l0b : L0B, 2048
+buffer l0c : L0C, 1024
+buffer ub : UB, 1024
+// Output row 1 reads input rows 1..3 of each channel: 30 elements, 128 bytes apart.
+copy_pad l1x[0], x[40], n_burst=3, bytes=120, src_stride=160, dst_stride=128
+for j in 0..2 {
+    copy l1w[j*1024], wt[j*64], n_burst=16, len=2, src_gap=2
+}
+set_flag MTE2, MTE1, 0
+wait_flag MTE2, MTE1, 0
+load2d l0a[0], l1w[0], repeat=2, f32
+load3d l0b[0], l1x[0], c=3, cs=32, w=10, kh=3, kw=3, k=32, n=16, f32
+set_flag MTE1, M, 0
+wait_flag MTE1, M, 0
+mmad.f32 l0c[0], l0a[0], l0b[0], m=16, k=32, n=16, init, src_f32
+set_flag M, V, 0
+wait_flag M, V, 0
+copy_cc_to_ub ub[0], l0c[0], len=1
+set_flag V, MTE3, 0
+wait_flag V, MTE3, 0
+copy c[0], ub[0], len=32
+";
+    let kernel = sim::load("conv", text, &Machine::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "x".into(),
+        Tensor::new(DType::F32, vec![3, 4, 10], x.clone()),
+    );
+    inputs.insert(
+        "wt".into(),
+        Tensor::new(DType::F32, vec![16, 32], wt.clone()),
+    );
+    let out = sim::simulate(&kernel, &inputs, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let got = &out.outputs["c"].data;
+    for m in 0..16 {
+        // The 8 output columns the 10-wide rows give; the others read past them.
+        for col in 0..w - 2 {
+            let mut acc = 0f32;
+            for ci in 0..c {
+                for i in 0..3 {
+                    for j in 0..3 {
+                        let tap = wt[m * 32 + (ci * 3 + i) * 3 + j] as f32;
+                        acc += tap * x[(ci * h + 1 + i) * w + col + j] as f32;
+                    }
+                }
+            }
+            assert_eq!(got[m * 16 + col], acc as f64, "c[{m}][{col}]");
+        }
+    }
+    assert_eq!(out.report.path_bytes["L1->L0B"], 32 * 16 * 4);
+    // L0A is not a destination.
+    let bad = text.replace("load3d l0b[0]", "load3d l0a[0]");
+    let e = sim::load("conv", &bad, &Machine::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("into L0A is not supported yet"),
+        "{e}"
+    );
+}
+
+/// Two kernels in one file: the second reads what the first wrote, after every block of the
+/// first; the report adds them up; errors point into the whole file.
+#[test]
+fn kernels_of_one_file_run_one_after_another() {
+    let text = "kernel first blockdim=2
+param x : f32[64] in
+param t : f32[64] out
+buffer u : UB, 256
+copy u[0], x[block_idx*128], len=4
+set_flag MTE2, V, 0
+wait_flag MTE2, V, 0
+vadds.f32 u[0], u[0], 1.0
+set_flag V, MTE3, 0
+wait_flag V, MTE3, 0
+copy t[block_idx*128], u[0], len=4
+
+// The second kernel reads t reversed in halves: each block the other block's half.
+kernel second blockdim=2
+param t : f32[64] in
+param y : f32[64] out
+buffer u : UB, 128
+copy u[0], t[128 - block_idx*128], len=4
+set_flag MTE2, MTE3, 0
+wait_flag MTE2, MTE3, 0
+copy y[block_idx*128], u[0], len=4
+";
+    let kernels = sim::load_all("two.npuasm", text, &Machine::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    assert_eq!(kernels.len(), 2);
+    let x = ramp(64, |i| i as f64);
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "x".to_string(),
+        Tensor::new(DType::F32, vec![64], x.clone()),
+    );
+    assert_eq!(
+        sim::inputs_of(&kernels),
+        vec![(0, "x".to_string())],
+        "t is the first kernel's"
+    );
+    let out = sim::simulate_all(&kernels, &inputs, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let y = &out.outputs["y"].data;
+    for i in 0..32 {
+        assert_eq!(y[i], x[i + 32] + 1.0);
+        assert_eq!(y[i + 32], x[i] + 1.0);
+    }
+    assert_eq!(out.outputs["t"].data[0], 1.0);
+    assert_eq!(out.report.kernel, "first + second");
+    assert_eq!(out.report.blocks, 4);
+    assert_eq!(out.report.gm_read_bytes, 2 * 256);
+    // An error in the second kernel points at its line of the file.
+    let bad = text.replace("copy y[block_idx*128]", "copy z[block_idx*128]");
+    let e = sim::load_all("two.npuasm", &bad, &Machine::default()).unwrap_err();
+    assert!(
+        e.render(false).contains("two.npuasm:21"),
+        "{}",
+        e.render(false)
+    );
+    // One tensor, two shapes.
+    let bad = text.replace("param t : f32[64] in", "param t : f32[32] in");
+    let e = sim::load_all("two.npuasm", &bad, &Machine::default()).unwrap_err();
+    assert!(e.to_string().contains("one type and shape"), "{e}");
 }

@@ -27,12 +27,15 @@ fn every_isa_example_runs() {
     assert!(blocks.len() >= 16, "{} examples", blocks.len());
     for (line, text) in &blocks {
         let name = format!("ISA.md:{line}");
-        let p = sim::parse(&name, text).unwrap_or_else(|e| panic!("{}", e.render(false)));
-        assert_eq!(sim::parse(&name, &sim::print(&p)).expect("reparses"), p);
-        let k = sim::assemble(&name, text, &p, &Machine::default())
+        // Files of several kernels run them one after another.
+        let kernels = sim::load_all(&name, text, &Machine::default())
             .unwrap_or_else(|e| panic!("{}", e.render(false)));
-        let inputs = sim::random_inputs(&p, 3);
-        sim::simulate(&k, &inputs, &SimOptions::default())
+        for k in &kernels {
+            let p = k.program();
+            assert_eq!(&sim::parse(&name, &sim::print(p)).expect("reparses"), p);
+        }
+        let inputs = sim::random_inputs_all(&kernels, 3);
+        sim::simulate_all(&kernels, &inputs, &SimOptions::default())
             .unwrap_or_else(|e| panic!("{}", e.render(false)));
     }
 }
@@ -47,8 +50,11 @@ fn every_mnemonic_has_an_example() {
         "copy",
         "load2d",
         "img2col",
+        "load3d",
         "mmad",
         "copy_cc_to_ub",
+        "copy_pad",
+        "copy_ub_to_cc",
         "vadd",
         "vsub",
         "vmul",
@@ -73,11 +79,13 @@ fn every_mnemonic_has_an_example() {
         "vcadd",
         "vcmax",
         "vcmin",
+        "vbrcb",
         "vconv",
         "set_vector_mask",
         "set_flag",
         "wait_flag",
         "pipe_barrier",
+        "sync_all",
         "mov",
         "add",
         "sub",

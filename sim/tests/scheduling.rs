@@ -202,3 +202,83 @@ copy y[0], ub[0], len=16
     );
     run_on(&Machine::default(), &ok, &ramp("x", 256)).expect("no race");
 }
+
+/// Two stages with GM in between: each block copies its half of x to y, then, after
+/// `sync_all`, the other block's half of y to z.
+const STAGES: &str = "kernel stages blockdim=2
+param x : f32[128] in
+param y : f32[128] out
+param z : f32[128] out
+buffer ub : UB, 512
+copy ub[0], x[256*block_idx], len=8
+set_flag MTE2, MTE3, 0
+wait_flag MTE2, MTE3, 0
+copy y[256*block_idx], ub[0], len=8
+sync_all
+copy ub[256], y[256 - 256*block_idx], len=8
+set_flag MTE2, MTE3, 1
+wait_flag MTE2, MTE3, 1
+copy z[256*block_idx], ub[256], len=8
+";
+
+#[test]
+fn sync_all_orders_the_blocks_gm_accesses() {
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "x".to_string(),
+        Tensor::new(DType::F32, vec![128], (0..128).map(|i| i as f64)),
+    );
+    let out = run_on(&Machine::default(), STAGES, &inputs).expect("runs");
+    let z = &out.outputs["z"].data;
+    for (i, v) in z.iter().enumerate() {
+        assert_eq!(*v, ((i + 64) % 128) as f64, "{i}");
+    }
+    // Without it, block 1 reads the half of y that block 0 writes.
+    let e = run_on(
+        &Machine::default(),
+        &STAGES.replace("sync_all\n", ""),
+        &inputs,
+    )
+    .unwrap_err();
+    assert!(
+        e.message().starts_with("race on GM bytes"),
+        "{}",
+        e.message()
+    );
+    // A block that works longer before the barrier holds the other one back: the second
+    // stage (two copies of at least their 10-cycle startups) starts after block 1's two
+    // vector instructions (4 + 255 cycles each).
+    let slow = STAGES.replace(
+        "sync_all\n",
+        "if block_idx == 1 {\n    vdup.f32 ub[256], 0.0, repeat=255, rep=0\n    vdup.f32 ub[256], 0.0, repeat=255, rep=0\n}\nsync_all\n",
+    );
+    let slow_out = run_on(&Machine::default(), &slow, &inputs).expect("runs");
+    assert!(
+        slow_out.report.cycles >= 2 * (4 + 255) + 2 * 10,
+        "{} vs {}",
+        slow_out.report.cycles,
+        out.report.cycles
+    );
+}
+
+#[test]
+fn sync_all_needs_every_block_on_a_core_and_at_the_barrier() {
+    let m = machine(&[("cores = 32", "cores = 1")]);
+    let e = sim::load("test.npuasm", STAGES, &m).unwrap_err();
+    assert!(
+        e.message().contains("`sync_all` needs every block on a core of its own: blockdim=2 but the machine has 1 cores"),
+        "{}",
+        e.message()
+    );
+    let mut inputs = BTreeMap::new();
+    inputs.insert(
+        "x".to_string(),
+        Tensor::new(DType::F32, vec![128], (0..128).map(|i| i as f64)),
+    );
+    let skipped = STAGES.replace("sync_all\n", "if block_idx == 0 {\n    sync_all\n}\n");
+    let e = run_on(&Machine::default(), &skipped, &inputs).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "deadlock: block 0 waits at a `sync_all` that block 1 ended without reaching"
+    );
+}

@@ -43,7 +43,11 @@ fn wgsl_of_every_kernel() {
 fn every_kernel_runs_on_the_gpu_like_the_interpreter() {
     for path in kernels() {
         let program = load_small(&path);
-        for limits in [Limits::default(), tiny_limits()] {
+        let capped = Limits {
+            loop_iterations: Some(65535),
+            ..Limits::default()
+        };
+        for limits in [Limits::default(), tiny_limits(), capped] {
             for promote in [true, false] {
                 let what = format!(
                     "{} with {} invocations per group, promotion {promote}",
@@ -80,6 +84,10 @@ fn load_sized(name: &str, sizes: &[(&str, i64)]) -> polyhedral::Program {
         .join(name);
     let options = frontend::Options {
         sizes: sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+        defines: sizes
+            .iter()
+            .map(|(n, v)| (n.to_string(), Some(v.to_string())))
+            .collect(),
         ..frontend::Options::default()
     };
     frontend::load(&path, &options).unwrap_or_else(|e| panic!("{}", e.render(false)))
@@ -194,4 +202,158 @@ fn f64_kernels_need_the_f32_option() {
     let e = gpu::compile(&program, &Options::default(), &gpu::Options::default())
         .expect_err("f64 is refused");
     assert!(e.to_string().contains("not supported on gpu: f64"), "{e}");
+}
+
+/// The adapter's limits, when it caps the loop iterations of one invocation (llvmpipe).
+fn capped_adapter() -> Option<Limits> {
+    let (name, limits) = gpu::adapter_limits(None).ok()?;
+    if limits.loop_iterations.is_none() {
+        eprintln!("{name} does not cap loops: nothing to check");
+    }
+    limits.loop_iterations.map(|_| limits)
+}
+
+#[test]
+fn a_loop_the_driver_leaves_early_is_an_error() {
+    let Some(limits) = capped_adapter() else {
+        return;
+    };
+    // Untiled, lu's 64³/3 iterations run in one invocation: far past llvmpipe's cap.
+    let program = load_sized("lu.pf", &[("N", 64)]);
+    let options = gpu::Options {
+        limits,
+        ..gpu_options()
+    };
+    let pipeline = Options {
+        tiling: polyhedral::schedule::tile_size::TileSizes::Off,
+        ..Options::default()
+    };
+    let c = gpu::compile(&program, &pipeline, &options).unwrap_or_else(|e| panic!("{e}"));
+    let module = gpu::Writer::new(&c.compiled.program, &options)
+        .write(&c.compiled.ast)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(module.loop_guard && module.wgsl.contains("pf_cut = true"));
+    let e = gpu::check(&c.reference, &c.compiled.program, &module, &options, 1)
+        .expect_err("the cut loop is reported");
+    assert!(
+        e.to_string().contains("stopped a loop before its end"),
+        "{e}"
+    );
+}
+
+#[test]
+fn tiles_and_kernels_fit_a_loop_cap() {
+    let Some(limits) = capped_adapter() else {
+        return;
+    };
+    let options = gpu::Options {
+        limits,
+        ..gpu_options()
+    };
+    // lu's tile band is a wavefront run by one invocation per tile; doitgen's kernel band
+    // has a sequential member after its parallel one, which moves to the host.
+    for (name, sizes) in [
+        ("lu.pf", vec![("N", 120)]),
+        ("doitgen.c", vec![("NQ", 40), ("NR", 16), ("NP", 160)]),
+    ] {
+        let program = load_sized(name, &sizes);
+        run_checked(&program, &Options::default(), &options);
+    }
+}
+
+#[test]
+fn f16_arrays_are_stored_as_f16_where_the_adapter_has_shader_f16() {
+    let Ok((name, limits)) = gpu::adapter_limits(None) else {
+        eprintln!("no adapter: nothing to check");
+        return;
+    };
+    if !limits.f16_storage {
+        eprintln!("{name} has no shader-f16: nothing to check");
+        return;
+    }
+    // f16 inputs and outputs, a register accumulator, promoted tiles and a tail (N = 100).
+    let src = "kernel h<N = 100>(A: f16[N, N], x: f16[N]) -> (y: f16[N], z: f16[N]) {\n\
+               y(i) +=! A(i, j) * x(j);\n\
+               z(i) = max(y(i), 0.5) * x(i);\n\
+               }\n";
+    let file = frontend::SourceFile::new("h.pf", src);
+    let program = frontend::parse(
+        &file,
+        frontend::Language::Kernel,
+        &frontend::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let options = gpu::Options {
+        limits,
+        ..gpu_options()
+    };
+    let (module, _) = run_checked(&program, &Options::default(), &options);
+    assert!(module.f16_storage);
+    assert!(module.wgsl.starts_with("// kernel h") && module.wgsl.contains("enable f16;"));
+    assert!(module.wgsl.contains("array<f16>"), "{}", module.wgsl);
+}
+
+#[test]
+fn a_written_box_goes_back_to_global_memory_element_by_element() {
+    // Each group updates the even columns of its rows T times from the odd ones next to them:
+    // the box of A is read and written with reuse across t, and half of it is never written.
+    // Sizes leave partial tiles in both dimensions.
+    let src = "kernel evens<T = 6, N = 45, M = 19>() -> (A: f32[N, 2 * M + 1]) {\n\
+               for t in 0:T {\n\
+               A(i, 2 * j) = 0.5 * (A(i, 2 * j) + A(i, 2 * j + 1)) where j in 0:M;\n\
+               }\n\
+               }\n";
+    let file = frontend::SourceFile::new("evens.pf", src);
+    let program = frontend::parse(
+        &file,
+        frontend::Language::Kernel,
+        &frontend::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    for promote in [true, false] {
+        let options = gpu::Options {
+            promote,
+            ..gpu_options()
+        };
+        let (module, _) = run_checked(&program, &Options::default(), &options);
+        assert_eq!(
+            module.wgsl.contains("_w: array<atomic<u32>"),
+            promote,
+            "{}",
+            module.wgsl
+        );
+        assert_eq!(module.promoted[0].0.contains(&"A".to_string()), promote);
+    }
+}
+
+#[test]
+fn post_tiling_fusion_runs_on_the_gpu_like_the_interpreter() {
+    let fused = Options {
+        post_tiling_fusion: true,
+        ..Options::default()
+    };
+    // blur_unsharp's stages would need overlapping tiles: they stay unfused, and still run.
+    for (name, fuses) in [
+        ("conv2d_relu.pf", true),
+        ("conv2d_bn_relu.pf", true),
+        ("blur_unsharp.pf", false),
+        ("softmax.pf", true),
+        ("layernorm.pf", true),
+        ("gemm_bias_relu.pf", true),
+        ("2mm.pf", true),
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../kernels")
+            .join(name);
+        let program = load_small(&path);
+        let c = gpu::compile(&program, &fused, &gpu_options()).unwrap_or_else(|e| panic!("{e}"));
+        let mut skipped = 0;
+        c.compiled.tree.root.walk(&mut |n| {
+            skipped += usize::from(
+                matches!(&n.kind, polyhedral::schedule::NodeKind::Mark(m) if m == "skipped"),
+            )
+        });
+        assert_eq!(skipped > 0, fuses, "{name}: {skipped} producers fused");
+        run_checked(&program, &fused, &gpu_options());
+    }
 }

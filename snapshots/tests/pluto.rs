@@ -425,6 +425,7 @@ fn workgroup_limits_bound_the_parallel_members_of_a_tile() {
             ParallelLevel::Invocations {
                 max_total: 256,
                 max_per_dim: [256, 256, 64],
+                max_loop_iterations: None,
             },
         ],
         ..tiny_target()

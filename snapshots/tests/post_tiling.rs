@@ -134,3 +134,24 @@ fn an_intermediate_two_outputs_read_is_not_fused() {
         check_on_cpu(&program, &c, "shared intermediate");
     }
 }
+
+#[test]
+fn fused_intermediates_of_softmax_live_in_its_tiles_on_the_cpu() {
+    // Rows of sizes that leave a partial tile: every intermediate (the row maximum, the
+    // exponentials, the row sum) is produced and consumed in the tile of its row.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/softmax.pf");
+    let options = frontend::Options {
+        sizes: vec![("N".into(), 37), ("M".into(), 45)],
+        ..frontend::Options::default()
+    };
+    let program = frontend::load(&path, &options).unwrap_or_else(|e| panic!("{e}"));
+    let c = compile(&program, &cpu::description(), &fused()).unwrap_or_else(|e| panic!("{e}"));
+    check_on_cpu(&program, &c, "softmax, fused");
+    let text = cpu::Writer::new(&c.program, &cpu_options())
+        .write(&c.ast)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!text.contains("calloc"), "{text}");
+    for local in ["mx_tile[", "e_tile[", "s_tile["] {
+        assert!(text.contains(local), "{local}\n{text}");
+    }
+}

@@ -9,7 +9,14 @@
 //! global buffer the generated C allocates) and how many producers post-tiling fusion pulled
 //! into the consumers' tiles (`skipped` marks in `--emit tree`).
 //!
-//! `--readme` rewrites the table between the `<!-- bench fusion -->` markers of README.md.
+//! A second table counts the data-cache misses of the kernel function alone (its OpenMP
+//! outlined parts included) under each strategy with valgrind's cachegrind, one thread, the
+//! built kernel run under it through `POLYFUSE_CPU_RUNNER`; valgrind is installed with apt-get
+//! when it is missing, and the table says so when it cannot be. A third runs smartfuse and
+//! post-tiling fusion on the GPU adapter `polyfuse run --target gpu` picks (f64 computed in
+//! f32): dispatches and the dispatches' time, medians as above.
+//!
+//! `--readme` rewrites the tables between the `<!-- bench fusion -->` markers of README.md.
 
 use std::path::Path;
 use std::process::Command;
@@ -48,9 +55,17 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
         KERNELS.len()
     );
     let mut rows = Vec::new();
+    let mut miss_rows = Vec::new();
+    let mut gpu_rows = Vec::new();
+    let cachegrind = ensure_valgrind();
+    let adapter = gpu_adapter(&polyfuse, &root);
     for k in KERNELS {
         let path = root.join("kernels").join(k);
-        let bytes = temporary_bytes(&polyfuse, &path)?;
+        let temporaries = temporaries(&polyfuse, &path)?;
+        let mut global = Vec::new();
+        for strategy in STRATEGIES {
+            global.push(global_bytes(&polyfuse, &path, strategy, &temporaries)?);
+        }
         let fused = skipped_marks(&polyfuse, &path)?;
         let mut times: Vec<Vec<f64>> = vec![Vec::new(); STRATEGIES.len()];
         for _ in 0..runs {
@@ -67,16 +82,78 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
             ms(medians[2]),
             medians[0] / medians[2],
             fused,
-            bytes
+            global
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(" / ")
         );
         println!("{row}");
         rows.push(row);
+        if cachegrind.is_ok() {
+            let mut cells = Vec::new();
+            for strategy in STRATEGIES {
+                let (d1, ll) = cache_misses(&polyfuse, &path, strategy)?;
+                cells.push(format!("{d1} | {ll}"));
+            }
+            let row = format!("| {} | {} |", k.trim_end_matches(".pf"), cells.join(" | "));
+            println!("{row}");
+            miss_rows.push(row);
+        }
+        if adapter.is_ok() {
+            let mut samples: Vec<Vec<(f64, u64)>> = vec![Vec::new(); GPU_STRATEGIES.len()];
+            for _ in 0..runs {
+                for (s, strategy) in GPU_STRATEGIES.iter().enumerate() {
+                    samples[s].push(gpu_run(&polyfuse, &path, strategy)?);
+                }
+            }
+            let times: Vec<f64> = samples
+                .iter()
+                .map(|v| median(v.iter().map(|(t, _)| *t).collect()))
+                .collect();
+            let row = format!(
+                "| {} | {} | {} | {} | {} | {:.2}× |",
+                k.trim_end_matches(".pf"),
+                samples[0][0].1,
+                ms(times[0]),
+                samples[1][0].1,
+                ms(times[1]),
+                times[0] / times[1]
+            );
+            println!("{row}");
+            gpu_rows.push(row);
+        }
     }
-    let table = format!(
-        "| kernel | smartfuse | maxfuse | post-tiling | speedup over smartfuse | producers fused | intermediate bytes (global, every strategy) |\n\
+    let mut table = format!(
+        "| kernel | smartfuse | maxfuse | post-tiling | speedup over smartfuse | producers fused | intermediate bytes in global memory (smartfuse / maxfuse / post-tiling) |\n\
          | --- | --- | --- | --- | --- | --- | --- |\n{}\n",
         rows.join("\n")
     );
+    table += "\nData-cache misses of the kernel function, one thread, counted by cachegrind \
+              (D1: first-level misses, LL: last-level misses, reads and writes):\n\n";
+    match &cachegrind {
+        Ok(version) => {
+            table += &format!(
+                "{version}.\n\n\
+                 | kernel | smartfuse D1 | smartfuse LL | maxfuse D1 | maxfuse LL | post-tiling D1 | post-tiling LL |\n\
+                 | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n{}\n",
+                miss_rows.join("\n")
+            )
+        }
+        Err(why) => table += &format!("Not measured: {why}.\n"),
+    }
+    table += "\nOn the GPU, smartfuse against post-tiling fusion (f64 computed in f32):\n\n";
+    match &adapter {
+        Ok(name) => {
+            table += &format!(
+                "Adapter: {name}.\n\n\
+                 | kernel | smartfuse dispatches | smartfuse time | post-tiling dispatches | post-tiling time | speedup |\n\
+                 | --- | ---: | ---: | ---: | ---: | ---: |\n{}\n",
+                gpu_rows.join("\n")
+            )
+        }
+        Err(why) => table += &format!("Not measured: {why}.\n"),
+    }
     if readme {
         let file = root.join("README.md");
         let text = std::fs::read_to_string(&file).map_err(|e| format!("README.md: {e}"))?;
@@ -90,6 +167,169 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
         println!("README.md updated");
     }
     Ok(())
+}
+
+const GPU_STRATEGIES: &[&str] = &["smartfuse", "post-tiling"];
+
+/// The version of valgrind, installed with apt-get when it is missing; why not, when it
+/// cannot be run.
+fn ensure_valgrind() -> Result<String, String> {
+    let version = || {
+        Command::new("valgrind")
+            .arg("--version")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    if let Some(v) = version() {
+        return Ok(v);
+    }
+    println!("valgrind is missing: installing it with apt-get");
+    let _ = Command::new("apt-get")
+        .args(["install", "-y", "-qq", "valgrind"])
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status();
+    version().ok_or_else(|| "valgrind is not installed and apt-get could not install it".into())
+}
+
+/// The adapter's name, from a run of a small kernel; why there is none otherwise.
+fn gpu_adapter(polyfuse: &Path, root: &Path) -> Result<String, String> {
+    let out = Command::new(polyfuse)
+        .arg("run")
+        .arg(root.join("kernels").join("layernorm.pf"))
+        .args([
+            "--target", "gpu", "--json", "--size", "N=8", "--size", "D=8",
+        ])
+        .output()
+        .map_err(|e| format!("cannot run polyfuse: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    let json = String::from_utf8_lossy(&out.stdout).into_owned();
+    json_field(&json, "adapter")
+        .map(|v| v.trim_matches('"').to_string())
+        .ok_or_else(|| "no adapter name in the JSON".into())
+}
+
+/// The raw text of field `name` of a flat JSON document.
+fn json_field(json: &str, name: &str) -> Option<String> {
+    let rest = json.split(&format!("\"{name}\":")).nth(1)?.trim_start();
+    let end = if let Some(quoted) = rest.strip_prefix('"') {
+        quoted.find('"').map(|i| i + 2)?
+    } else {
+        rest.find(|c: char| c == ',' || c == '}' || c.is_whitespace())
+            .unwrap_or(rest.len())
+    };
+    Some(rest[..end].to_string())
+}
+
+/// One GPU run, checked against the interpreter: its time and its number of dispatches.
+fn gpu_run(polyfuse: &Path, kernel: &Path, fuse: &str) -> Result<(f64, u64), String> {
+    let json = output(Command::new(polyfuse).arg("run").arg(kernel).args([
+        "--target",
+        "gpu",
+        "--gpu-f32",
+        "--json",
+        "--fuse",
+        fuse,
+    ]))?;
+    if json_field(&json, "matches_interp").as_deref() != Some("true") {
+        return Err(format!(
+            "{} under {fuse} does not match the interpreter on the GPU",
+            kernel.display()
+        ));
+    }
+    let number = |name: &str| {
+        json_field(&json, name)
+            .and_then(|v| v.parse::<f64>().ok())
+            .ok_or_else(|| format!("{}: no `{name}` in the JSON", kernel.display()))
+    };
+    Ok((number("kernel_seconds")?, number("dispatches")? as u64))
+}
+
+/// The D1 and last-level data-cache misses of the kernel function of `kernel` under `fuse`,
+/// one thread, counted by cachegrind.
+fn cache_misses(polyfuse: &Path, kernel: &Path, fuse: &str) -> Result<(u64, u64), String> {
+    let dir = std::env::temp_dir().join(format!("polyfuse-cachegrind-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let file = dir.join("cachegrind.out");
+    let runner = format!(
+        "valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file={}",
+        file.display()
+    );
+    let json = output(
+        Command::new(polyfuse)
+            .arg("run")
+            .arg(kernel)
+            .args([
+                "--target",
+                "cpu",
+                "--json",
+                "--threads",
+                "1",
+                "--fuse",
+                fuse,
+            ])
+            .env("POLYFUSE_CPU_RUNNER", runner)
+            // valgrind does not decode AVX-512.
+            .env("POLYFUSE_CPU_CFLAGS", "-mno-avx512f"),
+    )?;
+    if json_field(&json, "matches_interp").as_deref() != Some("true") {
+        return Err(format!(
+            "{} under {fuse} and cachegrind does not match the interpreter",
+            kernel.display()
+        ));
+    }
+    let name = json_field(&json, "kernel")
+        .map(|v| v.trim_matches('"').to_string())
+        .ok_or_else(|| format!("{}: no kernel name in the JSON", kernel.display()))?;
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    kernel_misses(&text, &name).ok_or_else(|| {
+        format!(
+            "{}: cachegrind's output has no function `{name}`",
+            kernel.display()
+        )
+    })
+}
+
+/// Sums the D1 and LL data misses of the functions named `name` or `name._omp_fn.K` in a
+/// cachegrind output file.
+fn kernel_misses(text: &str, name: &str) -> Option<(u64, u64)> {
+    let events: Vec<&str> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("events: "))?
+        .split_whitespace()
+        .collect();
+    let column = |e: &str| events.iter().position(|x| *x == e);
+    let (d1r, d1w, llr, llw) = (
+        column("D1mr")?,
+        column("D1mw")?,
+        column("DLmr")?,
+        column("DLmw")?,
+    );
+    let (mut d1, mut ll, mut inside, mut seen) = (0u64, 0u64, false, false);
+    for line in text.lines() {
+        if let Some(f) = line.strip_prefix("fn=") {
+            inside = f == name || f.starts_with(&format!("{name}._omp_fn."));
+            seen |= inside;
+            continue;
+        }
+        if !inside || !line.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        // The line number, then one count per event (missing trailing counts are zero).
+        let counts: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|n| n.parse().unwrap_or(0))
+            .collect();
+        let at = |k: usize| counts.get(k).copied().unwrap_or(0);
+        d1 += at(d1r) + at(d1w);
+        ll += at(llr) + at(llw);
+    }
+    seen.then_some((d1, ll))
 }
 
 fn ms(s: f64) -> String {
@@ -153,9 +393,39 @@ fn skipped_marks(polyfuse: &Path, kernel: &Path) -> Result<usize, String> {
     Ok(tree.matches("mark: \"skipped\"").count())
 }
 
-/// The bytes of the kernel's temporaries at its default sizes (`polyfuse check` lists them as
-/// `NAME: TYPE[DIMS] temporary`).
-fn temporary_bytes(polyfuse: &Path, kernel: &Path) -> Result<u64, String> {
+/// The bytes of the temporaries that keep a global buffer in the C of `kernel` under `fuse`:
+/// all but those living in tiles (`NAME_tile[…]` arrays).
+fn global_bytes(
+    polyfuse: &Path,
+    kernel: &Path,
+    fuse: &str,
+    temporaries: &[(String, u64)],
+) -> Result<u64, String> {
+    let c = output(
+        Command::new(polyfuse)
+            .arg("compile")
+            .arg(kernel)
+            .args(["--target", "cpu", "--fuse", fuse]),
+    )?;
+    Ok(temporaries
+        .iter()
+        .filter(|(name, _)| {
+            // `NAME_tile[` not preceded by a character of a longer identifier.
+            let local = format!("{name}_tile[");
+            !c.match_indices(&local).any(|(at, _)| {
+                !c[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|ch| ch.is_alphanumeric() || ch == '_')
+            })
+        })
+        .map(|(_, bytes)| bytes)
+        .sum())
+}
+
+/// The kernel's temporaries and their bytes at its default sizes (`polyfuse check` lists them
+/// as `NAME: TYPE[DIMS] temporary`).
+fn temporaries(polyfuse: &Path, kernel: &Path) -> Result<Vec<(String, u64)>, String> {
     let text = output(Command::new(polyfuse).arg("check").arg(kernel))?;
     let params: Vec<(String, i64)> = text
         .lines()
@@ -169,12 +439,12 @@ fn temporary_bytes(polyfuse: &Path, kernel: &Path) -> Result<u64, String> {
                 .collect()
         })
         .unwrap_or_default();
-    let mut total = 0u64;
+    let mut out = Vec::new();
     for line in text
         .lines()
         .filter(|l| l.trim_end().ends_with(" temporary"))
     {
-        let Some((_, ty)) = line.split_once(": ") else {
+        let Some((name, ty)) = line.split_once(": ") else {
             continue;
         };
         let (elem, dims) = match ty.split_once('[') {
@@ -192,9 +462,9 @@ fn temporary_bytes(polyfuse: &Path, kernel: &Path) -> Result<u64, String> {
                 .ok_or_else(|| format!("{}: cannot evaluate the extent `{d}`", kernel.display()))?
                 .max(0) as u64;
         }
-        total += size * count;
+        out.push((name.trim().to_string(), size * count));
     }
-    Ok(total)
+    Ok(out)
 }
 
 /// An extent `A + B - 1`, `2 * A`: sums of products of sizes and integers.

@@ -5,8 +5,9 @@
 //! For gemm, 2mm, conv2d_relu, jacobi2d, softmax and layernorm (f64 kernels computed in f32),
 //! every run goes through `polyfuse run --target gpu --json`, which checks the outputs against
 //! the interpreter, so a wrong result is never timed; a kernel's time is the median of `--runs`
-//! runs (default 3) of the dispatches alone (submission to completion, after a first run that
-//! lets the driver compile lazily), promoted and unpromoted runs interleaved so that noise
+//! runs (default 3) of the dispatches alone (GPU timestamps around their compute pass where the
+//! adapter has timestamp queries, else submission to completion; after a first run that lets
+//! the driver compile lazily), promoted and unpromoted runs interleaved so that noise
 //! from the shared machine falls on both alike. GFLOP/s count the floating-point operations of
 //! the kernel's statements (a multiply-add is two).
 //!

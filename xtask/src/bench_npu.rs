@@ -5,8 +5,9 @@
 //! simulated cycles, the Cube's and the Vector unit's utilisation (busy cycles over cycles
 //! times the cores used), the GM bytes moved, and the roofline bound
 //! `max(compute, GM bytes / bandwidth)` with the ratio cycles / bound. Compute is the Cube's
-//! fractal-MACs (one per cycle) or the Vector unit's busy cycles, whichever is larger, spread
-//! over the cores used; the bandwidth is the machine's total GM bandwidth or what the cores
+//! fractal-MACs at their cost (one cycle each with f16 operands, `cube.per_fractal_f32` with
+//! f32 ones) or the Vector unit's busy cycles, whichever is larger, spread over the cores used
+//! (the cube column is that cost over cycles times cores); the bandwidth is the machine's total GM bandwidth or what the cores
 //! used can draw through their GM→L1 paths, whichever is smaller. Correctness is not checked
 //! here (the interpreter is slow at these sizes): `polyfuse run --target npu` and the tests do
 //! that. Kernels the target refuses are listed with the reason.
@@ -20,24 +21,47 @@ use crate::{build_polyfuse, workspace_root};
 const README_BEGIN: &str = "<!-- bench npu: begin -->";
 const README_END: &str = "<!-- bench npu: end -->";
 
-/// (label, kernel file, sizes)
-const CASES: &[(&str, &str, &[&str])] = &[
-    ("gemm f16 256³", "gemm_f16.pf", &["M=256", "N=256", "K=256"]),
+/// (label, kernel file, sizes, further options of `polyfuse compile`)
+const CASES: &[(&str, &str, &[&str], &[&str])] = &[
+    (
+        "gemm f16 256³",
+        "gemm_f16.pf",
+        &["M=256", "N=256", "K=256"],
+        &[],
+    ),
     (
         "gemm f16 1024³",
         "gemm_f16.pf",
         &["M=1024", "N=1024", "K=1024"],
+        &[],
     ),
     (
         "gemm f16 1000×1024×1024",
         "gemm_f16.pf",
         &["M=1000", "N=1024", "K=1024"],
+        &[],
     ),
-    ("gemm_bias_relu 512³", "gemm_bias_relu.pf", &[]),
-    ("conv2d_relu", "conv2d_relu.pf", &[]),
-    ("conv2d_bn_relu", "conv2d_bn_relu.pf", &[]),
-    ("softmax", "softmax.pf", &[]),
-    ("layernorm", "layernorm.pf", &[]),
+    (
+        "gemm f16 1000×1000×999",
+        "gemm_f16.pf",
+        &["M=1000", "N=1000", "K=999"],
+        &[],
+    ),
+    ("gemm_bias_relu 512³", "gemm_bias_relu.pf", &[], &[]),
+    ("gemm f32", "gemm.pf", &[], &["--npu-f32"]),
+    (
+        "gemm f32 512³",
+        "gemm.pf",
+        &["NI=512", "NJ=512", "NK=512"],
+        &["--npu-f32"],
+    ),
+    ("2mm f32", "2mm.pf", &[], &["--npu-f32"]),
+    ("3mm f32", "3mm.pf", &[], &["--npu-f32"]),
+    ("contract3d", "contract3d.pf", &[], &[]),
+    ("conv2d_relu", "conv2d_relu.pf", &[], &[]),
+    ("conv2d_bn_relu", "conv2d_bn_relu.pf", &[], &[]),
+    ("softmax", "softmax.pf", &[], &[]),
+    ("layernorm", "layernorm.pf", &[], &[]),
 ];
 
 struct Sim {
@@ -67,6 +91,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
             .ok_or(format!("the machine file has no `{k}`"))
     };
     let (gm_bw, path_bw) = (key("gm.bandwidth")?, key("path.GM_L1.bandwidth")?);
+    let f32_mac = key("cube.per_fractal_f32")?;
     let polyfuse = root.join("target/release/polyfuse");
     let work = root.join("target/bench-npu");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
@@ -77,9 +102,12 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
          | kernel | buffers | cores | cycles | cube | vector | GM bytes | bound | cycles / bound |\n\
          | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    for (label, file, sizes) in CASES {
+    for (label, file, sizes, flags) in CASES {
         for double in [true, false] {
-            let out = work.join(format!("{}.npuasm", label.replace([' ', '³', '×'], "_")));
+            let out = work.join(format!(
+                "{}.npuasm",
+                label.replace([' ', '³', '×', '(', ')'], "_")
+            ));
             let mut cmd = Command::new(&polyfuse);
             cmd.arg("compile")
                 .arg(root.join("kernels").join(file))
@@ -88,6 +116,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
             for s in *sizes {
                 cmd.args(["--size", s]);
             }
+            cmd.args(*flags);
             if !double {
                 cmd.arg("--no-double-buffer");
             }
@@ -123,8 +152,15 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
                 ));
             }
             let s = parse(&String::from_utf8_lossy(&simulated.stdout))?;
+            let asm =
+                std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            let cube = if asm.contains("src_f32") {
+                s.macs * f32_mac
+            } else {
+                s.macs
+            };
             let cores = s.cores.max(1);
-            let compute = s.macs.max(s.vector_busy).div_ceil(cores);
+            let compute = cube.max(s.vector_busy).div_ceil(cores);
             let memory = s.gm_bytes.div_ceil(gm_bw.min(path_bw * cores));
             let bound = compute.max(memory).max(1);
             let util = |busy: u64| 100.0 * busy as f64 / (s.cycles.max(1) * cores) as f64;
@@ -132,7 +168,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
                 "| {label} | {} | {cores} | {} | {:.1}% | {:.1}% | {} | {bound} ({}) | {:.2}× |\n",
                 if double { "double" } else { "single" },
                 s.cycles,
-                util(s.macs),
+                util(cube),
                 util(s.vector_busy),
                 s.gm_bytes,
                 if compute >= memory { "compute" } else { "GM" },

@@ -3,15 +3,19 @@
 //! - `cargo xtask snapshot [--accept]`: run the snapshot tests; without `--accept`, list every
 //!   changed snapshot with its diff and fail; with it, bless the new outputs.
 //! - `cargo xtask fuzz [--seconds N] [TARGET…]`: feed random and mutated inputs to the parsers
-//!   (the kernel language, C SCoPs, and the integer sets' isl notation) for a bounded time (the
+//!   (the kernel language, C SCoPs, the integer sets' isl notation, and the simulator's
+//!   `.npuasm` programs, machine descriptions and input files) for a bounded time (the
 //!   stable toolchain cannot run cargo-fuzz, so each harness is an ignored test driven by an
 //!   environment variable); a panic fails the run and prints the input.
+//! - `cargo xtask difftest --seconds N [--seed S] [--target cpu|gpu|npu|all] [--keep]`: run
+//!   random kernels on every target against the interpreter (see [`difftest`]).
 
 mod bench_cache_model;
 mod bench_cpu;
 mod bench_fusion;
 mod bench_gpu;
 mod bench_npu;
+mod difftest;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -22,6 +26,7 @@ fn main() -> ExitCode {
         Some("snapshot") => snapshot(&args[1..]),
         Some("fuzz") => fuzz(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("difftest") => difftest::difftest(&args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -36,8 +41,14 @@ fn main() -> ExitCode {
 const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   snapshot [--accept]          run the snapshot tests; --accept blesses changed outputs
-  fuzz [--seconds N] [TARGET]  fuzz the parsers for N seconds each (default 60);
-                               targets: pf, c, sets (isl notation; default: all)
+  fuzz [--seconds N] [--seed S] [TARGET]
+                               fuzz the parsers for N seconds each (default 60);
+                               targets: pf, c, sets (isl notation), npuasm (the
+                               simulator's programs, machines and inputs; default: all)
+  difftest --seconds N [--seed S] [--target cpu|gpu|npu|all] [--keep] [--no-isl]
+                               random kernels on every target, compared with the
+                               interpreter; failures shrunk into target/difftest/;
+                               with islpy, dependences and schedules checked by isl
   bench deps                   time dependence analysis of every kernel; with islpy
                                installed, recompute the answers with isl and compare
   bench interp [--readme]      statement instances per second of the reference
@@ -291,6 +302,7 @@ the same analyses with isl (islpy), answers compared with polyfuse's:\n"
 
 fn fuzz(args: &[String]) -> Result<(), String> {
     let mut seconds = 60u64;
+    let mut seed = None;
     let mut targets = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -301,37 +313,47 @@ fn fuzz(args: &[String]) -> Result<(), String> {
                     .and_then(|s| s.parse().ok())
                     .ok_or("--seconds needs a number")?;
             }
-            "pf" | "c" | "sets" => targets.push(a.clone()),
+            "--seed" => {
+                seed = Some(
+                    it.next()
+                        .and_then(|s| s.parse::<u64>().ok())
+                        .ok_or("--seed needs a number")?,
+                );
+            }
+            "pf" | "c" | "sets" | "npuasm" => targets.push(a.clone()),
             other => return Err(format!("unknown fuzz target `{other}`\n{USAGE}")),
         }
     }
     if targets.is_empty() {
-        targets = vec!["pf".into(), "c".into(), "sets".into()];
+        targets = vec!["pf".into(), "c".into(), "sets".into(), "npuasm".into()];
     }
     for target in targets {
         println!("fuzzing the {target} parser for {seconds} s");
-        let (package, test) = if target == "sets" {
-            ("polyhedral", "sets_parse_fuzz")
-        } else {
-            ("frontend", "fuzz")
+        let (package, test) = match target.as_str() {
+            "sets" => ("polyhedral", "sets_parse_fuzz"),
+            "npuasm" => ("sim", "asm_fuzz"),
+            _ => ("frontend", "fuzz"),
         };
-        let ok = status(
-            cargo()
-                .args([
-                    "test",
-                    "--release",
-                    "--package",
-                    package,
-                    "--test",
-                    test,
-                    "--",
-                    "--ignored",
-                    "--nocapture",
-                    "--exact",
-                    &format!("fuzz_{target}"),
-                ])
-                .env("POLYFUSE_FUZZ_SECONDS", seconds.to_string()),
-        )?;
+        let mut command = cargo();
+        command
+            .args([
+                "test",
+                "--release",
+                "--package",
+                package,
+                "--test",
+                test,
+                "--",
+                "--ignored",
+                "--nocapture",
+                "--exact",
+                &format!("fuzz_{target}"),
+            ])
+            .env("POLYFUSE_FUZZ_SECONDS", seconds.to_string());
+        if let Some(seed) = seed {
+            command.env("POLYFUSE_FUZZ_SEED", seed.to_string());
+        }
+        let ok = status(&mut command)?;
         if !ok {
             return Err(format!(
                 "the {target} parser panicked on an input (see above)"

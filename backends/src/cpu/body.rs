@@ -222,7 +222,7 @@ impl Writer<'_> {
             }
             (MathFn::Sqrt, _) => exact("sqrt"),
             (_, ScalarType::F64) => format!("({in_double})"),
-            (_, ScalarType::F32) => format!("(float)({in_double})"),
+            (_, ScalarType::F32) => self.call(Helper::F32, "pf_f32", &[in_double]),
             _ => self.call(Helper::F16R, "pf_f16r", &[in_double]),
         }
     }
@@ -233,6 +233,7 @@ impl Writer<'_> {
             _ if to == from => a,
             (F32, F16) => a,
             (F64, _) => format!("(double){a}"),
+            (F32, F64) => self.call(Helper::F32, "pf_f32", &[a]),
             (F32, _) => format!("(float){a}"),
             (F16, _) => self.call(Helper::F16R, "pf_f16r", &[format!("(double){a}")]),
             (I32, _) => self.call(Helper::F2I, "pf_f2i", &[format!("(double){a}")]),

@@ -7,6 +7,10 @@
 //! `INT32_MIN / -1` wraps. Float-to-integer conversion truncates and saturates, NaN giving 0,
 //! as Rust's `as` does.
 //!
+//! `pf_f32` rounds a `double` to `float` as the cast does, behind an empty `asm` that keeps the
+//! rounding: GCC 12's SLP vectorizer drops a `(double)(float)x` round trip on lanes it permutes
+//! (a loop over `A[K - 1 - j]` unrolled into a vector), which would keep the unrounded value.
+//!
 //! `f16` values live in `float` variables and in `uint16_t` storage. `pf_h2f` widens exactly;
 //! `pf_f2h` rounds a `double` to the nearest `f16`, ties to even, with overflow to infinity;
 //! `pf_f16r` rounds a `float` result of one operation on `f16` values back to `f16`. Rounding a
@@ -31,6 +35,7 @@ pub(crate) enum Helper {
     MinI32,
     MaxI32,
     F2I,
+    F32,
     H2F,
     F2H,
     F16R,
@@ -92,6 +97,9 @@ impl Helper {
             }
             Helper::F2I => {
                 "static inline int32_t pf_f2i(double x)\n{\n    if (x != x)\n        return 0;\n    if (x <= -2147483648.0)\n        return INT32_MIN;\n    if (x >= 2147483647.0)\n        return INT32_MAX;\n    return (int32_t)x;\n}\n"
+            }
+            Helper::F32 => {
+                "static inline float pf_f32(double x)\n{\n    float f = (float)x;\n    __asm__(\"\" : \"+m\"(f));\n    return f;\n}\n"
             }
             Helper::H2F => {
                 "static inline float pf_h2f(uint16_t h)\n{\n    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;\n    uint32_t exp = (h >> 10) & 0x1fu;\n    uint32_t man = h & 0x3ffu;\n    uint32_t bits;\n    if (exp == 0) {\n        float m = (float)man * 0x1p-24f;\n        return sign ? -m : m;\n    }\n    if (exp == 31)\n        bits = sign | 0x7f800000u | (man << 13);\n    else\n        bits = sign | ((exp + 112u) << 23) | (man << 13);\n    float f;\n    memcpy(&f, &bits, sizeof f);\n    return f;\n}\n"

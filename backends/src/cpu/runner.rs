@@ -26,7 +26,16 @@ pub struct CpuRun {
     pub kernel_seconds: f64,
 }
 
-/// Builds and runs the kernel of `ast` on `inputs` (the initial contents of every array).
+/// The environment variable naming a command the built kernel runs under (its words split at
+/// white space, the kernel's path and arguments appended), e.g. `valgrind --tool=cachegrind`.
+pub const RUNNER_VAR: &str = "POLYFUSE_CPU_RUNNER";
+
+/// The environment variable holding more C compiler flags, passed after the defaults (e.g.
+/// `-mno-avx512f` for a runner that does not know AVX-512).
+pub const CFLAGS_VAR: &str = "POLYFUSE_CPU_CFLAGS";
+
+/// Builds and runs the kernel of `ast` on `inputs` (the initial contents of every array); under
+/// the command [`RUNNER_VAR`] names, when it is set.
 pub fn run(
     program: &Program,
     ast: &Ast,
@@ -44,7 +53,19 @@ pub fn run(
     write(&path("input.bin"), &encode_inputs(program, inputs))?;
     build(options, &path("main.c"), &path("kernel"))?;
 
-    let mut command = Command::new(path("kernel"));
+    let mut command = match std::env::var(RUNNER_VAR)
+        .ok()
+        .filter(|r| !r.trim().is_empty())
+    {
+        // A command the built kernel runs under: a profiler, a simulator, a debugger.
+        Some(runner) => {
+            let mut words = runner.split_whitespace();
+            let mut c = Command::new(words.next().expect("the runner is not blank"));
+            c.args(words).arg(path("kernel"));
+            c
+        }
+        None => Command::new(path("kernel")),
+    };
     command.arg(path("input.bin")).arg(path("output.bin"));
     if let Some(n) = options.threads {
         command.env("OMP_NUM_THREADS", n.to_string());
@@ -166,12 +187,11 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 
 fn build(options: &Options, source: &Path, binary: &Path) -> Result<(), Error> {
     let mut command = Command::new(&options.cc);
-    command
-        .args(&options.cflags)
-        .arg("-o")
-        .arg(binary)
-        .arg(source)
-        .arg("-lm");
+    command.args(&options.cflags);
+    if let Ok(extra) = std::env::var(CFLAGS_VAR) {
+        command.args(extra.split_whitespace());
+    }
+    command.arg("-o").arg(binary).arg(source).arg("-lm");
     let text = format!("{command:?}");
     let result = command.output().map_err(|e| Error::CompilerMissing {
         cc: options.cc.clone(),

@@ -52,7 +52,20 @@ pub struct Writer<'a> {
     /// The enclosing loops' variables at the middle of their ranges, for work estimates.
     midpoints: Vec<(String, i64)>,
     helpers: BTreeSet<Helper>,
+    /// Per parallel loop (by address in the AST), the temporaries that live in one of its
+    /// iterations: (array, lowest subscripts, extents).
+    tile_locals: HashMap<*const Ast, Vec<TileLocal>>,
+    /// The tile-local temporaries in scope: (array, local name, names of the lowest subscripts).
+    locals: Vec<(ArrayId, String, Vec<String>)>,
 }
+
+/// A temporary living in one iteration of a parallel loop: the array, its box's lowest
+/// subscripts (expressions of the loops outside the iteration) and its extents.
+type TileLocal = (ArrayId, Vec<AstExpr>, Vec<i64>);
+
+/// The most bytes of tile-local temporaries one iteration of a parallel loop keeps on the
+/// stack.
+const TILE_LOCAL_BYTES: i64 = 64 << 10;
 
 /// The C type elements of `ty` are stored in.
 pub(crate) fn storage_type(ty: ScalarType) -> &'static str {
@@ -96,6 +109,8 @@ impl<'a> Writer<'a> {
             loop_vars: HashMap::new(),
             midpoints: Vec::new(),
             helpers: BTreeSet::new(),
+            tile_locals: HashMap::new(),
+            locals: Vec::new(),
         }
     }
 
@@ -145,6 +160,8 @@ impl<'a> Writer<'a> {
             loop_vars: HashMap::new(),
             midpoints: Vec::new(),
             helpers: BTreeSet::new(),
+            tile_locals: HashMap::new(),
+            locals: Vec::new(),
         }
     }
 
@@ -507,8 +524,13 @@ impl<'a> Writer<'a> {
             decls.join(", ")
         };
         let _ = writeln!(out, "int {}({decls})\n{{", self.kernel);
+        let local = if self.in_source {
+            BTreeSet::new()
+        } else {
+            self.find_tile_locals(ast)
+        };
         let mut allocated = Vec::new();
-        for &id in &temps {
+        for &id in temps.iter().filter(|id| !local.contains(id)) {
             let a = program.array(id);
             let name = &self.arrays[id.index()];
             let store = storage_type(a.elem);
@@ -537,6 +559,72 @@ impl<'a> Writer<'a> {
             args,
         };
         (out, interface)
+    }
+
+    /// Finds the temporaries that can live in one iteration of a parallel loop (see
+    /// [`crate::promote`]), records them in `tile_locals`, and returns them.
+    fn find_tile_locals(&mut self, ast: &Ast) -> BTreeSet<ArrayId> {
+        let program = self.program;
+        let mut totals: HashMap<ArrayId, usize> = HashMap::new();
+        for (a, _, _) in crate::promote::accesses(program, ast) {
+            *totals.entry(a).or_default() += 1;
+        }
+        let mut found = BTreeSet::new();
+        let mut stack = vec![ast];
+        while let Some(node) = stack.pop() {
+            let body = match node {
+                Ast::For {
+                    body, annotations, ..
+                } if annotations.parallel => body,
+                Ast::Block(items) => {
+                    stack.extend(items.iter());
+                    continue;
+                }
+                Ast::For { body, .. } | Ast::Mark { body, .. } => {
+                    stack.push(body);
+                    continue;
+                }
+                Ast::If {
+                    then, otherwise, ..
+                } => {
+                    stack.push(then);
+                    stack.extend(otherwise.as_deref());
+                    continue;
+                }
+                Ast::User { .. } => continue,
+            };
+            let region = crate::promote::Region::new(program, body, true);
+            let mut counts: HashMap<ArrayId, usize> = HashMap::new();
+            for (a, _, _) in &region.all {
+                *counts.entry(*a).or_default() += 1;
+            }
+            let mut candidates: Vec<(ArrayId, usize)> = counts.into_iter().collect();
+            candidates.sort();
+            let mut budget = TILE_LOCAL_BYTES;
+            let mut boxes = Vec::new();
+            for (a, n) in candidates {
+                let array = program.array(a);
+                if array.role != ArrayRole::Temporary
+                    || array.shape.is_empty()
+                    || totals.get(&a) != Some(&n)
+                {
+                    continue;
+                }
+                let Some((lower, extent)) = region.box_of(program, a) else {
+                    continue;
+                };
+                let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
+                if bytes <= budget {
+                    budget -= bytes;
+                    boxes.push((a, lower, extent));
+                }
+            }
+            found.extend(boxes.iter().map(|(a, _, _)| *a));
+            if !boxes.is_empty() {
+                self.tile_locals.insert(node as *const Ast, boxes);
+            }
+        }
+        found
     }
 
     fn write_node(&mut self, out: &mut String, ast: &Ast, indent: usize, in_parallel: bool) {
@@ -595,7 +683,31 @@ impl<'a> Writer<'a> {
                 );
                 let (l, u) = self.bounds_at_midpoints(lower, upper);
                 self.midpoints.push((var.clone(), l + (u - l).max(0) / 2));
+                let locals = self
+                    .tile_locals
+                    .get(&(ast as *const Ast))
+                    .cloned()
+                    .unwrap_or_default();
+                for (id, lower, extent) in &locals {
+                    let name = self
+                        .scope
+                        .fresh(&format!("{}_tile", self.arrays[id.index()]));
+                    let mut lows = Vec::new();
+                    for e in lower {
+                        let lo = self.scope.fresh(&format!("{name}_lo"));
+                        let text = self.ast_expr(e);
+                        let _ = writeln!(out, "{pad}    const int64_t {lo} = {text};");
+                        lows.push(lo);
+                    }
+                    let dims: String = extent.iter().map(|e| format!("[{e}]")).collect();
+                    let store = storage_type(self.program.array(*id).elem);
+                    let _ = writeln!(out, "{pad}    {store} {name}{dims} = {{0}};");
+                    self.locals.push((*id, name, lows));
+                }
                 self.write_node(out, body, indent + 1, in_parallel || parallel);
+                for _ in &locals {
+                    self.locals.pop();
+                }
                 self.midpoints.pop();
                 let _ = writeln!(out, "{pad}}}");
             }
@@ -723,6 +835,14 @@ impl<'a> Writer<'a> {
             let direct = self.in_source || self.by_value(id) || a.role == ArrayRole::Temporary;
             return if direct { name } else { format!("{name}[0]") };
         }
+        if let Some((_, local, lows)) = self.locals.iter().find(|(a, _, _)| *a == id).cloned() {
+            let mut text = local;
+            for (sub, lo) in access.subscripts.iter().zip(&lows) {
+                let e = AstExpr::from_affine(sub, &|d| args[d].clone());
+                let _ = write!(text, "[{} - {lo}]", self.ast_expr(&e));
+            }
+            return text;
+        }
         let mut text = name;
         for sub in &access.subscripts {
             let e = AstExpr::from_affine(sub, &|d| args[d].clone());
@@ -757,6 +877,16 @@ impl<'a> Writer<'a> {
         } else {
             format!("{target} = {value};")
         }
+    }
+}
+
+/// Bytes of one stored element of `ty`.
+fn value_bytes(ty: ScalarType) -> i64 {
+    match ty {
+        ScalarType::F16 => 2,
+        ScalarType::F32 | ScalarType::I32 => 4,
+        ScalarType::F64 => 8,
+        ScalarType::Bool => 1,
     }
 }
 

@@ -80,6 +80,8 @@ pub(crate) enum Leaves<'a> {
 pub(crate) struct BodyWriter<'a> {
     pub program: &'a Program,
     pub param: &'a dyn Fn(usize) -> String,
+    /// Whether `while` loops are followed by a check that they ran to their ends.
+    pub guard: bool,
 }
 
 impl BodyWriter<'_> {
@@ -198,6 +200,12 @@ impl BodyWriter<'_> {
                     );
                     self.block(f, types, body, depth + 1, out);
                     *out += &format!("{pad}}}\n");
+                    if self.guard {
+                        *out += &format!(
+                            "{pad}if ({}) {{\n{pad}    pf_cut = true;\n{pad}}}\n",
+                            e(*cond)
+                        );
+                    }
                 }
                 Stmt::Return(v) => *out += &format!("{pad}return {};\n", e(*v)),
             }

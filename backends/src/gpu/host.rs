@@ -22,7 +22,10 @@
 use polyhedral::ast::{Ast, AstCond, AstExpr};
 use polyhedral::schedule::map::{KERNEL_MARK, THREAD_MARK};
 
+use std::collections::BTreeSet;
+
 use super::Limits;
+use crate::promote::expr_vars;
 
 /// One step of the host program.
 #[derive(Clone, Debug, PartialEq)]
@@ -117,11 +120,7 @@ pub(crate) fn leading_parallel(ast: &Ast, max: usize) -> (Vec<MappedLoop>, &Ast)
     let mut loops = Vec::new();
     let mut at = ast;
     loop {
-        let node = match at {
-            Ast::Block(items) if items.len() == 1 => &items[0],
-            other => other,
-        };
-        match node {
+        match single(at) {
             Ast::For {
                 var,
                 lower,
@@ -140,6 +139,14 @@ pub(crate) fn leading_parallel(ast: &Ast, max: usize) -> (Vec<MappedLoop>, &Ast)
             }
             _ => return (loops, at),
         }
+    }
+}
+
+/// The one item of a block of one item, or `ast` itself.
+fn single(ast: &Ast) -> &Ast {
+    match ast {
+        Ast::Block(items) if items.len() == 1 => &items[0],
+        other => other,
     }
 }
 
@@ -229,6 +236,27 @@ impl Splitter<'_> {
     }
 
     fn kernel(&mut self, body: &Ast) -> Vec<HostOp> {
+        // A guard on parameters and host loops alone (a fused producer's domain condition)
+        // is the host's to test: the mapped loops are under it.
+        if let Ast::If {
+            conds,
+            then,
+            otherwise: None,
+        } = single(body)
+        {
+            let mut vars = BTreeSet::new();
+            for c in conds {
+                let (AstCond::NonNegative(e) | AstCond::Zero(e) | AstCond::Divisible(e, _)) = c;
+                expr_vars(e, &mut vars);
+            }
+            if vars.iter().all(|v| self.host_vars.contains(v)) {
+                return vec![HostOp::If {
+                    conds: conds.clone(),
+                    then: self.kernel(then),
+                    otherwise: Vec::new(),
+                }];
+            }
+        }
         let (loops, inner) = leading_parallel(body, 3);
         let inner = inner.clone();
         if contains_thread(&inner) {

@@ -11,14 +11,14 @@
 //!
 //! WGSL has no `f64`: f64 kernels are refused unless [`Options::f64_as_f32`] asks to compute
 //! them in `f32` ([`narrow_f64`]); they are then compared with the interpreter running the
-//! same narrowed program, at the `f32` tolerance. `f16` values are stored and computed in `f32`
-//! and rounded back to `f16` after every operation, as the interpreter rounds them (`enable
-//! f16` is not used: what the adapter supports would change the arithmetic).
+//! same narrowed program, at the `f32` tolerance. `f16` values are computed in `f32` and rounded
+//! back to `f16` after every operation, as the interpreter rounds them; they are stored as
+//! `f16` (`enable f16;`) where the adapter has `shader-f16`, else as `f32`. Native `f16`
+//! arithmetic is not used: WGSL does not require it to be correctly rounded.
 
 mod body;
 mod host;
 mod narrow;
-mod promote;
 mod runner;
 mod writer;
 
@@ -50,6 +50,17 @@ pub struct Limits {
     pub workgroup_memory_bytes: u32,
     /// The preferred subgroup (warp) width.
     pub subgroup_width: u32,
+    /// The most loop iterations the driver runs in one invocation before it leaves the loop
+    /// silently, when it has such a cap: Mesa's llvmpipe (lavapipe) stops every loop after
+    /// 65535 iterations of all the loops of one shader invocation together (counted per SIMD
+    /// group of invocations, one more for each loop's exit test). With a cap, the writer checks
+    /// after every loop that it ran to its end and the runner reports a loop that did not;
+    /// the tile sizes keep the sequential work of one invocation well below it.
+    pub loop_iterations: Option<u32>,
+    /// The adapter has WebGPU's `shader-f16`: `f16` arrays are stored as `array<f16>`
+    /// (`enable f16;`), half the bytes of `f32`, and still computed in `f32` with every result
+    /// rounded to `f16`, as the interpreter computes them.
+    pub f16_storage: bool,
 }
 
 impl Default for Limits {
@@ -60,6 +71,8 @@ impl Default for Limits {
             max_workgroups_per_dimension: 65535,
             workgroup_memory_bytes: 16384,
             subgroup_width: 32,
+            loop_iterations: None,
+            f16_storage: false,
         }
     }
 }
@@ -112,6 +125,7 @@ pub fn target(limits: &Limits) -> TargetDescription {
             ParallelLevel::Invocations {
                 max_total: limits.max_invocations_per_workgroup,
                 max_per_dim: limits.max_workgroup_size,
+                max_loop_iterations: limits.loop_iterations,
             },
         ],
         vector: None,
@@ -166,6 +180,12 @@ pub enum Error {
     NoAdapter(String),
     #[error("the GPU device failed: {0}")]
     Device(String),
+    #[error(
+        "the driver of `{adapter}` stopped a loop before its end (it runs at most {limit} loop \
+         iterations per invocation); the results would be wrong: use smaller tiles (--tile) or \
+         another adapter"
+    )]
+    LoopLimit { adapter: String, limit: u32 },
     #[error("the reference interpreter stopped: {0}")]
     Interp(#[from] InterpError),
     #[error("invalid program: {0}")]
@@ -309,6 +329,8 @@ impl Target for Gpu {
         let results = report::summarize_outputs(reference, &report.outputs);
         let mut json = report::to_value(reference, self.name(), seed, &results);
         json["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
+        json["timestamps"] = serde_json::json!(report.timestamps);
+        json["dispatches"] = serde_json::json!(report.dispatches);
         json["adapter"] = serde_json::json!(report.adapter);
         report::add_comparison(&mut json, &report.comparison);
         let mut text = String::new();

@@ -26,8 +26,12 @@ use crate::compare::{compare, keeps_arrays, Comparison};
 pub struct GpuRun {
     /// Every live-out array's final contents, in [`ArrayId`] order.
     pub outputs: Vec<(ArrayId, Vec<f64>)>,
-    /// Seconds from submitting the dispatches to their completion.
+    /// Seconds the dispatches took: between the GPU's timestamps at the start and the end of
+    /// their compute pass where the adapter has timestamp queries, else from submitting them
+    /// to their completion.
     pub kernel_seconds: f64,
+    /// Whether [`Self::kernel_seconds`] was measured with timestamp queries.
+    pub timestamps: bool,
     /// The adapter's name.
     pub adapter: String,
     pub dispatches: usize,
@@ -40,6 +44,8 @@ struct Gpu {
     queue: wgpu::Queue,
     name: String,
     limits: wgpu::Limits,
+    /// Whether the device was opened with timestamp queries.
+    timestamps: bool,
 }
 
 fn pick_adapter(wanted: Option<&str>) -> Result<wgpu::Adapter, Error> {
@@ -85,9 +91,11 @@ fn pick_adapter(wanted: Option<&str>) -> Result<wgpu::Adapter, Error> {
 fn open(wanted: Option<&str>) -> Result<Gpu, Error> {
     let adapter = pick_adapter(wanted)?;
     let limits = adapter.limits();
+    let features =
+        adapter.features() & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SHADER_F16);
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("polyfuse"),
-        required_features: wgpu::Features::empty(),
+        required_features: features,
         required_limits: limits.clone(),
         ..Default::default()
     }))
@@ -97,6 +105,7 @@ fn open(wanted: Option<&str>) -> Result<Gpu, Error> {
         queue,
         name: adapter.get_info().name,
         limits,
+        timestamps: features.contains(wgpu::Features::TIMESTAMP_QUERY),
     })
 }
 
@@ -116,8 +125,19 @@ pub fn adapter_limits(wanted: Option<&str>) -> Result<(String, Limits), Error> {
             max_workgroups_per_dimension: l.max_compute_workgroups_per_dimension,
             workgroup_memory_bytes: l.max_compute_workgroup_storage_size,
             subgroup_width: adapter.get_info().subgroup_min_size.max(1),
+            loop_iterations: loop_cap(&adapter.get_info()),
+            f16_storage: adapter.features().contains(wgpu::Features::SHADER_F16),
         },
     ))
+}
+
+/// The loop cap of the adapter's driver ([`Limits::loop_iterations`]): Mesa's llvmpipe leaves
+/// every loop after `LP_MAX_TGSI_LOOP_ITERATIONS` (65535) iterations of one invocation.
+fn loop_cap(info: &wgpu::AdapterInfo) -> Option<u32> {
+    let llvmpipe = [&info.name, &info.driver, &info.driver_info]
+        .iter()
+        .any(|s| s.to_lowercase().contains("llvmpipe"));
+    llvmpipe.then_some(65535)
 }
 
 struct Dispatch {
@@ -276,24 +296,40 @@ fn max_trips(
     }
 }
 
-fn encode(program: &Program, id: ArrayId, values: &[f64]) -> Vec<u8> {
+/// Whether the module stores array `id` as `f16`.
+fn half(program: &Program, module: &Module, id: ArrayId) -> bool {
+    module.f16_storage && program.array(id).elem == ScalarType::F16
+}
+
+fn encode(program: &Program, module: &Module, id: ArrayId, values: &[f64]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(values.len() * 4 + 4);
-    match program.array(id).elem {
-        ScalarType::I32 => values
+    if half(program, module, id) {
+        values
             .iter()
-            .for_each(|&v| bytes.extend((v as i32).to_le_bytes())),
-        _ => values
+            .for_each(|&v| bytes.extend(half::f16::from_f64(v).to_le_bytes()));
+    } else if program.array(id).elem == ScalarType::I32 {
+        values
             .iter()
-            .for_each(|&v| bytes.extend((v as f32).to_le_bytes())),
+            .for_each(|&v| bytes.extend((v as i32).to_le_bytes()));
+    } else {
+        values
+            .iter()
+            .for_each(|&v| bytes.extend((v as f32).to_le_bytes()));
     }
-    if bytes.is_empty() {
-        bytes.extend([0u8; 4]);
-    }
+    // Buffer sizes are whole, non-zero numbers of 32-bit words.
+    bytes.resize(bytes.len().div_ceil(4).max(1) * 4, 0);
     bytes
 }
 
-fn decode(program: &Program, id: ArrayId, bytes: &[u8]) -> Vec<f64> {
+fn decode(program: &Program, module: &Module, id: ArrayId, bytes: &[u8]) -> Vec<f64> {
     let len = program.array_len(id);
+    if half(program, module, id) {
+        return bytes
+            .chunks_exact(2)
+            .take(len)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64())
+            .collect();
+    }
     let ty = program.array(id).elem;
     bytes
         .chunks_exact(4)
@@ -356,6 +392,19 @@ pub fn run(
             count: None,
         });
     }
+    let status_binding = program.arrays.len() as u32 + 1;
+    if module.loop_guard {
+        entries.push(wgpu::BindGroupLayoutEntry {
+            binding: status_binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only: false },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        });
+    }
     let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
         label: None,
         entries: &entries,
@@ -388,7 +437,7 @@ pub fn run(
             let id = ArrayId(k as u32);
             device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some(&a.name),
-                contents: &encode(program, id, inputs.array(id)),
+                contents: &encode(program, module, id, inputs.array(id)),
                 usage: wgpu::BufferUsages::STORAGE
                     | wgpu::BufferUsages::COPY_SRC
                     | wgpu::BufferUsages::COPY_DST,
@@ -423,25 +472,59 @@ pub fn run(
             resource: b.as_entire_binding(),
         });
     }
+    let status = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("status"),
+        contents: &[0u8; 4],
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+    });
+    if module.loop_guard {
+        bind_entries.push(wgpu::BindGroupEntry {
+            binding: status_binding,
+            resource: status.as_entire_binding(),
+        });
+    }
     let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &layout,
         entries: &bind_entries,
     });
 
+    let queries = gpu.timestamps.then(|| {
+        let set = device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: None,
+            ty: wgpu::QueryType::Timestamp,
+            count: 2,
+        });
+        let resolved = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("timestamps"),
+            size: 16,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        (set, resolved)
+    });
     let record = || {
         let mut encoder =
             device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,
-                timestamp_writes: None,
+                timestamp_writes: queries.as_ref().map(|(set, _)| {
+                    wgpu::ComputePassTimestampWrites {
+                        query_set: set,
+                        beginning_of_pass_write_index: Some(0),
+                        end_of_pass_write_index: Some(1),
+                    }
+                }),
             });
             for (i, d) in list.iter().enumerate() {
                 pass.set_pipeline(&pipelines[d.kernel]);
                 pass.set_bind_group(0, &bind_group, &[(i as u64 * SLOT) as u32]);
                 pass.dispatch_workgroups(d.grid[0], d.grid[1], d.grid[2]);
             }
+        }
+        if let Some((set, resolved)) = &queries {
+            encoder.resolve_query_set(set, 0..2, resolved, 0);
         }
         encoder.finish()
     };
@@ -458,10 +541,16 @@ pub fn run(
     if let Some(e) = pollster::block_on(error_scope.pop()) {
         return Err(Error::Device(e.to_string()));
     }
+    if module.loop_guard && read_back(&gpu, &status)?.iter().any(|&b| b != 0) {
+        return Err(Error::LoopLimit {
+            adapter: gpu.name.clone(),
+            limit: limits.loop_iterations.unwrap_or(0),
+        });
+    }
     for (k, b) in buffers.iter().enumerate() {
         let id = ArrayId(k as u32);
         gpu.queue
-            .write_buffer(b, 0, &encode(program, id, inputs.array(id)));
+            .write_buffer(b, 0, &encode(program, module, id, inputs.array(id)));
     }
     let commands = record();
     gpu.queue.submit([]);
@@ -469,45 +558,61 @@ pub fn run(
     let start = Instant::now();
     gpu.queue.submit([commands]);
     wait()?;
-    let kernel_seconds = start.elapsed().as_secs_f64();
+    let mut kernel_seconds = start.elapsed().as_secs_f64();
+    let mut timestamps = false;
+    if let Some((_, resolved)) = &queries {
+        let bytes = read_back(&gpu, resolved)?;
+        let tick = |k: usize| u64::from_le_bytes(bytes[8 * k..8 * k + 8].try_into().unwrap());
+        let (begin, end) = (tick(0), tick(1));
+        // A driver may leave the queries unwritten (zero): the wall clock stands then.
+        if end > begin {
+            let period = f64::from(gpu.queue.get_timestamp_period());
+            kernel_seconds = (end - begin) as f64 * period * 1e-9;
+            timestamps = true;
+        }
+    }
 
     let mut outputs = Vec::new();
-    let mut encoder =
-        device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-    let mut staging = Vec::new();
     for (k, a) in program.arrays.iter().enumerate() {
-        if !a.role.is_live_out() {
-            continue;
+        if a.role.is_live_out() {
+            let id = ArrayId(k as u32);
+            outputs.push((
+                id,
+                decode(program, module, id, &read_back(&gpu, &buffers[k])?),
+            ));
         }
-        let size = buffers[k].size();
-        let s = device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        encoder.copy_buffer_to_buffer(&buffers[k], 0, &s, 0, size);
-        staging.push((ArrayId(k as u32), s));
-    }
-    gpu.queue.submit([encoder.finish()]);
-    for (_, s) in &staging {
-        s.map_async(wgpu::MapMode::Read, .., |_| {});
-    }
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| Error::Device(e.to_string()))?;
-    for (id, s) in &staging {
-        let view = s
-            .get_mapped_range(..)
-            .map_err(|e| Error::Device(e.to_string()))?;
-        outputs.push((*id, decode(program, *id, &view)));
     }
     Ok(GpuRun {
         outputs,
         kernel_seconds,
+        timestamps,
         adapter: gpu.name,
         dispatches: list.len(),
     })
+}
+
+/// The contents of `buffer`, copied back from the device.
+fn read_back(gpu: &Gpu, buffer: &wgpu::Buffer) -> Result<Vec<u8>, Error> {
+    let size = buffer.size();
+    let staging = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = gpu
+        .device
+        .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+    encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+    gpu.queue.submit([encoder.finish()]);
+    staging.map_async(wgpu::MapMode::Read, .., |_| {});
+    gpu.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .map_err(|e| Error::Device(e.to_string()))?;
+    let view = staging
+        .get_mapped_range(..)
+        .map_err(|e| Error::Device(e.to_string()))?;
+    Ok(view.to_vec())
 }
 
 /// The result of [`check`].
@@ -516,6 +621,8 @@ pub struct GpuCheckReport {
     pub comparison: Comparison,
     pub outputs: Vec<(ArrayId, Vec<f64>)>,
     pub kernel_seconds: f64,
+    /// Whether the time comes from timestamp queries (else from the wall clock).
+    pub timestamps: bool,
     pub adapter: String,
     pub dispatches: usize,
     pub seed: u64,
@@ -529,7 +636,12 @@ impl GpuCheckReport {
             program.name, self.adapter, self.seed, self.dispatches
         );
         out += &self.comparison.to_text(program);
-        out += &format!("kernel time: {:.6} s\n", self.kernel_seconds);
+        let clock = if self.timestamps {
+            "GPU timestamps"
+        } else {
+            "wall clock"
+        };
+        out += &format!("kernel time: {:.6} s ({clock})\n", self.kernel_seconds);
         out += self.comparison.verdict();
         out
     }
@@ -558,6 +670,7 @@ pub fn check(
         comparison: compare(reference, &expected, &gpu.outputs),
         outputs: gpu.outputs,
         kernel_seconds: gpu.kernel_seconds,
+        timestamps: gpu.timestamps,
         adapter: gpu.adapter,
         dispatches: gpu.dispatches,
         seed,

@@ -1,8 +1,8 @@
 //! The WGSL writer: one module per program, one compute entry point per kernel.
 //!
 //! The module declares a uniform block `pf` (every size parameter, then every host loop
-//! variable a kernel sees, all `i32`), one storage buffer per array (`array<f32>` for `f16`
-//! and `f32` elements, `array<i32>` for `i32`; read-only where no statement writes it; binding
+//! variable a kernel sees, all `i32`), one storage buffer per array (`array<f32>` for `f32`
+//! elements and for `f16` ones unless the adapter has `shader-f16`, `array<i32>` for `i32`; read-only where no statement writes it; binding
 //! `1 + k` for array `k`), the integer and `f16` helpers, the program's scalar functions, the
 //! workgroup tiles of promotion and the entry points `k0`, `k1`, …
 //!
@@ -26,8 +26,8 @@ use polyhedral::schedule::map::THREAD_MARK;
 
 use super::body::{self, BodyWriter, Leaves};
 use super::host::{leading_parallel, split_host, HostOp, Kernel, KernelMapping, MappedLoop};
-use super::promote::{accesses, register_candidates, shared_tiles, SharedTile};
 use super::{Error, Options};
+use crate::promote::{accesses, register_candidates, shared_tiles, SharedTile};
 
 /// A written module: the WGSL text and what the runner needs to run it.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +46,11 @@ pub struct Module {
     pub notes: Vec<String>,
     /// Per kernel, the arrays it keeps in workgroup memory and in registers.
     pub promoted: Vec<(Vec<String>, Vec<String>)>,
+    /// Whether the module checks that its loops ran to their ends: a `pf_status` word bound
+    /// after the arrays, set to 1 when one did not.
+    pub loop_guard: bool,
+    /// Whether the `f16` arrays' buffers hold `f16` values (else `f32`).
+    pub f16_storage: bool,
 }
 
 /// Writes the WGSL module of a program's loop AST.
@@ -68,6 +73,11 @@ struct KernelWriter<'a> {
     counter: usize,
     promoted_shared: Vec<String>,
     promoted_registers: Vec<String>,
+    /// Whether every loop is followed by a check that it ran to its end
+    /// ([`super::Limits::loop_iterations`]).
+    guard: bool,
+    /// The conditions of the loops being written, innermost last.
+    open_loops: Vec<String>,
 }
 
 const DIMS: [&str; 3] = ["x", "y", "z"];
@@ -104,7 +114,15 @@ impl<'a> Writer<'a> {
         let read_only: Vec<bool> = written.iter().map(|w| !w).collect();
 
         let mut notes = Vec::new();
-        if program.arrays.iter().any(|a| a.elem == ScalarType::F16) {
+        let f16 = program.arrays.iter().any(|a| a.elem == ScalarType::F16);
+        let f16_storage = f16 && self.options.limits.f16_storage;
+        if f16_storage {
+            notes.push(
+                "f16 values are stored as f16 (`enable f16`) and computed in f32, rounded to f16 \
+                 after every operation"
+                    .to_string(),
+            );
+        } else if f16 {
             notes.push(
                 "f16 values are stored and computed in f32, rounded to f16 after every operation"
                     .to_string(),
@@ -118,6 +136,9 @@ impl<'a> Writer<'a> {
         );
         for n in &notes {
             let _ = writeln!(out, "// {n}");
+        }
+        if f16_storage {
+            out += "enable f16;\n";
         }
         out += "\nstruct Params {\n";
         for p in &program.params {
@@ -135,7 +156,21 @@ impl<'a> Writer<'a> {
                 "@group(0) @binding({}) var<storage, {access}> a_{}: array<{}>;",
                 k + 1,
                 a.name,
-                body::value_type(a.elem)
+                if f16_storage && a.elem == ScalarType::F16 {
+                    "f16"
+                } else {
+                    body::value_type(a.elem)
+                }
+            );
+        }
+        let guard = self.options.limits.loop_iterations.is_some();
+        if guard {
+            let _ = writeln!(
+                out,
+                "@group(0) @binding({}) var<storage, read_write> pf_status: atomic<u32>;\n\n\
+                 // Set when a loop was left before its end (see the runner's loop check).\n\
+                 var<private> pf_cut: bool;",
+                program.arrays.len() + 1
             );
         }
         out += "\n";
@@ -144,6 +179,7 @@ impl<'a> Writer<'a> {
         let bw = BodyWriter {
             program,
             param: &param,
+            guard,
         };
         for f in &program.functions {
             out += "\n";
@@ -169,6 +205,8 @@ impl<'a> Writer<'a> {
                 counter: 0,
                 promoted_shared: Vec::new(),
                 promoted_registers: Vec::new(),
+                guard,
+                open_loops: Vec::new(),
             };
             for (a, _, w) in accesses(program, &k.body) {
                 if w {
@@ -200,6 +238,8 @@ impl<'a> Writer<'a> {
             read_only,
             notes,
             promoted,
+            loop_guard: guard,
+            f16_storage,
         })
     }
 }
@@ -212,7 +252,7 @@ pub fn validate(source: &str) -> Result<(), Error> {
     })?;
     let mut validator = naga::valid::Validator::new(
         naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::empty(),
+        naga::valid::Capabilities::SHADER_FLOAT16,
     );
     validator.validate(&module).map_err(|e| Error::Validation {
         message: e.emit_to_string(source),
@@ -368,7 +408,7 @@ impl KernelWriter<'_> {
                 }
                 self.invocation(&k.body, 1 + n);
                 for j in (0..n).rev() {
-                    self.line(1 + j, "}");
+                    self.close_loop(1 + j);
                 }
             }
             KernelMapping::Groups { grid } => {
@@ -381,9 +421,12 @@ impl KernelWriter<'_> {
                 }
                 self.group(&k.body, 1 + n)?;
                 for j in (0..n).rev() {
-                    self.line(1 + j, "}");
+                    self.close_loop(1 + j);
                 }
             }
+        }
+        if self.guard {
+            self.line(1, "if (pf_cut) {\n    atomicStore(&pf_status, 1u);\n}");
         }
         self.out += "}\n";
         Ok(())
@@ -392,24 +435,42 @@ impl KernelWriter<'_> {
     /// `for (v = lower + id·step; v <= upper; v += stride·step)`.
     fn mapped_loop(&mut self, l: &MappedLoop, id: &str, stride: &str, depth: usize) {
         let v = format!("v_{}", l.var);
-        let text = format!(
-            "for (var {v}: i32 = {} + {id} * {}i; {v} <= {}; {v} = {v} + {stride} * {}i) {{",
-            self.expr(&l.lower),
-            l.step,
-            self.expr(&l.upper),
-            l.step
-        );
-        self.line(depth, &text);
+        let init = format!("{} + {id} * {}i", self.expr(&l.lower), l.step);
+        let cond = format!("{v} <= {}", self.expr(&l.upper));
+        let update = format!("{v} = {v} + {stride} * {}i", l.step);
+        self.open_loop(depth, &v, &init, cond, &update);
     }
 
     fn plain_loop(&mut self, var: &str, lower: &AstExpr, upper: &AstExpr, step: i64, depth: usize) {
         let v = format!("v_{var}");
-        let text = format!(
-            "for (var {v}: i32 = {}; {v} <= {}; {v} = {v} + {step}i) {{",
-            self.expr(lower),
-            self.expr(upper)
-        );
-        self.line(depth, &text);
+        let init = self.expr(lower);
+        let cond = format!("{v} <= {}", self.expr(upper));
+        let update = format!("{v} = {v} + {step}i");
+        self.open_loop(depth, &v, &init, cond, &update);
+    }
+
+    /// `for (var v: i32 = init; cond; update) {`, closed by [`Self::close_loop`]. Under a
+    /// loop cap the variable is declared before the loop, so that the loop's condition can be
+    /// tested again after it: still true means the driver left the loop early.
+    fn open_loop(&mut self, depth: usize, v: &str, init: &str, cond: String, update: &str) {
+        if self.guard {
+            self.line(depth, &format!("{{ var {v}: i32 = {init};"));
+            self.line(depth, &format!("for (; {cond}; {update}) {{"));
+        } else {
+            self.line(
+                depth,
+                &format!("for (var {v}: i32 = {init}; {cond}; {update}) {{"),
+            );
+        }
+        self.open_loops.push(cond);
+    }
+
+    fn close_loop(&mut self, depth: usize) {
+        let cond = self.open_loops.pop().expect("every closed loop was opened");
+        self.line(depth, "}");
+        if self.guard {
+            self.line(depth, &format!("if ({cond}) {{ pf_cut = true; }} }}"));
+        }
     }
 
     /// Code every invocation of the group runs together.
@@ -430,7 +491,7 @@ impl KernelWriter<'_> {
             } => {
                 self.plain_loop(var, lower, upper, *step, depth);
                 self.group(body, depth + 1)?;
-                self.line(depth, "}");
+                self.close_loop(depth);
             }
             Ast::If {
                 conds,
@@ -486,6 +547,23 @@ impl KernelWriter<'_> {
                 tile.len()
             );
             self.promoted_shared.push(array.name.clone());
+            if tile.written {
+                let words = tile.flag_words();
+                let _ = writeln!(
+                    self.shared_decls,
+                    "var<workgroup> {name}_w: array<atomic<u32>, {words}>;"
+                );
+                let w = self.fresh("pf_f");
+                self.open_loop(
+                    depth,
+                    &w,
+                    "i32(pf_lidx)",
+                    format!("{w} < {words}i"),
+                    &format!("{w} = {w} + {nthreads}i"),
+                );
+                self.line(depth + 1, &format!("atomicStore(&{name}_w[{w}], 0u);"));
+                self.close_loop(depth);
+            }
             let mut lows = Vec::new();
             for e in &tile.lower {
                 let lo = self.fresh("pf_lo");
@@ -496,39 +574,36 @@ impl KernelWriter<'_> {
             // The cooperative copy: invocation k copies elements k, k + n, … of the box.
             let extents = self.program.array_extents(tile.array);
             let f = self.fresh("pf_f");
-            let mut idx = Vec::new();
-            let mut rest = f.clone();
-            let mut inner_len: i64 = tile.len();
-            for (d, e) in tile.extent.iter().enumerate() {
-                inner_len /= e.max(&1);
-                idx.push(format!("({} + ({rest}) / {inner_len}i)", lows[d]));
-                rest = format!("{rest} % {inner_len}i");
-                let _ = &rest;
-            }
+            let idx = box_element(&tile, &lows, &f);
             let inside: Vec<String> = idx
                 .iter()
                 .zip(&extents)
                 .map(|(i, n)| format!("{i} >= 0i && {i} < {n}i"))
                 .collect();
             let flat = flat_index(&idx, &extents);
-            self.line(
+            self.open_loop(
                 depth,
-                &format!(
-                    "for (var {f}: i32 = i32(pf_lidx); {f} < {}i; {f} = {f} + {nthreads}i) {{",
-                    tile.len()
-                ),
+                &f,
+                "i32(pf_lidx)",
+                format!("{f} < {}i", tile.len()),
+                &format!("{f} = {f} + {nthreads}i"),
             );
             self.line(
                 depth + 1,
                 &format!(
-                    "if ({}) {{\n    {name}[{f}] = a_{}[{flat}];\n}}",
+                    "if ({}) {{\n    {name}[{f}] = {};\n}}",
                     inside.join(" && "),
-                    array.name
+                    if self.half(tile.array) {
+                        format!("f32(a_{}[{flat}])", array.name)
+                    } else {
+                        format!("a_{}[{flat}]", array.name)
+                    }
                 ),
             );
-            self.line(depth, "}");
+            self.close_loop(depth);
             self.shared.push((tile, name, lows));
         }
+
         if pushed > 0 {
             self.line(depth, "workgroupBarrier();");
         }
@@ -560,11 +635,50 @@ impl KernelWriter<'_> {
             }
             self.invocation(inner, depth + n);
             for j in (0..n).rev() {
-                self.line(depth + j, "}");
+                self.close_loop(depth + j);
             }
             if !idle.is_empty() {
                 self.line(depth - 1, "}");
             }
+        }
+        let first = self.shared.len() - pushed;
+        let written: Vec<(SharedTile, String, Vec<String>)> = self.shared[first..]
+            .iter()
+            .filter(|(t, _, _)| t.written)
+            .cloned()
+            .collect();
+        if !written.is_empty() {
+            self.line(depth, "workgroupBarrier();");
+        }
+        // Back to global memory: the elements whose bit is set, and only those.
+        for (tile, name, lows) in &written {
+            let f = self.fresh("pf_f");
+            let idx = box_element(tile, lows, &f);
+            let extents = self.program.array_extents(tile.array);
+            let global = format!(
+                "a_{}[{}]",
+                self.program.array(tile.array).name,
+                flat_index(&idx, &extents)
+            );
+            let value = if self.half(tile.array) {
+                format!("f16({name}[{f}])")
+            } else {
+                format!("{name}[{f}]")
+            };
+            self.open_loop(
+                depth,
+                &f,
+                "i32(pf_lidx)",
+                format!("{f} < {}i", tile.len()),
+                &format!("{f} = {f} + {nthreads}i"),
+            );
+            self.line(
+                depth + 1,
+                &format!(
+                    "if (((atomicLoad(&{name}_w[{f} / 32i]) >> u32({f} % 32i)) & 1u) != 0u) {{\n    {global} = {value};\n}}"
+                ),
+            );
+            self.close_loop(depth);
         }
         self.line(depth, SYNC);
         for _ in 0..pushed {
@@ -597,25 +711,25 @@ impl KernelWriter<'_> {
                 if candidates.is_empty() {
                     self.plain_loop(var, lower, upper, *step, depth);
                     self.invocation(body, depth + 1);
-                    self.line(depth, "}");
+                    self.close_loop(depth);
                     return;
                 }
                 let check = format!("if ({} <= {}) {{", self.expr(lower), self.expr(upper));
                 self.line(depth, &check);
                 let mut stores = Vec::new();
                 for (array, subs) in &candidates {
-                    let global = self.access(*array, subs);
+                    let load = self.load(*array, subs);
                     let name = self.fresh("pf_r");
                     let ty = body::value_type(self.program.array(*array).elem);
-                    self.line(depth + 1, &format!("var {name}: {ty} = {global};"));
-                    stores.push(format!("{global} = {name};"));
+                    self.line(depth + 1, &format!("var {name}: {ty} = {load};"));
+                    stores.push(self.store(*array, subs, &name));
                     self.promoted_registers
                         .push(self.program.array(*array).name.clone());
                     self.registers.push((*array, subs.clone(), name));
                 }
                 self.plain_loop(var, lower, upper, *step, depth + 1);
                 self.invocation(body, depth + 2);
-                self.line(depth + 1, "}");
+                self.close_loop(depth + 1);
                 for _ in &candidates {
                     self.registers.pop();
                 }
@@ -650,7 +764,7 @@ impl KernelWriter<'_> {
                 let reads: Vec<String> = s
                     .reads
                     .iter()
-                    .map(|r| self.access(r.array, &subs(r)))
+                    .map(|r| self.load(r.array, &subs(r)))
                     .collect();
                 let iters: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
                 let types: Vec<ScalarType> = (0..s.exprs.len())
@@ -664,6 +778,7 @@ impl KernelWriter<'_> {
                 let bw = BodyWriter {
                     program,
                     param: &param,
+                    guard: self.guard,
                 };
                 let value = bw.expr(
                     &s.exprs,
@@ -674,10 +789,58 @@ impl KernelWriter<'_> {
                     },
                     s.body,
                 );
-                let lhs = self.access(s.write.array, &subs(&s.write));
-                self.line(depth, &format!("{lhs} = {value};"));
+                let store = self.store(s.write.array, &subs(&s.write), &value);
+                self.line(depth, &store);
             }
         }
+    }
+
+    /// The value of element `subs` of `array`, as the statements compute with it.
+    fn load(&self, array: ArrayId, subs: &[AstExpr]) -> String {
+        let place = self.access(array, subs);
+        if place.starts_with("a_") && self.half(array) {
+            format!("f32({place})")
+        } else {
+            place
+        }
+    }
+
+    /// The statement storing `value` to element `subs` of `array`.
+    fn store(&self, array: ArrayId, subs: &[AstExpr], value: &str) -> String {
+        let place = self.access(array, subs);
+        let registered = self
+            .registers
+            .iter()
+            .any(|(a, s, _)| *a == array && s == subs);
+        if let Some((tile, name, lows)) = self.shared.iter().find(|(t, _, _)| t.array == array) {
+            if tile.written && !registered {
+                let at = self.tile_offset(tile, lows, subs);
+                return format!(
+                    "{place} = {value};\natomicOr(&{name}_w[({at}) / 32i], 1u << u32(({at}) % 32i));"
+                );
+            }
+        }
+        if place.starts_with("a_") && self.half(array) {
+            // `value` is rounded to f16 already: the conversion is exact.
+            format!("{place} = f16({value});")
+        } else {
+            format!("{place} = {value};")
+        }
+    }
+
+    /// Whether `array`'s storage buffer holds `f16` values.
+    fn half(&self, array: ArrayId) -> bool {
+        self.options.limits.f16_storage && self.program.array(array).elem == ScalarType::F16
+    }
+
+    /// The offset of element `subs` in the workgroup box `tile` (lowest subscripts `lows`).
+    fn tile_offset(&self, tile: &SharedTile, lows: &[String], subs: &[AstExpr]) -> String {
+        let idx: Vec<String> = subs
+            .iter()
+            .zip(lows)
+            .map(|(s, lo)| format!("({} - {lo})", self.expr(s)))
+            .collect();
+        flat_index(&idx, &tile.extent)
     }
 
     /// The WGSL place of element `subs` of `array`: a register, a workgroup tile or the
@@ -692,12 +855,7 @@ impl KernelWriter<'_> {
             return name.clone();
         }
         if let Some((tile, name, lows)) = self.shared.iter().find(|(t, _, _)| t.array == array) {
-            let idx: Vec<String> = subs
-                .iter()
-                .zip(lows)
-                .map(|(s, lo)| format!("({} - {lo})", self.expr(s)))
-                .collect();
-            return format!("{name}[{}]", flat_index(&idx, &tile.extent));
+            return format!("{name}[{}]", self.tile_offset(tile, lows, subs));
         }
         let idx: Vec<String> = subs.iter().map(|s| self.expr(s)).collect();
         let extents = self.program.array_extents(array);
@@ -707,6 +865,20 @@ impl KernelWriter<'_> {
             flat_index(&idx, &extents)
         )
     }
+}
+
+/// The subscripts of element `f` (row-major) of the box `tile` whose lowest subscripts are the
+/// variables `lows`.
+fn box_element(tile: &SharedTile, lows: &[String], f: &str) -> Vec<String> {
+    let mut idx = Vec::new();
+    let mut rest = f.to_string();
+    let mut inner_len: i64 = tile.len();
+    for (d, e) in tile.extent.iter().enumerate() {
+        inner_len /= e.max(&1);
+        idx.push(format!("({} + ({rest}) / {inner_len}i)", lows[d]));
+        rest = format!("{rest} % {inner_len}i");
+    }
+    idx
 }
 
 /// The row-major offset of `idx` in an array of `extents`.

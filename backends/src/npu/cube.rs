@@ -1,129 +1,484 @@
-//! The program of a matrix product with its element-wise epilogue: GM → L1 → L0A/L0B → Cube →
-//! L0C → UB → Vector → GM, tiled, double-buffered and spread over the cores.
+//! The program of a kernel's stages: GM → L1 → L0A/L0B → Cube → L0C → UB → Vector → GM,
+//! tiled, double-buffered and spread over the cores.
 //!
-//! Block `b` (= `block_idx`) computes row panel `b / ng` (`tm` rows) and column group
-//! `b mod ng` (`ntb` tiles of `tn` columns). For each column tile `nt` and reduction step `kt`:
+//! Block `b` (= `block_idx`) runs `ob` iterations of the last stage's independent loops, and in
+//! each its row panel `s0` and column group `s1` ([`super::tiles`]). A block first computes, in
+//! order, the panels its last stage reads from L1 — scaled operands (GM → UB → × factor → L1)
+//! and the results of earlier stages — then the last stage's tiles. Each such run of a stage
+//! loops over its tiles and, per tile, over the reduction's steps (the accumulating loops
+//! outside the Cube's reduction outermost):
 //!
 //! | pipe | work | waits for | then sets |
 //! | --- | --- | --- | --- |
-//! | MTE2 | A's k-slice (unless resident and `nt > 0`) and B's tile into L1, one 32-byte block per row per 16 columns, which is fractal order | MTE1 → MTE2 1: the L1 slot is free | MTE2 → MTE1 0 |
-//! | MTE1 | `load2d` A into L0A (zZ) and B into L0B (zN, `transpose`) | MTE2 → MTE1 0; M → MTE1 1: the L0 slot is free | MTE1 → MTE2 1, MTE1 → M 0 |
-//! | M | `mmad` (`init` at `kt = 0`) | MTE1 → M 0; at `kt = 0` V → M 0: the L0C slot is free | M → MTE1 1; after the last step M → V 0 |
+//! | MTE2 | the step's streamed operand tiles into L1 in fractal order (a resident A only at the first column tile; a convolution's input rows, at the first column tile when the reduction is one step) | MTE1 → MTE2 1: the L1 slot is free | MTE2 → MTE1 0 |
+//! | MTE1 | `load2d` A into L0A (zZ) and B into L0B (zN), or `load3d` a convolution's im2col rows into L0B | MTE2 → MTE1 0; M → MTE1 1: the L0 slot is free | MTE1 → MTE2 1, MTE1 → M 0 |
+//! | M | `mmad` (`init` at the tile's first step unless L0C holds the accumulator's start) | MTE1 → M 0; at the first step V → M 0 | M → MTE1 1; after the last step M → V 0 |
 //!
-//! and after the last step of `nt`: V waits M → V 0 and MTE3 → V 0 (the UB slot is free),
-//! moves L0C to UB (`copy_cc_to_ub`), sets V → M 0, runs the epilogue and sets V → MTE3 0;
-//! MTE3 waits for it, writes the live-out tiles to GM and sets MTE3 → V 0. Every "slot is free"
-//! flag is set once per buffer before the loops (twice when double-buffered: ping-pong slots
-//! chosen by the parity registers `s6` for steps and `s7` for column tiles) and waited for once
-//! per buffer after them, so every wait has its set issued before it and none is left over.
+//! After the last step V waits M → V 0 and MTE3 → V 0 (the UB slot is free), moves L0C to UB
+//! (`copy_cc_to_ub`), sets V → M 0 (the L0C slot is free), runs the epilogue and sets V → MTE3
+//! 0; MTE3 waits for it, writes the live-out tiles to GM (or the result into its L1 panel) and
+//! sets MTE3 → V 0. An accumulator that starts from GM is loaded per tile by MTE2 into UB
+//! (V → MTE2 2 / MTE2 → V 2), transformed by the prologue and moved into the L0C slot by V
+//! (`copy_ub_to_cc`), which then sets V → M 0 instead of the drain. Every "slot is free" flag
+//! is set once per buffer before a run (twice when double-buffered: ping-pong slots chosen by
+//! the parity registers `s6` for steps, `s7` for tiles and `s31` for independent iterations,
+//! whose input rows a convolution's column tiles share) and waited for once per buffer after
+//! it, so every wait has its set issued before it and none is left over. A panel is written by
+//! MTE3, which sets MTE3 → MTE1 2 after it for the run that reads it; that run sets MTE1 → MTE3
+//! 3 after its last `load2d`, which the next writer of a panel waits for (set once per panel
+//! before the block's loop and waited for once after it).
 
 use std::fmt::Write;
 
 use polyhedral::program::{ArrayId, ArrayRole, ScalarType};
 use polyhedral::Program;
 
-use super::epilogue::{self, Epilogue, Op, Operand};
-use super::plan::Plan;
-use super::tiles::{self, Tiles, UbNeeds};
-use super::{Error, NpuTarget, Options, FRACTAL, VECTOR_BYTES};
+use super::copies::{piece, Off};
+use super::epilogue::{self, Epilogue};
+use super::plan::{Addressing, Dim, Holding, Init, Inner, Plan, Source, Stage};
+use super::tiles::{self, Role, Shape, StageShape, StageTiles, Steps, Tiles, UbNeeds};
+use super::{Error, NpuTarget, Options, FRACTAL};
+
+/// The kernel's name as the assembler reads it: letters, digits and `_`, not starting with a
+/// digit (C files name kernels after themselves: `2mm`).
+fn kernel_name(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if name.starts_with(|c: char| c.is_ascii_digit()) {
+        format!("_{name}")
+    } else {
+        name
+    }
+}
 
 /// Element type names of the GM tensors.
-fn gm_type(ty: ScalarType) -> &'static str {
+pub(crate) fn gm_type(ty: ScalarType) -> &'static str {
     match ty {
         ScalarType::F16 => "f16",
         _ => "f32",
     }
 }
 
-/// Writes the whole program.
+fn round16(x: u64) -> u64 {
+    x.div_ceil(FRACTAL) * FRACTAL
+}
+
+/// Writes the whole program: a chain of stages in one kernel that keeps the intermediates on
+/// chip, or one kernel per stage with the intermediates in GM when that is estimated faster
+/// (the on-chip chain computes them again in every block that reads them).
 pub(crate) fn write(
     program: &Program,
     plan: &Plan,
     target: &NpuTarget,
     options: &Options,
 ) -> Result<String, Error> {
-    let ep = epilogue::lower(program, plan)?;
-    let needs = UbNeeds {
-        tiles: ep.tiles as u64,
-        columns: ep.columns.len() as u64,
-        scalar_bytes: 32 * ep.scalars.len() as u64,
+    let name = kernel_name(&program.name);
+    if plan.stages.len() == 1 {
+        return kernel(program, plan, target, options, &name).map(|(k, _)| k);
+    }
+    let launches = || -> Result<(String, u64), Error> {
+        let mut text = String::new();
+        let mut total = 0;
+        for p in plan.launches(program) {
+            let stmt = &program.statements[p.last().stmt.index()].name;
+            let (k, e) = kernel(program, &p, target, options, &format!("{name}_{stmt}"))?;
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text += &k;
+            total += e;
+        }
+        Ok((text, total))
     };
+    match options.launches {
+        Some(true) => launches().map(|(k, _)| k),
+        Some(false) => kernel(program, plan, target, options, &name).map(|(k, _)| k),
+        None => match (kernel(program, plan, target, options, &name), launches()) {
+            (Ok((chip, e1)), Ok((gm, e2))) => Ok(if e2 < e1 { gm } else { chip }),
+            (Ok((chip, _)), Err(_)) => Ok(chip),
+            (Err(_), Ok((gm, _))) => Ok(gm),
+            (Err(e), Err(_)) => Err(e),
+        },
+    }
+}
+
+/// One kernel of a plan, named `name`, and its estimated cycles.
+fn kernel(
+    program: &Program,
+    plan: &Plan,
+    target: &NpuTarget,
+    options: &Options,
+    name: &str,
+) -> Result<(String, u64), Error> {
+    let ep = epilogue::lower(program, plan)?;
+    let shape = shape(plan, &ep);
     // The tiles are chosen for double buffering even when it is off, so that the two compare
     // on the same tiling; a single-buffered search is the fallback when no double-buffered
     // tiling fits.
-    let sizes = (plan.m, plan.n, plan.k);
-    let t = match tiles::choose(target, sizes, needs, true, options.max_tile) {
+    let t = match tiles::choose(target, &shape, true, options.max_tile) {
         Ok(t) if options.double_buffer => t,
         Ok(t) => Tiles { nbuf: 1, ..t },
-        Err(_) => tiles::choose(target, sizes, needs, false, options.max_tile).map_err(|why| {
+        Err(_) => tiles::choose(target, &shape, false, options.max_tile).map_err(|why| {
             Error::NoTiling {
                 kernel: program.name.clone(),
                 why,
             }
         })?,
     };
-    let w = Emitter {
+    let estimate = t.estimate;
+    let mut e = Emitter {
         program,
         plan,
         ep: &ep,
+        shape: &shape,
         t,
+        es: plan.operands.size(),
+        name: name.to_string(),
         out: String::new(),
         indent: 0,
+        vars: Vec::new(),
     };
-    w.program()
+    e.program()?;
+    Ok((e.out, estimate))
 }
 
-struct Emitter<'a> {
-    program: &'a Program,
-    plan: &'a Plan,
-    ep: &'a Epilogue,
-    t: Tiles,
-    out: String,
-    indent: usize,
+/// The kernel as the tiling sees it.
+fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
+    let last = plan.stages.len() - 1;
+    let mut roles = vec![Role::Last; plan.stages.len()];
+    for (op, role) in [
+        (&plan.last().a, Role::FeedsA),
+        (&plan.last().b, Role::FeedsB),
+    ] {
+        if let Source::Stage(p) = op.source {
+            roles[p] = role;
+        }
+    }
+    let stages = plan
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, st)| {
+            let gathered = |src: &Source| matches!(src, Source::Gm { gathered: true, .. });
+            let steps =
+                if (gathered(&st.a.source) || gathered(&st.b.source)) && st.k.comps.len() > 1 {
+                    Steps::Groups {
+                        group: st.k.comps[1..].iter().map(|c| c.extent).product(),
+                        outer: st.k.comps[0].extent,
+                    }
+                } else {
+                    Steps::Any
+                };
+            StageShape {
+                m: st.m.extent(),
+                n: st.n.extent(),
+                k: st.k.extent(),
+                ko: st.k_outer.iter().map(|c| c.extent).product(),
+                steps,
+                role: if i == last { Role::Last } else { roles[i] },
+                a_in_l1: matches!(st.a.source, Source::Stage(_)),
+                b_in_l1: matches!(st.b.source, Source::Stage(_)),
+                a_scaled: st.a.scale.is_some(),
+                b_scaled: st.b.scale.is_some(),
+                gather: [(true, &st.a.source), (false, &st.b.source)]
+                    .into_iter()
+                    .find(|(_, src)| gathered(src))
+                    .map(|(a, _)| (a, st.k.comps.iter().map(|c| c.extent).max().unwrap_or(1))),
+                window: window(st, plan.operands.size()).map(|w| (w.kh * w.kw, w.cs)),
+            }
+        })
+        .collect();
+    let st = plan.last();
+    let a_invariant = match &st.a.source {
+        Source::Gm { at, .. } => st.outer.iter().all(|c| at.strides[c.iter] == 0),
+        Source::Stage(_) => false,
+    };
+    Shape {
+        es: plan.operands.size(),
+        stages,
+        outer: st.outer.iter().map(|c| c.extent).product(),
+        a_invariant,
+        ub: UbNeeds {
+            tiles: ep.after.count as u64,
+            init_tiles: ep.before.as_ref().map_or(0, |b| b.count as u64),
+            columns: ep.columns.len() as u64,
+            rows: ep.row_vectors as u64,
+            scalar_bytes: 32 * ep.scalars.len() as u64 + if ep.rows.is_empty() { 0 } else { 1024 },
+        },
+    }
 }
 
-const RESERVED: [&str; 8] = ["l1_a", "l1_b", "l0a", "l0b", "l0c", "ub_s", "ub_c", "ub_t"];
+/// A sliding-window B operand that `load3d` gathers: its reduction is channels (element
+/// stride `sc` in GM) × `kh` rows (`w` apart) × `kw` taps (consecutive), its columns
+/// consecutive. A step's channels are copied whole, each `l` elements from its first tap, into
+/// `cs` elements of L1 (zeros after them, room for the padded columns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    pub(crate) sc: i64,
+    pub(crate) w: u64,
+    pub(crate) kh: u64,
+    pub(crate) kw: u64,
+    pub(crate) l: u64,
+    pub(crate) cs: u64,
+    /// Bytes of an element.
+    pub(crate) es: u64,
+}
+
+/// Bytes of L1 a window's step takes: its channels, `cs` elements each.
+fn window_slot(st: &Stage, t: StageTiles, w: &Window) -> u64 {
+    t.tk.min(st.k.extent()).div_ceil(w.kh * w.kw) * w.cs * w.es
+}
+
+/// The window of a stage's gathered B, when `load3d` can build it from elements of `es` bytes.
+fn window(st: &Stage, es: u64) -> Option<Window> {
+    let Source::Gm {
+        at, gathered: true, ..
+    } = &st.b.source
+    else {
+        return None;
+    };
+    let comps = &st.k.comps;
+    let stride = |i: usize| at.strides[comps[i].iter];
+    let (sc, kh, w, kw) = match comps.len() {
+        3 if stride(2) == 1 && stride(1) > 0 => (
+            stride(0),
+            comps[1].extent,
+            stride(1) as u64,
+            comps[2].extent,
+        ),
+        2 if stride(1) == 1 => (stride(0), 1, 1, comps[1].extent),
+        1 if stride(0) == 1 => (0, 1, 1, comps[0].extent),
+        _ => return None,
+    };
+    let (n, np) = (st.n.extent(), st.n.padded());
+    let l = (kh - 1) * w + kw - 1 + n;
+    let cs = (l + np - n).div_ceil(32 / es) * (32 / es);
+    (sc >= 0).then_some(Window {
+        sc,
+        w,
+        kh,
+        kw,
+        l,
+        cs,
+        es,
+    })
+}
+
+/// A value that is `full` except where every condition holds (a tile at the end of a range).
+#[derive(Clone, Debug)]
+pub(crate) struct Tail {
+    pub(crate) conds: Vec<String>,
+    pub(crate) full: u64,
+    pub(crate) tail: u64,
+}
+
+impl Tail {
+    /// `full`, or `tail` where every condition holds; with no condition, always `tail`.
+    pub(crate) fn new(conds: Vec<String>, full: u64, tail: u64) -> Tail {
+        if conds.is_empty() {
+            Tail::none(tail)
+        } else {
+            Tail { conds, full, tail }
+        }
+    }
+
+    pub(crate) fn none(full: u64) -> Tail {
+        Tail {
+            conds: Vec::new(),
+            full,
+            tail: full,
+        }
+    }
+
+    pub(crate) fn active(&self) -> bool {
+        !self.conds.is_empty() && self.tail != self.full
+    }
+}
+
+/// Where a run reads an operand from in L1: `[chunks][held][16]` in `buf`.
+#[derive(Clone, Debug)]
+pub(crate) struct View {
+    pub(crate) buf: String,
+    /// The buffer's start for this step's slot (chunk 0, row 0 of what is held).
+    pub(crate) slot: Off,
+    pub(crate) held: u64,
+    pub(crate) inner: Inner,
+    /// The step tile's first row and first element along the inner dimension in what is
+    /// held (a multiple of 16).
+    pub(crate) row0: Off,
+    pub(crate) inner0: Off,
+}
+
+impl View {
+    /// Byte offset of the step tile's first fractal.
+    pub(crate) fn at(&self, es: u64) -> Off {
+        self.slot
+            .clone()
+            .sum(&scale_off(&self.inner0, (self.held * es) as i64))
+            .sum(&scale_off(&self.row0, 16 * es as i64))
+    }
+}
+
+/// How an operand reaches its L1 view.
+#[derive(Clone, Debug)]
+pub(crate) enum Fill {
+    /// Copied from GM every step (into a ping-pong slot).
+    Stream,
+    /// Copied from GM at the block's first column tile (and first independent iteration when
+    /// it is the same in all of them).
+    Resident,
+    /// Already in L1 (a stage's result or a scaled operand's panel).
+    Panel,
+    /// A step's channels of a sliding-window B copied from GM, gathered by `load3d`; with
+    /// `true`, the reduction is one step and its channels are copied once for all the column
+    /// tiles of an independent iteration (into ping-pong slots chosen by `s31`).
+    Window(Window, bool),
+}
+
+/// One operand of a run.
+#[derive(Clone, Debug)]
+pub(crate) struct RunOperand {
+    pub(crate) view: View,
+    pub(crate) fill: Fill,
+    /// The GM tensor's addressing and inner dimension, when it comes from GM.
+    pub(crate) gm: Option<(Addressing, Inner, bool)>,
+}
+
+/// One stage computed by the block.
+#[derive(Clone, Debug)]
+pub(crate) struct Run {
+    pub(crate) stage: usize,
+    pub(crate) role: Role,
+    pub(crate) tiles: StageTiles,
+    /// Tiles of the region: rows, columns.
+    pub(crate) row_tiles: u64,
+    pub(crate) col_tiles: u64,
+    pub(crate) rows: Tail,
+    pub(crate) cols: Tail,
+    pub(crate) k: Tail,
+    pub(crate) a: RunOperand,
+    pub(crate) b: RunOperand,
+    /// The L1 panel the result goes to, for a stage that feeds the last one.
+    pub(crate) sink: Option<String>,
+    /// Panels this run reads.
+    pub(crate) reads: usize,
+}
+
+pub(crate) struct Emitter<'a> {
+    pub(crate) program: &'a Program,
+    pub(crate) plan: &'a Plan,
+    pub(crate) ep: &'a Epilogue,
+    pub(crate) shape: &'a Shape,
+    pub(crate) t: Tiles,
+    pub(crate) es: u64,
+    /// The kernel's name in the program text.
+    name: String,
+    pub(crate) out: String,
+    pub(crate) indent: usize,
+    /// Loop counters in scope.
+    pub(crate) vars: Vec<String>,
+}
+
+const RESERVED: [&str; 5] = ["l1_", "l0a", "l0b", "l0c", "ub_"];
 
 impl Emitter<'_> {
-    fn line(&mut self, text: impl AsRef<str>) {
+    pub(crate) fn line(&mut self, text: impl AsRef<str>) {
         let _ = writeln!(self.out, "{}{}", "    ".repeat(self.indent), text.as_ref());
     }
 
-    fn open(&mut self, text: impl AsRef<str>) {
+    pub(crate) fn open(&mut self, text: impl AsRef<str>) {
         self.line(format!("{} {{", text.as_ref()));
         self.indent += 1;
     }
 
-    fn close(&mut self) {
+    pub(crate) fn close(&mut self) {
         self.indent -= 1;
         self.line("}");
     }
 
-    fn name(&self, a: ArrayId) -> &str {
-        &self.program.array(a).name
+    /// A loop counter name not in scope.
+    pub(crate) fn var(&mut self, base: &str) -> String {
+        let mut name = base.to_string();
+        let mut i = 1;
+        while self.vars.contains(&name) {
+            name = format!("{base}{i}");
+            i += 1;
+        }
+        self.vars.push(name.clone());
+        name
     }
 
-    /// `reg*size` when double-buffered, nothing otherwise.
-    fn slot(&self, reg: &str, size: u64) -> String {
-        if self.t.nbuf == 2 {
-            format!("{reg}*{size} + ")
-        } else {
-            String::new()
+    pub(crate) fn free_var(&mut self) {
+        self.vars.pop();
+    }
+
+    pub(crate) fn name(&self, a: ArrayId) -> String {
+        self.program.array(a).name.clone()
+    }
+
+    pub(crate) fn elem(&self, a: ArrayId) -> u64 {
+        match self.program.array(a).elem {
+            ScalarType::F16 => 2,
+            _ => 4,
         }
     }
 
-    fn program(mut self) -> Result<String, Error> {
-        let Tiles {
-            tm,
-            tn,
-            tk,
-            ntb,
-            ng,
-            nbuf,
-            ..
-        } = self.t;
-        let (m, n, k) = (self.plan.m, self.plan.n, self.plan.k);
-        let mt = self.t.mt(m);
+    /// A stage's reduction rounded up to whole steps.
+    pub(crate) fn kp(&self, stage: usize) -> u64 {
+        tiles::round_to(self.plan.stages[stage].k.extent(), self.t.stages[stage].tk)
+    }
+
+    /// `reg*size` when double-buffered, nothing otherwise.
+    pub(crate) fn slot(&self, reg: &str, size: u64) -> Off {
+        if self.t.nbuf == 2 {
+            Off::at(0).plus(reg, size as i64)
+        } else {
+            Off::at(0)
+        }
+    }
+
+    /// Emits `body` once per combination of full and tail values, under the conditions that
+    /// select them.
+    pub(crate) fn tails(&mut self, tails: &[&Tail], body: &mut dyn FnMut(&mut Self, &[u64])) {
+        fn go<'e>(
+            e: &mut Emitter<'e>,
+            tails: &[&Tail],
+            chosen: &mut Vec<u64>,
+            body: &mut dyn FnMut(&mut Emitter<'e>, &[u64]),
+        ) {
+            let Some((first, rest)) = tails.split_first() else {
+                body(e, chosen);
+                return;
+            };
+            if !first.active() {
+                chosen.push(first.full);
+                go(e, rest, chosen, body);
+                chosen.pop();
+                return;
+            }
+            // Nested ifs for a conjunction; the full value in every else.
+            for c in &first.conds {
+                e.open(format!("if {c}"));
+            }
+            chosen.push(first.tail);
+            go(e, rest, chosen, body);
+            chosen.pop();
+            for _ in &first.conds {
+                e.indent -= 1;
+                e.line("} else {");
+                e.indent += 1;
+                chosen.push(first.full);
+                go(e, rest, chosen, body);
+                chosen.pop();
+                e.close();
+            }
+        }
+        go(self, tails, &mut Vec::new(), body);
+    }
+
+    fn program(&mut self) -> Result<(), Error> {
         for arr in &self.program.arrays {
             if RESERVED.iter().any(|r| arr.name.starts_with(r)) {
                 return Err(Error::NotYet(format!(
@@ -132,23 +487,93 @@ impl Emitter<'_> {
                 )));
             }
         }
+        let st = self.plan.last();
+        let lt = self.t.last();
+        let (m, n) = (st.m.extent(), st.n.extent());
+        let mt = self.t.mt(m);
+        let (ng, ntb, ob, nbuf) = (self.t.ng, self.t.ntb, self.t.ob, self.t.nbuf);
+        let outer_blocks = self.shape.outer / ob;
+        let blocks = outer_blocks * mt * ng;
         let _ = writeln!(
             self.out,
-            "// {}: {m}×{n}×{k} on the Cube, tiles {tm}×{tn}×{tk}, {} blocks ({mt} row panels × {ng} column groups of {ntb} tiles), {}, A's row panel {} L1",
+            "// {}: {}{m}×{n}×{} on the Cube ({}), tiles {}×{}×{}, {blocks} blocks ({outer_blocks} × {ob} independent iterations, {mt} row panels × {ng} column groups of {ntb} tiles), {}{}",
             self.program.name,
-            mt * ng,
+            if self.plan.stages.len() > 1 {
+                format!("{} stages, the last ", self.plan.stages.len())
+            } else {
+                String::new()
+            },
+            st.k.extent() * st.k_outer.iter().map(|c| c.extent).product::<u64>(),
+            if self.es == 2 { "f16 operands" } else { "f32 operands" },
+            lt.tm,
+            lt.tn,
+            lt.tk,
             if nbuf == 2 { "double-buffered" } else { "single-buffered" },
-            if self.t.a_resident { "resident in" } else { "streamed through" },
+            if self.t.a_resident { ", A's row panel resident in L1" } else { "" },
         );
         self.line("// GM: every array row-major as given; the layouts change on chip.");
-        self.line(format!("kernel {} blockdim={}", self.program.name, mt * ng));
+        self.line(format!("kernel {} blockdim={blocks}", self.name));
+        self.params();
+        let runs = self.runs();
+        self.buffers(&runs);
+        self.line("");
+        self.line("// Block coordinates: s2 independent chunk, s0 row panel, s1 column group.");
+        self.line(format!("div s2, block_idx, {}", mt * ng));
+        self.line(format!("mul s3, s2, {}", mt * ng));
+        self.line("sub s3, block_idx, s3");
+        self.line(format!("div s0, s3, {ng}"));
+        self.line(format!("mul s1, s0, {ng}"));
+        self.line("sub s1, s3, s1");
+        self.line("mov s6, 0");
+        self.line("mov s7, 0");
+        let once = runs
+            .iter()
+            .any(|r| matches!(r.b.fill, Fill::Window(_, true)));
+        if once && nbuf == 2 {
+            self.line("mov s31, 0");
+        }
+        self.scalars();
+        self.vectors();
+        let panels = runs.iter().map(|r| r.reads).sum::<usize>();
+        for _ in 0..panels {
+            self.line("set_flag MTE1, MTE3, 3");
+        }
+        let looped = ob > 1;
+        let alone = runs.len() == 1
+            && self.plan.last().a.scale.is_none()
+            && self.plan.last().b.scale.is_none();
+        if looped && alone {
+            self.presets(&runs[0]);
+        }
+        if looped {
+            let o = self.var("o");
+            self.open(format!("for {o} in 0..{ob}"));
+        }
+        self.outer_values();
+        for r in &runs {
+            self.run(r, !(looped && alone));
+        }
+        if once && nbuf == 2 && looped {
+            self.line("sub s31, 1, s31");
+        }
+        if looped {
+            self.close();
+            self.free_var();
+        }
+        if looped && alone {
+            self.postwaits(&runs[0]);
+        }
+        for _ in 0..panels {
+            self.line("wait_flag MTE1, MTE3, 3");
+        }
+        Ok(())
+    }
+
+    fn params(&mut self) {
         for (i, arr) in self.program.arrays.iter().enumerate() {
             let id = ArrayId(i as u32);
-            if arr.role == ArrayRole::Temporary {
-                continue;
-            }
-            let held = self.plan.holding.get(&id);
-            if held.is_none() {
+            let in_gm = arr.role != ArrayRole::Temporary || self.plan.gm.contains(&id);
+            if !in_gm || !self.plan.holding.contains_key(&id) {
                 continue;
             }
             let shape = self.program.array_extents(id);
@@ -160,6 +585,9 @@ impl Emitter<'_> {
             let role = match arr.role {
                 ArrayRole::Input => "in",
                 ArrayRole::Output => "out",
+                // A stage's result between two kernels: the first writes it, the next reads it.
+                ArrayRole::Temporary if self.plan.holding[&id] == Holding::Tile => "out",
+                ArrayRole::Temporary => "in",
                 _ => "inout",
             };
             self.line(format!(
@@ -169,328 +597,658 @@ impl Emitter<'_> {
                 dims.join(", ")
             ));
         }
-        let a_l1 = if self.t.a_resident {
-            tm * k * 2
-        } else {
-            tm * tk * 2 * nbuf
-        };
-        let c_tile = tm * tn * 4;
-        self.line(format!("buffer l1_a : L1, {a_l1}"));
-        self.line(format!("buffer l1_b : L1, {}", tk * tn * 2 * nbuf));
-        self.line(format!("buffer l0a : L0A, {}", tm * tk * 2 * nbuf));
-        self.line(format!("buffer l0b : L0B, {}", tk * tn * 2 * nbuf));
-        self.line(format!("buffer l0c : L0C, {}", c_tile * nbuf));
-        for i in 0..self.ep.tiles {
-            self.line(format!("buffer ub_t{i} : UB, {}", c_tile * nbuf));
+    }
+
+    /// The stages the block computes, in order, with their operands' views.
+    fn runs(&self) -> Vec<Run> {
+        let plan = self.plan;
+        let last = plan.stages.len() - 1;
+        let lt = self.t.last();
+        let st_last = plan.last();
+        let kp_last = self.kp(last);
+        let group = self.t.ntb * lt.tn;
+        let (m, n) = (st_last.m.extent(), st_last.n.extent());
+        let mt = self.t.mt(m);
+        let ng = self.t.ng;
+        let nbuf = self.t.nbuf;
+        let es = self.es;
+        let mut runs = Vec::new();
+        for (i, st) in plan.stages.iter().enumerate() {
+            let t = self.t.stages[i];
+            let role = self.shape.stages[i].role;
+            let (rows, cols) = match role {
+                Role::Last => (lt.tm, group),
+                Role::FeedsA => (lt.tm, kp_last),
+                Role::FeedsB => (kp_last, group),
+            };
+            let (row_tiles, col_tiles) = (rows.div_ceil(t.tm), cols / t.tn);
+            let cond = |var: &str, n: u64| -> Vec<String> {
+                if n > 1 {
+                    vec![format!("{var} == {}", n - 1)]
+                } else {
+                    Vec::new()
+                }
+            };
+            let row_tail = match role {
+                Role::Last | Role::FeedsA => Tail::new(cond("s0", mt), lt.tm, m - (mt - 1) * lt.tm),
+                Role::FeedsB => Tail::new(
+                    cond("mt", row_tiles),
+                    t.tm,
+                    st_last.k.extent() - (row_tiles - 1) * t.tm,
+                ),
+            };
+            let col_tail = match role {
+                Role::Last | Role::FeedsB => {
+                    let mut conds = cond("s1", ng);
+                    conds.extend(cond("nt", col_tiles));
+                    Tail::new(conds, t.tn, n - (ng - 1) * group - (col_tiles - 1) * t.tn)
+                }
+                Role::FeedsA => Tail::new(
+                    cond("nt", col_tiles),
+                    t.tn,
+                    st_last.k.extent() - (col_tiles - 1) * t.tn,
+                ),
+            };
+            let kt_n = self.kp(i) / t.tk;
+            let k_tail = Tail::new(cond("kt", kt_n), t.tk, st.k.extent() - (kt_n - 1) * t.tk);
+            let ko = st.k_outer.iter().map(|c| c.extent).product::<u64>();
+            let kp_all = self.kp(i) * ko;
+            // The step's offset along the whole reduction (elements): ko loops, then kt.
+            let mut k_off = Off::at(0).plus("kt", t.tk as i64);
+            let mut inner_k = self.kp(i) as i64;
+            for (j, c) in st.k_outer.iter().enumerate().rev() {
+                k_off = k_off.plus(&format!("ko{j}"), inner_k);
+                inner_k *= c.extent as i64;
+            }
+            let row_off = if row_tiles > 1 {
+                Off::at(0).plus("mt", t.tm as i64)
+            } else {
+                Off::at(0)
+            };
+            let col_off = if col_tiles > 1 {
+                Off::at(0).plus("nt", t.tn as i64)
+            } else {
+                Off::at(0)
+            };
+            let view_of = |a_role: bool, src: &Source, scaled: bool| -> RunOperand {
+                let (buf, fill, inner, gm) = match src {
+                    Source::Stage(p) => (
+                        format!("l1_p{p}"),
+                        Fill::Panel,
+                        if a_role { Inner::K } else { Inner::Other },
+                        None,
+                    ),
+                    Source::Gm {
+                        at,
+                        inner,
+                        gathered,
+                    } => {
+                        let gm = Some((at.clone(), *inner, *gathered));
+                        if scaled {
+                            (
+                                format!("l1_s{i}{}", if a_role { "a" } else { "b" }),
+                                Fill::Panel,
+                                *inner,
+                                gm,
+                            )
+                        } else if a_role && i == last && self.t.a_resident {
+                            ("l1_a".into(), Fill::Resident, *inner, gm)
+                        } else if let (false, Some(w)) = (a_role, window(st, es)) {
+                            let once = kt_n == 1 && col_tiles > 1 && row_tiles == 1;
+                            ("l1_b".into(), Fill::Window(w, once), *inner, gm)
+                        } else {
+                            (
+                                if a_role { "l1_a" } else { "l1_b" }.into(),
+                                Fill::Stream,
+                                *inner,
+                                gm,
+                            )
+                        }
+                    }
+                };
+                let streamed = matches!(fill, Fill::Stream | Fill::Window(..));
+                // What the buffer holds: the step tile (streamed) or the run's whole region.
+                let (held, row0, inner0) = match (a_role, inner, streamed) {
+                    (true, Inner::K, true) => (t.tm, Off::at(0), Off::at(0)),
+                    (true, Inner::Other, true) => (t.tk, Off::at(0), Off::at(0)),
+                    (false, Inner::Other, true) => (t.tk, Off::at(0), Off::at(0)),
+                    (false, Inner::K, true) => (t.tn, Off::at(0), Off::at(0)),
+                    (true, Inner::K, false) => (rows, row_off.clone(), k_off.clone()),
+                    (true, Inner::Other, false) => (kp_all, k_off.clone(), row_off.clone()),
+                    (false, Inner::Other, false) => (kp_all, k_off.clone(), col_off.clone()),
+                    (false, Inner::K, false) => (cols, col_off.clone(), k_off.clone()),
+                };
+                // Stage results are f32 panels laid out by their own tiles.
+                let (held, row0, inner0) = match src {
+                    Source::Stage(_) if a_role => (lt.tm, Off::at(0), k_off.clone()),
+                    Source::Stage(_) => (kp_last, k_off.clone(), col_off.clone()),
+                    _ => (held, row0, inner0),
+                };
+                let slot_size = match fill {
+                    Fill::Window(w, _) => window_slot(st, t, &w),
+                    _ if a_role => t.tm * t.tk * es,
+                    _ => t.tk * t.tn * es,
+                };
+                let parity = if matches!(fill, Fill::Window(_, true)) {
+                    "s31"
+                } else {
+                    "s6"
+                };
+                let slot = if streamed && nbuf == 2 {
+                    Off::at(0).plus(parity, slot_size as i64)
+                } else {
+                    Off::at(0)
+                };
+                RunOperand {
+                    view: View {
+                        buf,
+                        slot,
+                        held,
+                        inner,
+                        row0,
+                        inner0,
+                    },
+                    fill,
+                    gm,
+                }
+            };
+            let a = view_of(true, &st.a.source, st.a.scale.is_some());
+            let b = view_of(false, &st.b.source, st.b.scale.is_some());
+            let reads = [&a, &b]
+                .iter()
+                .filter(|o| matches!(o.fill, Fill::Panel))
+                .count();
+            let sink = (i != last).then(|| format!("l1_p{i}"));
+            runs.push(Run {
+                stage: i,
+                role,
+                tiles: t,
+                row_tiles,
+                col_tiles,
+                rows: row_tail,
+                cols: col_tail,
+                k: k_tail,
+                a,
+                b,
+                sink,
+                reads,
+            });
+        }
+        // Producers first: stages that feed the last one, in order, then the last.
+        runs
+    }
+
+    fn buffers(&mut self, runs: &[Run]) {
+        let es = self.es;
+        let nbuf = self.t.nbuf;
+        let lt = self.t.last();
+        let group = self.t.ntb * lt.tn;
+        let kp_last = self.kp(self.plan.stages.len() - 1);
+        let mut a_l1 = 0;
+        let mut b_l1 = 0;
+        let (mut l0a, mut l0b, mut l0c, mut drain) = (0, 0, 0, 0);
+        let mut panels = Vec::new();
+        for r in runs {
+            let t = r.tiles;
+            let ko: u64 = self.plan.stages[r.stage]
+                .k_outer
+                .iter()
+                .map(|c| c.extent)
+                .product();
+            let kp_all = self.kp(r.stage) * ko;
+            match r.a.fill {
+                Fill::Stream => a_l1 = a_l1.max(t.tm * t.tk * es * nbuf),
+                Fill::Resident => a_l1 = a_l1.max(self.region_other(r, true) * kp_all * es),
+                Fill::Panel if r.a.view.buf.starts_with("l1_s") => panels.push((
+                    r.a.view.buf.clone(),
+                    self.region_other(r, true) * kp_all * 4,
+                )),
+                Fill::Panel | Fill::Window(..) => {}
+            }
+            match r.b.fill {
+                Fill::Stream => b_l1 = b_l1.max(t.tk * t.tn * es * nbuf),
+                Fill::Window(w, _) => {
+                    b_l1 = b_l1.max(window_slot(&self.plan.stages[r.stage], t, &w) * nbuf)
+                }
+                Fill::Panel if r.b.view.buf.starts_with("l1_s") => panels.push((
+                    r.b.view.buf.clone(),
+                    self.region_other(r, false) * kp_all * 4,
+                )),
+                _ => {}
+            }
+            if let Some(p) = &r.sink {
+                let bytes = match r.role {
+                    Role::FeedsA => lt.tm * kp_last * 4,
+                    _ => kp_last * group * 4,
+                };
+                panels.push((p.clone(), bytes));
+            }
+            l0a = l0a.max(t.tm * t.tk * es * nbuf);
+            l0b = l0b.max(t.tk * t.tn * es * nbuf);
+            l0c = l0c.max(t.tm * t.tn * 4 * nbuf);
+            drain = drain.max(t.tm * t.tn * 4 * nbuf);
+        }
+        if a_l1 > 0 {
+            self.line(format!("buffer l1_a : L1, {a_l1}"));
+        }
+        if b_l1 > 0 {
+            self.line(format!("buffer l1_b : L1, {b_l1}"));
+        }
+        for (name, bytes) in panels {
+            self.line(format!("buffer {name} : L1, {bytes}"));
+        }
+        self.line(format!("buffer l0a : L0A, {l0a}"));
+        self.line(format!("buffer l0b : L0B, {l0b}"));
+        self.line(format!("buffer l0c : L0C, {l0c}"));
+        let tile = lt.tm * lt.tn * 4 * nbuf;
+        self.line(format!("buffer ub_t0 : UB, {drain}"));
+        for i in 1..self.ep.after.count {
+            self.line(format!("buffer ub_t{i} : UB, {tile}"));
+        }
+        if let Some(b) = &self.ep.before {
+            for i in 0..b.count {
+                self.line(format!("buffer ub_i{i} : UB, {tile}"));
+            }
         }
         for i in 0..self.ep.columns.len() {
-            self.line(format!("buffer ub_c{i} : UB, {}", ntb * tn * 4));
+            self.line(format!("buffer ub_c{i} : UB, {}", group * 4));
+        }
+        for i in 0..self.ep.row_vectors {
+            self.line(format!("buffer ub_r{i} : UB, {}", lt.tm * 64));
+        }
+        if !self.ep.rows.is_empty() {
+            self.line(format!("buffer ub_rs : UB, {}", round16(lt.tm) * 4));
         }
         if !self.ep.scalars.is_empty() {
             self.line(format!("buffer ub_s : UB, {}", 32 * self.ep.scalars.len()));
         }
-        self.line("");
-        self.line("// Block coordinates: s0 row panel, s1 column group; byte offsets in GM.");
-        self.line(format!("div s0, block_idx, {ng}"));
-        self.line(format!("mul s1, s0, {ng}"));
-        self.line("sub s1, block_idx, s1");
-        self.line(format!("mul s2, s0, {}", tm * k * 2));
-        self.line(format!("mul s3, s1, {}", ntb * tn * 2));
-        self.line(format!("mul s4, s0, {}", tm * n * 4));
-        self.line(format!("mul s5, s1, {}", ntb * tn * 4));
-        self.line("add s4, s4, s5");
-        self.line("mov s6, 0");
-        self.line("mov s7, 0");
-        if !self.ep.scalars.is_empty() {
-            self.line("// Scalars into registers.");
-            for (i, &(a, _)) in self.ep.scalars.iter().enumerate() {
-                let name = self.name(a).to_string();
-                self.line(format!("copy ub_s[{}], {name}[0], len=1", 32 * i));
-            }
-            self.line("set_flag MTE2, S, 0");
-            self.line("wait_flag MTE2, S, 0");
-            for (i, &(a, r)) in self.ep.scalars.iter().enumerate() {
-                let ty = gm_type(self.program.array(a).elem);
-                self.line(format!("ld.{ty} f{r}, ub_s[{}]", 32 * i));
+        if runs
+            .iter()
+            .any(|r| r.a.view.buf.starts_with("l1_s") || r.b.view.buf.starts_with("l1_s"))
+        {
+            self.line(format!("buffer ub_v : UB, {}", 2 * self.piece_bytes(runs)));
+        }
+    }
+
+    /// Bytes of one UB buffer a scaled operand streams through: whole chunks of its held rows.
+    fn piece_bytes(&self, runs: &[Run]) -> u64 {
+        runs.iter()
+            .flat_map(|r| [&r.a, &r.b])
+            .filter(|o| o.view.buf.starts_with("l1_s"))
+            .map(|o| piece(o.view.held).1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The extent of a run's region along an operand's non-reduction dimension: its rows for
+    /// A, its columns for B.
+    pub(crate) fn region_other(&self, r: &Run, a_role: bool) -> u64 {
+        let lt = self.t.last();
+        let kp_last = self.kp(self.plan.stages.len() - 1);
+        match (r.role, a_role) {
+            (Role::Last | Role::FeedsA, true) => lt.tm,
+            (Role::FeedsB, true) | (Role::FeedsA, false) => kp_last,
+            (Role::Last | Role::FeedsB, false) => self.t.ntb * lt.tn,
+        }
+    }
+
+    /// The values of the independent loops' iterators for this iteration, in registers
+    /// `s9`, `s10`, …
+    fn outer_values(&mut self) {
+        let outer = self.plan.last().outer.clone();
+        if outer.is_empty() {
+            return;
+        }
+        let ob = self.t.ob;
+        self.line("// This iteration of the independent loops: s9… their iterators.");
+        self.line(format!("mul s5, s2, {ob}"));
+        if ob > 1 {
+            self.line("add s5, s5, o");
+        }
+        for (i, c) in outer.iter().enumerate().rev() {
+            let r = 9 + i;
+            if i == 0 {
+                self.line(format!("mov s{r}, s5"));
+            } else {
+                self.line(format!("div s8, s5, {}", c.extent));
+                self.line(format!("mul s3, s8, {}", c.extent));
+                self.line(format!("sub s{r}, s5, s3"));
+                self.line("mov s5, s8");
             }
         }
-        for op in &self.ep.scalar_ops {
-            self.line(format!(
-                "{} f{}, {}, {}",
-                op.op,
-                op.dst,
-                op.a.text(),
-                op.b.text()
-            ));
+    }
+
+    /// GM byte offset of an array's element for the block's position: the independent
+    /// iterators, the row panel and the column group.
+    pub(crate) fn gm_base(
+        &self,
+        at: &Addressing,
+        es: u64,
+        rows: Option<&Dim>,
+        cols: Option<&Dim>,
+    ) -> Off {
+        let st = self.plan.last();
+        let lt = self.t.last();
+        let es = es as i64;
+        let mut off = Off::at(at.offset * es);
+        for (i, c) in st.outer.iter().enumerate() {
+            off = off.plus(&format!("s{}", 9 + i), at.strides[c.iter] * es);
         }
-        if !self.ep.columns.is_empty() {
-            self.line("// Per-column vectors of this column group into UB.");
-            for (i, &a) in self.ep.columns.iter().enumerate() {
-                let name = self.name(a).to_string();
-                self.line(format!(
-                    "copy ub_c{i}[0], {name}[s5], len={}",
-                    ntb * tn * 4 / 32
-                ));
-            }
-            self.line("set_flag MTE2, V, 1");
-            self.line("wait_flag MTE2, V, 1");
+        if let Some(d) = rows {
+            let s = at.dim_stride(d).unwrap_or(0);
+            off = off.plus("s0", s * lt.tm as i64 * es);
         }
-        self.line("// Every slot starts free.");
-        for _ in 0..nbuf {
+        if let Some(d) = cols {
+            let s = at.dim_stride(d).unwrap_or(0);
+            off = off.plus("s1", s * (self.t.ntb * lt.tn) as i64 * es);
+        }
+        off
+    }
+
+    fn presets(&mut self, r: &Run) {
+        let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
+        for _ in 0..self.t.nbuf {
             self.line("set_flag MTE1, MTE2, 1");
             self.line("set_flag M, MTE1, 1");
-            self.line("set_flag V, M, 0");
+            if !init {
+                self.line("set_flag V, M, 0");
+            } else {
+                self.line("set_flag V, MTE2, 2");
+            }
             self.line("set_flag MTE3, V, 0");
         }
-        let kt_n = k / tk;
-        self.open(format!("for nt in 0..{ntb}"));
-        self.open(format!("for kt in 0..{kt_n}"));
-        self.step(mt);
-        self.close();
-        self.line("set_flag M, V, 0");
-        self.drain(mt);
-        if nbuf == 2 {
-            self.line("sub s7, 1, s7");
-        }
-        self.close();
-        for _ in 0..nbuf {
+    }
+
+    fn postwaits(&mut self, r: &Run) {
+        let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
+        for _ in 0..self.t.nbuf {
             self.line("wait_flag MTE1, MTE2, 1");
             self.line("wait_flag M, MTE1, 1");
-            self.line("wait_flag V, M, 0");
+            if !init {
+                self.line("wait_flag V, M, 0");
+            } else {
+                self.line("wait_flag V, MTE2, 2");
+            }
             self.line("wait_flag MTE3, V, 0");
         }
-        Ok(self.out)
     }
 
-    /// Rows of the last row panel, when it is short.
-    fn tail(&self, mt: u64) -> Option<u64> {
-        let rows = self.plan.m - (mt - 1) * self.t.tm;
-        (rows != self.t.tm).then_some(rows)
-    }
-
-    /// Emits `body(rows)` for full panels and for the short last one.
-    fn per_panel(&mut self, mt: u64, body: impl Fn(&mut Self, u64)) {
-        match self.tail(mt) {
-            None => body(self, self.t.tm),
-            Some(rows) if mt == 1 => body(self, rows),
-            Some(rows) => {
-                self.open(format!("if s0 == {}", mt - 1));
-                body(self, rows);
-                self.indent -= 1;
-                self.line("} else {");
-                self.indent += 1;
-                body(self, self.t.tm);
-                self.close();
+    /// One stage over the block's region.
+    fn run(&mut self, r: &Run, sync: bool) {
+        let stage = &self.plan.stages[r.stage];
+        self.line(format!(
+            "// {} ({}): tiles {}×{}×{}",
+            self.program.statements[stage.stmt.index()].name,
+            match r.role {
+                Role::Last => "the result",
+                Role::FeedsA => "into L1 as the last stage's A",
+                Role::FeedsB => "into L1 as the last stage's B",
+            },
+            r.tiles.tm,
+            r.tiles.tn,
+            r.tiles.tk
+        ));
+        for (op, a_role) in [(&stage.a, true), (&stage.b, false)] {
+            if let Some(f) = op.scale {
+                let o = if a_role { &r.a } else { &r.b };
+                self.prescale(r, o, a_role, f);
             }
         }
+        for _ in 0..r.reads {
+            self.line("wait_flag MTE3, MTE1, 2");
+        }
+        if r.sink.is_some() {
+            self.line("wait_flag MTE1, MTE3, 3");
+        }
+        if sync {
+            self.presets(r);
+        }
+        if r.row_tiles > 1 {
+            self.vars.push("mt".into());
+            self.open(format!("for mt in 0..{}", r.row_tiles));
+        }
+        if r.col_tiles > 1 {
+            self.vars.push("nt".into());
+            self.open(format!("for nt in 0..{}", r.col_tiles));
+        }
+        self.tile(r);
+        if r.col_tiles > 1 {
+            self.close();
+            self.free_var();
+        }
+        if r.row_tiles > 1 {
+            self.close();
+            self.free_var();
+        }
+        for _ in 0..r.reads {
+            self.line("set_flag MTE1, MTE3, 3");
+        }
+        if r.sink.is_some() {
+            self.line("set_flag MTE3, MTE1, 2");
+        }
+        if sync {
+            self.postwaits(r);
+        }
     }
 
-    /// One reduction step of one column tile.
-    fn step(&mut self, mt: u64) {
-        let Tiles { tm, tn, tk, .. } = self.t;
-        let (n, k) = (self.plan.n, self.plan.k);
-        let (a, b) = (
-            self.name(self.plan.a).to_string(),
-            self.name(self.plan.b).to_string(),
-        );
-        let f = |x: u64| x / FRACTAL;
-        let a_slot = tm * tk * 2;
-        let b_slot = tk * tn * 2;
-        let l1_a_base = if self.t.a_resident {
-            format!("kt*{a_slot} + ")
-        } else {
-            self.slot("s6", a_slot)
-        };
-        // MTE2: operands into L1 in fractal order.
-        self.line("wait_flag MTE1, MTE2, 1");
-        let copy_a = |e: &mut Self, rows: u64| {
-            e.open(format!("for j in 0..{}", f(tk)));
-            e.line(format!(
-                "copy l1_a[{l1_a_base}j*{}], {a}[s2 + kt*{} + j*32], n_burst={rows}, len=1, src_gap={}",
-                tm * 32,
-                tk * 2,
-                f(k) - 1
-            ));
-            e.close();
-        };
-        if self.t.a_resident {
-            self.open("if nt == 0");
-            self.per_panel(mt, copy_a);
-            self.close();
-        } else {
-            self.per_panel(mt, copy_a);
+    /// One tile: the accumulator's start, the steps, the drain.
+    fn tile(&mut self, r: &Run) {
+        let st = &self.plan.stages[r.stage];
+        if r.role == Role::Last && matches!(st.init, Init::Gm(_)) {
+            self.init_tile(r);
         }
-        let b_base = self.slot("s6", b_slot);
-        self.open(format!("for j in 0..{}", f(tn)));
-        self.line(format!(
-            "copy l1_b[{b_base}j*{}], {b}[s3 + nt*{} + kt*{} + j*32], n_burst={tk}, len=1, src_gap={}",
-            tk * 32,
-            tn * 2,
-            tk * n * 2,
-            f(n) - 1
-        ));
+        self.line("mov s4, 0");
+        let k_outer = st.k_outer.clone();
+        for (j, c) in k_outer.iter().enumerate() {
+            self.vars.push(format!("ko{j}"));
+            self.open(format!("for ko{j} in 0..{}", c.extent));
+        }
+        let kt_n = self.kp(r.stage) / r.tiles.tk;
+        self.vars.push("kt".into());
+        self.open(format!("for kt in 0..{kt_n}"));
+        self.step(r);
         self.close();
+        self.free_var();
+        for _ in &k_outer {
+            self.close();
+            self.free_var();
+        }
+        self.line("set_flag M, V, 0");
+        self.drain(r);
+        if self.t.nbuf == 2 {
+            self.line("sub s7, 1, s7");
+        }
+    }
+
+    /// One reduction step of one tile.
+    fn step(&mut self, r: &Run) {
+        let t = r.tiles;
+        let es = self.es;
+        let f = |x: u64| x / FRACTAL;
+        let fr = 256 * es;
+        // MTE2: the streamed operands, a resident one at its first use.
+        self.line("wait_flag MTE1, MTE2, 1");
+        for (o, a_role) in [(&r.a, true), (&r.b, false)] {
+            let tails: Vec<&Tail> = if a_role {
+                vec![&r.rows, &r.k]
+            } else {
+                vec![&r.k, &r.cols]
+            };
+            let copy = |e: &mut Self| {
+                e.tails(&tails, &mut |e, v| {
+                    let (rows_v, cols_v, k_v) = if a_role {
+                        (v[0], 0, v[1])
+                    } else {
+                        (0, v[1], v[0])
+                    };
+                    let region = e.operand_region(r, a_role, o, (rows_v, cols_v, k_v));
+                    e.copy_in(&region);
+                });
+            };
+            match o.fill {
+                Fill::Stream => copy(self),
+                Fill::Resident => {
+                    let mut opened = 0;
+                    if self.t.ob > 1 {
+                        self.open("if o == 0");
+                        opened += 1;
+                    }
+                    if r.col_tiles > 1 {
+                        self.open("if nt == 0");
+                        opened += 1;
+                    }
+                    copy(self);
+                    for _ in 0..opened {
+                        self.close();
+                    }
+                }
+                Fill::Window(w, false) => self.window_in(r, o, &w),
+                Fill::Window(w, true) => {
+                    self.open("if nt == 0");
+                    self.window_in(r, o, &w);
+                    self.close();
+                }
+                Fill::Panel => {}
+            }
+        }
         self.line("set_flag MTE2, MTE1, 0");
         // MTE1: fractals into L0A (zZ) and L0B (zN).
         self.line("wait_flag MTE2, MTE1, 0");
         self.line("wait_flag M, MTE1, 1");
-        let l0a = self.slot("s6", a_slot);
-        let l0b = self.slot("s6", b_slot);
-        self.open(format!("for m1 in 0..{}", f(tm)));
+        let l0a = self.slot("s6", t.tm * t.tk * es);
+        let l0b = self.slot("s6", t.tk * t.tn * es);
+        let f32 = if es == 4 { ", f32" } else { "" };
+        let view_base = |v: &View| v.at(es);
+        // A: per row of fractals m1, its k fractals.
+        let va = r.a.view.clone();
+        let base = view_base(&va);
+        let m1 = self.var("m1");
+        self.open(format!("for {m1} in 0..{}", f(t.tm)));
+        let (src, stride, tr) = match va.inner {
+            Inner::K => (base.plus(&m1, fr as i64), va.held / FRACTAL, ""),
+            Inner::Other => (base.plus(&m1, (va.held * 16 * es) as i64), 1, ", transpose"),
+        };
         self.line(format!(
-            "load2d l0a[{l0a}m1*{}], l1_a[{l1_a_base}m1*512], repeat={}, src_stride={}",
-            f(tk) * 512,
-            f(tk),
-            f(tm)
+            "load2d l0a[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
+            l0a.clone().plus(&m1, (f(t.tk) * fr) as i64).text(),
+            va.buf,
+            src.text(),
+            f(t.tk),
         ));
         self.close();
-        self.open(format!("for k1 in 0..{}", f(tk)));
-        self.line(format!(
-            "load2d l0b[{l0b}k1*{}], l1_b[{b_base}k1*512], repeat={}, src_stride={}, transpose",
-            f(tn) * 512,
-            f(tn),
-            f(tk)
-        ));
-        self.close();
+        self.free_var();
+        // B: per row of fractals k1, its n fractals; or the im2col rows of a window.
+        let vb = r.b.view.clone();
+        if let Fill::Window(w, _) = r.b.fill {
+            let st = &self.plan.stages[r.stage];
+            let channels = t.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
+            // The tile's first column, from the block's column group.
+            let mut n0 = Off::at(0).plus("s1", (self.t.ntb * self.t.last().tn * es) as i64);
+            if r.col_tiles > 1 {
+                n0 = n0.plus("nt", (t.tn * es) as i64);
+            }
+            self.line(format!(
+                "load3d l0b[{}], {}[{}], c={channels}, cs={}, w={}, kh={}, kw={}, k={}, n={}{f32}",
+                l0b.text(),
+                vb.buf,
+                vb.slot.clone().sum(&n0).text(),
+                w.cs,
+                w.w,
+                w.kh,
+                w.kw,
+                t.tk,
+                t.tn,
+            ));
+        } else {
+            let base = view_base(&vb);
+            let k1 = self.var("k1");
+            self.open(format!("for {k1} in 0..{}", f(t.tk)));
+            let (src, stride, tr) = match vb.inner {
+                Inner::Other => (base.plus(&k1, fr as i64), vb.held / FRACTAL, ", transpose"),
+                Inner::K => (base.plus(&k1, (vb.held * 16 * es) as i64), 1, ""),
+            };
+            self.line(format!(
+                "load2d l0b[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
+                l0b.clone().plus(&k1, (f(t.tn) * fr) as i64).text(),
+                vb.buf,
+                src.text(),
+                f(t.tn),
+            ));
+            self.close();
+            self.free_var();
+        }
         self.line("set_flag MTE1, MTE2, 1");
         self.line("set_flag MTE1, M, 0");
         // M: the Cube.
         self.line("wait_flag MTE1, M, 0");
-        let l0c = self.slot("s7", tm * tn * 4);
+        let l0c = self.slot("s7", t.tm * t.tn * 4);
+        let src_f32 = if es == 4 { ", src_f32" } else { "" };
+        let (tm, tn, tk) = (t.tm, t.tn, t.tk);
         let mmad = |mode: &str| {
             format!(
-                "mmad.f32 l0c[{l0c}0], l0a[{l0a}0], l0b[{l0b}0], m={tm}, k={tk}, n={tn}, {mode}"
+                "mmad.f32 l0c[{}], l0a[{}], l0b[{}], m={tm}, k={tk}, n={tn}, {mode}{src_f32}",
+                l0c.text(),
+                l0a.text(),
+                l0b.text()
             )
         };
-        self.open("if kt == 0");
+        let first = if r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_)) {
+            "acc"
+        } else {
+            "init"
+        };
+        self.open("if s4 == 0");
         self.line("wait_flag V, M, 0");
-        self.line(mmad("init"));
+        self.line(mmad(first));
         self.indent -= 1;
         self.line("} else {");
         self.indent += 1;
         self.line(mmad("acc"));
         self.close();
         self.line("set_flag M, MTE1, 1");
+        self.line("add s4, s4, 1");
         if self.t.nbuf == 2 {
             self.line("sub s6, 1, s6");
         }
     }
 
-    /// The finished column tile: L0C → UB, the epilogue, UB → GM.
-    fn drain(&mut self, mt: u64) {
-        let Tiles { tm, tn, .. } = self.t;
-        let c_tile = tm * tn * 4;
-        let ub = self.slot("s7", c_tile);
+    /// The finished tile: L0C → UB, the epilogue, UB → GM (or into its L1 panel).
+    fn drain(&mut self, r: &Run) {
+        let t = r.tiles;
+        let tile = t.tm * t.tn * 4;
+        let ub = self.slot("s7", tile);
+        let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
         self.line("wait_flag M, V, 0");
         self.line("wait_flag MTE3, V, 0");
-        let l0c = self.slot("s7", c_tile);
+        let l0c = self.slot("s7", tile);
         self.line(format!(
-            "copy_cc_to_ub ub_t0[{ub}0], l0c[{l0c}0], len={}",
-            (tm / FRACTAL) * (tn / FRACTAL)
+            "copy_cc_to_ub ub_t0[{}], l0c[{}], len={}",
+            ub.text(),
+            l0c.text(),
+            (t.tm / FRACTAL) * (t.tn / FRACTAL)
         ));
-        self.line("set_flag V, M, 0");
-        for op in &self.ep.ops.clone() {
-            self.vector_op(op, &ub);
+        if !init {
+            self.line("set_flag V, M, 0");
+        }
+        if r.role == Role::Last {
+            for op in self.ep.after.ops.clone() {
+                self.vector_op(&op, "ub_t", &ub);
+            }
         }
         self.line("set_flag V, MTE3, 0");
         self.line("wait_flag V, MTE3, 0");
-        let n = self.plan.n;
-        for &(a, tile) in &self.ep.outputs.clone() {
-            let name = self.name(a).to_string();
-            let es = if self.program.array(a).elem == ScalarType::F16 {
-                2
-            } else {
-                4
-            };
-            let ub = ub.clone();
-            self.per_panel(mt, move |e, rows| {
-                e.open(format!("for n1 in 0..{}", tn / FRACTAL));
-                e.line(format!(
-                    "copy {name}[s4 + nt*{} + n1*{}], ub_t{tile}[{ub}n1*{}], n_burst={rows}, len={}, dst_gap={}",
-                    tn * es,
-                    16 * es,
-                    tm * 16 * es,
-                    16 * es / 32,
-                    (n - 16) * es / 32
-                ));
-                e.close();
-            });
+        match &r.sink {
+            Some(panel) => self.write_panel(r, panel, &ub),
+            None => self.write_out(r, &ub),
         }
         self.line("set_flag MTE3, V, 0");
     }
+}
 
-    /// One epilogue operation over the whole tile of the current slot.
-    fn vector_op(&mut self, op: &Op, ub: &str) {
-        let Tiles { tm, tn, .. } = self.t;
-        let repeats = tm * tn * 4 / VECTOR_BYTES;
-        let tile = |i: usize| format!("ub_t{i}[{ub}");
-        // Whole-tile operations in chunks of at most 255 repeats.
-        let whole = |e: &mut Self, text: &dyn Fn(&str) -> String| {
-            let mut done = 0;
-            while done < repeats {
-                let r = (repeats - done).min(255);
-                let off = format!("{}]", done * VECTOR_BYTES);
-                e.line(format!("{}, repeat={r}", text(&off)));
-                done += r;
-            }
-        };
-        match *op {
-            Op::WithScalar {
-                op,
-                dst,
-                src,
-                scalar,
-            } => whole(self, &|off| {
-                format!(
-                    "{op}.f32 {}{off}, {}{off}, {}",
-                    tile(dst),
-                    tile(src),
-                    scalar.text()
-                )
-            }),
-            Op::Dup { dst, scalar } => whole(self, &|off| {
-                format!("vdup.f32 {}{off}, {}", tile(dst), scalar.text())
-            }),
-            Op::Unary { op, dst, src } => whole(self, &|off| {
-                format!("{op}.f32 {}{off}, {}{off}", tile(dst), tile(src))
-            }),
-            Op::Binary {
-                op,
-                dst,
-                a: Operand::Tile(x),
-                b: Operand::Tile(y),
-            } => whole(self, &|off| {
-                format!(
-                    "{op}.f32 {}{off}, {}{off}, {}{off}",
-                    tile(dst),
-                    tile(x),
-                    tile(y)
-                )
-            }),
-            Op::Binary { op, dst, a, b } => {
-                // A column vector broadcast down the rows: per 16-column block, the 8 left and
-                // the 8 right columns of every row (block stride 2 on the tile, 0 on the vector).
-                let operand = |o: Operand, h: u64| match o {
-                    Operand::Tile(i) => {
-                        (format!("{}n1*{} + {}]", tile(i), tm * 64, h * 32), (2, 16))
-                    }
-                    Operand::Column(c) => (
-                        format!("ub_c{c}[nt*{} + n1*64 + {}]", tn * 4, h * 32),
-                        (0, 0),
-                    ),
-                };
-                self.open(format!("for n1 in 0..{}", tn / FRACTAL));
-                for h in 0..2 {
-                    let (d, _) = operand(Operand::Tile(dst), h);
-                    let (x, (bx, rx)) = operand(a, h);
-                    let (y, (by, ry)) = operand(b, h);
-                    self.line(format!(
-                        "{op}.f32 {d}, {x}, {y}, repeat={}, blk=(2, {bx}, {by}), rep=(16, {rx}, {ry})",
-                        tm / 8
-                    ));
-                }
-                self.close();
-            }
-        }
+/// `k · off`.
+fn scale_off(off: &Off, k: i64) -> Off {
+    Off {
+        c: off.c * k,
+        terms: off.terms.iter().map(|(n, c)| (n.clone(), c * k)).collect(),
     }
 }

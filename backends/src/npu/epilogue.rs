@@ -1,9 +1,13 @@
-//! The element-wise statements after the contraction, as Vector instructions on the tile in UB.
+//! The element-wise statements around the last contraction, as Vector instructions on tiles in
+//! UB: the epilogue after it, and the prologue that gives a live-in accumulator its start.
 //!
 //! Each statement's body is lowered bottom-up into operations on `tm × tn` f32 tiles (the
-//! accumulator's copy from L0C, the arrays earlier statements wrote, and temporaries), on
-//! per-column vectors (broadcast down the rows) and on scalars (registers filled once per
-//! block, or constants). A temporary is used exactly once (the body is a tree), so an
+//! accumulator's copy from L0C — or from GM, for the prologue — the arrays earlier statements
+//! wrote, and temporaries), on per-column vectors (broadcast down the rows), on per-row
+//! vectors (held expanded, 16 copies of each row's value, so that a fractal row of a tile
+//! meets its value lane by lane) and on scalars (registers filled once per block, or
+//! constants). Arithmetic on per-row vectors and scalars alone is hoisted: it runs once per
+//! block on the expanded vectors. A temporary is used exactly once (the body is a tree), so an
 //! operation writes over its first temporary operand instead of taking a new tile; the
 //! statement's result becomes its array's tile. Every operation rounds to f32 as the
 //! interpreter does after each operation: `a - s` is `a + (-s)` and `s - a` is `(-a) + s`,
@@ -12,11 +16,11 @@
 use std::collections::BTreeMap;
 
 use polyhedral::program::{
-    ArrayId, BinaryOp, Expr, ExprId, MathFn, ScalarType, Statement, UnaryOp,
+    ArrayId, BinaryOp, Expr, ExprId, MathFn, ScalarType, Statement, StmtId, UnaryOp,
 };
 use polyhedral::Program;
 
-use super::plan::{Holding, Plan};
+use super::plan::{Holding, Init, Plan};
 use super::Error;
 
 /// A scalar operand of a vector instruction.
@@ -56,32 +60,37 @@ pub(crate) enum Operand {
     Tile(usize),
     /// A per-column vector (index into [`Epilogue::columns`]).
     Column(usize),
+    /// An expanded per-row vector: the inputs of [`Epilogue::rows`], then hoisted
+    /// temporaries.
+    Row(usize),
 }
 
 /// One Vector (or scalar-unit) operation of the epilogue.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Op {
-    /// `vOP dst, a, b` (a and b tiles, or one of them a column vector broadcast down rows).
+    /// `vOP dst, a, b`: tiles, or a tile and a column or row vector broadcast over it (dst a
+    /// tile); or row vectors (dst a row vector).
     Binary {
         op: &'static str,
-        dst: usize,
+        dst: Operand,
         a: Operand,
         b: Operand,
     },
-    /// `vOPs dst, src, scalar` (`vadds`, `vmuls`, `vmaxs`).
+    /// `vOPs dst, src, scalar` (`vadds`, `vmuls`, `vmaxs`); dst and src both tiles or both
+    /// row vectors.
     WithScalar {
         op: &'static str,
-        dst: usize,
-        src: usize,
+        dst: Operand,
+        src: Operand,
         scalar: Scalar,
     },
     /// `vdup dst, scalar`.
-    Dup { dst: usize, scalar: Scalar },
-    /// `vOP dst, src`.
+    Dup { dst: Operand, scalar: Scalar },
+    /// `vOP dst, src`, both tiles or both row vectors.
     Unary {
         op: &'static str,
-        dst: usize,
-        src: usize,
+        dst: Operand,
+        src: Operand,
     },
 }
 
@@ -94,17 +103,34 @@ pub(crate) struct ScalarOp {
     pub b: Scalar,
 }
 
-/// The lowered epilogue.
+/// Operations on one set of tiles.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tiles {
+    /// Tiles per buffer (tile 0 receives the accumulator).
+    pub count: usize,
+    pub ops: Vec<Op>,
+}
+
+/// The lowered prologue and epilogue.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Epilogue {
-    /// Tiles per buffer (tile 0 receives the accumulator from L0C).
-    pub tiles: usize,
-    pub ops: Vec<Op>,
+    /// After the product: tile 0 receives the accumulator from L0C.
+    pub after: Tiles,
+    /// Before it, when the accumulator starts from GM: tile 0 receives its GM contents, and
+    /// [`Epilogue::start`] holds its start at the end.
+    pub before: Option<Tiles>,
+    pub start: usize,
     /// Scalar inputs and the register each is loaded into.
     pub scalars: Vec<(ArrayId, u8)>,
     pub scalar_ops: Vec<ScalarOp>,
     /// Column-vector inputs, in [`Operand::Column`] order.
     pub columns: Vec<ArrayId>,
+    /// Row-vector inputs, the first [`Operand::Row`] indices.
+    pub rows: Vec<ArrayId>,
+    /// Row vectors in all (inputs and hoisted temporaries).
+    pub row_vectors: usize,
+    /// Hoisted operations on row vectors, once per block.
+    pub row_ops: Vec<Op>,
     /// Live-out tile arrays and the tile holding each at the end.
     pub outputs: Vec<(ArrayId, usize)>,
 }
@@ -116,64 +142,47 @@ enum Val {
     /// A temporary tile this value owns.
     Temp(usize),
     Column(usize),
+    /// An expanded row vector (read-only: inputs and hoisted results alike).
+    Row(usize),
     Scalar(Scalar),
 }
 
 struct Lowering<'a> {
     program: &'a Program,
     ep: Epilogue,
+    /// The tile set being lowered into.
+    tiles: Tiles,
     array_tile: BTreeMap<ArrayId, usize>,
     free: Vec<usize>,
     next_reg: u8,
 }
 
-/// Lowers the plan's element-wise statements.
+/// Lowers the plan's prologue and epilogue statements.
 pub(crate) fn lower(program: &Program, plan: &Plan) -> Result<Epilogue, Error> {
     let mut l = Lowering {
         program,
-        ep: Epilogue {
-            tiles: 1,
-            ..Default::default()
-        },
+        ep: Epilogue::default(),
+        tiles: Tiles::default(),
         array_tile: BTreeMap::new(),
         free: Vec::new(),
         next_reg: 0,
     };
-    l.array_tile.insert(plan.acc, 0);
     for a in plan.arrays(Holding::Scalar) {
         let r = l.reg()?;
         l.ep.scalars.push((a, r));
     }
     l.ep.columns = plan.arrays(Holding::Column);
-    for &id in &plan.epilogue {
-        let s = &program.statements[id.index()];
-        let v = l.expr(s, s.body)?;
-        let tile = match v {
-            Val::Temp(t) => t,
-            Val::Array(t) => {
-                // A copy: a fresh tile, the source times one (exact).
-                let d = l.tile();
-                l.ep.ops.push(Op::WithScalar {
-                    op: "vmuls",
-                    dst: d,
-                    src: t,
-                    scalar: Scalar::Const(1.0),
-                });
-                d
-            }
-            Val::Column(_) | Val::Scalar(_) => {
-                return Err(Error::NotYet(format!(
-                    "statement {} does not depend on the contraction's result",
-                    s.name
-                )))
-            }
-        };
-        if let Some(old) = l.array_tile.insert(s.write.array, tile) {
-            l.free.push(old);
-        }
+    l.ep.rows = plan.arrays(Holding::Row);
+    l.ep.row_vectors = l.ep.rows.len();
+    if let Init::Gm(prologue) = &plan.last().init {
+        let start = l.statements(plan.acc, prologue)?;
+        l.ep.start = start[&plan.acc];
+        l.ep.before = Some(std::mem::take(&mut l.tiles));
     }
-    for (&a, &t) in &l.array_tile {
-        if program.array(a).role.is_live_out() {
+    let after = l.statements(plan.acc, &plan.epilogue)?;
+    l.ep.after = std::mem::take(&mut l.tiles);
+    for (&a, &t) in &after {
+        if program.array(a).role.is_live_out() || plan.gm.contains(&a) {
             l.ep.outputs.push((a, t));
         }
     }
@@ -181,6 +190,50 @@ pub(crate) fn lower(program: &Program, plan: &Plan) -> Result<Epilogue, Error> {
 }
 
 impl Lowering<'_> {
+    /// Lowers `stmts` into a fresh tile set whose tile 0 holds `acc`; returns the tile of
+    /// every array at the end.
+    fn statements(
+        &mut self,
+        acc: ArrayId,
+        stmts: &[StmtId],
+    ) -> Result<BTreeMap<ArrayId, usize>, Error> {
+        self.tiles = Tiles {
+            count: 1,
+            ops: Vec::new(),
+        };
+        self.free.clear();
+        self.array_tile.clear();
+        self.array_tile.insert(acc, 0);
+        for &id in stmts {
+            let s = &self.program.statements[id.index()];
+            let v = self.expr(s, s.body)?;
+            let tile = match v {
+                Val::Temp(t) => t,
+                Val::Array(t) => {
+                    // A copy: a fresh tile, the source times one (exact).
+                    let d = self.tile();
+                    self.tiles.ops.push(Op::WithScalar {
+                        op: "vmuls",
+                        dst: Operand::Tile(d),
+                        src: Operand::Tile(t),
+                        scalar: Scalar::Const(1.0),
+                    });
+                    d
+                }
+                Val::Column(_) | Val::Row(_) | Val::Scalar(_) => {
+                    return Err(Error::NotYet(format!(
+                        "statement {} does not depend on the contraction's result",
+                        s.name
+                    )))
+                }
+            };
+            if let Some(old) = self.array_tile.insert(s.write.array, tile) {
+                self.free.push(old);
+            }
+        }
+        Ok(std::mem::take(&mut self.array_tile))
+    }
+
     fn reg(&mut self) -> Result<u8, Error> {
         if self.next_reg >= 32 {
             return Err(Error::NotYet(
@@ -193,9 +246,15 @@ impl Lowering<'_> {
 
     fn tile(&mut self) -> usize {
         self.free.pop().unwrap_or_else(|| {
-            self.ep.tiles += 1;
-            self.ep.tiles - 1
+            self.tiles.count += 1;
+            self.tiles.count - 1
         })
+    }
+
+    /// A new hoisted row vector.
+    fn row(&mut self) -> usize {
+        self.ep.row_vectors += 1;
+        self.ep.row_vectors - 1
     }
 
     /// A tile to write a result into, given the operands: the first owned temporary.
@@ -230,6 +289,8 @@ impl Lowering<'_> {
                     Val::Array(t)
                 } else if let Some(c) = self.ep.columns.iter().position(|&x| x == a) {
                     Val::Column(c)
+                } else if let Some(r) = self.ep.rows.iter().position(|&x| x == a) {
+                    Val::Row(r)
                 } else if let Some(&(_, r)) = self.ep.scalars.iter().find(|(x, _)| *x == a) {
                     Val::Scalar(Scalar::Reg(r))
                 } else {
@@ -277,8 +338,21 @@ impl Lowering<'_> {
                 match v {
                     Val::Array(t) | Val::Temp(t) => {
                         let d = self.result_tile(&[v]);
-                        self.ep.ops.push(Op::Unary { op, dst: d, src: t });
+                        self.tiles.ops.push(Op::Unary {
+                            op,
+                            dst: Operand::Tile(d),
+                            src: Operand::Tile(t),
+                        });
                         Val::Temp(d)
+                    }
+                    Val::Row(r) => {
+                        let d = self.row();
+                        self.ep.row_ops.push(Op::Unary {
+                            op,
+                            dst: Operand::Row(d),
+                            src: Operand::Row(r),
+                        });
+                        Val::Row(d)
                     }
                     _ => return Err(not_tile(s)),
                 }
@@ -303,13 +377,23 @@ impl Lowering<'_> {
         match v {
             Val::Array(t) | Val::Temp(t) => {
                 let d = self.result_tile(&[v]);
-                self.ep.ops.push(Op::WithScalar {
+                self.tiles.ops.push(Op::WithScalar {
                     op,
-                    dst: d,
-                    src: t,
+                    dst: Operand::Tile(d),
+                    src: Operand::Tile(t),
                     scalar: c,
                 });
                 Ok(Val::Temp(d))
+            }
+            Val::Row(r) => {
+                let d = self.row();
+                self.ep.row_ops.push(Op::WithScalar {
+                    op,
+                    dst: Operand::Row(d),
+                    src: Operand::Row(r),
+                    scalar: c,
+                });
+                Ok(Val::Row(d))
             }
             Val::Scalar(x) => Ok(Val::Scalar(self.scalar_op(scalar_name(op), x, c)?)),
             Val::Column(_) => Err(not_tile(s)),
@@ -359,17 +443,47 @@ impl Lowering<'_> {
             _ => "vmin",
         };
         let tile_of = |v: Val| match v {
-            Val::Array(t) | Val::Temp(t) => Some(t),
+            Val::Array(t) | Val::Temp(t) | Val::Row(t) => Some(t),
             _ => None,
         };
+        let rows_only = |v: Val| matches!(v, Val::Row(_) | Val::Scalar(_));
         match (a, b) {
             (Val::Scalar(x), Val::Scalar(y)) => Ok(Val::Scalar(self.scalar_op(name, x, y)?)),
-            (Val::Column(_), Val::Column(_))
-            | (Val::Column(_), Val::Scalar(_))
-            | (Val::Scalar(_), Val::Column(_)) => Err(Error::NotYet(format!(
-                "arithmetic between per-column vectors and scalars in statement {} (it would be hoisted out of the tile loop)",
+            (Val::Column(_), Val::Column(_) | Val::Scalar(_) | Val::Row(_))
+            | (Val::Scalar(_) | Val::Row(_), Val::Column(_)) => Err(Error::NotYet(format!(
+                "arithmetic between per-column vectors and scalars or other vectors in statement {} (it would be hoisted out of the tile loop)",
                 s.name
             ))),
+            (x, y)
+                if rows_only(x)
+                    && rows_only(y)
+                    && (matches!((x, y), (Val::Row(_), Val::Row(_)))
+                        || !matches!(op, BinaryOp::Add | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Sub)) =>
+            {
+                // Two row vectors; or division and min with a scalar, a row vector filled with
+                // it (the other operations with a scalar are `vOPs` below).
+                let fill = |l: &mut Self, v: Val| -> usize {
+                    match v {
+                        Val::Row(r) => r,
+                        Val::Scalar(c) => {
+                            let d = l.row();
+                            l.ep.row_ops.push(Op::Dup { dst: Operand::Row(d), scalar: c });
+                            d
+                        }
+                        // rows_only holds.
+                        _ => 0,
+                    }
+                };
+                let (x, y) = (fill(self, x), fill(self, y));
+                let d = self.row();
+                self.ep.row_ops.push(Op::Binary {
+                    op: vop,
+                    dst: Operand::Row(d),
+                    a: Operand::Row(x),
+                    b: Operand::Row(y),
+                });
+                Ok(Val::Row(d))
+            }
             (t, Val::Scalar(c)) | (Val::Scalar(c), t)
                 if tile_of(t).is_some() && matches!(op, BinaryOp::Add | BinaryOp::Mul | BinaryOp::Max) =>
             {
@@ -395,7 +509,10 @@ impl Lowering<'_> {
                     match v {
                         Val::Scalar(c) => {
                             let d = l.tile();
-                            l.ep.ops.push(Op::Dup { dst: d, scalar: c });
+                            l.tiles.ops.push(Op::Dup {
+                                dst: Operand::Tile(d),
+                                scalar: c,
+                            });
                             Val::Temp(d)
                         }
                         other => other,
@@ -405,11 +522,17 @@ impl Lowering<'_> {
                 let operand = |v: Val| match v {
                     Val::Array(t) | Val::Temp(t) => Ok(Operand::Tile(t)),
                     Val::Column(c) => Ok(Operand::Column(c)),
+                    Val::Row(r) => Ok(Operand::Row(r)),
                     Val::Scalar(_) => Err(not_tile(s)),
                 };
                 let (oa, ob) = (operand(x)?, operand(y)?);
                 let d = self.result_tile(&[x, y]);
-                self.ep.ops.push(Op::Binary { op: vop, dst: d, a: oa, b: ob });
+                self.tiles.ops.push(Op::Binary {
+                    op: vop,
+                    dst: Operand::Tile(d),
+                    a: oa,
+                    b: ob,
+                });
                 Ok(Val::Temp(d))
             }
         }

@@ -7,7 +7,8 @@
 //! repeats), so the two never disagree. [`compile`] recognises the kernel's structure from its
 //! polyhedral representation ([`plan`]), chooses tile sizes from the capacities ([`tiles`]) and
 //! writes the program ([`cube`], with the element-wise part on the Vector unit in
-//! [`epilogue`]); [`check`] assembles it, runs it on the simulator on the interpreter's random
+//! [`epilogue`]); a kernel without a contraction goes to the Vector unit alone ([`vector`]).
+//! [`check`] assembles the program, runs it on the simulator on the interpreter's random
 //! inputs and compares every output with the interpreter's.
 //!
 //! Invariants of every program [`compile`] returns:
@@ -22,11 +23,14 @@
 //!   every wait's set is issued before it in program order (or pre-set), so programs are free of
 //!   races and deadlocks.
 
+mod copies;
 mod cube;
 mod epilogue;
 pub mod plan;
 mod runner;
+mod tile_ops;
 pub mod tiles;
+mod vector;
 
 pub use runner::{check, simulate, NpuCheck};
 
@@ -137,6 +141,9 @@ pub struct Options {
     /// Cap on the tile sizes `(m, n, k)` of the Cube (multiples of 16), e.g. to test
     /// that a smaller tile is chosen; `None`: chosen from the capacities alone.
     pub max_tile: Option<(u64, u64, u64)>,
+    /// A chain of contractions as one kernel per stage with the intermediates in GM (`true`)
+    /// or as one kernel keeping them on chip (`false`); `None`: whichever is estimated faster.
+    pub launches: Option<bool>,
 }
 
 impl Default for Options {
@@ -145,6 +152,7 @@ impl Default for Options {
             double_buffer: true,
             f64_as_f32: false,
             max_tile: None,
+            launches: None,
         }
     }
 }
@@ -170,8 +178,22 @@ pub enum Error {
 
 /// The `.npuasm` program of `program`.
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
+    if vector::applies(program) {
+        plan::refuse_in_place(program)?;
+        return vector::compile(program, target, options);
+    }
     let plan = plan::plan(program, options)?;
     cube::write(program, &plan, target, options)
+}
+
+/// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
+pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
+    if vector::applies(program) {
+        plan::refuse_in_place(program)?;
+        vector::lower(program, options).map(|_| ())
+    } else {
+        plan::plan(program, options).map(|_| ())
+    }
 }
 
 /// The accelerator target of the table.
@@ -258,8 +280,6 @@ impl Target for Npu {
     }
 
     fn supports(&self, program: &Program, options: &TargetOptions) -> Result<(), table::Error> {
-        plan::plan(program, &Npu::options(options))
-            .map(|_| ())
-            .map_err(|e| Npu::error(program, e))
+        supported(program, &Npu::options(options)).map_err(|e| Npu::error(program, e))
     }
 }

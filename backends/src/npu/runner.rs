@@ -2,13 +2,14 @@
 //!
 //! The inputs are the interpreter's random inputs (`polyhedral::interp::random_inputs`), as
 //! the CPU runner uses them, so the comparison is element by element with the same tolerances
-//! ([`crate::compare`]); f64 arrays (with [`Options::f64_as_f32`]) cross to the machine as f32
-//! and are compared with the f32 tolerance.
+//! ([`crate::compare`]). With [`Options::f64_as_f32`] the program is narrowed to f32 first
+//! ([`crate::gpu::narrow_f64`], as the GPU does): the machine computes it in f32 and is
+//! compared with the interpreter running the same narrowed program, at the f32 tolerance.
 
 use std::collections::BTreeMap;
 
 use polyhedral::interp;
-use polyhedral::program::{ArrayId, ArrayRole, ScalarType};
+use polyhedral::program::{ArrayId, ArrayRole};
 use polyhedral::Program;
 use sim::{SimOptions, Tensor};
 
@@ -51,19 +52,27 @@ pub fn simulate(
     timeline: bool,
 ) -> Result<(Outputs, sim::Outcome), Error> {
     let file = format!("{}.npuasm", program.name);
-    let kernel =
-        sim::load(&file, asm, &target.machine).map_err(|e| Error::Simulator(e.render(false)))?;
+    let kernels = sim::load_all(&file, asm, &target.machine)
+        .map_err(|e| Error::Simulator(e.render(false)))?;
     let memory = interp::random_inputs(program, seed);
     let mut inputs = BTreeMap::new();
-    for param in &kernel.program().params {
-        let Some(id) = program.array_by_name(&param.name) else {
+    // What the kernels read before writing: the program's inputs (a temporary one kernel
+    // writes for the next is not one).
+    for (k, name) in sim::inputs_of(&kernels) {
+        let Some(id) = program.array_by_name(&name) else {
             continue;
         };
-        if program.array(id).role == ArrayRole::Output {
+        if matches!(
+            program.array(id).role,
+            ArrayRole::Output | ArrayRole::Temporary
+        ) {
             continue;
         }
+        let Some(param) = kernels[k].program().params.iter().find(|p| p.name == name) else {
+            continue;
+        };
         inputs.insert(
-            param.name.clone(),
+            name,
             Tensor::new(
                 param.dtype,
                 param.shape.clone(),
@@ -75,8 +84,8 @@ pub fn simulate(
         timeline,
         ..SimOptions::default()
     };
-    let outcome =
-        sim::simulate(&kernel, &inputs, &options).map_err(|e| Error::Simulator(e.render(false)))?;
+    let outcome = sim::simulate_all(&kernels, &inputs, &options)
+        .map_err(|e| Error::Simulator(e.render(false)))?;
     let mut outputs = Vec::new();
     for (k, arr) in program.arrays.iter().enumerate() {
         if !arr.role.is_live_out() {
@@ -97,20 +106,20 @@ pub fn check(
     seed: u64,
     timeline: bool,
 ) -> Result<NpuCheck, Error> {
+    let narrowed;
+    let program = if options.f64_as_f32 {
+        narrowed = crate::gpu::narrow_f64(program);
+        &narrowed
+    } else {
+        program
+    };
     let asm = compile(program, target, options)?;
     let (outputs, outcome) = simulate(program, &asm, target, seed, timeline)?;
     let mut expected = interp::random_inputs(program, seed);
     interp::run(program, &mut expected)?;
-    // f64 computed in f32 is held to f32's tolerance.
-    let mut typed = program.clone();
-    for arr in &mut typed.arrays {
-        if arr.elem == ScalarType::F64 {
-            arr.elem = ScalarType::F32;
-        }
-    }
     Ok(NpuCheck {
         asm,
-        comparison: compare(&typed, &expected, &outputs),
+        comparison: compare(program, &expected, &outputs),
         outputs,
         report: outcome.report,
         timeline: outcome.timeline,

@@ -1,33 +1,126 @@
-//! Tile sizes of the Cube's matrix product, chosen from the machine's capacities and costs.
+//! Tile sizes of the Cube's matrix products, chosen from the machine's capacities and costs.
 //!
-//! The output `M × N` is cut into `tm × tn` tiles and the reduction into `tk` steps, each a
-//! multiple of the 16-element fractal (`tn` and `tk` dividing N and K; `tm` may leave a row
-//! tail). A block (one `block_idx`, one core at a time) computes one row panel of `tm` rows
-//! and `ntb` consecutive column tiles; `ng` blocks share a row panel. Every candidate whose
-//! footprints fit L0A (`tm·tk` f16), L0B (`tk·tn` f16), L0C (`tm·tn` f32), UB (the epilogue's
-//! tiles, `tm·tn` f32 each, plus the per-column vectors) and L1 — all doubled when double
-//! buffering — is estimated with the machine's costs: per block, the busiest of MTE2 (GM→L1
-//! at the path's bandwidth or the share of the GM bandwidth the running blocks leave it),
-//! MTE1, the Cube and the write-back, times the waves of blocks over the cores. A's row panel
-//! stays in L1 across the block's column tiles when it fits, so it crosses GM once. The
-//! cheapest estimate wins among the tilings that keep the Cubes they use busy (more blocks
-//! than the GM bandwidth can feed only add idle cores); ties go to the larger tile.
+//! The last stage's result (`M × N`, for each iteration of its independent loops) is cut into
+//! `tm × tn` tiles and its reduction into `tk` steps, each a multiple of the 16-element
+//! fractal (`tn` and `tk` dividing N and K rounded up to whole fractals; `tm` may leave a row
+//! tail). A block (one `block_idx`, one core at a time) computes `ob` iterations of the
+//! independent loops, and in each one row panel of `tm` rows and `ntb` consecutive column
+//! tiles; `ng` blocks share a row panel. A stage that feeds the last one is computed by every
+//! block for what the block reads of it: the rows of its panel and every reduction column, or
+//! every reduction row and the columns of its group; its tiles are the largest that fit.
+//!
+//! Every candidate whose footprints fit L0A, L0B, L0C (the largest stage's tiles), UB (the
+//! epilogue's and prologue's tiles, the vectors, the scalars) and L1 (operand slots, the
+//! resident and produced panels) — tiles doubled when double buffering — is estimated with the
+//! machine's costs: per block, the busiest of MTE2 (GM→L1 at the path's bandwidth or the share
+//! of the GM bandwidth the running blocks leave it), MTE1, the Cube and the write-back, times
+//! the waves of blocks over the cores. The cheapest estimate wins among the tilings that keep
+//! the Cubes they use busy (more blocks than the GM bandwidth can feed only add idle cores);
+//! ties go to the larger tile.
 
 use sim::isa::{CopyPath, Mem};
 
 use super::{NpuTarget, FRACTAL};
 
-/// The chosen tiling.
+/// What a stage does in the block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Tiles {
+pub enum Role {
+    /// The last stage: the block's row panel and column group.
+    Last,
+    /// Feeds the last stage's A: the panel's rows, every column.
+    FeedsA,
+    /// Feeds the last stage's B: every row, the group's columns.
+    FeedsB,
+}
+
+/// How the reduction may be cut into steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Steps {
+    /// Any multiple of 16 dividing the padded reduction.
+    Any,
+    /// A gathered reduction whose rows are `outer` groups of `group` contiguous rows: a step
+    /// is the whole reduction, or whole groups dividing it.
+    Groups { group: u64, outer: u64 },
+}
+
+/// A stage as the tiling sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageShape {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    /// Iterations of the accumulating loops outside the Cube's reduction.
+    pub ko: u64,
+    pub steps: Steps,
+    pub role: Role,
+    /// Operand read from L1 rather than streamed from GM (a stage's result or a scaled
+    /// operand), for A and B.
+    pub a_in_l1: bool,
+    pub b_in_l1: bool,
+    /// Scaled operands (kept in L1 as a panel scaled on the way in).
+    pub a_scaled: bool,
+    pub b_scaled: bool,
+    /// A gathered operand (A when true) and its reduction's largest component: its tiles are
+    /// copied in bursts of 16 elements, along that component or along the chunks.
+    pub gather: Option<(bool, u64)>,
+    /// A gathered B read through `load3d`: the reduction rows per channel and the elements
+    /// each channel takes in L1; a step's channels are copied whole from GM.
+    pub window: Option<(u64, u64)>,
+}
+
+/// The kernel as the tiling sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// Bytes of an operand element (2 or 4).
+    pub es: u64,
+    /// The stages, the last one last.
+    pub stages: Vec<StageShape>,
+    /// Iterations of the last stage's independent loops.
+    pub outer: u64,
+    /// Whether the last stage's A (from GM) is the same in every independent iteration.
+    pub a_invariant: bool,
+    pub ub: UbNeeds,
+}
+
+/// What UB must hold besides the drained tiles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UbNeeds {
+    /// `tm × tn` f32 tiles per buffer after the product (the accumulator's copy and the
+    /// epilogue's).
+    pub tiles: u64,
+    /// `tm × tn` f32 tiles per buffer of the prologue (0: the accumulator starts at zero).
+    pub init_tiles: u64,
+    /// f32 per-column vectors (each `ntb · tn` elements).
+    pub columns: u64,
+    /// Expanded f32 per-row vectors (each `tm × 16` elements).
+    pub rows: u64,
+    /// Bytes of scalars.
+    pub scalar_bytes: u64,
+}
+
+/// Bytes of each UB buffer a scaled operand streams through on its way to L1.
+pub const PIECE_BYTES: u64 = 16 * 1024;
+
+/// One stage's tile sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StageTiles {
     pub tm: u64,
     pub tn: u64,
     pub tk: u64,
-    /// Column tiles per block.
+}
+
+/// The chosen tiling.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tiles {
+    /// Per stage, in the plan's order.
+    pub stages: Vec<StageTiles>,
+    /// Column tiles of the last stage per block.
     pub ntb: u64,
     /// Blocks per row panel.
     pub ng: u64,
-    /// Whether A's whole row panel (`tm × K`) stays in L1.
+    /// Independent iterations per block.
+    pub ob: u64,
+    /// Whether the last stage's A from GM stays in L1 across the block's column tiles.
     pub a_resident: bool,
     /// Buffers per double-buffered tile: 2, or 1 without double buffering.
     pub nbuf: u64,
@@ -36,71 +129,134 @@ pub struct Tiles {
 }
 
 impl Tiles {
-    /// Row panels.
+    pub fn last(&self) -> StageTiles {
+        self.stages[self.stages.len() - 1]
+    }
+
+    /// Row panels of the last stage.
     pub fn mt(&self, m: u64) -> u64 {
-        m.div_ceil(self.tm)
+        m.div_ceil(self.last().tm)
     }
 
-    pub fn blocks(&self, m: u64) -> u64 {
-        self.mt(m) * self.ng
+    pub fn blocks(&self, shape: &Shape) -> u64 {
+        let last = shape.stages[shape.stages.len() - 1];
+        shape.outer / self.ob * self.mt(last.m) * self.ng
     }
 }
 
-/// What the tiles must hold besides the Cube's operands.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UbNeeds {
-    /// `tm × tn` f32 tiles per buffer (the accumulator's copy and the epilogue's).
-    pub tiles: u64,
-    /// f32 per-column vectors (each `ntb · tn` elements).
-    pub columns: u64,
-    /// Bytes of scalars.
-    pub scalar_bytes: u64,
+/// Multiples of 16 dividing `x` (a multiple of 16), at most `cap`.
+fn divisors(x: u64, cap: u64) -> Vec<u64> {
+    (1..=x / FRACTAL)
+        .map(|d| d * FRACTAL)
+        .filter(|&t| x.is_multiple_of(t) && t <= cap)
+        .collect()
 }
 
-const SIZES: [u64; 5] = [16, 32, 64, 128, 256];
+fn round16(x: u64) -> u64 {
+    x.div_ceil(FRACTAL) * FRACTAL
+}
 
-/// The cheapest tiling of an `m × n × k` product, or why none fits.
+/// `x` rounded up to a multiple of `t`.
+pub fn round_to(x: u64, t: u64) -> u64 {
+    x.div_ceil(t) * t
+}
+
+/// Multiples of 16 up to `x` rounded to 16 and `cap`: tiles of a dimension that may end in a
+/// padded tile.
+fn multiples(x: u64, cap: u64) -> Vec<u64> {
+    (1..=round16(x).min(cap) / FRACTAL)
+        .map(|d| d * FRACTAL)
+        .collect()
+}
+
+impl Shape {
+    /// Whether the last stage's column and reduction tiles may leave a partly padded last
+    /// tile: one stage, no gathered operand (a chain's panels and a window's channels need
+    /// tiles that divide their extents rounded to 16).
+    pub fn free(&self) -> bool {
+        let s = &self.stages[self.stages.len() - 1];
+        self.stages.len() == 1 && s.steps == Steps::Any && s.gather.is_none()
+    }
+}
+
+/// The largest tile of any dimension.
+const MAX_TILE: u64 = 256;
+
+/// The reduction steps a stage may take, largest first.
+fn k_steps(s: &StageShape, cap: u64, free: bool) -> Vec<u64> {
+    let kp = round16(s.k);
+    let mut v: Vec<u64> = match s.steps {
+        Steps::Any if free => multiples(s.k, cap.min(MAX_TILE)),
+        Steps::Any => divisors(kp, cap.min(MAX_TILE)),
+        Steps::Groups { group, .. } => {
+            let mut v: Vec<u64> = divisors(kp, u64::MAX)
+                .into_iter()
+                .filter(|&t| t == kp || (s.k.is_multiple_of(t) && t.is_multiple_of(group)))
+                .collect();
+            // A gathered reduction in one step even past the usual cap when nothing smaller
+            // divides it.
+            if v.iter().any(|&t| t <= cap.min(MAX_TILE)) {
+                v.retain(|&t| t <= cap.min(MAX_TILE));
+            } else {
+                v.retain(|&t| t == kp && t <= cap);
+            }
+            v
+        }
+    };
+    v.reverse();
+    v
+}
+
+/// The cheapest tiling of the kernel, or why none fits.
 pub fn choose(
     target: &NpuTarget,
-    (m, n, k): (u64, u64, u64),
-    ub: UbNeeds,
+    shape: &Shape,
     double_buffer: bool,
     max_tile: Option<(u64, u64, u64)>,
 ) -> Result<Tiles, String> {
     let nbuf = if double_buffer { 2 } else { 1 };
     let (cap_m, cap_n, cap_k) = max_tile.unwrap_or((u64::MAX, u64::MAX, u64::MAX));
+    let last = shape.stages[shape.stages.len() - 1];
+    let (mp, np) = (round16(last.m), round16(last.n));
     let mut best: Option<Tiles> = None;
-    let mp = m.div_ceil(FRACTAL) * FRACTAL;
-    for &tm in SIZES.iter().filter(|&&t| t <= mp.max(16) && t <= cap_m) {
-        for &tn in SIZES.iter().filter(|&&t| n % t == 0 && t <= cap_n) {
-            for &tk in SIZES.iter().filter(|&&t| k % t == 0 && t <= cap_k) {
-                let nt = n / tn;
-                for ng in (1..=nt).filter(|g| nt % g == 0) {
+    let tms: Vec<u64> = (1..=mp.min(MAX_TILE) / FRACTAL)
+        .map(|d| d * FRACTAL)
+        .filter(|&t| t <= cap_m && (t.is_power_of_two() || t == mp))
+        .collect();
+    let free = shape.free();
+    let tns = if free {
+        multiples(last.n, cap_n.min(MAX_TILE))
+    } else {
+        divisors(np, cap_n.min(MAX_TILE))
+    };
+    for &tm in &tms {
+        for &tn in tns.iter().rev() {
+            for &tk in &k_steps(&last, cap_k, free) {
+                let nt = round_to(np, tn) / tn;
+                for ng in (1..=nt).filter(|g| nt.is_multiple_of(*g)) {
                     let ntb = nt / ng;
-                    let Some(a_resident) = fits(target, (tm, tn, tk, ntb), k, ub, nbuf) else {
-                        continue;
-                    };
-                    let mut t = Tiles {
-                        tm,
-                        tn,
-                        tk,
-                        ntb,
-                        ng,
-                        a_resident,
-                        nbuf,
-                        estimate: 0,
-                    };
-                    t.estimate = estimate(target, &t, (m, n, k), ub);
-                    let key = |t: &Tiles| {
-                        (
-                            !efficient(target, t, (m, n, k)),
-                            t.estimate,
-                            u64::MAX - t.tm * t.tn * t.tk,
-                        )
-                    };
-                    let better = best.as_ref().is_none_or(|b| key(&t) < key(b));
-                    if better {
-                        best = Some(t);
+                    for ob in (1..=shape.outer).filter(|o| shape.outer.is_multiple_of(*o)) {
+                        let Some(t) = candidate(
+                            target,
+                            shape,
+                            StageTiles { tm, tn, tk },
+                            (ntb, ng, ob),
+                            nbuf,
+                            (cap_m, cap_n, cap_k),
+                        ) else {
+                            continue;
+                        };
+                        let key = |t: &Tiles| {
+                            let l = t.last();
+                            (
+                                !efficient(target, t, shape),
+                                t.estimate,
+                                u64::MAX - l.tm * l.tn * l.tk,
+                            )
+                        };
+                        if best.as_ref().is_none_or(|b| key(&t) < key(b)) {
+                            best = Some(t);
+                        }
                     }
                 }
             }
@@ -108,8 +264,8 @@ pub fn choose(
     }
     best.ok_or_else(|| {
         format!(
-            "even 16×16×16 tiles with {} UB tiles and {} column vectors overflow a memory",
-            ub.tiles, ub.columns
+            "even 16×16 tiles with {} UB tiles, {} column and {} row vectors overflow a memory",
+            shape.ub.tiles, shape.ub.columns, shape.ub.rows
         )
     })
 }
@@ -120,92 +276,273 @@ const EFFICIENT: f64 = 0.8;
 /// Whether the estimate keeps the Cube of every core it uses busy at least [`EFFICIENT`] of
 /// the time: more cores than the GM bandwidth can feed only wait for data, so the fastest
 /// efficient tiling is preferred to a marginally faster one that leaves the Cubes idle.
-fn efficient(target: &NpuTarget, t: &Tiles, (m, n, k): (u64, u64, u64)) -> bool {
-    let blocks = t.blocks(m);
-    let cores = blocks.min(target.cores()).max(1);
-    let macs = m.div_ceil(FRACTAL) * (n / FRACTAL) * (k / FRACTAL);
+fn efficient(target: &NpuTarget, t: &Tiles, shape: &Shape) -> bool {
+    let cores = t.blocks(shape).min(target.cores()).max(1);
+    let per = target.machine.cube_per_fractal.max(1) * if shape.es == 4 { 2 } else { 1 };
+    let macs: u64 = shape
+        .stages
+        .iter()
+        .map(|s| s.m.div_ceil(FRACTAL) * round16(s.n) / FRACTAL * round16(s.k) / FRACTAL * s.ko)
+        .sum::<u64>()
+        * shape.outer
+        * per;
     macs as f64 >= EFFICIENT * (t.estimate.max(1) * cores) as f64
 }
 
-/// Whether the footprints fit; `Some(a_resident)` when they do.
-fn fits(
+/// The producers' tiles for a last-stage tiling, the memories checked, and the estimate.
+fn candidate(
     target: &NpuTarget,
-    (tm, tn, tk, ntb): (u64, u64, u64, u64),
-    k: u64,
-    ub: UbNeeds,
+    shape: &Shape,
+    lt: StageTiles,
+    (ntb, ng, ob): (u64, u64, u64),
     nbuf: u64,
-) -> Option<bool> {
-    let l0a = tm * tk * 2 * nbuf;
-    let l0b = tk * tn * 2 * nbuf;
-    let l0c = tm * tn * 4 * nbuf;
-    let ub_bytes = ub.tiles * tm * tn * 4 * nbuf + ub.columns * ntb * tn * 4 + ub.scalar_bytes;
-    if l0a > target.capacity(Mem::L0a)
-        || l0b > target.capacity(Mem::L0b)
-        || l0c > target.capacity(Mem::L0c)
-        || ub_bytes > target.capacity(Mem::Ub)
-    {
+    caps: (u64, u64, u64),
+) -> Option<Tiles> {
+    let es = shape.es;
+    let last = shape.stages[shape.stages.len() - 1];
+    let kp_last = round16(last.k);
+    let group = ntb * lt.tn;
+    let l0a = target.capacity(Mem::L0a);
+    let l0b = target.capacity(Mem::L0b);
+    let l0c = target.capacity(Mem::L0c);
+    let fits_l0 = |t: &StageTiles| {
+        t.tm * t.tk * es * nbuf <= l0a
+            && t.tk * t.tn * es * nbuf <= l0b
+            && t.tm * t.tn * 4 * nbuf <= l0c
+    };
+    if !fits_l0(&lt) {
         return None;
     }
-    let b_l1 = tk * tn * 2 * nbuf;
-    let l1 = target.capacity(Mem::L1);
-    if tm * k * 2 + b_l1 <= l1 {
-        Some(true)
-    } else if tm * tk * 2 * nbuf + b_l1 <= l1 {
-        Some(false)
-    } else {
-        None
+    let mut stages = Vec::new();
+    for s in &shape.stages[..shape.stages.len() - 1] {
+        // The region the block computes: its rows and columns, each a multiple of the tile.
+        let (rows, cols) = match s.role {
+            Role::FeedsA => (lt.tm, kp_last),
+            _ => (kp_last, group),
+        };
+        let tm_choices: Vec<u64> = if s.role == Role::FeedsA {
+            vec![lt.tm]
+        } else {
+            divisors(rows, MAX_TILE.min(caps.0))
+        };
+        let mut pick: Option<StageTiles> = None;
+        for &tm in &tm_choices {
+            for &tn in &divisors(cols, MAX_TILE.min(caps.1)) {
+                for &tk in &k_steps(s, caps.2, false) {
+                    let t = StageTiles { tm, tn, tk };
+                    let better = pick.is_none_or(|p| (tm * tn, tk) > (p.tm * p.tn, p.tk));
+                    if fits_l0(&t) && better {
+                        pick = Some(t);
+                    }
+                }
+            }
+        }
+        stages.push(pick?);
     }
+    stages.push(lt);
+    // UB: the drain tile (shared by every stage), the epilogue's and prologue's tiles.
+    let tile = lt.tm * lt.tn * 4 * nbuf;
+    let drain = stages.iter().map(|t| t.tm * t.tn * 4 * nbuf).max()?;
+    let scaled = shape.stages.iter().any(|s| s.a_scaled || s.b_scaled);
+    let ub = drain
+        + shape.ub.tiles.saturating_sub(1) * tile
+        + shape.ub.init_tiles * tile
+        + shape.ub.columns * group * 4
+        + shape.ub.rows * lt.tm * FRACTAL * 4
+        + shape.ub.scalar_bytes
+        + if scaled { 2 * PIECE_BYTES } else { 0 };
+    if ub > target.capacity(Mem::Ub) {
+        return None;
+    }
+    // L1: the streamed operands' slots (shared by every stage), the panels.
+    let mut a_slot = 0;
+    let mut b_slot = 0;
+    let mut panels = 0;
+    for (s, t) in shape.stages.iter().zip(&stages) {
+        let (rows, cols) = match s.role {
+            Role::Last => (t.tm, group),
+            Role::FeedsA => (t.tm, kp_last),
+            Role::FeedsB => (kp_last, group),
+        };
+        let kp = round_to(s.k, t.tk) * s.ko;
+        if s.a_scaled {
+            panels += rows * kp * 4;
+        } else if !s.a_in_l1 {
+            a_slot = a_slot.max(t.tm * t.tk * es * nbuf);
+        }
+        if s.b_scaled {
+            panels += kp * cols * 4;
+        } else if let Some((per, cs)) = s.window {
+            b_slot = b_slot.max(t.tk.min(s.k).div_ceil(per) * cs * es * nbuf);
+        } else if !s.b_in_l1 {
+            b_slot = b_slot.max(t.tk * t.tn * es * nbuf);
+        }
+        match s.role {
+            Role::FeedsA => panels += lt.tm * kp_last * 4,
+            Role::FeedsB => panels += kp_last * group * 4,
+            Role::Last => {}
+        }
+    }
+    let l1 = target.capacity(Mem::L1);
+    if a_slot + b_slot + panels > l1 {
+        return None;
+    }
+    // The last stage's A from GM stays in L1 across its column tiles when it fits and is the
+    // same in every independent iteration of the block.
+    let a_panel = lt.tm * round_to(last.k, lt.tk) * last.ko * es;
+    let a_resident = !last.a_in_l1
+        && !last.a_scaled
+        && (ob == 1 || shape.a_invariant)
+        && a_panel + b_slot + panels <= l1;
+    let mut t = Tiles {
+        stages,
+        ntb,
+        ng,
+        ob,
+        a_resident,
+        nbuf,
+        estimate: 0,
+    };
+    t.estimate = estimate(target, shape, &t);
+    Some(t)
 }
 
 /// Estimated cycles of the whole kernel with tiling `t`.
-fn estimate(target: &NpuTarget, t: &Tiles, (m, _n, k): (u64, u64, u64), ub: UbNeeds) -> u64 {
+fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
     let mc = &target.machine;
-    let blocks = t.blocks(m);
+    let blocks = t.blocks(shape);
     let running = blocks.min(target.cores()).max(1);
     let waves = blocks.div_ceil(target.cores());
     let gm_bw = target
         .bandwidth(CopyPath::GmL1)
         .min((mc.gm_bandwidth / running).max(1));
-    let kt = k / t.tk;
-    let f = |x: u64| x / FRACTAL;
-    let a_bytes = t.tm * t.tk * 2;
-    let b_bytes = t.tk * t.tn * 2;
-    let startup2 = target.startup(CopyPath::GmL1);
-    let a_copy = f(t.tk) * startup2 + a_bytes.div_ceil(gm_bw);
-    let b_copy = f(t.tn) * startup2 + b_bytes.div_ceil(gm_bw);
-    let mte1 = t.tm / FRACTAL * target.startup(CopyPath::L1L0a)
-        + a_bytes.div_ceil(target.bandwidth(CopyPath::L1L0a))
-        + f(t.tk) * target.startup(CopyPath::L1L0b)
-        + b_bytes.div_ceil(target.bandwidth(CopyPath::L1L0b));
-    let cube = mc.cube_startup + mc.cube_per_fractal * f(t.tm) * f(t.tk) * f(t.tn);
-    let c_bytes = t.tm * t.tn * 4;
-    let repeats = c_bytes / super::VECTOR_BYTES;
-    let vector = c_bytes.div_ceil(target.bandwidth(CopyPath::L0cUb))
-        + ub.tiles.saturating_sub(1) * (mc.vector_startup + mc.vector_per_repeat * repeats);
-    let mte3 = f(t.tn) * target.startup(CopyPath::UbGm)
-        + c_bytes.div_ceil(target.bandwidth(CopyPath::UbGm).min(gm_bw));
-    let drain = vector + mte3;
-    // The first column tile also brings A's row panel when it stays resident; a streamed A
-    // comes with every step.
-    let later_a = if t.a_resident { 0 } else { a_copy };
-    let block = if t.nbuf == 1 {
-        kt * (a_copy + b_copy + mte1 + cube)
-            + (t.ntb - 1) * kt * (later_a + b_copy + mte1 + cube)
-            + t.ntb * drain
+    let es = shape.es;
+    let per = if es == 4 {
+        mc.cube_per_fractal_f32
     } else {
-        let first = [cube, mte1, a_copy + b_copy].into_iter().max().unwrap_or(0);
-        let later = [cube, mte1, later_a + b_copy, drain.div_ceil(kt.max(1))]
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-        kt * first + (t.ntb - 1) * kt * later + a_copy + b_copy + mte1 + drain
+        mc.cube_per_fractal
     };
-    waves * block
+    let last = shape.stages[shape.stages.len() - 1];
+    let lt = t.last();
+    let kp_last = round16(last.k);
+    let group = t.ntb * lt.tn;
+    let f = |x: u64| x / FRACTAL;
+    let mut block = 0;
+    for (i, (s, st)) in shape.stages.iter().zip(&t.stages).enumerate() {
+        let (rows, cols) = match s.role {
+            Role::Last => (st.tm, group),
+            Role::FeedsA => (st.tm, kp_last),
+            Role::FeedsB => (kp_last, group),
+        };
+        let tiles = rows.div_ceil(st.tm) * cols / st.tn;
+        let steps = round_to(s.k, st.tk) / st.tk * s.ko;
+        let a_bytes = st.tm * st.tk * es;
+        let b_bytes = st.tk * st.tn * es;
+        let startup2 = target.startup(CopyPath::GmL1);
+        // Copies of a gathered tile: one per 16-element chunk of each row, in bursts along
+        // the longer of the largest component and the chunks.
+        let gathered = |rows: u64, cols: u64, axis: u64| {
+            (rows * f(cols)).div_ceil(axis.max(f(cols)).max(1)) * startup2
+        };
+        let a_copy = if s.a_in_l1 || s.a_scaled {
+            0
+        } else if let Some((true, axis)) = s.gather {
+            gathered(st.tk, st.tm, axis) + a_bytes.div_ceil(gm_bw)
+        } else {
+            f(st.tk) * startup2 + a_bytes.div_ceil(gm_bw)
+        };
+        let b_copy = if s.b_in_l1 || s.b_scaled {
+            0
+        } else if let Some((per, cs)) = s.window {
+            startup2 + (st.tk.min(s.k).div_ceil(per) * cs * es).div_ceil(gm_bw)
+        } else if let Some((false, axis)) = s.gather {
+            gathered(st.tk, st.tn, axis) + b_bytes.div_ceil(gm_bw)
+        } else {
+            f(st.tn) * startup2 + b_bytes.div_ceil(gm_bw)
+        };
+        let mte1 = f(st.tm) * target.startup(CopyPath::L1L0a)
+            + a_bytes.div_ceil(target.bandwidth(CopyPath::L1L0a))
+            + f(st.tk) * target.startup(CopyPath::L1L0b)
+            + b_bytes.div_ceil(target.bandwidth(CopyPath::L1L0b));
+        let cube = mc.cube_startup + per * f(st.tm) * f(st.tk) * f(st.tn);
+        let c_bytes = st.tm * st.tn * 4;
+        let vectors = if i + 1 == shape.stages.len() {
+            shape.ub.tiles.saturating_sub(1) + shape.ub.init_tiles
+        } else {
+            0
+        };
+        let repeats = c_bytes / super::VECTOR_BYTES;
+        let vector = c_bytes.div_ceil(target.bandwidth(CopyPath::L0cUb))
+            + vectors * (mc.vector_startup + mc.vector_per_repeat * repeats);
+        let mte3 = f(st.tn) * target.startup(CopyPath::UbGm)
+            + c_bytes.div_ceil(target.bandwidth(CopyPath::UbGm).min(gm_bw));
+        let drain = vector + mte3;
+        // A resident A crosses GM once per row panel.
+        let resident = s.role == Role::Last && t.a_resident;
+        let later_a = if resident { 0 } else { a_copy };
+        // A window's channels in one step are copied once for all the column tiles.
+        let later_b = if s.window.is_some() && steps == 1 {
+            0
+        } else {
+            b_copy
+        };
+        let run = if t.nbuf == 1 {
+            steps * (a_copy + b_copy + mte1 + cube)
+                + (tiles - 1) * steps * (later_a + later_b + mte1 + cube)
+                + tiles * drain
+        } else {
+            let first = [cube, mte1, a_copy + b_copy].into_iter().max().unwrap_or(0);
+            let later = [cube, mte1, later_a + later_b, drain.div_ceil(steps.max(1))]
+                .into_iter()
+                .max()
+                .unwrap_or(0);
+            steps * first + (tiles - 1) * steps * later + a_copy + b_copy + mte1 + drain
+        };
+        // A resident A that every independent iteration shares crosses GM once per block.
+        let run = if resident && shape.a_invariant {
+            run.saturating_sub(a_copy * (t.ob - 1) / t.ob.max(1))
+        } else {
+            run
+        };
+        // A scaled operand crosses GM → UB → L1 once per block.
+        let scaled = (s.a_scaled as u64) * rows * round_to(s.k, st.tk) * s.ko * 4
+            + (s.b_scaled as u64) * cols * round_to(s.k, st.tk) * s.ko * 4;
+        block += run + scaled.div_ceil(gm_bw);
+    }
+    waves * block * t.ob
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn matmul((m, n, k): (u64, u64, u64)) -> Shape {
+        Shape {
+            es: 2,
+            stages: vec![StageShape {
+                m,
+                n,
+                k,
+                ko: 1,
+                steps: Steps::Any,
+                role: Role::Last,
+                a_in_l1: false,
+                b_in_l1: false,
+                a_scaled: false,
+                b_scaled: false,
+                gather: None,
+                window: None,
+            }],
+            outer: 1,
+            a_invariant: true,
+            ub: UbNeeds {
+                tiles: 2,
+                columns: 1,
+                scalar_bytes: 32,
+                ..Default::default()
+            },
+        }
+    }
 
     #[test]
     fn tiles_fit_and_are_multiples_of_the_fractal() {
@@ -215,23 +552,14 @@ mod tests {
             (1024, 1024, 1024),
             (200, 64, 48),
             (16, 16, 16),
+            (33, 47, 100),
         ] {
-            let t = choose(
-                &target,
-                (m, n, k),
-                UbNeeds {
-                    tiles: 2,
-                    columns: 1,
-                    scalar_bytes: 32,
-                },
-                true,
-                None,
-            )
-            .expect("a tiling");
-            assert!(t.tm.is_multiple_of(16) && t.tn.is_multiple_of(16) && t.tk.is_multiple_of(16));
-            assert!(n.is_multiple_of(t.tn) && k.is_multiple_of(t.tk));
-            assert!(t.tm * t.tk * 2 * 2 <= target.capacity(Mem::L0a));
-            assert!(t.tm * t.tn * 4 * 2 <= target.capacity(Mem::L0c));
+            let t = choose(&target, &matmul((m, n, k)), true, None).expect("a tiling");
+            let l = t.last();
+            assert!(l.tm.is_multiple_of(16) && l.tn.is_multiple_of(16) && l.tk.is_multiple_of(16));
+            assert!(t.ng * t.ntb * l.tn >= n && t.ng * t.ntb * l.tn < n + l.tn);
+            assert!(l.tm * l.tk * 2 * 2 <= target.capacity(Mem::L0a));
+            assert!(l.tm * l.tn * 4 * 2 <= target.capacity(Mem::L0c));
         }
     }
 
@@ -241,17 +569,21 @@ mod tests {
         let text =
             sim::DEFAULT_MACHINE.replace("mem.L0A.capacity = 65536", "mem.L0A.capacity = 8192");
         let target = NpuTarget::new(sim::Machine::parse("small.machine", &text).expect("parses"));
-        let t = choose(
-            &target,
-            (512, 512, 512),
-            UbNeeds {
-                tiles: 1,
-                ..Default::default()
-            },
-            true,
-            None,
-        )
-        .expect("a smaller tiling");
-        assert!(t.tm * t.tk * 2 * t.nbuf <= 8192, "{t:?}");
+        let t = choose(&target, &matmul((512, 512, 512)), true, None).expect("a smaller tiling");
+        let l = t.last();
+        assert!(l.tm * l.tk * 2 * t.nbuf <= 8192, "{t:?}");
+    }
+
+    #[test]
+    fn a_gathered_reduction_steps_over_whole_groups() {
+        // 3×3 windows over 32 channels: 288 rows in groups of 9; a step is 144 or 288 rows.
+        let mut shape = matmul((32, 64, 288));
+        shape.stages[0].steps = Steps::Groups {
+            group: 9,
+            outer: 32,
+        };
+        shape.es = 4;
+        let t = choose(&NpuTarget::default(), &shape, true, None).expect("a tiling");
+        assert!([144, 288].contains(&t.last().tk), "{t:?}");
     }
 }

@@ -76,6 +76,20 @@ impl From<NestError> for InterpError {
     }
 }
 
+/// The bytes a [`Memory`] for `program` takes (every element is held as an `f64`), or `None`
+/// when the count does not fit in 64 bits.
+pub fn memory_bytes(program: &Program) -> Option<u64> {
+    let mut total = 0u64;
+    for k in 0..program.arrays.len() {
+        let mut bytes = std::mem::size_of::<f64>() as u64;
+        for e in program.array_extents(ArrayId(k as u32)) {
+            bytes = bytes.checked_mul(e.max(0) as u64)?;
+        }
+        total = total.checked_add(bytes)?;
+    }
+    Some(total)
+}
+
 /// Deterministic pseudo-random contents for every array that is not a temporary; temporaries
 /// start as zeros.
 ///

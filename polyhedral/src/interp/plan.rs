@@ -12,7 +12,8 @@ use std::marker::PhantomData;
 use super::code::{self, Code, Env, Fault};
 use super::{round, InterpError, Memory};
 use crate::program::{
-    Access, AffineExpr, ArrayId, ConstraintKind, Program, ScalarType, Statement, StmtId, Var,
+    loop_bounds, Access, AffineExpr, ArrayId, ConstraintKind, Program, ScalarType, Statement,
+    StmtId, Var,
 };
 
 /// `c + Σ coeffs[d]·iters[d]`: an affine expression with its parameters bound.
@@ -170,7 +171,8 @@ pub(crate) struct StmtPlan {
     pub accesses: Vec<AccessPlan>,
     /// The domain's constraints.
     pub domain: Vec<Bound>,
-    /// Per depth, the constraints whose innermost iterator it is (the loop's bounds).
+    /// Per depth, the constraints whose innermost iterator it is (the loop's bounds), with
+    /// those the inner iterators imply where the domain has none (see [`loop_bounds`]).
     pub bounds: Vec<Vec<Bound>>,
     /// Per depth, the constraints whose innermost iterator is outside it (or that use none).
     pub outer: Vec<Vec<Bound>>,
@@ -196,13 +198,17 @@ impl StmtPlan {
             })
             .collect();
         let level = |c: &crate::program::Constraint| c.expr.innermost_iter();
+        // With the bounds inner iterators imply on outer ones that have none of their own.
+        let looped = loop_bounds(&stmt.domain, depth);
         let bounds = (0..depth)
             .map(|d| {
-                stmt.domain
+                looped
                     .iter()
-                    .zip(&domain)
-                    .filter(|(c, _)| level(c) == Some(d))
-                    .map(|(_, b)| b.clone())
+                    .filter(|c| level(c) == Some(d))
+                    .map(|c| Bound {
+                        expr: Lin::new(&c.expr, depth, params),
+                        kind: c.kind,
+                    })
                     .collect()
             })
             .collect();

@@ -7,9 +7,9 @@
 
 use super::{round, wrap_i32, InterpError, Memory, RunStats};
 use crate::program::{
-    build_nest, collect_stmts, BinaryOp, Block, ConstraintKind, Expr, ExprArena, ExprId, Function,
-    FunctionId, MathFn, NestNode as Node, Program, ScalarType, Statement, Stmt, StmtId, UnaryOp,
-    Var,
+    build_nest, collect_stmts, loop_bounds, BinaryOp, Block, Constraint, ConstraintKind, Expr,
+    ExprArena, ExprId, Function, FunctionId, MathFn, NestNode as Node, Program, ScalarType,
+    Statement, Stmt, StmtId, UnaryOp, Var,
 };
 
 /// Runs `program` on `memory` in the original order, one expression node at a time.
@@ -36,6 +36,9 @@ pub fn run_tree_walker(program: &Program, memory: &mut Memory) -> Result<RunStat
 struct StmtPlan {
     /// Indices of domain constraints that the loop bounds do not already enforce.
     guards: Vec<usize>,
+    /// The domain with the bounds inner iterators imply on outer ones that have none of their
+    /// own: what loop bounds are computed from.
+    loop_bounds: Vec<Constraint>,
     /// Types of the body's expressions.
     types: Vec<ScalarType>,
 }
@@ -58,6 +61,7 @@ impl StmtPlan {
             .collect();
         StmtPlan {
             guards,
+            loop_bounds: loop_bounds(&stmt.domain, stmt.depth()),
             types: body_types(program, stmt),
         }
     }
@@ -134,19 +138,19 @@ impl Machine<'_> {
         let mut stmts = Vec::new();
         collect_stmts(body, &mut stmts);
         for s in stmts {
-            let stmt = &self.program.statements[s.index()];
-            let (l, h) = self.statement_bounds(stmt, depth)?;
+            let (l, h) = self.statement_bounds(s, depth)?;
             lo = lo.min(l);
             hi = hi.max(h);
         }
         Ok((lo, hi))
     }
 
-    fn statement_bounds(&self, stmt: &Statement, depth: usize) -> Result<(i64, i64), InterpError> {
+    fn statement_bounds(&self, id: StmtId, depth: usize) -> Result<(i64, i64), InterpError> {
+        let stmt = &self.program.statements[id.index()];
         let mut lo: Option<i64> = None;
         let mut hi: Option<i64> = None;
         let var = Var::Iter(depth);
-        for c in &stmt.domain {
+        for c in &self.plans[id.index()].loop_bounds {
             if c.expr.innermost_iter() != Some(depth) {
                 continue;
             }

@@ -24,12 +24,14 @@
 //! `[params] -> { S[iterators] -> A[subscripts] }`.
 
 mod affine;
+mod bounds;
 mod display;
 mod expr;
 mod function;
 mod nest;
 
 pub use affine::{AffineExpr, Constraint, ConstraintKind, Var};
+pub use bounds::loop_bounds;
 pub use expr::{BinaryOp, Expr, ExprArena, ExprId, Literal, MathFn, UnaryOp};
 pub use function::{Block, Function, FunctionId, Local, LocalId, Stmt};
 pub use nest::{build_nest, collect_stmts, NestError, NestNode};

@@ -13,8 +13,15 @@
 //! wavefront, a time loop fused with a parallel space loop) is split after its sequential
 //! prefix first, so the mark can sit above the parallel members.
 //!
-//! The pass only adds marks and splits bands: the tree schedules the same instances in the same
-//! order afterwards, so [`super::verify`] accepts it whenever it accepted the input.
+//! On a machine that caps the loop iterations of one thread ([`Hoist::Sequential`]), the
+//! sequential members of a permutable kernel band move outwards, to the host, before the
+//! band is split: every launch then runs one iteration of them, and a thread's share of the
+//! work no longer grows with their trip counts. Any order of a permutable band's members is
+//! legal, and a coincident member stays coincident wherever it moves.
+//!
+//! Otherwise the pass only adds marks and splits bands: the tree schedules the same instances
+//! in the same order afterwards. Either way [`super::verify`] accepts it whenever it accepted
+//! the input.
 
 use super::tree::{Node, NodeKind, ScheduleTree};
 use super::ScheduleError;
@@ -24,12 +31,43 @@ pub const KERNEL_MARK: &str = "kernel";
 /// The mark above a band whose leading coincident members map to threads of a group.
 pub const THREAD_MARK: &str = "thread";
 
+/// Where the sequential members of a kernel band run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hoist {
+    /// Inside the kernel, after its parallel members.
+    None,
+    /// On the host, before the parallel members (permutable bands only).
+    Sequential,
+}
+
 /// Inserts kernel and thread marks into `tree` (see the module docs).
-pub fn insert_mapping_marks(tree: &mut ScheduleTree) -> Result<(), ScheduleError> {
+pub fn insert_mapping_marks(tree: &mut ScheduleTree, hoist: Hoist) -> Result<(), ScheduleError> {
     let mut root = std::mem::replace(&mut tree.root, Node::leaf());
-    let result = mark_host(&mut root);
+    let result = mark_host(&mut root, hoist);
     tree.root = root;
     result
+}
+
+/// Moves the non-coincident members of the permutable band `node` before its coincident ones;
+/// whether it moved any.
+fn sequential_first(node: &mut Node) -> bool {
+    let NodeKind::Band(band) = &mut node.kind else {
+        return false;
+    };
+    // A sequential member after a parallel one is what moves.
+    if !band.permutable || !band.coincident[0] || band.coincident.iter().all(|&c| c) {
+        return false;
+    }
+    let order: Vec<usize> = (0..band.coincident.len())
+        .filter(|&k| !band.coincident[k])
+        .chain((0..band.coincident.len()).filter(|&k| band.coincident[k]))
+        .collect();
+    for (_, f) in &mut band.schedule {
+        let old = std::mem::take(f);
+        *f = order.iter().map(|&k| old[k].clone()).collect();
+    }
+    band.coincident = order.iter().map(|&k| band.coincident[k]).collect();
+    true
 }
 
 /// The index of the first coincident member of a band, if any.
@@ -67,7 +105,10 @@ fn wrap(node: &mut Node, name: &str) {
 }
 
 /// Marks the subtree `node`, which runs on the host.
-fn mark_host(node: &mut Node) -> Result<(), ScheduleError> {
+fn mark_host(node: &mut Node, hoist: Hoist) -> Result<(), ScheduleError> {
+    if hoist == Hoist::Sequential && first_coincident(node) == Some(0) && sequential_first(node) {
+        return mark_host(node, hoist);
+    }
     match first_coincident(node) {
         Some(0) => {
             for c in &mut node.children {
@@ -79,7 +120,7 @@ fn mark_host(node: &mut Node) -> Result<(), ScheduleError> {
         Some(k) => {
             split(node, k);
             for c in &mut node.children {
-                mark_host(c)?;
+                mark_host(c, hoist)?;
             }
             Ok(())
         }
@@ -88,7 +129,7 @@ fn mark_host(node: &mut Node) -> Result<(), ScheduleError> {
                 return Ok(());
             }
             for c in &mut node.children {
-                mark_host(c)?;
+                mark_host(c, hoist)?;
             }
             Ok(())
         }
@@ -96,9 +137,15 @@ fn mark_host(node: &mut Node) -> Result<(), ScheduleError> {
 }
 
 /// Marks the subtree `node`, which runs on one group: the first coincident band on each path
-/// gets a thread mark.
+/// gets a thread mark, or the band below it when that one's first member is coincident too.
 fn mark_group(node: &mut Node) -> Result<(), ScheduleError> {
     match first_coincident(node) {
+        // A tile band inside a kernel (a producer pulled into the kernel's tile, a statement
+        // tiled for promotion) has few iterations there: its point band maps to the threads,
+        // and each thread runs the tile loops.
+        Some(0) if node.children.len() == 1 && first_coincident(&node.children[0]) == Some(0) => {
+            mark_group(&mut node.children[0])
+        }
         Some(0) => {
             wrap(node, THREAD_MARK);
             Ok(())
@@ -132,20 +179,12 @@ impl crate::pipeline::Pass for MapMarks {
     }
 
     fn run(&self, cx: &mut crate::pipeline::PassContext) -> Result<(), crate::pipeline::Error> {
-        // Producers that post-tiling fusion pulls into a tile would have to be spread over the
-        // tile's threads with a barrier before their consumers; that mapping does not exist.
-        let mut extension = false;
-        cx.tree
-            .root
-            .walk(&mut |n| extension |= matches!(n.kind, NodeKind::Extension(_)));
-        if extension {
-            return Err(crate::pipeline::Error::Unsupported(
-                "mapping a tree with extension nodes (post-tiling fusion) onto groups and \
-                 threads"
-                    .into(),
-            ));
-        }
-        insert_mapping_marks(&mut cx.tree)?;
+        let hoist = if cx.target.loop_iterations().is_some() {
+            Hoist::Sequential
+        } else {
+            Hoist::None
+        };
+        insert_mapping_marks(&mut cx.tree, hoist)?;
         Ok(())
     }
 }

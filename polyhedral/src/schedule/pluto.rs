@@ -114,6 +114,9 @@ pub enum Error {
     /// The schedule violates a dependence.
     #[error("illegal schedule: {0}")]
     Illegal(String),
+    /// A dependence the scheduler cannot take yet.
+    #[error("not supported yet: {0}")]
+    Unsupported(String),
     #[error("schedule: {0}")]
     Invalid(String),
 }
@@ -753,7 +756,15 @@ impl<'a> Scheduler<'a> {
                 let mut diff0 = unit(self.coeff_var(t, dt), 1);
                 diff0[1 + self.coeff_var(s, ds)] -= 1;
                 if dep.legality {
-                    let rows = farkas(&piece.c.eqs, &piece_ineqs, &diff0, &diff, nv)?;
+                    let rows = farkas(&piece.c.eqs, &piece_ineqs, &diff0, &diff, nv)?.ok_or_else(
+                        || {
+                            Error::Unsupported(format!(
+                                "the legality constraints of a dependence of {} on {} have more \
+                                 than {MAX_PROJECTED_ROWS} inequalities once projected",
+                                self.program.statements[t].name, self.program.statements[s].name
+                            ))
+                        },
+                    )?;
                     eqs[k].extend(rows.eqs);
                     ineqs[k].extend(rows.ineqs);
                 }
@@ -771,9 +782,13 @@ impl<'a> Scheduler<'a> {
                 }
                 let mut bound0: Vec<i64> = diff0.iter().map(|x| -x).collect();
                 bound0[1 + w] += 1;
-                let rows = farkas(&piece.c.eqs, &piece_ineqs, &bound0, &bound, nv)?;
-                eqs[k].extend(rows.eqs);
-                ineqs[k].extend(rows.ineqs);
+                // The bound only steers the objective (the distance, or an input dependence's
+                // reuse distance, to keep small): where its projection is too large to solve
+                // with, the dependence does without, and the schedule stays legal.
+                if let Some(rows) = farkas(&piece.c.eqs, &piece_ineqs, &bound0, &bound, nv)? {
+                    eqs[k].extend(rows.eqs);
+                    ineqs[k].extend(rows.ineqs);
+                }
             }
         }
         Ok(comps
@@ -1123,17 +1138,23 @@ fn orthogonal_rows(h: &[Vec<i64>], d: usize) -> Vec<Vec<i64>> {
     out
 }
 
+/// Inequalities a Fourier–Motzkin projection may have after any of its steps; past it the
+/// projection is given up. The scheduler's kernels need a few dozen; a dependence polyhedron
+/// with many constraints can make the projection grow without bound.
+const MAX_PROJECTED_ROWS: usize = 400;
+
 /// Farkas' lemma, affine form: the constraints on the ILP variables `z` under which
 /// `f0(z) + Σ_v f[v](z) · y_v ≥ 0` for every rational `y` with `eqs · (1, y) = 0` and
 /// `ineqs · (1, y) ≥ 0`, with the multipliers projected out (Gaussian elimination on the
-/// coefficient identities, then Fourier–Motzkin). Each form has `1 + nz` entries.
+/// coefficient identities, then Fourier–Motzkin). Each form has `1 + nz` entries. `None` when
+/// the projection grows past [`MAX_PROJECTED_ROWS`].
 fn farkas(
     eqs: &[Vec<i64>],
     ineqs: &[Vec<i64>],
     f0: &[i64],
     f: &[Vec<i64>],
     nz: usize,
-) -> Result<Rows, Error> {
+) -> Result<Option<Rows>, Error> {
     let ny = f.len();
     let (mi, me) = (ineqs.len(), eqs.len());
     let width = 1 + nz + mi + me;
@@ -1167,7 +1188,9 @@ fn farkas(
         i_rows.push(r);
     }
     let elim: Vec<usize> = (1 + nz..width).collect();
-    let (e_rows, i_rows) = eliminate(e_rows, i_rows, &elim)?;
+    let Some((e_rows, i_rows)) = eliminate(e_rows, i_rows, &elim)? else {
+        return Ok(None);
+    };
     let mut out = Rows::default();
     for mut r in e_rows {
         r.truncate(1 + nz);
@@ -1181,7 +1204,7 @@ fn farkas(
             out.ineqs.push(r);
         }
     }
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// Normalises a row over integer variables: divides by the gcd of the coefficients, rounding
@@ -1235,12 +1258,13 @@ fn combine(x: &[i64], a: i64, y: &[i64], b: i64) -> Result<Vec<i64>, Error> {
 /// Equalities and inequalities as rows.
 type System = (Vec<Vec<i64>>, Vec<Vec<i64>>);
 
-/// Projects the variables `elim` out of `{ eqs = 0, ineqs ≥ 0 }` over the rationals.
+/// Projects the variables `elim` out of `{ eqs = 0, ineqs ≥ 0 }` over the rationals; `None`
+/// when a step leaves more than [`MAX_PROJECTED_ROWS`] inequalities.
 fn eliminate(
     mut eqs: Vec<Vec<i64>>,
     mut ineqs: Vec<Vec<i64>>,
     elim: &[usize],
-) -> Result<System, Error> {
+) -> Result<Option<System>, Error> {
     let mut remaining: Vec<usize> = elim.to_vec();
     // Gaussian elimination through the equalities first: it never grows the system.
     while let Some((ei, c)) = eqs.iter().enumerate().find_map(|(i, r)| {
@@ -1279,6 +1303,9 @@ fn eliminate(
         let (pos, rest): (Vec<Vec<i64>>, Vec<Vec<i64>>) = ineqs.into_iter().partition(|r| r[c] > 0);
         let (neg, mut zero): (Vec<Vec<i64>>, Vec<Vec<i64>>) =
             rest.into_iter().partition(|r| r[c] < 0);
+        if zero.len() + pos.len() * neg.len() > MAX_PROJECTED_ROWS * 4 {
+            return Ok(None);
+        }
         for a in &pos {
             for b in &neg {
                 // b_c < 0 < a_c: (−b_c)·a + a_c·b eliminates c.
@@ -1289,8 +1316,11 @@ fn eliminate(
         }
         ineqs = zero;
         dedup(&mut ineqs);
+        if ineqs.len() > MAX_PROJECTED_ROWS {
+            return Ok(None);
+        }
     }
-    Ok((eqs, ineqs))
+    Ok(Some((eqs, ineqs)))
 }
 
 /// Removes duplicate rows, trivially true rows, and rows dominated by a parallel one.
@@ -1346,7 +1376,8 @@ mod tests {
             &[vec![0, 0, 1]],
             2,
         )
-        .unwrap();
+        .unwrap()
+        .expect("a small projection");
         let mut got = rows.ineqs.clone();
         got.sort();
         assert_eq!(got, vec![vec![0, 1, 0], vec![0, 1, 10]]);
@@ -1356,7 +1387,9 @@ mod tests {
     #[test]
     fn farkas_with_an_equality() {
         // y = 3: c0 + c1·y ≥ 0 iff c0 + 3·c1 ≥ 0.
-        let rows = farkas(&[vec![-3, 1]], &[], &[0, 1, 0], &[vec![0, 0, 1]], 2).unwrap();
+        let rows = farkas(&[vec![-3, 1]], &[], &[0, 1, 0], &[vec![0, 0, 1]], 2)
+            .unwrap()
+            .expect("a small projection");
         assert_eq!(rows.ineqs, vec![vec![0, 1, 3]]);
     }
 }

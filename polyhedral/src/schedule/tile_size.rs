@@ -10,8 +10,9 @@
 //! - **caches without it**, or a schedule the model does not cover: with two or more caches,
 //!   the cache rule of [`hierarchy_sizes`]; with one, the uniform rule on it;
 //! - **workgroups** (a GPU): the largest uniform power of two for which the band's parallel
-//!   members fit the workgroup's invocation limits (in all and per dimension) and the tile's
-//!   footprint fits the workgroup memory;
+//!   members fit the workgroup's invocation limits (in all and per dimension), the tile's
+//!   footprint fits the workgroup memory and, where the machine caps the loop iterations of
+//!   one invocation, the tile's sequential iterations stay well below the cap;
 //! - **scratchpads** (an accelerator): the largest uniform power of two whose footprint fits the
 //!   smallest scratchpad, a multiple of the matrix unit's fractal where the target has one;
 //! - otherwise nothing is tiled.
@@ -98,10 +99,18 @@ pub(crate) fn rule_sizes(
         let parallel: Vec<usize> = (0..band.len)
             .filter(|&k| schedule.dims[band.start + k].coincident)
             .collect();
+        let mapped = parallel.len().min(3);
+        // The members not mapped to invocations run sequentially in one invocation, inside
+        // whatever loops enclose the tile: under a cap on the loop iterations of one
+        // invocation, a tile's own share stays a sixteenth of it.
+        let sequential = (band.len - mapped) as u32;
+        let budget = target
+            .loop_iterations()
+            .map_or(u64::MAX, |cap| u64::from(cap) / LOOP_CAP_SHARE);
         return uniform_sizes(program, schedule, band, bytes, |t| {
-            let mapped = parallel.len().min(3);
             (t as u64).saturating_pow(mapped as u32) <= max_total as u64
                 && max_per_dim[..mapped].iter().all(|&m| t <= m as i64)
+                && (t as u64).saturating_pow(sequential) <= budget
         });
     }
     if let Some(bytes) = smallest {
@@ -112,6 +121,10 @@ pub(crate) fn rule_sizes(
     }
     Ok(vec![1; band.len])
 }
+
+/// Under a cap on the loop iterations of one invocation, the sequential iterations of one tile
+/// are at most this fraction of it.
+const LOOP_CAP_SHARE: u64 = 16;
 
 /// The sizes the capacity rules choose from, largest first.
 const TILE_SIZES: [i64; 8] = [256, 128, 64, 32, 16, 8, 4, 2];

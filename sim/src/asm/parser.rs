@@ -108,6 +108,16 @@ impl Kwargs {
         }
     }
 
+    /// `n_burst`, `len`, `src_gap`, `dst_gap` of a burst copy.
+    fn bursts(&mut self) -> PResult<(u32, u32, u32, u32)> {
+        Ok((
+            self.int("n_burst", Some(1), 4095)? as u32,
+            self.int("len", None, 65535)? as u32,
+            self.int("src_gap", Some(0), 65535)? as u32,
+            self.int("dst_gap", Some(0), 65535)? as u32,
+        ))
+    }
+
     fn finish(self, mnemonic: &str) -> PResult<()> {
         if let Some((k, _, span)) = self.items.into_iter().next() {
             return Err(
@@ -570,6 +580,14 @@ impl Parser {
             .map(|_| ())
     }
 
+    /// `DST, SRC` and the keyword arguments after them.
+    fn dst_src_kwargs(&mut self) -> PResult<(Addr, Addr, Kwargs)> {
+        let dst = self.addr()?;
+        self.comma()?;
+        let src = self.addr()?;
+        Ok((dst, src, self.kwargs()?))
+    }
+
     fn kwargs(&mut self) -> PResult<Kwargs> {
         let mut items = Vec::new();
         while self.eat(&Tok::Comma) {
@@ -683,6 +701,7 @@ impl Parser {
             let mut kw = self.kwargs()?;
             // The destination's repeat stride counts elements: one result per repeat.
             let cfg = self.vec_cfg(&mut kw, &[1, 8]).map_err(fix)?;
+            let acc = kw.flag("acc")?;
             kw.finish(&full)?;
             return Ok(Instr::VRed {
                 op,
@@ -690,6 +709,7 @@ impl Parser {
                 dst,
                 src,
                 cfg,
+                acc,
             });
         }
         match head {
@@ -707,6 +727,16 @@ impl Parser {
                     scalar,
                     cfg,
                 })
+            }
+            "vbrcb" => {
+                let ty = self.dtype_suffix(parts, 1, start)?;
+                let dst = self.addr()?;
+                self.comma()?;
+                let src = self.addr()?;
+                let mut kw = self.kwargs()?;
+                let cfg = self.vec_cfg(&mut kw, &[8]).map_err(fix)?;
+                kw.finish(&full)?;
+                Ok(Instr::VBrcb { ty, dst, src, cfg })
             }
             "vcmp" => {
                 let op = parts
@@ -762,10 +792,7 @@ impl Parser {
                     return Err(Diagnostic::new(start, "`vconv` converts between two types")
                         .with_hint("e.g. `vconv.f32.f16`"));
                 }
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let lanes = 256 / from.size().max(to.size());
                 let blk = |t: DType| (lanes * t.size() / 32) as u32;
                 let cfg = self.vec_cfg(&mut kw, &[blk(to), blk(from)]).map_err(fix)?;
@@ -779,14 +806,8 @@ impl Parser {
                 })
             }
             "copy" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
-                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
-                let len = kw.int("len", None, 65535).map_err(fix)? as u32;
-                let src_gap = kw.int("src_gap", Some(0), 65535).map_err(fix)? as u32;
-                let dst_gap = kw.int("dst_gap", Some(0), 65535).map_err(fix)? as u32;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
+                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 kw.finish(&full)?;
                 Ok(Instr::Copy {
                     dst,
@@ -797,15 +818,52 @@ impl Parser {
                     dst_gap,
                 })
             }
-            "copy_cc_to_ub" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+            "copy_pad" => {
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
-                let len = kw.int("len", None, 65535).map_err(fix)? as u32;
-                let src_gap = kw.int("src_gap", Some(0), 65535).map_err(fix)? as u32;
-                let dst_gap = kw.int("dst_gap", Some(0), 65535).map_err(fix)? as u32;
+                let bytes = kw.int("bytes", None, 65535 * 32).map_err(fix)? as u32;
+                let src_stride = kw
+                    .int("src_stride", Some(0), u32::MAX as i64)
+                    .map_err(fix)? as u32;
+                let dst_stride = kw
+                    .int("dst_stride", Some(0), u32::MAX as i64)
+                    .map_err(fix)? as u32;
+                let fit = bytes.div_ceil(32);
+                let len = kw.int("len", Some(fit as i64), 65535).map_err(fix)? as u32;
+                kw.finish(&full)?;
+                if len < fit {
+                    return Err(Diagnostic::new(
+                        start,
+                        format!("`len={len}` blocks cannot hold a burst of {bytes} bytes"),
+                    )
+                    .with_hint(format!("use at least `len={fit}`, or leave it out")));
+                }
+                Ok(Instr::CopyPad {
+                    dst,
+                    src,
+                    n_burst,
+                    bytes,
+                    src_stride,
+                    dst_stride,
+                    len,
+                })
+            }
+            "copy_ub_to_cc" => {
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
+                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
+                kw.finish(&full)?;
+                Ok(Instr::CopyUbToCc {
+                    dst,
+                    src,
+                    n_burst,
+                    len,
+                    src_gap,
+                    dst_gap,
+                })
+            }
+            "copy_cc_to_ub" => {
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
+                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
                 let f16 = kw.flag("f16")?;
                 let relu = kw.flag("relu")?;
                 let src_f16 = kw.flag("src_f16")?;
@@ -827,13 +885,11 @@ impl Parser {
                 })
             }
             "load2d" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let repeat = kw.int("repeat", Some(1), 255).map_err(fix)? as u32;
                 let src_stride = kw.int("src_stride", Some(1), 65535).map_err(fix)? as u32;
                 let transpose = kw.flag("transpose")?;
+                let f32 = kw.flag("f32")?;
                 kw.finish(&full)?;
                 Ok(Instr::Load2d {
                     dst,
@@ -841,13 +897,49 @@ impl Parser {
                     repeat,
                     src_stride,
                     transpose,
+                    f32,
+                })
+            }
+            "load3d" => {
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
+                let c = kw.int("c", None, 4096).map_err(fix)? as u32;
+                let cs = kw.int("cs", None, 1 << 20).map_err(fix)? as u32;
+                let w = kw.int("w", None, 65535).map_err(fix)? as u32;
+                let kh = kw.int("kh", Some(1), 255).map_err(fix)? as u32;
+                let kwidth = kw.int("kw", Some(1), 255).map_err(fix)? as u32;
+                let k = kw.int("k", None, 4096).map_err(fix)? as u32;
+                let n = kw.int("n", None, 4096).map_err(fix)? as u32;
+                let f32 = kw.flag("f32")?;
+                kw.finish(&full)?;
+                if c == 0 || kh == 0 || kwidth == 0 || k == 0 || n == 0 {
+                    return Err(Diagnostic::new(
+                        start,
+                        "`load3d` channels, kernel and sizes must be positive",
+                    )
+                    .with_hint("a feature map and a kernel have at least one element"));
+                }
+                if !k.is_multiple_of(16) || !n.is_multiple_of(16) {
+                    return Err(Diagnostic::new(
+                        start,
+                        "`load3d` writes whole fractals: `k` and `n` are multiples of 16",
+                    )
+                    .with_hint("round the sizes up; rows past the map's read 0"));
+                }
+                Ok(Instr::Load3d {
+                    dst,
+                    src,
+                    c,
+                    cs,
+                    w,
+                    kh,
+                    kw: kwidth,
+                    k,
+                    n,
+                    f32,
                 })
             }
             "img2col" => {
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
+                let (dst, src, mut kw) = self.dst_src_kwargs()?;
                 let h = kw.int("h", None, 4096).map_err(fix)? as u32;
                 let w = kw.int("w", None, 4096).map_err(fix)? as u32;
                 let c1 = kw.int("c1", Some(1), 256).map_err(fix)? as u32;
@@ -905,6 +997,7 @@ impl Parser {
                 let n = kw.int("n", None, 4096).map_err(fix)? as u32;
                 let init = kw.flag("init")?;
                 let acc = kw.flag("acc")?;
+                let src_f32 = kw.flag("src_f32")?;
                 if init == acc {
                     return Err(Diagnostic::new(
                         start,
@@ -922,6 +1015,7 @@ impl Parser {
                     k,
                     n,
                     init,
+                    src_f32,
                 })
             }
             "set_vector_mask" => {
@@ -953,6 +1047,7 @@ impl Parser {
                     Instr::WaitFlag { src, dst, event }
                 })
             }
+            "sync_all" => Ok(Instr::SyncAll),
             "pipe_barrier" => {
                 let (name, span) = self.ident("a pipe or ALL")?;
                 if name == "ALL" {

@@ -176,6 +176,14 @@ fn kw(s: &mut String, key: &str, v: u32, default: Option<u32>) {
     }
 }
 
+/// `n_burst`, `len`, `src_gap`, `dst_gap` of a burst copy, defaults left out.
+fn bursts(s: &mut String, [n_burst, len, src_gap, dst_gap]: [u32; 4]) {
+    kw(s, "n_burst", n_burst, Some(1));
+    kw(s, "len", len, None);
+    kw(s, "src_gap", src_gap, Some(0));
+    kw(s, "dst_gap", dst_gap, Some(0));
+}
+
 pub(crate) fn print_instr(i: &Instr) -> String {
     match i {
         Instr::Copy {
@@ -187,10 +195,24 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             dst_gap,
         } => {
             let mut s = format!("copy {}, {}", addr(dst), addr(src));
+            bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
+            s
+        }
+        Instr::CopyPad {
+            dst,
+            src,
+            n_burst,
+            bytes,
+            src_stride,
+            dst_stride,
+            len,
+        } => {
+            let mut s = format!("copy_pad {}, {}", addr(dst), addr(src));
             kw(&mut s, "n_burst", *n_burst, Some(1));
-            kw(&mut s, "len", *len, None);
-            kw(&mut s, "src_gap", *src_gap, Some(0));
-            kw(&mut s, "dst_gap", *dst_gap, Some(0));
+            kw(&mut s, "bytes", *bytes, None);
+            kw(&mut s, "src_stride", *src_stride, Some(0));
+            kw(&mut s, "dst_stride", *dst_stride, Some(0));
+            kw(&mut s, "len", *len, Some(bytes.div_ceil(32)));
             s
         }
         Instr::Img2col {
@@ -218,18 +240,59 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             kw(&mut s, "m1", *m1, None);
             s
         }
+        Instr::CopyUbToCc {
+            dst,
+            src,
+            n_burst,
+            len,
+            src_gap,
+            dst_gap,
+        } => {
+            let mut s = format!("copy_ub_to_cc {}, {}", addr(dst), addr(src));
+            bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
+            s
+        }
+        Instr::Load3d {
+            dst,
+            src,
+            c,
+            cs,
+            w,
+            kh,
+            kw: kwidth,
+            k,
+            n,
+            f32,
+        } => {
+            let mut s = format!("load3d {}, {}", addr(dst), addr(src));
+            kw(&mut s, "c", *c, None);
+            kw(&mut s, "cs", *cs, None);
+            kw(&mut s, "w", *w, None);
+            kw(&mut s, "kh", *kh, Some(1));
+            kw(&mut s, "kw", *kwidth, Some(1));
+            kw(&mut s, "k", *k, None);
+            kw(&mut s, "n", *n, None);
+            if *f32 {
+                s.push_str(", f32");
+            }
+            s
+        }
         Instr::Load2d {
             dst,
             src,
             repeat,
             src_stride,
             transpose,
+            f32,
         } => {
             let mut s = format!("load2d {}, {}", addr(dst), addr(src));
             kw(&mut s, "repeat", *repeat, Some(1));
             kw(&mut s, "src_stride", *src_stride, Some(1));
             if *transpose {
                 s.push_str(", transpose");
+            }
+            if *f32 {
+                s.push_str(", f32");
             }
             s
         }
@@ -242,13 +305,15 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             k,
             n,
             init,
+            src_f32,
         } => format!(
-            "mmad.{} {}, {}, {}, m={m}, k={k}, n={n}, {}",
+            "mmad.{} {}, {}, {}, m={m}, k={k}, n={n}, {}{}",
             out.name(),
             addr(c),
             addr(a),
             addr(b),
-            if *init { "init" } else { "acc" }
+            if *init { "init" } else { "acc" },
+            if *src_f32 { ", src_f32" } else { "" }
         ),
         Instr::CopyCcToUb {
             dst,
@@ -262,10 +327,7 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             src_f16,
         } => {
             let mut s = format!("copy_cc_to_ub {}, {}", addr(dst), addr(src));
-            kw(&mut s, "n_burst", *n_burst, Some(1));
-            kw(&mut s, "len", *len, None);
-            kw(&mut s, "src_gap", *src_gap, Some(0));
-            kw(&mut s, "dst_gap", *dst_gap, Some(0));
+            bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
             if *f16 {
                 s.push_str(", f16");
             }
@@ -373,13 +435,27 @@ pub(crate) fn print_instr(i: &Instr) -> String {
             dst,
             src,
             cfg: c,
+            acc,
         } => format!(
-            "{}.{} {}, {}{}",
+            "{}.{} {}, {}{}{}",
             name_of(&VRED_NAMES, *op),
             ty.name(),
             addr(dst),
             addr(src),
-            cfg(c, &[1, 8])
+            cfg(c, &[1, 8]),
+            if *acc { ", acc" } else { "" }
+        ),
+        Instr::VBrcb {
+            ty,
+            dst,
+            src,
+            cfg: c,
+        } => format!(
+            "vbrcb.{} {}, {}{}",
+            ty.name(),
+            addr(dst),
+            addr(src),
+            cfg(c, &[8])
         ),
         Instr::VConv {
             from,
@@ -406,6 +482,7 @@ pub(crate) fn print_instr(i: &Instr) -> String {
         Instr::WaitFlag { src, dst, event } => {
             format!("wait_flag {}, {}, {event}", src.name(), dst.name())
         }
+        Instr::SyncAll => "sync_all".to_string(),
         Instr::Barrier { pipe } => {
             format!("pipe_barrier {}", pipe.map_or("ALL", |p| p.name()))
         }

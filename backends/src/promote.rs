@@ -1,15 +1,26 @@
 //! Memory promotion on a kernel's loops: which footprints go to workgroup memory and which
-//! accumulators to registers.
+//! accumulators to registers on the GPU, and which temporaries live in one tile of a parallel
+//! loop on the CPU.
 //!
+//! - **Tile-local temporaries** (CPU). A temporary all of whose accesses lie in the body of one
+//!   parallel loop (a tile loop, after post-tiling fusion pulled the producers in) is a value
+//!   no iteration passes to another: the loop carries no dependence. It gets a zeroed array of
+//!   its box in that body ([`Region::box_of`]) instead of a global buffer.
 //! - **Workgroup tiles.** For one thread region (the loops under a `thread` mark, entered by
 //!   every invocation of the group in uniform control flow), each array the kernel only reads
 //!   and the region reads with reuse (some loop of the region that its subscripts do not use)
 //!   gets the box of its accesses: per dimension, the lowest subscript over the region's loop
 //!   ranges (an expression of the loops outside the region) and a constant extent, the largest
 //!   the region's tiles can reach. The box is copied in cooperatively before the region and
-//!   read there instead of global memory; arrays the kernel writes are never copied, so
-//!   nothing needs writing back. Boxes are taken in the order the arrays are first read while
-//!   they fit the workgroup memory left.
+//!   read there instead of global memory. An array the region writes is promoted the same way
+//!   when its accesses have more than one subscript (a single one is a register's, below):
+//!   every store into the box also sets the element's bit in a bit set beside it, and after
+//!   the region exactly the elements whose bit is set are written back — never an element the
+//!   group did not write, which another group may own. The loops mapped to groups and to
+//!   invocations carry no dependence, so no other group or invocation reads or writes those
+//!   elements meanwhile. Arrays the kernel writes only outside the region are not copied.
+//!   Boxes are taken in the order the arrays are first accessed while they fit the workgroup
+//!   memory left (a written box with its bit set).
 //! - **Registers.** A sequential loop run by one invocation whose body accesses an array it
 //!   writes at a single subscript that does not change inside the loop (gemm's `C[i][j]` in
 //!   the `k` loop) keeps that element in a function-scope variable: loaded before the loop,
@@ -139,11 +150,18 @@ pub(crate) struct SharedTile {
     pub lower: Vec<AstExpr>,
     /// Per dimension, the number of elements.
     pub extent: Vec<i64>,
+    /// Whether the region writes the array (the box is written back after it).
+    pub written: bool,
 }
 
 impl SharedTile {
     pub(crate) fn len(&self) -> i64 {
         self.extent.iter().product()
+    }
+
+    /// The 32-bit words of the bit set of written elements.
+    pub(crate) fn flag_words(&self) -> i64 {
+        (self.len() + 31) / 32
     }
 }
 
@@ -175,7 +193,7 @@ fn ranges(ast: &Ast) -> Ranges {
 
 /// A constant bound on `upper - lower + 1` when a pair of their min / max terms differ by a
 /// constant.
-fn trip_bound(lower: &AstExpr, upper: &AstExpr) -> Option<i64> {
+fn trip_bound(lower: &AstExpr, upper: &AstExpr, params: Option<&[i64]>) -> Option<i64> {
     let lows: Vec<&AstExpr> = match lower {
         AstExpr::Max(items) => items.iter().collect(),
         e => vec![e],
@@ -188,7 +206,15 @@ fn trip_bound(lower: &AstExpr, upper: &AstExpr) -> Option<i64> {
     for h in &highs {
         for l in &lows {
             if let (Some(h), Some(l)) = (Linear::of(h), Linear::of(l)) {
-                let d = h.minus(&l);
+                let mut d = h.minus(&l);
+                if let Some(values) = params.filter(|_| d.vars.is_empty()) {
+                    d.constant += d
+                        .params
+                        .iter()
+                        .map(|(p, c)| c * values[*p as usize])
+                        .sum::<i64>();
+                    d.params.clear();
+                }
                 if d.is_constant() {
                     let t = (d.constant + 1).max(0);
                     best = Some(best.map_or(t, |b| b.min(t)));
@@ -197,6 +223,143 @@ fn trip_bound(lower: &AstExpr, upper: &AstExpr) -> Option<i64> {
         }
     }
     best
+}
+
+/// The loops of a region and its accesses, from which the boxes of arrays are computed.
+pub(crate) struct Region {
+    /// Every variable a loop of the region binds.
+    inner: BTreeSet<String>,
+    /// Per region variable whose bounds use outer variables only: its bounds and a constant
+    /// bound on its trip count.
+    info: BTreeMap<String, (AstExpr, AstExpr, i64)>,
+    /// Every access of the region's statements: (array, subscripts, is the write).
+    pub(crate) all: Vec<(ArrayId, Vec<AstExpr>, bool)>,
+}
+
+impl Region {
+    /// The region's loops and accesses; with `fold_params`, trip counts may depend on the
+    /// program's parameters, taken at their values.
+    pub(crate) fn new(program: &Program, region: &Ast, fold_params: bool) -> Region {
+        let values = program.param_values();
+        let params = fold_params.then_some(values.as_slice());
+        let ranges = ranges(region);
+        let inner: BTreeSet<String> = ranges.keys().cloned().collect();
+        let mut info = BTreeMap::new();
+        for (v, r) in &ranges {
+            let Some((lo, hi)) = r else { continue };
+            let mut used = BTreeSet::new();
+            expr_vars(lo, &mut used);
+            expr_vars(hi, &mut used);
+            if used.iter().any(|u| inner.contains(u)) {
+                continue;
+            }
+            if let Some(t) = trip_bound(lo, hi, params) {
+                info.insert(v.clone(), (lo.clone(), hi.clone(), t));
+            }
+        }
+        Region {
+            inner,
+            info,
+            all: accesses(program, region),
+        }
+    }
+
+    /// The affine forms of every access of `array` (one per subscript), when all are affine in
+    /// loops of known range.
+    fn forms(&self, array: ArrayId) -> Option<Vec<Vec<Linear>>> {
+        let mut forms = Vec::new();
+        for (_, subs, _) in self.all.iter().filter(|(a, _, _)| *a == array) {
+            let mut f = Vec::new();
+            for e in subs {
+                let l = Linear::of(e)?;
+                if l.vars
+                    .keys()
+                    .any(|v| self.inner.contains(v) && !self.info.contains_key(v))
+                {
+                    return None;
+                }
+                f.push(l);
+            }
+            forms.push(f);
+        }
+        (!forms.is_empty()).then_some(forms)
+    }
+
+    /// Whether some loop of the region of more than one iteration appears in no subscript of
+    /// `array`.
+    fn reused(&self, forms: &[Vec<Linear>]) -> bool {
+        self.info.iter().any(|(v, (_, _, t))| {
+            *t > 1
+                && forms
+                    .iter()
+                    .all(|f| f.iter().all(|l| !l.vars.contains_key(v)))
+        })
+    }
+
+    /// The box of the elements of `array` the region accesses: per dimension, its lowest
+    /// subscript (an expression of the loops outside the region) and a constant extent.
+    /// Loops of the same range count as one loop here: the elements they reach are the same.
+    pub(crate) fn box_of(
+        &self,
+        program: &Program,
+        array: ArrayId,
+    ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
+        let mut forms = self.forms(array)?;
+        for f in &mut forms {
+            for l in f.iter_mut() {
+                let vars = std::mem::take(&mut l.vars);
+                for (v, c) in vars {
+                    let same = self
+                        .info
+                        .get(&v)
+                        .and_then(|r| self.info.iter().find(|(_, s)| *s == r))
+                        .map_or(v, |(u, _)| u.clone());
+                    *l.vars.entry(same).or_default() += c;
+                }
+                l.vars.retain(|_, c| *c != 0);
+            }
+        }
+        self.box_of_forms(program, array, &forms)
+    }
+
+    fn box_of_forms(
+        &self,
+        program: &Program,
+        array: ArrayId,
+        forms: &[Vec<Linear>],
+    ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
+        let rank = program.array(array).shape.len();
+        let mut lower = Vec::new();
+        let mut extent = Vec::new();
+        for d in 0..rank {
+            let base = &forms[0][d];
+            // Every access must differ from the first by a constant in this dimension.
+            let mut offsets = Vec::new();
+            for f in forms {
+                let diff = f[d].minus(base);
+                if !diff.is_constant() {
+                    return None;
+                }
+                offsets.push(diff.constant);
+            }
+            let (min_off, max_off) = (
+                *offsets.iter().min().expect("one access at least"),
+                *offsets.iter().max().expect("one access at least"),
+            );
+            let mut lo = base.to_expr_without(&self.inner);
+            let mut ext = 1 + max_off - min_off;
+            for (v, c) in &base.vars {
+                if let Some((vlo, vhi, t)) = self.info.get(v) {
+                    let end = if *c > 0 { vlo } else { vhi };
+                    lo = AstExpr::plus(lo, AstExpr::mul(*c, end.clone()));
+                    ext += c.abs() * (t - 1);
+                }
+            }
+            lower.push(AstExpr::plus(lo, AstExpr::Int(base.constant + min_off)));
+            extent.push(ext);
+        }
+        Some((lower, extent))
+    }
 }
 
 /// The workgroup tiles of a thread region `region` of a kernel that writes `written`, within
@@ -208,102 +371,49 @@ pub(crate) fn shared_tiles(
     budget: &mut i64,
     elem_bytes: &dyn Fn(ArrayId) -> i64,
 ) -> Vec<SharedTile> {
-    let ranges = ranges(region);
-    let inner: BTreeSet<String> = ranges.keys().cloned().collect();
-    // Per region variable: its bounds (over outer variables only) and its trip bound.
-    let mut info: BTreeMap<String, (AstExpr, AstExpr, i64)> = BTreeMap::new();
-    for (v, r) in &ranges {
-        let Some((lo, hi)) = r else { continue };
-        let mut used = BTreeSet::new();
-        expr_vars(lo, &mut used);
-        expr_vars(hi, &mut used);
-        if used.iter().any(|u| inner.contains(u)) {
-            continue;
-        }
-        if let Some(t) = trip_bound(lo, hi) {
-            info.insert(v.clone(), (lo.clone(), hi.clone(), t));
-        }
-    }
-    let all = accesses(program, region);
+    let r = Region::new(program, region, false);
     let mut order: Vec<ArrayId> = Vec::new();
-    for (a, _, _) in &all {
+    for (a, _, _) in &r.all {
         if !order.contains(a) {
             order.push(*a);
         }
     }
     let mut tiles = Vec::new();
-    'arrays: for array in order {
-        if written.contains(&array) || program.array(array).shape.is_empty() {
+    for array in order {
+        let writes_here = r.all.iter().any(|(a, _, w)| *a == array && *w);
+        if (written.contains(&array) && !writes_here) || program.array(array).shape.is_empty() {
             continue;
         }
-        let subs: Vec<&Vec<AstExpr>> = all
+        let subs: Vec<&Vec<AstExpr>> = r
+            .all
             .iter()
             .filter(|(a, _, _)| *a == array)
             .map(|(_, s, _)| s)
             .collect();
-        let rank = program.array(array).shape.len();
-        let mut forms: Vec<Vec<Linear>> = Vec::new();
-        for s in &subs {
-            let mut f = Vec::new();
-            for e in s.iter() {
-                let Some(l) = Linear::of(e) else {
-                    continue 'arrays;
-                };
-                if l.vars
-                    .keys()
-                    .any(|v| inner.contains(v) && !info.contains_key(v))
-                {
-                    continue 'arrays;
-                }
-                f.push(l);
-            }
-            forms.push(f);
-        }
-        // Reuse: a region loop of more than one iteration that no subscript uses.
-        let reused = info.iter().any(|(v, (_, _, t))| {
-            *t > 1
-                && forms
-                    .iter()
-                    .all(|f| f.iter().all(|l| !l.vars.contains_key(v)))
-        });
-        if !reused {
+        if writes_here && subs.iter().all(|s| *s == subs[0]) {
             continue;
         }
-        let mut lower = Vec::new();
-        let mut extent = Vec::new();
-        for d in 0..rank {
-            let base = &forms[0][d];
-            // Every access must differ from the first by a constant in this dimension.
-            let mut offsets = Vec::new();
-            for f in &forms {
-                let diff = f[d].minus(base);
-                if !diff.is_constant() {
-                    continue 'arrays;
-                }
-                offsets.push(diff.constant);
-            }
-            let (min_off, max_off) = (
-                *offsets.iter().min().expect("one access at least"),
-                *offsets.iter().max().expect("one access at least"),
-            );
-            let mut lo = base.to_expr_without(&inner);
-            let mut ext = 1 + max_off - min_off;
-            for (v, c) in &base.vars {
-                if let Some((vlo, vhi, t)) = info.get(v) {
-                    let end = if *c > 0 { vlo } else { vhi };
-                    lo = AstExpr::plus(lo, AstExpr::mul(*c, end.clone()));
-                    ext += c.abs() * (t - 1);
-                }
-            }
-            lower.push(AstExpr::plus(lo, AstExpr::Int(base.constant + min_off)));
-            extent.push(ext);
+        let Some(forms) = r.forms(array) else {
+            continue;
+        };
+        if !r.reused(&forms) {
+            continue;
         }
+        let Some((lower, extent)) = r.box_of_forms(program, array, &forms) else {
+            continue;
+        };
         let tile = SharedTile {
             array,
             lower,
             extent,
+            written: writes_here,
         };
-        let bytes = tile.len() * elem_bytes(array);
+        let flags = if writes_here {
+            4 * tile.flag_words()
+        } else {
+            0
+        };
+        let bytes = tile.len() * elem_bytes(array) + flags;
         if bytes <= *budget {
             *budget -= bytes;
             tiles.push(tile);

@@ -1,0 +1,225 @@
+//! The Vector unit's part of the Cube's programs: scalars into registers, per-column and
+//! expanded per-row vectors into UB (and the arithmetic hoisted onto the row vectors), and the
+//! prologue's and epilogue's operations on the result tiles in UB.
+//!
+//! A tile is `[tn/16][tm][16]` f32 (L0C's nZ order): a whole-tile operation runs over it in
+//! repeats of 256 bytes; a per-row vector is held expanded, `[tm][16]`, so that it meets each
+//! 16-column chunk of a tile lane by lane; a per-column vector is broadcast down the rows with
+//! a block stride of 0.
+
+use super::copies::Off;
+use super::cube::{gm_type, Emitter, Tail};
+use super::epilogue::{Op, Operand};
+use super::{FRACTAL, VECTOR_BYTES};
+
+impl Emitter<'_> {
+    /// Scalar inputs into registers, and the scalar-unit arithmetic on them.
+    pub(crate) fn scalars(&mut self) {
+        if self.ep.scalars.is_empty() {
+            return;
+        }
+        self.line("// Scalars into registers.");
+        for (i, &(a, _)) in self.ep.scalars.iter().enumerate() {
+            let name = self.name(a);
+            self.line(format!("copy ub_s[{}], {name}[0], len=1", 32 * i));
+        }
+        self.line("set_flag MTE2, S, 0");
+        self.line("wait_flag MTE2, S, 0");
+        for (i, &(a, r)) in self.ep.scalars.iter().enumerate() {
+            let ty = gm_type(self.program.array(a).elem);
+            self.line(format!("ld.{ty} f{r}, ub_s[{}]", 32 * i));
+        }
+        for op in &self.ep.scalar_ops {
+            self.line(format!(
+                "{} f{}, {}, {}",
+                op.op,
+                op.dst,
+                op.a.text(),
+                op.b.text()
+            ));
+        }
+    }
+
+    /// Per-column vectors of the column group and expanded per-row vectors of the row panel
+    /// into UB, then the hoisted arithmetic on the row vectors.
+    pub(crate) fn vectors(&mut self) {
+        let lt = self.t.last();
+        let st = self.plan.last();
+        let group = self.t.ntb * lt.tn;
+        let (m, n) = (st.m.extent(), st.n.extent());
+        let (mt, ng) = (self.t.mt(m), self.t.ng);
+        if self.ep.columns.is_empty() && self.ep.rows.is_empty() {
+            return;
+        }
+        if !self.ep.columns.is_empty() {
+            self.line("// Per-column vectors of this column group into UB.");
+            let tail = Tail {
+                conds: vec![format!("s1 == {}", ng - 1)],
+                full: group,
+                tail: n - (ng - 1) * group,
+            };
+            for (i, &a) in self.ep.columns.clone().iter().enumerate() {
+                let name = self.name(a);
+                let src = Off::at(0).plus("s1", group as i64 * 4);
+                self.tails(&[&tail], &mut |e, v| {
+                    e.copy_vector(&format!("ub_c{i}"), &name, &src, v[0]);
+                });
+            }
+        }
+        if !self.ep.rows.is_empty() {
+            self.line("// Per-row vectors of this row panel, each row's value 16 times.");
+            let tail = Tail {
+                conds: vec![format!("s0 == {}", mt - 1)],
+                full: lt.tm,
+                tail: m - (mt - 1) * lt.tm,
+            };
+            let fr = 31;
+            for (i, &a) in self.ep.rows.clone().iter().enumerate() {
+                let name = self.name(a);
+                let src = Off::at(0).plus("s0", lt.tm as i64 * 4);
+                self.tails(&[&tail], &mut |e, v| {
+                    e.copy_vector("ub_rs", &name, &src, v[0]);
+                });
+                self.line("set_flag MTE2, S, 1");
+                self.line("wait_flag MTE2, S, 1");
+                self.line("set_vector_mask 0x0, 0xffff");
+                let r = self.var("r");
+                self.open(format!("for {r} in 0..{}", lt.tm));
+                self.line(format!("ld.f32 f{fr}, ub_rs[{r}*4]"));
+                self.line(format!("vdup.f32 ub_r{i}[{r}*64], f{fr}"));
+                self.close();
+                self.free_var();
+                self.line("set_vector_mask 0xffffffffffffffff, 0xffffffffffffffff");
+            }
+            for op in self.ep.row_ops.clone() {
+                self.vector_op(&op, "ub_t", &Off::at(0));
+            }
+        }
+        if !self.ep.columns.is_empty() {
+            self.line("set_flag MTE2, V, 1");
+            self.line("wait_flag MTE2, V, 1");
+        }
+    }
+
+    /// One prologue or epilogue operation over the whole tile of the current slot (tiles
+    /// named `prefix{i}`), or over whole row vectors.
+    pub(crate) fn vector_op(&mut self, op: &Op, prefix: &str, slot: &Off) {
+        let lt = self.t.last();
+        let (tm, tn) = (lt.tm, lt.tn);
+        let tile_repeats = tm * tn * 4 / VECTOR_BYTES;
+        let row_repeats = tm * 16 * 4 / VECTOR_BYTES;
+        let buf = |o: Operand, at: &Off| -> String {
+            match o {
+                Operand::Tile(i) => format!("{prefix}{i}[{}]", slot.clone().sum(at).text()),
+                Operand::Row(i) => format!("ub_r{i}[{}]", at.text()),
+                Operand::Column(i) => format!("ub_c{i}[{}]", at.text()),
+            }
+        };
+        let is_row = |o: Operand| matches!(o, Operand::Row(_));
+        // Whole-buffer operations in chunks of at most 255 repeats.
+        let whole = |e: &mut Self, dst: Operand, text: &dyn Fn(&Off) -> String| {
+            let repeats = if is_row(dst) {
+                row_repeats
+            } else {
+                tile_repeats
+            };
+            let mut done = 0;
+            while done < repeats {
+                let r = (repeats - done).min(255);
+                let off = Off::at((done * VECTOR_BYTES) as i64);
+                e.line(format!("{}, repeat={r}", text(&off)));
+                done += r;
+            }
+        };
+        match *op {
+            Op::WithScalar {
+                op,
+                dst,
+                src,
+                scalar,
+            } => whole(self, dst, &|off| {
+                format!(
+                    "{op}.f32 {}, {}, {}",
+                    buf(dst, off),
+                    buf(src, off),
+                    scalar.text()
+                )
+            }),
+            Op::Dup { dst, scalar } => whole(self, dst, &|off| {
+                format!("vdup.f32 {}, {}", buf(dst, off), scalar.text())
+            }),
+            Op::Unary { op, dst, src } => whole(self, dst, &|off| {
+                format!("{op}.f32 {}, {}", buf(dst, off), buf(src, off))
+            }),
+            Op::Binary { op, dst, a, b }
+                if !matches!(a, Operand::Column(_))
+                    && !matches!(b, Operand::Column(_))
+                    && (is_row(dst) || (!is_row(a) && !is_row(b))) =>
+            {
+                whole(self, dst, &|off| {
+                    format!(
+                        "{op}.f32 {}, {}, {}",
+                        buf(dst, off),
+                        buf(a, off),
+                        buf(b, off)
+                    )
+                })
+            }
+            Op::Binary { op, dst, a, b } if is_row(a) || is_row(b) => {
+                // A row vector against each 16-column chunk of the tile: tm rows of 16,
+                // contiguous in both.
+                let n1 = self.var("n1");
+                self.open(format!("for {n1} in 0..{}", tn / FRACTAL));
+                let chunk = Off::at(0).plus(&n1, (tm * 64) as i64);
+                let operand = |o: Operand| {
+                    if is_row(o) {
+                        buf(o, &Off::at(0))
+                    } else {
+                        buf(o, &chunk)
+                    }
+                };
+                self.line(format!(
+                    "{op}.f32 {}, {}, {}, repeat={row_repeats}",
+                    operand(dst),
+                    operand(a),
+                    operand(b)
+                ));
+                self.close();
+                self.free_var();
+            }
+            Op::Binary { op, dst, a, b } => {
+                // A column vector broadcast down the rows: per 16-column block, the 8 left and
+                // the 8 right columns of every row (block stride 2 on the tile, 0 on the vector).
+                let n1 = self.var("n1");
+                let several = self.t.ntb > 1;
+                let col_at = |h: u64| {
+                    let o = Off::at((h * 32) as i64).plus(&n1, 64);
+                    if several {
+                        o.plus("nt", (tn * 4) as i64)
+                    } else {
+                        o
+                    }
+                };
+                let operand = |o: Operand, h: u64| match o {
+                    Operand::Column(_) => (buf(o, &col_at(h)), (0, 0)),
+                    _ => (
+                        buf(o, &Off::at((h * 32) as i64).plus(&n1, (tm * 64) as i64)),
+                        (2, 16),
+                    ),
+                };
+                self.open(format!("for {n1} in 0..{}", tn / FRACTAL));
+                for h in 0..2 {
+                    let (d, _) = operand(dst, h);
+                    let (x, (bx, rx)) = operand(a, h);
+                    let (y, (by, ry)) = operand(b, h);
+                    self.line(format!(
+                        "{op}.f32 {d}, {x}, {y}, repeat={}, blk=(2, {bx}, {by}), rep=(16, {rx}, {ry})",
+                        tm / 8
+                    ));
+                }
+                self.close();
+                self.free_var();
+            }
+        }
+    }
+}
