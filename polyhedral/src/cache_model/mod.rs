@@ -21,6 +21,8 @@
 //! keeps its capacity rule.
 
 mod eval;
+#[cfg(test)]
+mod lru_tests;
 mod nest;
 mod report;
 mod search;
