@@ -79,6 +79,34 @@
 # define POLYBENCH_DUMP_END(s) fprintf(POLYBENCH_DUMP_TARGET, "\nend   dump: %s\n", s)
 # define polybench_prevent_dce(func) POLYBENCH_DCE_ONLY_CODE func
 
+/* Cache flushing: with POLYBENCH_CACHE_SIZE_KB defined, polybench_start_instruments first
+ * writes and reads a buffer of twice that many KiB, so that the kernel starts with cold caches
+ * (PolyBench flushes the same way before timing). */
+# ifdef POLYBENCH_CACHE_SIZE_KB
+static void polybench_flush_cache(void)
+{
+  size_t n = (size_t) POLYBENCH_CACHE_SIZE_KB * 2048 / sizeof(double);
+  double *flush = (double *) malloc(n * sizeof(double));
+  double sum = 0.0;
+  size_t i;
+  if (flush == NULL) {
+    fprintf(stderr, "[PolyBench] out of memory\n");
+    exit(1);
+  }
+  for (i = 0; i < n; i++)
+    flush[i] = (double) i;
+  for (i = 0; i < n; i++)
+    sum += flush[i];
+  if (sum < 0.0)
+    printf("%f\n", sum);
+  free(flush);
+}
+# else
+static inline void polybench_flush_cache(void)
+{
+}
+# endif
+
 /* Timing instruments: with POLYBENCH_TIME, the kernel's wall-clock time in seconds is
  * printed on stdout, as PolyBench prints it; otherwise they are no-ops. */
 # ifdef POLYBENCH_TIME
@@ -90,11 +118,11 @@ static double polybench_now(void)
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double) t.tv_sec + 1.0e-9 * (double) t.tv_nsec;
 }
-#  define polybench_start_instruments polybench_t_start = polybench_now()
+#  define polybench_start_instruments polybench_flush_cache(); polybench_t_start = polybench_now()
 #  define polybench_stop_instruments polybench_t_end = polybench_now()
 #  define polybench_print_instruments printf("%0.6f\n", polybench_t_end - polybench_t_start)
 # else
-#  define polybench_start_instruments
+#  define polybench_start_instruments polybench_flush_cache()
 #  define polybench_stop_instruments
 #  define polybench_print_instruments
 # endif

@@ -245,8 +245,9 @@ struct CompileArgs {
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
     /// intra-tile, post-tiling-fusion, pack), `ast` (the loop AST), `deps` (the dependences the
-    /// scheduler worked from) or `program` (the program they are for: arrays the pipeline
-    /// expanded for parallelism appear expanded).
+    /// scheduler worked from), `program` (the program they are for: arrays the pipeline
+    /// expanded for parallelism appear expanded) or `cache-model` (predicted cache misses per
+    /// tile band and cache level, for the chosen tile sizes and the runner-up).
     #[arg(long, value_name = "WHAT")]
     emit: Option<String>,
     #[command(flatten)]

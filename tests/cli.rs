@@ -260,6 +260,98 @@ fn compile_emits_every_stage() {
 }
 
 #[test]
+fn compile_emits_the_cache_model() {
+    let o = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "cache-model"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("caches: L1d 32 KiB 8-way 64-byte lines"),
+        "{text}"
+    );
+    // The model's best saves less than 15% on the capacity rule's tiles: they stay, and the
+    // model's best is shown beside them.
+    assert!(
+        text.contains("tiles 32 x 128 x 16, the capacity rule's"),
+        "{text}"
+    );
+    assert!(text.contains("(the model's best)"), "{text}");
+    // C, A and B (128 × 144, 128 × 160 and 160 × 144 doubles, 16-byte aligned) span 2304.75,
+    // 2560.75 and 2880.75 lines on average: every one is touched, and the 32 MiB L3 keeps them.
+    assert!(text.contains("lines touched: 7746\n"), "{text}");
+    let misses = |level: &str| -> f64 {
+        let after = text
+            .split("predicted misses of the kernel:")
+            .nth(1)
+            .unwrap();
+        let row = after
+            .lines()
+            .find(|l| l.trim_start().starts_with(level))
+            .unwrap_or_else(|| panic!("no {level} row: {text}"));
+        row.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    assert_eq!(misses("L3"), 7746.0, "{text}");
+    assert!(
+        misses("L1d") >= misses("L2") && misses("L2") >= misses("L3"),
+        "{text}"
+    );
+    // Where it saves more, the model's choice is taken, and the runner-up shown beside it.
+    let chosen = polyfuse(&["compile", "kernels/covariance.c", "--emit", "cache-model"]);
+    assert!(chosen.status.success(), "{}", stderr(&chosen));
+    assert!(
+        stdout(&chosen).contains("chosen by the cache model"),
+        "{}",
+        stdout(&chosen)
+    );
+    assert!(
+        stdout(&chosen).contains("(runner-up)"),
+        "{}",
+        stdout(&chosen)
+    );
+    // Given tile sizes are reported as such, next to the model's choice.
+    let given = polyfuse(&[
+        "compile",
+        "kernels/gemm.pf",
+        "--emit",
+        "cache-model",
+        "--tile",
+        "4,4,4",
+    ]);
+    assert!(given.status.success(), "{}", stderr(&given));
+    assert!(
+        stdout(&given).contains("tiles 4 x 4 x 4, given"),
+        "{}",
+        stdout(&given)
+    );
+    assert!(
+        stdout(&given).contains("(model's choice)"),
+        "{}",
+        stdout(&given)
+    );
+    // What the model does not cover, or a target without caches, is one line and status 1.
+    for (args, message) in [
+        (
+            &["kernels/jacobi-2d.c", "--emit", "cache-model"][..],
+            "not supported yet by the cache model: the skewed loop",
+        ),
+        (
+            &[
+                "kernels/gemm_f16.pf",
+                "--target",
+                "npu",
+                "--emit",
+                "cache-model",
+            ][..],
+            "describes no cache",
+        ),
+    ] {
+        let o = polyfuse(&[&["compile"][..], args].concat());
+        assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+        assert!(stderr(&o).contains(message), "{}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+    }
+}
+
+#[test]
 fn compile_emits_the_tree_after_a_stage() {
     let after = |stage: &str| {
         polyfuse(&[

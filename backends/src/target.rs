@@ -141,6 +141,9 @@ pub enum Emit {
     Ast,
     /// The dependences the scheduler worked from.
     Deps,
+    /// The cache model's predicted misses per tile band and cache level, for the chosen tile
+    /// sizes and the search's runner-up.
+    CacheModel,
     /// The program the schedule is for: the input, with arrays expanded where the pipeline
     /// expanded them.
     Program,
@@ -148,12 +151,13 @@ pub enum Emit {
 
 impl Emit {
     /// Reads an `--emit` value for `target`: its code's name, `tree`, `tree=after:STAGE`,
-    /// `ast`, `deps` or `program`.
+    /// `ast`, `deps`, `program` or `cache-model`.
     pub fn parse(text: &str, target: &dyn Target) -> Result<Emit, Error> {
         let emit = match text {
             "tree" => Emit::Tree { after: None },
             "ast" => Emit::Ast,
             "deps" => Emit::Deps,
+            "cache-model" => Emit::CacheModel,
             "program" => Emit::Program,
             _ if Some(text) == target.code() => Emit::Code,
             _ => match text.strip_prefix("tree=after:") {
@@ -170,7 +174,7 @@ impl Emit {
                     let code = target.code().map(|c| format!("{c}, ")).unwrap_or_default();
                     return Err(Error::Usage(format!(
                         "`--emit {text}` is not something the {} target writes; it writes {code}\
-                         tree, tree=after:STAGE, ast, deps or program",
+                         tree, tree=after:STAGE, ast, deps, program or cache-model",
                         target.name()
                     )));
                 }
@@ -228,6 +232,17 @@ pub fn emit(
         Emit::Ast => compiled.ast.display(&compiled.program).to_string(),
         Emit::Deps => compiled.deps.display(&compiled.program).to_string(),
         Emit::Program => compiled.program.to_string(),
+        Emit::CacheModel => {
+            let description = target.description(options).ok_or(Error::NoCode {
+                target: target.name(),
+            })?;
+            polyhedral::cache_model::report(&compiled, &description).map_err(|e| {
+                Error::CacheModel {
+                    kernel: compiled.program.name.clone(),
+                    what: e.0,
+                }
+            })?
+        }
     })
 }
 
@@ -252,6 +267,8 @@ pub enum Error {
     Gpu { kernel: String, source: gpu::Error },
     #[error("{kernel}: {source}")]
     Npu { kernel: String, source: npu::Error },
+    #[error("{kernel}: not supported yet by the cache model: {what}")]
+    CacheModel { kernel: String, what: String },
     #[error("the interpreter stopped: {0}")]
     Interp(#[from] polyhedral::interp::InterpError),
 }

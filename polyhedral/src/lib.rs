@@ -10,6 +10,8 @@
 //! - [`pipeline`]: the optimizing pipeline in one place (dependences → Pluto → tree → the
 //!   list of tree passes → AST);
 //! - [`target`]: the [`target::TargetDescription`] that steers the passes;
+//! - [`cache_model`]: the stack-distance cache model of a schedule and the tile-size search it
+//!   drives on targets whose caches are described;
 //! - [`deps`]: dependence analysis under the original schedule;
 //! - [`fusion`]: post-tiling fusion with extension nodes;
 //! - [`expand`]: array expansion, which makes loops that only reuse storage parallel;
@@ -21,6 +23,7 @@
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
 pub mod ast;
+pub mod cache_model;
 pub mod codegen;
 pub mod contraction;
 pub mod deps;

@@ -6,7 +6,9 @@
 //! - a [`MemoryTree`]: the machine's memories as a tree whose root is the global memory and
 //!   whose edges say which memory feeds which (a CPU's caches form a chain; an accelerator's L1
 //!   feeds L0A and L0B, and L0C drains to UB). Each node says how large it is, whether it is a
-//!   transparent cache or an addressable scratchpad (which the code names and copies to);
+//!   transparent cache or an addressable scratchpad (which the code names and copies to), and
+//!   for a cache, optionally its [`CacheGeometry`] (line size, associativity, miss penalty),
+//!   which the cache model ([`crate::cache_model`]) needs;
 //! - a parallel hierarchy ([`ParallelLevel`], outermost first): threads, cores, workgroups and
 //!   invocations, a matrix unit's fractal;
 //! - the vector unit, if any, with the number of its registers;
@@ -15,7 +17,9 @@
 //! - the element types the machine computes in.
 //!
 //! Invariants (checked by [`TargetDescription::validate`]): the memory tree has exactly one root,
-//! which is global; every other node has a parent that comes before it; capacities are positive.
+//! which is global; every other node has a parent that comes before it; capacities are positive;
+//! a cache geometry belongs to a cache, has a positive power-of-two line size and at least one
+//! way, and divides the capacity into whole sets.
 
 use std::fmt;
 
@@ -44,6 +48,25 @@ pub enum MemoryKind {
     Scratchpad,
 }
 
+/// How a hardware cache is organised: what the cache model needs beyond its capacity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheGeometry {
+    /// Bytes of one cache line: the unit the cache is filled in.
+    pub line_bytes: u32,
+    /// Lines per set (the associativity); a cache of one set is fully associative.
+    pub ways: u32,
+    /// Cycles an access that misses this cache waits beyond a hit in it: the weight of this
+    /// cache's misses when tile sizes are chosen.
+    pub miss_penalty_cycles: u32,
+}
+
+impl CacheGeometry {
+    /// The number of sets of a cache of `bytes` bytes.
+    pub fn sets(&self, bytes: u64) -> u64 {
+        bytes / (self.line_bytes as u64 * self.ways as u64)
+    }
+}
+
 /// One memory of the machine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryNode {
@@ -54,6 +77,8 @@ pub struct MemoryNode {
     pub bytes: u64,
     /// The memory this one is filled from (`None` for the root).
     pub parent: Option<MemoryId>,
+    /// Line size, associativity and miss penalty of a cache, when the description has them.
+    pub geometry: Option<CacheGeometry>,
 }
 
 /// The memories of a machine, as a tree rooted at the global memory.
@@ -71,6 +96,7 @@ impl MemoryTree {
                 kind: MemoryKind::Global,
                 bytes,
                 parent: None,
+                geometry: None,
             }],
         }
     }
@@ -82,8 +108,23 @@ impl MemoryTree {
             kind,
             bytes,
             parent: Some(parent),
+            geometry: None,
         });
         MemoryId(self.nodes.len() as u32 - 1)
+    }
+
+    /// Adds a cache of `bytes` bytes organised as `geometry`, filled from `parent`, and
+    /// returns its id.
+    pub fn add_cache(
+        &mut self,
+        name: &str,
+        bytes: u64,
+        geometry: CacheGeometry,
+        parent: MemoryId,
+    ) -> MemoryId {
+        let id = self.add(name, MemoryKind::Cache, bytes, parent);
+        self.nodes[id.index()].geometry = Some(geometry);
+        id
     }
 
     pub fn node(&self, id: MemoryId) -> &MemoryNode {
@@ -179,6 +220,18 @@ impl VectorUnit {
     pub fn lanes(&self, ty: ScalarType) -> i64 {
         (self.bytes as i64 / ty.size_in_bytes() as i64).max(1)
     }
+
+    /// The iterations a tile gives the vectorized loop of `program`: `tile_iterations`
+    /// rounded up to a whole number of vectors of its narrowest element type.
+    pub fn tile_length(&self, program: &Program) -> i64 {
+        let lanes = program
+            .arrays
+            .iter()
+            .map(|a| self.lanes(a.elem))
+            .max()
+            .unwrap_or(1);
+        (self.tile_iterations.max(lanes) + lanes - 1) / lanes * lanes
+    }
 }
 
 /// A machine's first-level data TLB: how many page translations it holds and the size of a
@@ -243,6 +296,22 @@ impl TargetDescription {
         }
         if let Some(n) = nodes.iter().find(|n| n.bytes == 0) {
             return invalid(format!("memory `{}` has no capacity", n.name));
+        }
+        for n in nodes {
+            let Some(g) = n.geometry else { continue };
+            if n.kind != MemoryKind::Cache {
+                return invalid(format!(
+                    "memory `{}` has a cache geometry but is no cache",
+                    n.name
+                ));
+            }
+            let set_bytes = g.line_bytes as u64 * g.ways as u64;
+            if !g.line_bytes.is_power_of_two() || g.ways == 0 || n.bytes % set_bytes != 0 {
+                return invalid(format!(
+                    "cache `{}`: {} bytes are no whole number of {}-way sets of {}-byte lines",
+                    n.name, n.bytes, g.ways, g.line_bytes
+                ));
+            }
         }
         Ok(())
     }
@@ -314,9 +383,18 @@ impl fmt::Display for TargetDescription {
                 .parent
                 .map(|p| format!(" <- {}", self.memory.node(p).name))
                 .unwrap_or_default();
+            let geometry = n
+                .geometry
+                .map(|g| {
+                    format!(
+                        ", {}-way, {}-byte lines, miss penalty {} cycles",
+                        g.ways, g.line_bytes, g.miss_penalty_cycles
+                    )
+                })
+                .unwrap_or_default();
             writeln!(
                 f,
-                "  memory {k}: {} {:?} {} bytes{parent}",
+                "  memory {k}: {} {:?} {} bytes{geometry}{parent}",
                 n.name, n.kind, n.bytes
             )?;
         }
@@ -383,6 +461,26 @@ mod tests {
             .map(|n| n.name.as_str())
             .collect();
         assert_eq!(names, ["L1d", "L2", "L3"]);
+    }
+
+    #[test]
+    fn cache_geometries_must_divide_their_cache_into_sets() {
+        let geometry = CacheGeometry {
+            line_bytes: 64,
+            ways: 8,
+            miss_penalty_cycles: 10,
+        };
+        let mut t = accelerator();
+        let root = t.memory.root();
+        t.memory.add_cache("L2", 1 << 20, geometry, root);
+        t.validate().unwrap();
+        assert_eq!(geometry.sets(32 << 10), 64);
+        let mut odd = t.clone();
+        odd.memory.nodes[4].bytes = 1000;
+        assert!(odd.validate().is_err());
+        let mut scratch = t.clone();
+        scratch.memory.nodes[1].geometry = Some(geometry);
+        assert!(scratch.validate().is_err());
     }
 
     #[test]

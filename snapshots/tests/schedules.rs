@@ -3,6 +3,7 @@
 //! kernel function for `.pf` input, the file with its SCoP replaced for C input), at the
 //! kernels' default sizes on the CPU target description. 2mm and 3mm are also snapshotted
 //! under the other fusion strategies, which distribute or fuse their statements differently.
+//! The cache model's report (`--emit cache-model`) of a few of them is snapshotted too.
 
 use backends::cpu;
 use polyhedral::pipeline::{compile, Compiled, Options};
@@ -73,5 +74,17 @@ fn fusion_strategies_of_2mm_and_3mm() {
                 c.tree.display(&c.program)
             );
         }
+    }
+}
+
+#[test]
+fn cache_model_reports() {
+    for name in ["gemm.pf", "2mm.c", "syrk.c", "doitgen.c", "trmm.pf"] {
+        let path = kernel(name);
+        let program = load(&path);
+        let c = optimized(&program, Fusion::SmartFuse);
+        let report = polyhedral::cache_model::report(&c, &cpu::description())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        insta::assert_snapshot!(format!("cache_model_{}", snapshot_name(&path)), report);
     }
 }

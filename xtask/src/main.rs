@@ -10,6 +10,7 @@
 //! - `cargo xtask difftest --seconds N [--seed S] [--target cpu|gpu|npu|all] [--keep]`: run
 //!   random kernels on every target against the interpreter (see [`difftest`]).
 
+mod bench_cache_model;
 mod bench_cpu;
 mod bench_fusion;
 mod bench_gpu;
@@ -63,6 +64,11 @@ tasks:
                                short): gcc -O3 against polyfuse, Polly sequential and
                                parallel, gemm against OpenBLAS; polyfuse's compile time
                                (limit S, default 60 s); --readme writes the table
+  bench cache-model [--only TEXT] [--readme]
+                               every kernel under valgrind's cache simulator (one
+                               thread, caches as the CPU target describes them): the
+                               cache model's predicted L1, L2 and last-level misses
+                               against cachegrind's; --readme writes the table
   bench fusion [--runs N] [--readme]
                                the fusion kernels on the CPU: smartfuse, maxfuse and
                                post-tiling fusion timed; --readme writes the table
@@ -91,6 +97,29 @@ fn build_polyfuse() -> Result<PathBuf, String> {
         return Err("cannot build polyfuse".into());
     }
     Ok(workspace_root().join("target/release/polyfuse"))
+}
+
+/// The kernels in `kernels/` with one of `extensions`, sorted, keeping those whose file name
+/// contains `only` when given.
+fn kernel_files(extensions: &[&str], only: Option<&String>) -> Result<Vec<PathBuf>, String> {
+    let dir = workspace_root().join("kernels");
+    let mut kernels: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| extensions.iter().any(|x| e == *x))
+        })
+        .filter(|p| {
+            only.is_none_or(|o| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(o.as_str()))
+            })
+        })
+        .collect();
+    kernels.sort();
+    Ok(kernels)
 }
 
 /// The value of a benchmark's `--runs` option.
@@ -199,6 +228,7 @@ fn bench(args: &[String]) -> Result<(), String> {
         [what] if what == "sim" => bench_sim(),
         [what, rest @ ..] if what == "interp" => bench_interp(rest),
         [what, rest @ ..] if what == "cpu" => bench_cpu::bench_cpu(rest),
+        [what, rest @ ..] if what == "cache-model" => bench_cache_model::bench_cache_model(rest),
         [what, rest @ ..] if what == "fusion" => bench_fusion::bench_fusion(rest),
         [what, rest @ ..] if what == "gpu" => bench_gpu::bench_gpu(rest),
         [what, rest @ ..] if what == "npu" => bench_npu::bench_npu(rest),

@@ -29,22 +29,29 @@ use polyhedral::interp::InterpError;
 use polyhedral::pipeline::{self, Compiled};
 use polyhedral::program::{Program, ScalarType, SourceKind};
 use polyhedral::target::{
-    MemoryKind, MemoryTree, ParallelLevel, TargetDescription, Tlb, VectorUnit,
+    CacheGeometry, MemoryTree, ParallelLevel, TargetDescription, Tlb, VectorUnit,
 };
 
 use crate::report;
 use crate::target::{self as table, RunOutput, Source, Target, TargetOptions};
 
-/// The machine the CPU target optimizes for, as the middle end sees it: a 32 KiB L1 data
-/// cache, a 1 MiB L2 and a shared 32 MiB L3, threads sharing memory, 256-bit vectors. Fixed
-/// rather than read from the build machine, so that generated code does not depend on where
-/// it was generated. The data TLB holds 64 translations of 4 KiB pages, and the vector unit
-/// has 16 registers, as on current x86 cores with AVX2.
+/// The machine the CPU target optimizes for, as the middle end sees it: a 32 KiB 8-way L1
+/// data cache, a 1 MiB 16-way L2 and a shared 32 MiB 16-way L3, all with 64-byte lines, threads
+/// sharing memory, 256-bit vectors. The miss penalties (the next level's latency beyond this
+/// one's, in cycles) are typical of current x86 server cores. Fixed rather than read from the
+/// build machine, so that generated code does not depend on where it was generated. The data
+/// TLB holds 64 translations of 4 KiB pages, and the vector unit has 16 registers, as on current
+/// x86 cores with AVX2.
 pub fn description() -> TargetDescription {
+    let cache = |ways, miss_penalty_cycles| CacheGeometry {
+        line_bytes: 64,
+        ways,
+        miss_penalty_cycles,
+    };
     let mut memory = MemoryTree::global("DRAM", 1 << 36);
-    let l3 = memory.add("L3", MemoryKind::Cache, 32 << 20, memory.root());
-    let l2 = memory.add("L2", MemoryKind::Cache, 1 << 20, l3);
-    memory.add("L1d", MemoryKind::Cache, 32 << 10, l2);
+    let l3 = memory.add_cache("L3", 32 << 20, cache(16, 200), memory.root());
+    let l2 = memory.add_cache("L2", 1 << 20, cache(16, 40), l3);
+    memory.add_cache("L1d", 32 << 10, cache(8, 10), l2);
     TargetDescription {
         name: "cpu".to_string(),
         memory,

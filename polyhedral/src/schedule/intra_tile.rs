@@ -314,7 +314,7 @@ fn rank(rows: &[Vec<Rational64>]) -> usize {
 }
 
 /// The inverse of a square rational matrix, or `None` when it is singular.
-fn invert(rows: &[Vec<Rational64>]) -> Option<Vec<Vec<Rational64>>> {
+pub(crate) fn invert(rows: &[Vec<Rational64>]) -> Option<Vec<Vec<Rational64>>> {
     let n = rows.len();
     let mut m: Vec<Vec<Rational64>> = rows
         .iter()

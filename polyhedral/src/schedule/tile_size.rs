@@ -4,8 +4,11 @@
 //!
 //! The rules, chosen by what the description holds:
 //!
-//! - **a cache hierarchy** (a CPU): with two or more caches, the cache rule of
-//!   [`hierarchy_sizes`]; with one, the uniform rule on it;
+//! - **caches with their geometry** (line size, associativity, miss penalty: a CPU): the
+//!   sizes the cache model's search finds cheapest ([`crate::cache_model::search_band`]),
+//!   when they beat the capacity rule's below by a clear margin;
+//! - **caches without it**, or a schedule the model does not cover: with two or more caches,
+//!   the cache rule of [`hierarchy_sizes`]; with one, the uniform rule on it;
 //! - **workgroups** (a GPU): the largest uniform power of two for which the band's parallel
 //!   members fit the workgroup's invocation limits (in all and per dimension), the tile's
 //!   footprint fits the workgroup memory and, where the machine caps the loop iterations of
@@ -17,6 +20,7 @@
 //! Footprints are the bounding boxes of the array elements one interior tile touches, computed
 //! exactly from the access relations at the program's parameter values ([`footprint`]).
 
+use crate::cache_model::{search_band, PARALLEL_TILE};
 use crate::deps::Dependences;
 use crate::program::{AffineExpr, ConstraintKind, Program, StmtId};
 use crate::sets::{Map, Set, Tuple};
@@ -52,11 +56,15 @@ pub fn band_sizes(
         TileSizes::Fixed(v) => Ok((0..band.len)
             .map(|k| *v.get(k).unwrap_or(v.last().unwrap_or(&1)))
             .collect()),
-        TileSizes::FromTarget => target_sizes(program, deps, schedule, band, target),
+        TileSizes::FromTarget => match search_band(program, deps, schedule, band, target)? {
+            Some(found) => Ok(found.best.sizes),
+            None => rule_sizes(program, deps, schedule, band, target),
+        },
     }
 }
 
-fn target_sizes(
+/// The sizes of the capacity rules of the module docs (without the cache model).
+pub(crate) fn rule_sizes(
     program: &Program,
     deps: &Dependences,
     schedule: &PlutoSchedule,
@@ -75,13 +83,7 @@ fn target_sizes(
                 Some(v) if band.len >= 3 => v,
                 _ => return uniform_sizes(program, schedule, band, l1.bytes, |_| true),
             };
-            let lanes = program
-                .arrays
-                .iter()
-                .map(|a| vector.lanes(a.elem))
-                .max()
-                .unwrap_or(1);
-            let length = round_up(vector.tile_iterations.max(lanes), lanes);
+            let length = vector.tile_length(program);
             return match predicted_innermost(program, deps, schedule, band)? {
                 Some(v) => {
                     hierarchy_sizes(program, schedule, band, v, l1.bytes, l2.bytes / 2, length)
@@ -124,10 +126,6 @@ fn target_sizes(
 /// are at most this fraction of it.
 const LOOP_CAP_SHARE: u64 = 16;
 
-fn round_up(x: i64, multiple: i64) -> i64 {
-    (x + multiple - 1) / multiple * multiple
-}
-
 /// The sizes the capacity rules choose from, largest first.
 const TILE_SIZES: [i64; 8] = [256, 128, 64, 32, 16, 8, 4, 2];
 
@@ -148,12 +146,6 @@ fn uniform_sizes(
     }
     Ok(vec![1; band.len])
 }
-
-/// The largest tile of a parallel outermost member under the cache rule: a loop of
-/// 500 to 1,000 iterations then has 16 to 32 tiles, which 2 to 8 threads share with at most
-/// one tile of imbalance, while the block reused from the L1 cache is still brought in only
-/// once per 32 iterations.
-const PARALLEL_TILE: i64 = 32;
 
 /// Tile sizes for a cache hierarchy. The member `v` (predicted by [`predicted_innermost`])
 /// will run innermost, vectorized: it gets `vector` iterations, enough for long SIMD loops

@@ -1,0 +1,254 @@
+//! What `polyfuse compile --emit cache-model` prints: per tile band, the misses the model
+//! predicts in each cache level for the tile sizes the kernel was compiled with and for the
+//! search's runner-up, then the whole kernel's misses, per array.
+//!
+//! The search is run again on the schedule before tiling, exactly as the tiling pass ran it:
+//! a band's two columns are the kernel's misses with that band tiled and the others not, as
+//! the search compared its candidates. The kernel's misses at the end are those of the final
+//! schedule (every band tiled and permuted as the pipeline left it). All are from cold caches,
+//! on one thread.
+
+use std::fmt::Write;
+
+use crate::fusion::post_tiling::PostTilingFusion;
+use crate::pipeline::Compiled;
+use crate::schedule::pluto::{display_expr, Band, BandKind, PlutoSchedule};
+use crate::target::TargetDescription;
+
+use super::eval::{predict, Prediction};
+use super::nest::Model;
+use super::search::{search_band, RULE_MARGIN};
+use super::{levels, Level, Unsupported};
+
+/// The report of `compiled` on `target`'s caches.
+pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String, Unsupported> {
+    let levels = levels(target).ok_or_else(|| {
+        Unsupported(format!(
+            "the {} target describes no cache with a line size and an associativity",
+            target.name
+        ))
+    })?;
+    if compiled
+        .stages
+        .iter()
+        .any(|(name, _)| *name == PostTilingFusion::NAME)
+    {
+        return Err(Unsupported(
+            "the cache model of trees with extension nodes (post-tiling fusion)".into(),
+        ));
+    }
+    let program = &compiled.program;
+    let model = Model::of_schedule(program, &compiled.tiled)?;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "cache model of {} on {} (cold caches, one thread)",
+        program.name, target.name
+    );
+    let described: Vec<String> = levels
+        .iter()
+        .map(|l| {
+            format!(
+                "{} {} {}-way {}-byte lines",
+                l.name,
+                bytes(l.bytes),
+                l.ways,
+                l.line_bytes
+            )
+        })
+        .collect();
+    let _ = writeln!(out, "caches: {}", described.join(", "));
+    let chosen = predict(&model, &model.sizes, &levels);
+    let mut tile_bands: Vec<Band> = compiled
+        .tiled
+        .bands
+        .iter()
+        .filter(|b| b.kind == BandKind::Tile)
+        .copied()
+        .collect();
+    tile_bands.sort_by_key(|b| b.start);
+    let mut before = 0;
+    for tile_band in tile_bands {
+        // Tiling put `before` tile dimensions ahead of this band's: its band started there.
+        let start = tile_band.start - before;
+        before += tile_band.len;
+        let Some(band) = compiled
+            .schedule
+            .bands
+            .iter()
+            .find(|b| b.start == start && b.len == tile_band.len)
+            .copied()
+        else {
+            continue;
+        };
+        let actual = tile_sizes(compiled, &band, &tile_band);
+        let search = search_band(program, &compiled.deps, &compiled.schedule, &band, target)
+            .map_err(|e| Unsupported(e.to_string()))?;
+        let Some(search) = search else {
+            let _ = writeln!(
+                out,
+                "band {}: tiles {}, not chosen by the cache model",
+                describe(compiled, &band),
+                times(&actual)
+            );
+            continue;
+        };
+        let by_model = search.best.sizes == actual;
+        let rule_kept = format!(
+            "the capacity rule's (the model's best saves less than {:.0}% on them)",
+            100.0 * RULE_MARGIN
+        );
+        let _ = writeln!(
+            out,
+            "band {}: tiles {}, {}",
+            describe(compiled, &band),
+            times(&actual),
+            match (by_model, search.kept_rule) {
+                (true, true) => &rule_kept,
+                (true, false) if search.rule == actual => {
+                    "chosen by the cache model (the capacity rule's too)"
+                }
+                (true, false) => "chosen by the cache model",
+                (false, _) => "given",
+            }
+        );
+        let _ = writeln!(
+            out,
+            "  misses of the kernel with this band tiled (the others not), as the search \
+             compared them:"
+        );
+        let mine = predict(&search.model, &actual, &levels);
+        let other = if by_model {
+            let what = if search.kept_rule {
+                "the model's best"
+            } else {
+                "runner-up"
+            };
+            search.runner_up.map(|r| (what, r.sizes, r.prediction))
+        } else {
+            Some(("model's choice", search.best.sizes, search.best.prediction))
+        };
+        table(&mut out, &levels, &actual, &mine, other.as_ref());
+    }
+    let _ = writeln!(out, "predicted misses of the kernel:");
+    let mut header = format!("  {:<6} {:>14}", "level", "total");
+    for (a, _) in &chosen.arrays {
+        let _ = write!(header, " {:>12}", program.array(*a).name);
+    }
+    let _ = writeln!(out, "{header}");
+    for (k, l) in levels.iter().enumerate() {
+        let mut row = format!("  {:<6} {:>14.0}", l.name, chosen.misses[k]);
+        for (_, m) in &chosen.arrays {
+            let _ = write!(row, " {:>12.0}", m[k]);
+        }
+        let _ = writeln!(out, "{row}");
+    }
+    let _ = writeln!(out, "lines touched: {:.0}", chosen.compulsory);
+    Ok(out)
+}
+
+/// The tile size of each member of `band` (of the schedule before tiling) in `tile_band` (of
+/// the tiled schedule): the divisor of the tile loop over the member's function, for a
+/// statement that moves along it (tiling may order the tile loops of each loop nest
+/// differently). A member no statement moves along has size 1.
+fn tile_sizes(compiled: &Compiled, band: &Band, tile_band: &Band) -> Vec<i64> {
+    let n_stmts = compiled.program.statements.len();
+    (0..band.len)
+        .map(|k| {
+            for s in 0..n_stmts {
+                let phi = &compiled.schedule.dims[band.start + k].exprs[s];
+                if phi.affine.terms().is_empty() {
+                    continue;
+                }
+                for d in tile_band.start..tile_band.start + tile_band.len {
+                    let e = &compiled.tiled.dims[d].exprs[s];
+                    match e.floors.first() {
+                        Some(f) if f.num == *phi => return f.den,
+                        None if e == phi => return 1,
+                        _ => {}
+                    }
+                }
+            }
+            1
+        })
+        .collect()
+}
+
+/// `over (i, j, k) of S0, S1`: the band's members for its first statement that moves along
+/// them, and the statements it schedules.
+fn describe(compiled: &Compiled, band: &Band) -> String {
+    let program = &compiled.program;
+    let schedule: &PlutoSchedule = &compiled.schedule;
+    let moving: Vec<usize> = (0..program.statements.len())
+        .filter(|&s| {
+            (band.start..band.start + band.len)
+                .any(|d| !schedule.dims[d].exprs[s].affine.terms().is_empty())
+        })
+        .collect();
+    // The members as the statement that moves along most of them sees them.
+    let deepest = moving.iter().copied().max_by_key(|&s| {
+        let moves = (band.start..band.start + band.len)
+            .filter(|&d| !schedule.dims[d].exprs[s].affine.terms().is_empty())
+            .count();
+        (moves, std::cmp::Reverse(s))
+    });
+    let members = deepest.map(|s| {
+        (band.start..band.start + band.len)
+            .map(|d| display_expr(&schedule.dims[d].exprs[s], program, &program.statements[s]))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let names: Vec<&str> = moving
+        .iter()
+        .map(|&s| program.statements[s].name.as_str())
+        .collect();
+    format!(
+        "over ({}) of {}",
+        members.unwrap_or_default(),
+        names.join(", ")
+    )
+}
+
+fn table(
+    out: &mut String,
+    levels: &[Level],
+    sizes: &[i64],
+    prediction: &Prediction,
+    other: Option<&(&str, Vec<i64>, Prediction)>,
+) {
+    let mut header = format!(
+        "  {:<6}  {:>20}",
+        "level",
+        format!("tiles {}", times(sizes))
+    );
+    if let Some((what, other_sizes, _)) = other {
+        let _ = write!(header, "  {:>20}", format!("tiles {}", times(other_sizes)));
+        let _ = write!(header, "  ({what})");
+    }
+    let _ = writeln!(out, "{header}");
+    for (k, l) in levels.iter().enumerate() {
+        let mut row = format!("  {:<6}  {:>20.0}", l.name, prediction.misses[k]);
+        if let Some((_, _, p)) = other {
+            let _ = write!(row, "  {:>20.0}", p.misses[k]);
+        }
+        let _ = writeln!(out, "{row}");
+    }
+}
+
+fn times(sizes: &[i64]) -> String {
+    sizes
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" x ")
+}
+
+fn bytes(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} B")
+    }
+}

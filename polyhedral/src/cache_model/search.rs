@@ -1,0 +1,371 @@
+//! The tile-size search driven by the cache model (the seed's search, on the model's miss
+//! counts rather than on stack-distance thresholds).
+//!
+//! A candidate is one size per band member; its cost is the cycles its predicted misses take
+//! (each level's misses times its miss penalty). The members' sizes come from
+//! [`COARSE`] (and the member's whole range, which leaves it untiled), within the limits the
+//! rest of the pipeline sets: the member that will run innermost and vectorized gets a whole
+//! number of the vector unit's tile length (long vector loops that start on aligned
+//! boundaries, which the model does not see), and the parallel member that will be the outermost tile loop
+//! at most [`PARALLEL_TILE`] so that threads get even shares. The coarse grid is searched
+//! exhaustively when it has at most [`EXHAUSTIVE`] points, otherwise one member at a time
+//! until no member improves, from the best uniform size and from the capacity rule's sizes;
+//! then the best candidate is refined with
+//! finer steps ([`FINE_STEPS`]) until no neighbour is cheaper. Between candidates of equal cost
+//! the larger tile wins (fewer loop iterations around it). The capacity rule's sizes
+//! ([`crate::schedule::tile_size`]) stay unless the best candidate beats them by
+//! [`RULE_MARGIN`].
+
+use std::collections::HashMap;
+
+use crate::deps::Dependences;
+use crate::program::Program;
+use crate::schedule::intra_tile::predicted_innermost;
+use crate::schedule::pluto::{Band, Error, PlutoSchedule};
+use crate::schedule::tile_size::rule_sizes;
+use crate::target::TargetDescription;
+
+use super::eval::{predict_with, Memo, Prediction};
+use super::nest::{Model, Role};
+use super::{levels, Level};
+
+/// The sizes the coarse search tries for a member.
+pub const COARSE: [i64; 9] = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/// Coarse grids up to this many points are searched exhaustively.
+const EXHAUSTIVE: usize = 64;
+
+/// The refinement's steps, coarsest first.
+const FINE_STEPS: [i64; 2] = [16, 8];
+
+/// The largest tile of the parallel member that becomes the outermost tile loop: a loop of
+/// 500 to 1,000 iterations then has 16 to 32 tiles, which 2 to 8 threads share with at most one
+/// tile of imbalance.
+pub const PARALLEL_TILE: i64 = 32;
+
+/// One evaluated candidate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// One size per band member, in the band's order.
+    pub sizes: Vec<i64>,
+    pub prediction: Prediction,
+    /// The cycles the predicted misses cost.
+    pub cost: f64,
+}
+
+/// The model replaces the capacity rule's sizes only when it predicts misses at least this
+/// much cheaper. Below that, what the model does not see decides: hardware prefetching hides
+/// most of the cost of misses that stream from the next level (doitgen's 11% fewer predicted
+/// L1 misses ran slower, covariance's 36% cheaper misses ran faster), as do loop overhead and
+/// the threads' shares; and the rule's sizes have been measured.
+pub const RULE_MARGIN: f64 = 0.15;
+
+/// The outcome of a search: the best candidate and the runner-up.
+#[derive(Clone, Debug)]
+pub struct BandSearch {
+    pub best: Candidate,
+    pub runner_up: Option<Candidate>,
+    /// Whether `best` is the capacity rule's sizes kept over the model's cheapest candidate
+    /// (then `runner_up`), which did not beat them by [`RULE_MARGIN`].
+    pub kept_rule: bool,
+    /// The capacity rule's sizes.
+    pub rule: Vec<i64>,
+    /// The model's levels, closest first.
+    pub levels: Vec<Level>,
+    /// The model the candidates were evaluated on: the schedule with the band tiled (its
+    /// members' sizes in slots `0..band.len`).
+    pub model: Model,
+}
+
+/// Tile sizes for `band` of `schedule` chosen with the cache model on `target`'s caches, or
+/// `None` when the target's caches lack a geometry or the model does not cover the schedule.
+pub fn search_band(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    target: &TargetDescription,
+) -> Result<Option<BandSearch>, Error> {
+    let Some(levels) = levels(target) else {
+        return Ok(None);
+    };
+    let innermost = match target.vector {
+        Some(_) => predicted_innermost(program, deps, schedule, band)?,
+        None => None,
+    };
+    let mut order: Vec<usize> = (0..band.len).filter(|&k| Some(k) != innermost).collect();
+    order.extend(innermost);
+    let Ok(model) = Model::with_band_tiled(program, schedule, band, &order) else {
+        return Ok(None);
+    };
+    // Each member's extent: the largest range of its coordinate over the statements.
+    let mut extents = vec![1i64; band.len];
+    for s in &model.stmts {
+        for role in &s.roles {
+            if let Role::Tile { coord, slot } = *role {
+                let (lo, hi) = s.ranges[coord];
+                extents[slot] = extents[slot].max((hi - lo + 1.0) as i64);
+            }
+        }
+    }
+    let vector_length = target.vector.map(|v| v.tile_length(program));
+    let parallel = (0..band.len).find(|&k| schedule.dims[band.start + k].coincident);
+    let limits: Vec<Limit> = (0..band.len)
+        .map(|k| {
+            let whole = extents[k].max(1);
+            let mut limit = Limit {
+                lo: 1,
+                hi: whole,
+                multiple: 1,
+            };
+            if Some(k) == innermost {
+                if let Some(len) = vector_length {
+                    limit.lo = len.min(whole);
+                    limit.multiple = len;
+                }
+            }
+            if Some(k) == parallel && target.has_parallel_units() {
+                limit.hi = limit.hi.min(PARALLEL_TILE);
+            }
+            limit.hi = limit.hi.max(limit.lo);
+            limit
+        })
+        .collect();
+    let grid: Vec<Vec<i64>> = limits
+        .iter()
+        .map(|limit| {
+            let mut v: Vec<i64> = if limit.multiple > 1 {
+                (1..=4)
+                    .map(|m| m * limit.multiple)
+                    .filter(|&t| limit.allows(t))
+                    .collect()
+            } else {
+                COARSE
+                    .iter()
+                    .copied()
+                    .filter(|&t| limit.allows(t))
+                    .collect()
+            };
+            for t in [limit.lo, limit.hi] {
+                if !v.contains(&t) {
+                    v.push(t);
+                }
+            }
+            v.sort_unstable();
+            v
+        })
+        .collect();
+    let mut search = Search {
+        model: &model,
+        levels: &levels,
+        limits: &limits,
+        best: None,
+        runner_up: None,
+        seen: HashMap::new(),
+        memo: Memo::default(),
+    };
+    // The capacity rule's sizes are a candidate too, and where the descent starts from.
+    let rule = rule_sizes(program, deps, schedule, band, target)?;
+    search.try_sizes(&rule);
+    let points: usize = grid.iter().map(Vec::len).product();
+    if points <= EXHAUSTIVE {
+        let mut sizes = vec![0; band.len];
+        search.all(&grid, 0, &mut sizes);
+    } else {
+        search.descend(&grid, &rule);
+    }
+    search.refine();
+    let incumbent = predict_with(&model, &rule, &levels, &mut search.memo);
+    let incumbent = Candidate {
+        cost: incumbent.cost(&levels),
+        sizes: rule,
+        prediction: incumbent,
+    };
+    let (Some(best), runner_up) = (search.best, search.runner_up) else {
+        return Ok(None);
+    };
+    let incumbent_sizes = incumbent.sizes.clone();
+    let kept_rule =
+        best.sizes != incumbent.sizes && best.cost >= incumbent.cost * (1.0 - RULE_MARGIN);
+    let (best, runner_up) = if kept_rule {
+        (incumbent, Some(best))
+    } else {
+        (best, runner_up)
+    };
+    Ok(Some(BandSearch {
+        best,
+        runner_up,
+        kept_rule,
+        rule: incumbent_sizes,
+        levels,
+        model,
+    }))
+}
+
+/// The sizes a member may take: from `lo` to `hi`, multiples of `multiple` (or `hi`, which
+/// leaves the member untiled).
+#[derive(Clone, Copy, Debug)]
+struct Limit {
+    lo: i64,
+    hi: i64,
+    multiple: i64,
+}
+
+impl Limit {
+    fn allows(&self, t: i64) -> bool {
+        t >= self.lo.max(1) && t <= self.hi && (t % self.multiple == 0 || t == self.hi)
+    }
+}
+
+struct Search<'a> {
+    model: &'a Model,
+    levels: &'a [Level],
+    limits: &'a [Limit],
+    best: Option<Candidate>,
+    runner_up: Option<Candidate>,
+    /// The cost of every candidate evaluated.
+    seen: HashMap<Vec<i64>, f64>,
+    memo: Memo,
+}
+
+impl Search<'_> {
+    /// Evaluates `sizes` (once) and keeps it if it is among the two best; returns its cost.
+    fn try_sizes(&mut self, sizes: &[i64]) -> f64 {
+        if let Some(&cost) = self.seen.get(sizes) {
+            return cost;
+        }
+        let prediction = predict_with(self.model, sizes, self.levels, &mut self.memo);
+        let cost = prediction.cost(self.levels);
+        let cost = if cost.is_finite() {
+            cost
+        } else {
+            f64::INFINITY
+        };
+        self.seen.insert(sizes.to_vec(), cost);
+        if !cost.is_finite() {
+            return cost;
+        }
+        let candidate = Candidate {
+            sizes: sizes.to_vec(),
+            prediction,
+            cost,
+        };
+        match &self.best {
+            Some(b) if !better(&candidate, b) => {
+                if self
+                    .runner_up
+                    .as_ref()
+                    .is_none_or(|r| better(&candidate, r))
+                {
+                    self.runner_up = Some(candidate);
+                }
+            }
+            _ => self.runner_up = self.best.replace(candidate),
+        }
+        cost
+    }
+
+    fn all(&mut self, grid: &[Vec<i64>], k: usize, sizes: &mut Vec<i64>) {
+        if k == grid.len() {
+            self.try_sizes(sizes);
+            return;
+        }
+        for &t in &grid[k] {
+            sizes[k] = t;
+            self.all(grid, k + 1, sizes);
+        }
+    }
+
+    /// One member at a time until no member improves, from the best uniform size and from
+    /// `rule` (two starts, so that a good point far from the rule's is still found).
+    fn descend(&mut self, grid: &[Vec<i64>], rule: &[i64]) {
+        let mut uniform: Option<(f64, Vec<i64>)> = None;
+        for &t in &COARSE {
+            let sizes: Vec<i64> = grid
+                .iter()
+                .map(|v| {
+                    *v.iter()
+                        .min_by_key(|&&x| (x - t).abs())
+                        .expect("every member has a size")
+                })
+                .collect();
+            let cost = self.try_sizes(&sizes);
+            if uniform.as_ref().is_none_or(|(c, _)| cost < *c) {
+                uniform = Some((cost, sizes));
+            }
+        }
+        if let Some((_, start)) = uniform {
+            self.descend_from(grid, start);
+        }
+        self.descend_from(grid, rule.to_vec());
+    }
+
+    fn descend_from(&mut self, grid: &[Vec<i64>], start: Vec<i64>) {
+        let mut cost = self.try_sizes(&start);
+        let mut at = start;
+        for _ in 0..8 {
+            let before = at.clone();
+            for (k, values) in grid.iter().enumerate() {
+                for &t in values {
+                    let mut sizes = at.clone();
+                    sizes[k] = t;
+                    let c = self.try_sizes(&sizes);
+                    if c < cost {
+                        cost = c;
+                        at = sizes;
+                    }
+                }
+            }
+            if at == before {
+                break;
+            }
+        }
+    }
+
+    /// Hill climbing from the best candidate with finer steps.
+    fn refine(&mut self) {
+        for step in FINE_STEPS {
+            for _ in 0..16 {
+                let start = self.best_sizes();
+                for k in 0..start.len() {
+                    let limit = self.limits[k];
+                    let step = step.max(limit.multiple);
+                    for t in [start[k] - step, start[k] + step] {
+                        let t = (t / step) * step;
+                        if !limit.allows(t) {
+                            continue;
+                        }
+                        let mut sizes = start.clone();
+                        sizes[k] = t;
+                        self.try_sizes(&sizes);
+                    }
+                }
+                if self.best_sizes() == start {
+                    break;
+                }
+            }
+        }
+    }
+
+    fn best_sizes(&self) -> Vec<i64> {
+        self.best
+            .as_ref()
+            .map(|b| b.sizes.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// Whether `a` is better than `b`: cheaper, or as cheap with a larger tile (then the
+/// lexicographically larger sizes, so that the choice never depends on the search's order).
+fn better(a: &Candidate, b: &Candidate) -> bool {
+    let tolerance = 1e-9 * a.cost.abs().max(b.cost.abs()).max(1.0);
+    if (a.cost - b.cost).abs() > tolerance {
+        return a.cost < b.cost;
+    }
+    let volume = |c: &Candidate| c.sizes.iter().map(|&t| t as f64).product::<f64>();
+    match volume(a).partial_cmp(&volume(b)) {
+        Some(std::cmp::Ordering::Greater) => true,
+        Some(std::cmp::Ordering::Less) => false,
+        _ => a.sizes > b.sizes,
+    }
+}
