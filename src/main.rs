@@ -163,6 +163,12 @@ struct OptimizeArgs {
     /// OpenMP threads of the generated code (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
+    /// CPU: do not pack arrays into contiguous buffers.
+    #[arg(long)]
+    no_pack: bool,
+    /// CPU: do not unroll and jam point loops into register tiles.
+    #[arg(long)]
+    no_register_tile: bool,
     /// GPU: do not promote tiles to workgroup memory or accumulators to registers.
     #[arg(long)]
     no_promote: bool,
@@ -198,6 +204,7 @@ impl OptimizeArgs {
                 FuseArg::PostTiling => Fusion::SmartFuse,
             },
             post_tiling_fusion: self.fuse == FuseArg::PostTiling,
+            pack: !self.no_pack,
             tiling,
             ..Default::default()
         }
@@ -207,6 +214,7 @@ impl OptimizeArgs {
         TargetOptions {
             threads: self.threads.map(|n| n as usize),
             no_promote: self.no_promote,
+            no_register_tile: self.no_register_tile,
             adapter: self.adapter.clone(),
             no_double_buffer: self.no_double_buffer,
             f64_as_f32: self.npu_f32 || self.gpu_f32,
@@ -227,7 +235,7 @@ struct CompileArgs {
     output: Option<PathBuf>,
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
-    /// intra-tile, post-tiling-fusion), `ast` (the loop AST), `deps` (the dependences the
+    /// intra-tile, post-tiling-fusion, pack), `ast` (the loop AST), `deps` (the dependences the
     /// scheduler worked from) or `program` (the program they are for: arrays the pipeline
     /// expanded for parallelism appear expanded).
     #[arg(long, value_name = "WHAT")]

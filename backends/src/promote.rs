@@ -3,9 +3,17 @@
 //! loop on the CPU.
 //!
 //! - **Tile-local temporaries** (CPU). A temporary all of whose accesses lie in the body of one
-//!   parallel loop (a tile loop, after post-tiling fusion pulled the producers in) is a value
-//!   no iteration passes to another: the loop carries no dependence. It gets a zeroed array of
-//!   its box in that body ([`Region::box_of`]) instead of a global buffer.
+//!   parallel loop (a tile loop, after post-tiling fusion pulled the producers in), itself
+//!   inside parallel loops only, is a value no iteration passes to another: none of those
+//!   loops carries a dependence. It gets a zeroed array of its box in that body instead of a
+//!   global buffer.
+//!   The box of a temporary is computed per access ([`Region::enclosing_box`]): each
+//!   subscript's range over the loops that enclose that access inside the body (their bounds
+//!   may use loops further out in the body, and several loops may bind one variable with
+//!   different bounds), as a lowest value (an affine form of the loops outside the body) and
+//!   a constant width; the box is the rectangular hull of the accesses' ranges. On the GPU,
+//!   a temporary all of whose accesses lie in one kernel's body below its grid loops (one
+//!   tile per workgroup) gets such a box in workgroup memory the same way.
 //! - **Workgroup tiles.** For one thread region (the loops under a `thread` mark, entered by
 //!   every invocation of the group in uniform control flow), each array the kernel only reads
 //!   and the region reads with reuse (some loop of the region that its subscripts do not use)
@@ -142,6 +150,203 @@ pub(crate) fn accesses(program: &Program, ast: &Ast) -> Vec<(ArrayId, Vec<AstExp
     out
 }
 
+/// An access of a region with the loops that enclose it there: (array, subscripts, is the
+/// write, the enclosing loops outermost first as (variable, lower, upper)).
+type Enclosed = (ArrayId, Vec<AstExpr>, bool, Vec<(String, AstExpr, AstExpr)>);
+
+fn enclosed_accesses(program: &Program, ast: &Ast) -> Vec<Enclosed> {
+    fn rec(
+        program: &Program,
+        ast: &Ast,
+        loops: &mut Vec<(String, AstExpr, AstExpr)>,
+        out: &mut Vec<Enclosed>,
+    ) {
+        match ast {
+            Ast::Block(items) => items.iter().for_each(|a| rec(program, a, loops, out)),
+            Ast::For {
+                var,
+                lower,
+                upper,
+                body,
+                ..
+            } => {
+                loops.push((var.clone(), lower.clone(), upper.clone()));
+                rec(program, body, loops, out);
+                loops.pop();
+            }
+            Ast::Mark { body, .. } => rec(program, body, loops, out),
+            Ast::If {
+                then, otherwise, ..
+            } => {
+                rec(program, then, loops, out);
+                if let Some(o) = otherwise {
+                    rec(program, o, loops, out);
+                }
+            }
+            Ast::User { .. } => {
+                for (a, subs, w) in accesses(program, ast) {
+                    out.push((a, subs, w, loops.clone()));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    rec(program, ast, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The value of `e` when it uses only parameters (at `values`) and the variables of `fixed`.
+pub(crate) fn evaluate(
+    e: &AstExpr,
+    values: Option<&[i64]>,
+    fixed: &BTreeMap<String, i64>,
+) -> Option<i64> {
+    let ev = |x: &AstExpr| evaluate(x, values, fixed);
+    Some(match e {
+        AstExpr::Int(v) => *v,
+        AstExpr::Var(v) => *fixed.get(v)?,
+        AstExpr::Param(p) => values?[p.index()],
+        AstExpr::Add(a, b) => ev(a)?.checked_add(ev(b)?)?,
+        AstExpr::Mul(k, a) => k.checked_mul(ev(a)?)?,
+        AstExpr::FloorDiv(a, k) => ev(a)?.div_euclid(*k),
+        AstExpr::CeilDiv(a, k) => -(-ev(a)?).div_euclid(*k),
+        AstExpr::Mod(a, k) => ev(a)?.rem_euclid(*k),
+        AstExpr::Min(items) => items
+            .iter()
+            .map(ev)
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .min()?,
+        AstExpr::Max(items) => items
+            .iter()
+            .map(ev)
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .max()?,
+    })
+}
+
+/// A range `[lo, lo + width]` whose lowest value is an affine form of outer loops.
+#[derive(Clone, Debug)]
+struct Span {
+    lo: Linear,
+    width: i64,
+}
+
+impl Linear {
+    /// `e` as an affine form with the parameters (at `values`) and the variables of `fixed`
+    /// folded into the constant; a part without variables left is evaluated whole.
+    fn folded(
+        e: &AstExpr,
+        values: Option<&[i64]>,
+        fixed: &BTreeMap<String, i64>,
+    ) -> Option<Linear> {
+        if let Some(v) = evaluate(e, values, fixed) {
+            return Some(Linear {
+                constant: v,
+                ..Linear::default()
+            });
+        }
+        let mut l = Linear::of(e)?;
+        if let Some(values) = values {
+            for (p, c) in std::mem::take(&mut l.params) {
+                l.constant += c * values[p as usize];
+            }
+        }
+        let vars = std::mem::take(&mut l.vars);
+        for (v, c) in vars {
+            match fixed.get(&v) {
+                Some(x) => l.constant += c * x,
+                None => {
+                    l.vars.insert(v, c);
+                }
+            }
+        }
+        Some(l)
+    }
+
+    fn add_scaled(&mut self, other: &Linear, k: i64) {
+        for (v, c) in &other.vars {
+            *self.vars.entry(v.clone()).or_default() += k * c;
+        }
+        for (p, c) in &other.params {
+            *self.params.entry(*p).or_default() += k * c;
+        }
+        self.constant += k * other.constant;
+        self.vars.retain(|_, c| *c != 0);
+        self.params.retain(|_, c| *c != 0);
+    }
+
+    /// The range of the form when the variables of `env` range over their spans.
+    fn span(&self, env: &BTreeMap<String, Span>) -> Span {
+        let mut lo = Linear {
+            vars: BTreeMap::new(),
+            params: self.params.clone(),
+            constant: self.constant,
+        };
+        let mut width = 0;
+        for (v, c) in &self.vars {
+            match env.get(v) {
+                Some(s) => {
+                    lo.add_scaled(&s.lo, *c);
+                    if *c < 0 {
+                        lo.constant += c * s.width;
+                    }
+                    width += c.abs() * s.width;
+                }
+                None => {
+                    *lo.vars.entry(v.clone()).or_default() += c;
+                }
+            }
+        }
+        Span { lo, width }
+    }
+}
+
+/// The ranges of the loop variables of one access, innermost last; `None` when a loop's trip
+/// count has no constant bound, `Some(None)` when a loop never runs.
+fn loop_spans(
+    loops: &[(String, AstExpr, AstExpr)],
+    values: Option<&[i64]>,
+    fixed: &BTreeMap<String, i64>,
+) -> Option<Option<BTreeMap<String, Span>>> {
+    let mut env: BTreeMap<String, Span> = BTreeMap::new();
+    for (v, lower, upper) in loops {
+        let lows: Vec<&AstExpr> = match lower {
+            AstExpr::Max(items) => items.iter().collect(),
+            e => vec![e],
+        };
+        let highs: Vec<&AstExpr> = match upper {
+            AstExpr::Min(items) => items.iter().collect(),
+            e => vec![e],
+        };
+        let lows: Vec<Span> = lows
+            .iter()
+            .filter_map(|l| Some(Linear::folded(l, values, fixed)?.span(&env)))
+            .collect();
+        let highs: Vec<Span> = highs
+            .iter()
+            .filter_map(|h| Some(Linear::folded(h, values, fixed)?.span(&env)))
+            .collect();
+        let mut best: Option<(Linear, i64)> = None;
+        for l in &lows {
+            for h in &highs {
+                let mut d = h.lo.minus(&l.lo);
+                d.constant += h.width;
+                if d.is_constant() && best.as_ref().is_none_or(|(_, w)| d.constant < *w) {
+                    best = Some((l.lo.clone(), d.constant));
+                }
+            }
+        }
+        let (lo, width) = best?;
+        if width < 0 {
+            return Some(None);
+        }
+        env.insert(v.clone(), Span { lo, width });
+    }
+    Some(Some(env))
+}
+
 /// A box of an array copied to workgroup memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct SharedTile {
@@ -234,6 +439,10 @@ pub(crate) struct Region {
     info: BTreeMap<String, (AstExpr, AstExpr, i64)>,
     /// Every access of the region's statements: (array, subscripts, is the write).
     pub(crate) all: Vec<(ArrayId, Vec<AstExpr>, bool)>,
+    /// Every access with the loops enclosing it in the region.
+    enclosed: Vec<Enclosed>,
+    /// The parameters' values, when trip counts may use them.
+    values: Option<Vec<i64>>,
 }
 
 impl Region {
@@ -261,7 +470,60 @@ impl Region {
             inner,
             info,
             all: accesses(program, region),
+            enclosed: enclosed_accesses(program, region),
+            values: fold_params.then_some(values),
         }
+    }
+
+    /// The rectangular hull of the ranges of every access of `array`, each over the loops that
+    /// enclose it (see the module docs), with the variables of `fixed` (outer loops of one
+    /// iteration) at their values: per dimension, the lowest subscript (an expression of the
+    /// loops outside the region) and a constant extent.
+    pub(crate) fn enclosing_box(
+        &self,
+        program: &Program,
+        array: ArrayId,
+        fixed: &BTreeMap<String, i64>,
+    ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
+        let rank = program.array(array).shape.len();
+        let values = self.values.as_deref();
+        let mut ranges: Vec<Vec<Span>> = Vec::new();
+        for (_, subs, _, loops) in self.enclosed.iter().filter(|(a, ..)| *a == array) {
+            let Some(env) = loop_spans(loops, values, fixed)? else {
+                continue;
+            };
+            let mut r = Vec::new();
+            for e in subs {
+                let span = Linear::folded(e, values, fixed)?.span(&env);
+                if span.lo.vars.keys().any(|v| self.inner.contains(v)) {
+                    return None;
+                }
+                r.push(span);
+            }
+            ranges.push(r);
+        }
+        let first = ranges.first()?;
+        let mut lower = Vec::with_capacity(rank);
+        let mut extent = Vec::with_capacity(rank);
+        for d in 0..rank {
+            let base = &first[d].lo;
+            let mut lo_off = i64::MAX;
+            let mut hi_off = i64::MIN;
+            for r in &ranges {
+                let diff = r[d].lo.minus(base);
+                if !diff.is_constant() {
+                    return None;
+                }
+                lo_off = lo_off.min(diff.constant);
+                hi_off = hi_off.max(diff.constant + r[d].width);
+            }
+            lower.push(AstExpr::plus(
+                base.to_expr_without(&BTreeSet::new()),
+                AstExpr::Int(base.constant + lo_off),
+            ));
+            extent.push(hi_off - lo_off + 1);
+        }
+        Some((lower, extent))
     }
 
     /// The affine forms of every access of `array` (one per subscript), when all are affine in
@@ -294,32 +556,6 @@ impl Region {
                     .iter()
                     .all(|f| f.iter().all(|l| !l.vars.contains_key(v)))
         })
-    }
-
-    /// The box of the elements of `array` the region accesses: per dimension, its lowest
-    /// subscript (an expression of the loops outside the region) and a constant extent.
-    /// Loops of the same range count as one loop here: the elements they reach are the same.
-    pub(crate) fn box_of(
-        &self,
-        program: &Program,
-        array: ArrayId,
-    ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
-        let mut forms = self.forms(array)?;
-        for f in &mut forms {
-            for l in f.iter_mut() {
-                let vars = std::mem::take(&mut l.vars);
-                for (v, c) in vars {
-                    let same = self
-                        .info
-                        .get(&v)
-                        .and_then(|r| self.info.iter().find(|(_, s)| *s == r))
-                        .map_or(v, |(u, _)| u.clone());
-                    *l.vars.entry(same).or_default() += c;
-                }
-                l.vars.retain(|_, c| *c != 0);
-            }
-        }
-        self.box_of_forms(program, array, &forms)
     }
 
     fn box_of_forms(
@@ -362,12 +598,13 @@ impl Region {
     }
 }
 
-/// The workgroup tiles of a thread region `region` of a kernel that writes `written`, within
-/// `budget` bytes of `elem_bytes`-byte elements (see the module docs).
+/// The workgroup tiles of a thread region `region` of a kernel that writes `written` (but not
+/// of the arrays of `skip`, in workgroup memory already), within `budget` bytes of `elem_bytes`-byte elements (see the module docs).
 pub(crate) fn shared_tiles(
     program: &Program,
     region: &Ast,
     written: &BTreeSet<ArrayId>,
+    skip: &BTreeSet<ArrayId>,
     budget: &mut i64,
     elem_bytes: &dyn Fn(ArrayId) -> i64,
 ) -> Vec<SharedTile> {
@@ -381,7 +618,10 @@ pub(crate) fn shared_tiles(
     let mut tiles = Vec::new();
     for array in order {
         let writes_here = r.all.iter().any(|(a, _, w)| *a == array && *w);
-        if (written.contains(&array) && !writes_here) || program.array(array).shape.is_empty() {
+        if (written.contains(&array) && !writes_here)
+            || program.array(array).shape.is_empty()
+            || skip.contains(&array)
+        {
             continue;
         }
         let subs: Vec<&Vec<AstExpr>> = r

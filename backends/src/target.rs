@@ -47,6 +47,8 @@ pub struct TargetOptions {
     pub threads: Option<usize>,
     /// GPU: no promotion to workgroup memory or registers.
     pub no_promote: bool,
+    /// CPU: no unroll-and-jam of point loops into register tiles.
+    pub no_register_tile: bool,
     /// GPU: part of the name of the adapter to run on.
     pub adapter: Option<String>,
     /// Accelerator: one buffer per tile instead of two.

@@ -363,14 +363,84 @@ fn tiles_shrink_to_the_machine_they_are_for() {
 }
 
 #[test]
-fn an_in_place_update_is_refused_with_its_reason() {
-    let program = load(&kernel("trmm.pf"), &[]);
+fn an_in_place_product_reads_a_copy_taken_before_it() {
+    // trmm: B[i][j] += A[k][i] * B[k][j] for k > i reads rows of B no instance has updated
+    // yet: a first kernel copies B and A with its upper triangle zeroed, the Cube reads them.
+    let target = NpuTarget::default();
+    for sizes in [
+        &[("M", 120), ("N", 140)][..],
+        &[("M", 30), ("N", 20)],
+        &[("M", 40), ("N", 47)],
+    ] {
+        let program = load(&kernel("trmm.pf"), sizes);
+        let asm = runs_like_the_interpreter(&program, &target, &f32_options(true));
+        assert_eq!(asm.matches("\nkernel ").count(), 2, "{asm}");
+        assert!(
+            asm.contains("param B_in : f32") && asm.contains("param A_cut : f32"),
+            "{asm}"
+        );
+    }
+}
+
+#[test]
+fn an_in_place_recurrence_is_refused_with_its_reason() {
+    let program = load(&kernel("lu.pf"), &[]);
     let e = npu::compile(&program, &NpuTarget::default(), &f32_options(true))
-        .expect_err("trmm updates B in place");
+        .expect_err("lu updates A in place from elements it has updated");
     let message = e.to_string();
     assert!(
-        message.starts_with("not supported on npu yet: statement S0 updates `B` in place"),
+        message.starts_with("not supported on npu yet: statement S0 updates `A` in place")
+            && message.contains("a recurrence"),
         "{message}"
     );
     assert!(!message.contains('\n'));
+}
+
+#[test]
+fn a_triangular_domain_writes_only_its_triangle() {
+    // syrk updates C[i][j] for j <= i: the Cube computes square tiles of the bounding box and
+    // only the lower triangle leaves UB, so the upper one keeps its input values.
+    let target = NpuTarget::default();
+    for (n, m) in [(30, 20), (40, 24), (100, 17)] {
+        let options = frontend::Options {
+            defines: vec![
+                ("N".to_string(), Some(n.to_string())),
+                ("M".to_string(), Some(m.to_string())),
+            ],
+            ..frontend::Options::default()
+        };
+        let program = frontend::load(&kernel("syrk.c"), &options)
+            .unwrap_or_else(|e| panic!("{}", e.render(false)));
+        let asm = runs_like_the_interpreter(&program, &target, &f32_options(true));
+        assert!(asm.contains("if s30 == 0"), "a diagonal tile:\n{asm}");
+    }
+    // The upper triangle (rows from the diagonal on) is refused with its reason.
+    let program = load(&kernel("covariance.c"), &[]);
+    let e = npu::compile(&program, &target, &f32_options(true)).expect_err("covariance");
+    assert!(e.to_string().contains("from the diagonal on"), "{e}");
+}
+
+#[test]
+fn a_temporary_reused_by_every_iteration_is_privatized() {
+    // doitgen: sum[p] is computed from scratch for each (r, q) and copied into A[r][q][p]:
+    // one copy of sum per (r, q) makes it a contraction over (r, q) × p, A is read from a copy
+    // taken first, and the last (r, q)'s sum is copied into the live-out `sum` at the end.
+    let target = NpuTarget::default();
+    for dataset in ["MINI_DATASET", "SMALL_DATASET"] {
+        let options = frontend::Options {
+            defines: vec![(dataset.to_string(), None)],
+            ..frontend::Options::default()
+        };
+        let program = frontend::load(&kernel("doitgen.c"), &options)
+            .unwrap_or_else(|e| panic!("{}", e.render(false)));
+        let asm = runs_like_the_interpreter(&program, &target, &f32_options(true));
+        for k in [
+            "kernel doitgen_prep",
+            "kernel doitgen ",
+            "kernel doitgen_post",
+        ] {
+            assert!(asm.contains(k), "{k}:\n{asm}");
+        }
+        assert!(asm.contains("param sum_x : f32"), "{asm}");
+    }
 }

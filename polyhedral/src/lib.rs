@@ -14,6 +14,8 @@
 //! - [`fusion`]: post-tiling fusion with extension nodes;
 //! - [`expand`]: array expansion, which makes loops that only reuse storage parallel;
 //! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
+//! - [`pack`]: packing (GPAT): which arrays to copy into contiguous buffers before which loop,
+//!   in which layout, recorded as marks in the tree;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
 
@@ -25,6 +27,7 @@ pub mod expand;
 pub mod fusion;
 pub mod ilp;
 pub mod interp;
+pub mod pack;
 pub mod pipeline;
 pub mod program;
 pub mod schedule;

@@ -1,6 +1,6 @@
 //! The optimizing pipeline, written out in one place: dependences → array expansion →
 //! Pluto scheduling (with the fusion strategy) → schedule tree → the tree passes of
-//! [`passes`] (tiling, intra-tile permutation, post-tiling fusion, mapping marks), each
+//! [`passes`] (tiling, intra-tile permutation, post-tiling fusion, packing, mapping marks), each
 //! followed by the verifier → AST.
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memories,
@@ -22,6 +22,7 @@ use crate::ast::Ast;
 use crate::deps::{compute_dependences, Dependences};
 use crate::expand::{expand_for_parallelism, Expansion};
 use crate::fusion::post_tiling::PostTilingFusion;
+use crate::pack::Pack;
 use crate::program::Program;
 use crate::schedule::intra_tile::IntraTile;
 use crate::schedule::map::MapMarks;
@@ -48,6 +49,9 @@ pub struct Options {
     /// Run post-tiling fusion ([`crate::fusion::post_tiling`]) after the other tree passes:
     /// producers pulled into the tiles of the live-out statements that read them.
     pub post_tiling_fusion: bool,
+    /// Pack arrays into contiguous buffers where the analysis of [`crate::pack`] finds it
+    /// pays (on targets that describe a TLB).
+    pub pack: bool,
     /// Check every pass's result before the next pass (see the module docs).
     pub verify: bool,
 }
@@ -61,6 +65,7 @@ impl Default for Options {
             intra_tile: true,
             expand: true,
             post_tiling_fusion: false,
+            pack: true,
             verify: true,
         }
     }
@@ -153,6 +158,7 @@ pub const STAGES: &[&str] = &[
     Tile::NAME,
     IntraTile::NAME,
     PostTilingFusion::NAME,
+    Pack::NAME,
     MapMarks::NAME,
 ];
 
@@ -169,6 +175,9 @@ pub fn passes(target: &TargetDescription, options: &Options) -> Vec<Box<dyn Pass
     // extensions.
     if options.post_tiling_fusion {
         passes.push(Box::new(PostTilingFusion));
+    }
+    if options.pack && target.tlb.is_some() {
+        passes.push(Box::new(Pack));
     }
     if target.invocations().is_some() {
         passes.push(Box::new(MapMarks));

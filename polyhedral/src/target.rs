@@ -9,7 +9,9 @@
 //!   transparent cache or an addressable scratchpad (which the code names and copies to);
 //! - a parallel hierarchy ([`ParallelLevel`], outermost first): threads, cores, workgroups and
 //!   invocations, a matrix unit's fractal;
-//! - the vector unit, if any;
+//! - the vector unit, if any, with the number of its registers;
+//! - the data TLB, if the machine translates addresses through one ([`Tlb`]): what packing
+//!   ([`crate::pack`]) weighs its copies against;
 //! - the element types the machine computes in.
 //!
 //! Invariants (checked by [`TargetDescription::validate`]): the memory tree has exactly one root,
@@ -168,6 +170,8 @@ pub struct VectorUnit {
     /// with few remainders and for the hardware's prefetching. A whole number of vectors for
     /// every element type.
     pub tile_iterations: i64,
+    /// Architectural vector registers: how many accumulators a register tile may keep.
+    pub registers: u32,
 }
 
 impl VectorUnit {
@@ -175,6 +179,14 @@ impl VectorUnit {
     pub fn lanes(&self, ty: ScalarType) -> i64 {
         (self.bytes as i64 / ty.size_in_bytes() as i64).max(1)
     }
+}
+
+/// A machine's first-level data TLB: how many page translations it holds and the size of a
+/// page, which together bound the memory a loop can touch without TLB misses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tlb {
+    pub entries: u32,
+    pub page_bytes: u64,
 }
 
 /// What the middle end knows about a target.
@@ -186,6 +198,8 @@ pub struct TargetDescription {
     /// The parallel hierarchy, outermost level first (empty: one sequential unit).
     pub parallel: Vec<ParallelLevel>,
     pub vector: Option<VectorUnit>,
+    /// The first-level data TLB, where the machine has one the code should care about.
+    pub tlb: Option<Tlb>,
     /// The element types the machine can compute in.
     pub element_types: Vec<ScalarType>,
 }
@@ -310,7 +324,10 @@ impl fmt::Display for TargetDescription {
             writeln!(f, "  parallel: {l:?}")?;
         }
         if let Some(v) = self.vector {
-            writeln!(f, "  vector: {} bytes", v.bytes)?;
+            writeln!(f, "  vector: {} bytes, {} registers", v.bytes, v.registers)?;
+        }
+        if let Some(t) = self.tlb {
+            writeln!(f, "  tlb: {} entries of {} bytes", t.entries, t.page_bytes)?;
         }
         let types: Vec<&str> = self.element_types.iter().map(|t| t.name()).collect();
         writeln!(f, "  element types: {}", types.join(", "))
@@ -338,6 +355,7 @@ mod tests {
                 },
             ],
             vector: None,
+            tlb: None,
             element_types: vec![ScalarType::F16],
         }
     }

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use polyhedral::interp::Memory;
 use polyhedral::program::ScalarType;
-use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription, VectorUnit};
+use polyhedral::target::{
+    MemoryKind, MemoryTree, ParallelLevel, TargetDescription, Tlb, VectorUnit,
+};
 
 /// Every kernel in `kernels/` (`.pf` and `.c` files), sorted by file name.
 pub fn kernels() -> Vec<PathBuf> {
@@ -71,7 +73,9 @@ pub fn tiny_target() -> TargetDescription {
         vector: Some(VectorUnit {
             bytes: 16,
             tile_iterations: 128,
+            registers: 32,
         }),
+        tlb: None,
         element_types: vec![
             ScalarType::F16,
             ScalarType::F32,
@@ -90,6 +94,23 @@ pub fn roomy_target() -> TargetDescription {
     TargetDescription {
         name: "tiny with room for expanded arrays".into(),
         memory,
+        ..tiny_target()
+    }
+}
+
+/// [`tiny_target`] with a 2 KiB second cache and a TLB of four 64-byte pages: small enough
+/// that the packing analysis finds candidates in the kernels at their test sizes.
+pub fn packing_target() -> TargetDescription {
+    let mut memory = MemoryTree::global("DRAM", 1 << 30);
+    let l2 = memory.add("L2", MemoryKind::Cache, 2 << 10, memory.root());
+    memory.add("L1", MemoryKind::Cache, 256, l2);
+    TargetDescription {
+        name: "tiny with a TLB".into(),
+        memory,
+        tlb: Some(Tlb {
+            entries: 4,
+            page_bytes: 64,
+        }),
         ..tiny_target()
     }
 }

@@ -1,6 +1,6 @@
 //! The CPU target end to end on every kernel in `kernels/`: the optimizing pipeline under
 //! every fusion strategy, its C built with the system C compiler and run against the reference
-//! interpreter (exact for integers, within the element type's tolerance otherwise; every
+//! interpreter, packed and unpacked (exact for integers, within the element type's tolerance otherwise; every
 //! kernel here is bit-exact in practice because the pipeline keeps each element's order of
 //! operations and the build does not contract); the same C under the address and
 //! undefined-behaviour sanitizers; and the source-to-source output of every C kernel, built
@@ -12,7 +12,7 @@ use std::process::Command;
 use backends::cpu;
 use polyhedral::pipeline::{compile, Options};
 use polyhedral::schedule::pluto::Fusion;
-use snapshots::{kernels, load_small, tiny_target};
+use snapshots::{kernels, load_small, packing_target, tiny_target};
 
 /// Two threads, and every parallel loop parallel whatever its work, so that the OpenMP code
 /// paths run at these small sizes.
@@ -29,11 +29,25 @@ fn every_kernel_every_strategy_runs_on_the_cpu_like_the_interpreter() {
     for path in kernels() {
         let program = load_small(&path);
         for fuse in [Fusion::NoFuse, Fusion::SmartFuse, Fusion::MaxFuse] {
-            for target in [cpu::description(), tiny_target()] {
-                let what = format!("{} {} on {}", path.display(), fuse.name(), target.name);
+            let runs = [
+                (cpu::description(), true),
+                (cpu::description(), false),
+                (tiny_target(), true),
+                (packing_target(), true),
+                (packing_target(), false),
+            ];
+            for (target, pack) in runs {
+                let what = format!(
+                    "{} {} on {}{}",
+                    path.display(),
+                    fuse.name(),
+                    target.name,
+                    if pack { "" } else { " unpacked" }
+                );
                 eprintln!("{what}");
                 let options = Options {
                     fuse,
+                    pack,
                     ..Options::default()
                 };
                 let c =
@@ -97,7 +111,7 @@ fn optimized_c_of_every_kernel_passes_the_sanitizers() {
     };
     for path in kernels() {
         let program = load_small(&path);
-        for target in [tiny_target(), cpu::description()] {
+        for target in [tiny_target(), cpu::description(), packing_target()] {
             let what = format!("{} on {}", path.display(), target.name);
             let c = compile(&program, &target, &Options::default())
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -171,6 +185,7 @@ fn source_to_source_output_prints_what_the_original_prints() {
             (tiny_target(), Fusion::SmartFuse),
             (cpu::description(), Fusion::MaxFuse),
             (tiny_target(), Fusion::NoFuse),
+            (packing_target(), Fusion::SmartFuse),
         ] {
             let c = compile(
                 &program,

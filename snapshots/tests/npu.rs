@@ -108,6 +108,22 @@ fn f64_kernels_run_in_f32_on_the_vector_unit() {
 }
 
 #[test]
+fn f64_contractions_over_a_triangle_in_place_or_privatized_run_in_f32_on_the_cube() {
+    let options = Options {
+        f64_as_f32: true,
+        ..Options::default()
+    };
+    for file in ["syrk.c", "trmm.pf", "doitgen.c"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../kernels")
+            .join(file);
+        let program = load_medium(&path);
+        let checked = run(&program, &NpuTarget::default(), &options);
+        insta::assert_snapshot!(format!("npu_f32_{}", snapshot_name(&path)), checked.asm);
+    }
+}
+
+#[test]
 fn row_tails_are_padded_on_chip_and_never_leave_the_arrays() {
     // One short panel, and several panels of which the last is short.
     for (m, n, k) in [(40, 48, 32), (200, 64, 48), (17, 16, 16)] {

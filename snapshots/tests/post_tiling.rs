@@ -1,12 +1,14 @@
 //! Post-tiling fusion end to end: every kernel in `kernels/` under `--fuse post-tiling` on the
 //! CPU against the reference interpreter, the fused trees of the fusion kernels (extension
-//! nodes and `skipped` marks), and the multiple-live-out rule refusing to fuse an intermediate
-//! that two outputs read.
+//! nodes and `skipped` marks), the multiple-live-out rule refusing to fuse an intermediate
+//! that two outputs read, stencil halos recomputed per tile (and refused when too costly), and
+//! fused intermediates living in their tiles instead of global buffers.
 
 use std::path::Path;
 
 use backends::cpu;
 use polyhedral::pipeline::{compile, Compiled, Options};
+use polyhedral::schedule::tile_size::TileSizes;
 use polyhedral::schedule::tree::{NodeKind, SKIPPED};
 use polyhedral::Program;
 use snapshots::{kernels, load_small, snapshot_name, tiny_target};
@@ -70,11 +72,12 @@ fn every_kernel_runs_fused_on_the_cpu_like_the_interpreter() {
     }
 }
 
-/// The kernels whose producers the fusion pulls into the consumers' tiles (`blur_unsharp` is
-/// one fused band already after smartfuse, so its tree has nothing left to fuse).
+/// The kernels whose producers the fusion pulls into the consumers' tiles (`blur_unsharp`'s
+/// first blur recomputed on the halo rows of every tile).
 const FUSED: &[&str] = &[
     "conv2d_relu.pf",
     "conv2d_bn_relu.pf",
+    "blur_unsharp.pf",
     "softmax.pf",
     "layernorm.pf",
     "gemm_bias_relu.pf",
@@ -84,18 +87,16 @@ const FUSED: &[&str] = &[
 #[test]
 fn fused_trees_of_the_fusion_kernels() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels");
-    for file in FUSED.iter().chain(&["blur_unsharp.pf"]) {
+    for file in FUSED {
         let path = dir.join(file);
         let program = load_small(&path);
         let c = compile(&program, &cpu::description(), &fused())
             .unwrap_or_else(|e| panic!("{file}: {e}"));
-        if FUSED.contains(file) {
-            assert!(extensions(&c) >= 1, "{file}: no extension node");
-            assert!(
-                marks(&c).iter().any(|m| m == SKIPPED),
-                "{file}: no skipped mark"
-            );
-        }
+        assert!(extensions(&c) >= 1, "{file}: no extension node");
+        assert!(
+            marks(&c).iter().any(|m| m == SKIPPED),
+            "{file}: no skipped mark"
+        );
         // The fused tree is the one the pass list records under its name.
         assert_eq!(c.tree_after("post-tiling-fusion"), Some(&c.tree));
         insta::assert_snapshot!(
@@ -153,5 +154,87 @@ fn fused_intermediates_of_softmax_live_in_its_tiles_on_the_cpu() {
     assert!(!text.contains("calloc"), "{text}");
     for local in ["mx_tile[", "e_tile[", "s_tile["] {
         assert!(text.contains(local), "{local}\n{text}");
+    }
+}
+
+/// `blur_unsharp` at sizes that leave partial tiles, with tiles of `tile` points per member.
+fn blur(tile: i64) -> (Program, Compiled) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/blur_unsharp.pf");
+    let options = frontend::Options {
+        sizes: vec![("H".into(), 37), ("W".into(), 45)],
+        ..frontend::Options::default()
+    };
+    let program = frontend::load(&path, &options).unwrap_or_else(|e| panic!("{e}"));
+    let options = Options {
+        tiling: TileSizes::Fixed(vec![tile, tile]),
+        ..fused()
+    };
+    let c = compile(&program, &cpu::description(), &options).unwrap_or_else(|e| panic!("{e}"));
+    (program, c)
+}
+
+#[test]
+fn stencil_halos_are_recomputed_at_tile_borders_and_domain_edges() {
+    // Tiles of 8 rows of the output need 10 rows of the horizontal blur: the two rows below
+    // a tile are computed again by the next tile (2 of 10 shared, within the cost bound).
+    let (program, c) = blur(8);
+    assert_eq!(
+        marks(&c).iter().filter(|m| *m == SKIPPED).count(),
+        2,
+        "{}",
+        c.tree.display(&c.program)
+    );
+    insta::assert_snapshot!("post_tiling_blur_halo", c.tree.display(&c.program));
+    check_on_cpu(&program, &c, "blur_unsharp, halos recomputed");
+    let text = cpu::Writer::new(&c.program, &cpu_options())
+        .write(&c.ast)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!text.contains("calloc"), "{text}");
+    assert!(text.contains("float Bx_tile[10][8] = {0};"), "{text}");
+    assert!(text.contains("float By_tile[8][8] = {0};"), "{text}");
+}
+
+#[test]
+fn halos_too_costly_to_recompute_stay_unfused() {
+    // Tiles of 4 rows would need 6 rows of the horizontal blur, 2 of them shared with the
+    // next tile: a third of the tile's producer work, over the bound.
+    let tile_rows = 4;
+    let shared = 2 * tile_rows;
+    let total = (tile_rows + 2) * tile_rows;
+    assert!(!polyhedral::fusion::recompute::worth_recomputing(
+        shared, total
+    ));
+    let (program, c) = blur(tile_rows);
+    assert!(
+        !marks(&c).iter().any(|m| m == SKIPPED),
+        "{}",
+        c.tree.display(&c.program)
+    );
+    check_on_cpu(&program, &c, "blur_unsharp, small tiles");
+}
+
+#[test]
+fn fused_intermediates_have_no_global_buffer_on_the_cpu() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels");
+    for (file, locals) in [
+        ("conv2d_relu.pf", &["Conv_tile["][..]),
+        ("conv2d_bn_relu.pf", &["Conv_tile["]),
+        ("blur_unsharp.pf", &["Bx_tile[", "By_tile["]),
+        (
+            "layernorm.pf",
+            &["sum_tile[", "mu_tile[", "sq_tile[", "rstd_tile["],
+        ),
+        ("gemm_bias_relu.pf", &["T_tile["]),
+    ] {
+        let program = snapshots::load(&dir.join(file));
+        let c = compile(&program, &cpu::description(), &fused())
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let text = cpu::Writer::new(&c.program, &cpu_options())
+            .write(&c.ast)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!text.contains("calloc"), "{file}:\n{text}");
+        for local in locals {
+            assert!(text.contains(local), "{file}: {local}\n{text}");
+        }
     }
 }

@@ -34,6 +34,7 @@ impl Target for Toy {
             memory,
             parallel: vec![ParallelLevel::Cores { count: 4 }],
             vector: None,
+            tlb: None,
             element_types: vec![ScalarType::F32, ScalarType::F64, ScalarType::I32],
         })
     }

@@ -14,7 +14,8 @@
 //! built kernel run under it through `POLYFUSE_CPU_RUNNER`; valgrind is installed with apt-get
 //! when it is missing, and the table says so when it cannot be. A third runs smartfuse and
 //! post-tiling fusion on the GPU adapter `polyfuse run --target gpu` picks (f64 computed in
-//! f32): dispatches and the dispatches' time, medians as above.
+//! f32): dispatches and the dispatches' time, medians as above, and the bytes of the
+//! intermediates that keep a global buffer (those in workgroup memory for a tile have none).
 //!
 //! `--readme` rewrites the tables between the `<!-- bench fusion -->` markers of README.md.
 
@@ -23,8 +24,6 @@ use std::process::Command;
 
 use crate::{build_polyfuse, parse_runs, workspace_root};
 
-const README_BEGIN: &str = "<!-- bench fusion: begin -->";
-const README_END: &str = "<!-- bench fusion: end -->";
 const KERNELS: &[&str] = &[
     "conv2d_relu.pf",
     "conv2d_bn_relu.pf",
@@ -111,14 +110,23 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
                 .iter()
                 .map(|v| median(v.iter().map(|(t, _)| *t).collect()))
                 .collect();
+            let mut global = Vec::new();
+            for strategy in GPU_STRATEGIES {
+                global.push(gpu_global_bytes(&polyfuse, &path, strategy, &temporaries)?);
+            }
             let row = format!(
-                "| {} | {} | {} | {} | {} | {:.2}× |",
+                "| {} | {} | {} | {} | {} | {:.2}× | {} |",
                 k.trim_end_matches(".pf"),
                 samples[0][0].1,
                 ms(times[0]),
                 samples[1][0].1,
                 ms(times[1]),
-                times[0] / times[1]
+                times[0] / times[1],
+                global
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" / ")
             );
             println!("{row}");
             gpu_rows.push(row);
@@ -147,24 +155,15 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
         Ok(name) => {
             table += &format!(
                 "Adapter: {name}.\n\n\
-                 | kernel | smartfuse dispatches | smartfuse time | post-tiling dispatches | post-tiling time | speedup |\n\
-                 | --- | ---: | ---: | ---: | ---: | ---: |\n{}\n",
+                 | kernel | smartfuse dispatches | smartfuse time | post-tiling dispatches | post-tiling time | speedup | intermediate bytes in global memory (smartfuse / post-tiling) |\n\
+                 | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n{}\n",
                 gpu_rows.join("\n")
             )
         }
         Err(why) => table += &format!("Not measured: {why}.\n"),
     }
     if readme {
-        let file = root.join("README.md");
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("README.md: {e}"))?;
-        let (Some(b), Some(e)) = (text.find(README_BEGIN), text.find(README_END)) else {
-            return Err(format!(
-                "README.md has no {README_BEGIN} … {README_END} markers"
-            ));
-        };
-        let new = format!("{}{README_BEGIN}\n{table}{}", &text[..b], &text[e..]);
-        std::fs::write(&file, new).map_err(|e| format!("README.md: {e}"))?;
-        println!("README.md updated");
+        crate::readme::write_section("fusion", &table)?;
     }
     Ok(())
 }
@@ -186,10 +185,7 @@ fn ensure_valgrind() -> Result<String, String> {
         return Ok(v);
     }
     println!("valgrind is missing: installing it with apt-get");
-    let _ = Command::new("apt-get")
-        .args(["install", "-y", "-qq", "valgrind"])
-        .env("DEBIAN_FRONTEND", "noninteractive")
-        .status();
+    crate::apt_install(&["valgrind"]);
     version().ok_or_else(|| "valgrind is not installed and apt-get could not install it".into())
 }
 
@@ -417,6 +413,38 @@ fn global_bytes(
                     .chars()
                     .next_back()
                     .is_some_and(|ch| ch.is_alphanumeric() || ch == '_')
+            })
+        })
+        .map(|(_, bytes)| bytes)
+        .sum())
+}
+
+/// The bytes of the temporaries that keep a global buffer in the WGSL of `kernel` under
+/// `fuse`: all but those living in workgroup memory for a tile (`pf_tl_kN_NAME` arrays).
+fn gpu_global_bytes(
+    polyfuse: &Path,
+    kernel: &Path,
+    fuse: &str,
+    temporaries: &[(String, u64)],
+) -> Result<u64, String> {
+    let wgsl = output(Command::new(polyfuse).arg("compile").arg(kernel).args([
+        "--target",
+        "gpu",
+        "--gpu-f32",
+        "--fuse",
+        fuse,
+    ]))?;
+    Ok(temporaries
+        .iter()
+        .filter(|(name, _)| {
+            let local = format!("_{name}: array<");
+            !wgsl.lines().any(|l| {
+                l.strip_prefix("var<workgroup> pf_tl_k")
+                    .and_then(|rest| {
+                        rest.trim_start_matches(|c: char| c.is_ascii_digit())
+                            .strip_prefix(&local[..])
+                    })
+                    .is_some()
             })
         })
         .map(|(_, bytes)| bytes)

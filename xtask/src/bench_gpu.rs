@@ -17,9 +17,6 @@ use std::process::Command;
 
 use crate::{build_polyfuse, parse_runs, workspace_root};
 
-const README_BEGIN: &str = "<!-- bench gpu: begin -->";
-const README_END: &str = "<!-- bench gpu: end -->";
-
 /// A kernel's sizes, by name.
 type Sizes<'a> = &'a dyn Fn(&str) -> f64;
 
@@ -206,15 +203,7 @@ pub(crate) fn bench_gpu(args: &[String]) -> Result<(), String> {
     );
     print!("{table}");
     if readme {
-        let path = root.join("README.md");
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("README.md: {e}"))?;
-        let (Some(a), Some(b)) = (text.find(README_BEGIN), text.find(README_END)) else {
-            return Err(format!(
-                "README.md has no {README_BEGIN} … {README_END} markers"
-            ));
-        };
-        let new = format!("{}{README_BEGIN}\n{table}{}", &text[..a], &text[b..]);
-        std::fs::write(&path, new).map_err(|e| format!("README.md: {e}"))?;
+        crate::readme::write_section("gpu", &table)?;
     }
     Ok(())
 }

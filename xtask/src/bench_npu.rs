@@ -18,9 +18,6 @@ use std::process::Command;
 
 use crate::{build_polyfuse, workspace_root};
 
-const README_BEGIN: &str = "<!-- bench npu: begin -->";
-const README_END: &str = "<!-- bench npu: end -->";
-
 /// (label, kernel file, sizes, further options of `polyfuse compile`)
 const CASES: &[(&str, &str, &[&str], &[&str])] = &[
     (
@@ -62,6 +59,14 @@ const CASES: &[(&str, &str, &[&str], &[&str])] = &[
     ("conv2d_bn_relu", "conv2d_bn_relu.pf", &[], &[]),
     ("softmax", "softmax.pf", &[], &[]),
     ("layernorm", "layernorm.pf", &[], &[]),
+    ("blur_unsharp", "blur_unsharp.pf", &[], &[]),
+    ("jacobi2d f32", "jacobi2d.pf", &[], &["--npu-f32"]),
+    ("syrk.c f32", "syrk.c", &[], &["--npu-f32"]),
+    ("trmm f32", "trmm.pf", &[], &["--npu-f32"]),
+    ("lu f32", "lu.pf", &[], &["--npu-f32"]),
+    ("covariance.c f32", "covariance.c", &[], &["--npu-f32"]),
+    ("doitgen.c f32", "doitgen.c", &[], &["--npu-f32"]),
+    ("gemver.c f32", "gemver.c", &[], &["--npu-f32"]),
 ];
 
 struct Sim {
@@ -106,7 +111,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
         for double in [true, false] {
             let out = work.join(format!(
                 "{}.npuasm",
-                label.replace([' ', '³', '×', '(', ')'], "_")
+                label.replace([' ', '³', '×', '(', ')', '.'], "_")
             ));
             let mut cmd = Command::new(&polyfuse);
             cmd.arg("compile")
@@ -125,7 +130,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
                 .map_err(|e| format!("cannot run polyfuse: {e}"))?;
             if !compiled.status.success() {
                 let why = String::from_utf8_lossy(&compiled.stderr);
-                let stem = file.trim_end_matches(".pf");
+                let stem = file.trim_end_matches(".pf").trim_end_matches(".c");
                 let why = why
                     .lines()
                     .next()
@@ -180,15 +185,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
     }
     println!("{table}");
     if readme {
-        let path = root.join("README.md");
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("README.md: {e}"))?;
-        let (Some(b), Some(e)) = (text.find(README_BEGIN), text.find(README_END)) else {
-            return Err(format!(
-                "README.md lacks the {README_BEGIN} / {README_END} markers"
-            ));
-        };
-        let new = format!("{}{README_BEGIN}\n{table}{}", &text[..b], &text[e..]);
-        std::fs::write(&path, new).map_err(|e| format!("README.md: {e}"))?;
+        crate::readme::write_section("npu", &table)?;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ mod bench_fusion;
 mod bench_gpu;
 mod bench_npu;
 mod difftest;
+mod readme;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -55,9 +56,12 @@ tasks:
                                the table
   bench sim                    simulated instructions per second of the accelerator
                                simulator (release build)
-  bench cpu [--runs N] [--only TEXT] [--readme]
-                               PolyBench C kernels at LARGE sizes: gcc -O3 against
-                               polyfuse (OpenMP) and Polly; --readme writes the table
+  bench cpu [--kernels A,B] [--dataset D] [--runs N] [--threads N] [--active-wait]
+            [--compile-limit S] [--polybench DIR] [--readme]
+                               every PolyBench/C 4.2.1 kernel at LARGE (EXTRALARGE when
+                               short): gcc -O3 against polyfuse, Polly sequential and
+                               parallel, gemm against OpenBLAS; polyfuse's compile time
+                               (limit S, default 60 s); --readme writes the table
   bench fusion [--runs N] [--readme]
                                the fusion kernels on the CPU: smartfuse, maxfuse and
                                post-tiling fusion timed; --readme writes the table
@@ -102,6 +106,18 @@ fn status(cmd: &mut Command) -> Result<bool, String> {
     cmd.status()
         .map(|s| s.success())
         .map_err(|e| format!("cannot run {cmd:?}: {e}"))
+}
+
+/// Installs Debian packages a benchmark needs (`apt-get install -y`); whether apt-get
+/// succeeded. The caller checks again for what it needs, since a package may be installed and
+/// still not provide it.
+fn apt_install(packages: &[&str]) -> bool {
+    Command::new("apt-get")
+        .args(["install", "-y", "-qq"])
+        .args(packages)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// Pending snapshot files (`*.snap.new`) under the workspace, sorted.

@@ -27,7 +27,9 @@ pub use writer::Writer;
 use polyhedral::interp::InterpError;
 use polyhedral::pipeline::{self, Compiled};
 use polyhedral::program::{Program, ScalarType, SourceKind};
-use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription, VectorUnit};
+use polyhedral::target::{
+    MemoryKind, MemoryTree, ParallelLevel, TargetDescription, Tlb, VectorUnit,
+};
 
 use crate::report;
 use crate::target::{self as table, RunOutput, Source, Target, TargetOptions};
@@ -35,7 +37,8 @@ use crate::target::{self as table, RunOutput, Source, Target, TargetOptions};
 /// The machine the CPU target optimizes for, as the middle end sees it: a 32 KiB L1 data
 /// cache, a 1 MiB L2 and a shared 32 MiB L3, threads sharing memory, 256-bit vectors. Fixed
 /// rather than read from the build machine, so that generated code does not depend on where
-/// it was generated.
+/// it was generated. The data TLB holds 64 translations of 4 KiB pages, and the vector unit
+/// has 16 registers, as on current x86 cores with AVX2.
 pub fn description() -> TargetDescription {
     let mut memory = MemoryTree::global("DRAM", 1 << 36);
     let l3 = memory.add("L3", MemoryKind::Cache, 32 << 20, memory.root());
@@ -48,6 +51,11 @@ pub fn description() -> TargetDescription {
         vector: Some(VectorUnit {
             bytes: 32,
             tile_iterations: 128,
+            registers: 16,
+        }),
+        tlb: Some(Tlb {
+            entries: 64,
+            page_bytes: 4096,
         }),
         element_types: vec![
             ScalarType::F16,
@@ -65,6 +73,7 @@ impl Cpu {
     fn options(options: &TargetOptions) -> Options {
         Options {
             threads: options.threads,
+            register_tile: !options.no_register_tile,
             ..Options::default()
         }
     }
@@ -155,6 +164,10 @@ pub struct Options {
     /// OpenMP threads: a `num_threads(N)` clause on every parallel loop, and `OMP_NUM_THREADS`
     /// for the runner; `None` leaves the OpenMP default (every core).
     pub threads: Option<usize>,
+    /// Unroll a loop that carries no dependence around a vectorized innermost loop and jam
+    /// the copies into that loop (a register tile: one vector operand reused by several rows),
+    /// by a quarter of the vector registers of [`description`].
+    pub register_tile: bool,
 }
 
 impl Default for Options {
@@ -167,6 +180,7 @@ impl Default for Options {
                 .to_vec(),
             threads: None,
             min_parallel_work: 1 << 15,
+            register_tile: true,
         }
     }
 }

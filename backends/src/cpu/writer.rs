@@ -12,11 +12,18 @@
 //! (with `schedule(static, 1)` where its iterations do unequal work, as in triangular nests);
 //! an innermost loop annotated vectorizable becomes `#pragma omp simd` (both on one loop:
 //! `parallel for simd`).
+//!
+//! A pack mark ([`PackMark`]) becomes a buffer of the box its loops access, aligned to a cache
+//! line, in the mark's layout: copied in before the loops, read and written there instead of
+//! the array, and copied back after them when they write it. A loop that carries no dependence
+//! around a vectorizable innermost loop is unrolled and its copies jammed into that loop (a
+//! register tile, [`Options::register_tile`]), the iterations left over run one at a time.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 
 use polyhedral::ast::{self, Ast, AstCond, AstExpr};
+use polyhedral::pack::PackMark;
 use polyhedral::program::{
     ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, SourceKind, Stmt, StmtId,
 };
@@ -55,8 +62,9 @@ pub struct Writer<'a> {
     /// Per parallel loop (by address in the AST), the temporaries that live in one of its
     /// iterations: (array, lowest subscripts, extents).
     tile_locals: HashMap<*const Ast, Vec<TileLocal>>,
-    /// The tile-local temporaries in scope: (array, local name, names of the lowest subscripts).
-    locals: Vec<(ArrayId, String, Vec<String>)>,
+    /// The tile-local temporaries and packed buffers in scope: (array, local name, names of
+    /// the lowest subscripts, the array dimension each local dimension stores).
+    locals: Vec<(ArrayId, String, Vec<String>, Vec<usize>)>,
 }
 
 /// A temporary living in one iteration of a parallel loop: the array, its box's lowest
@@ -66,6 +74,25 @@ type TileLocal = (ArrayId, Vec<AstExpr>, Vec<i64>);
 /// The most bytes of tile-local temporaries one iteration of a parallel loop keeps on the
 /// stack.
 const TILE_LOCAL_BYTES: i64 = 64 << 10;
+
+/// The most bytes of one packed buffer, which lives on the stack of the thread that runs the
+/// packed loop.
+const PACKED_BYTES: i64 = 1 << 20;
+
+/// The alignment of packed buffers: a cache line, and a whole number of vectors.
+const PACKED_ALIGN: i64 = 64;
+
+/// An array copied into a packed buffer for one region (see [`polyhedral::pack`]).
+struct Packed {
+    array: ArrayId,
+    /// Per array dimension, the lowest subscript of the box (an expression of the loops
+    /// outside the region) and its extent.
+    lower: Vec<AstExpr>,
+    extent: Vec<i64>,
+    /// The array dimension each buffer dimension stores.
+    layout: Vec<usize>,
+    written: bool,
+}
 
 /// The C type elements of `ty` are stored in.
 pub(crate) fn storage_type(ty: ScalarType) -> &'static str {
@@ -562,67 +589,105 @@ impl<'a> Writer<'a> {
     }
 
     /// Finds the temporaries that can live in one iteration of a parallel loop (see
-    /// [`crate::promote`]), records them in `tile_locals`, and returns them.
+    /// [`crate::promote`]), records them in `tile_locals`, and returns them. Each goes to the
+    /// deepest parallel loop (below parallel loops only) whose body holds all its accesses
+    /// and where its box fits, the smallest box.
     fn find_tile_locals(&mut self, ast: &Ast) -> BTreeSet<ArrayId> {
         let program = self.program;
+        let values = program.param_values();
         let mut totals: HashMap<ArrayId, usize> = HashMap::new();
         for (a, _, _) in crate::promote::accesses(program, ast) {
             *totals.entry(a).or_default() += 1;
         }
-        let mut found = BTreeSet::new();
-        let mut stack = vec![ast];
-        while let Some(node) = stack.pop() {
-            let body = match node {
-                Ast::For {
-                    body, annotations, ..
-                } if annotations.parallel => body,
+        // (depth, loop, array, lowest subscripts, extents, bytes)
+        let mut candidates: Vec<(usize, *const Ast, TileLocal, i64)> = Vec::new();
+        // Only below loops that all carry no dependence: a value a loop further out carried from
+        // one of its iterations to the next would be lost with the iteration's array.
+        let mut stack: Vec<(&Ast, usize, BTreeMap<String, i64>, bool)> =
+            vec![(ast, 0, BTreeMap::new(), true)];
+        while let Some((node, depth, fixed, outer_parallel)) = stack.pop() {
+            match node {
                 Ast::Block(items) => {
-                    stack.extend(items.iter());
-                    continue;
+                    stack.extend(
+                        items
+                            .iter()
+                            .map(|i| (i, depth, fixed.clone(), outer_parallel)),
+                    );
                 }
-                Ast::For { body, .. } | Ast::Mark { body, .. } => {
-                    stack.push(body);
-                    continue;
-                }
+                Ast::Mark { body, .. } => stack.push((body, depth, fixed, outer_parallel)),
                 Ast::If {
                     then, otherwise, ..
                 } => {
-                    stack.push(then);
-                    stack.extend(otherwise.as_deref());
-                    continue;
+                    stack.push((then, depth, fixed.clone(), outer_parallel));
+                    if let Some(o) = otherwise {
+                        stack.push((o, depth, fixed, outer_parallel));
+                    }
                 }
-                Ast::User { .. } => continue,
-            };
-            let region = crate::promote::Region::new(program, body, true);
-            let mut counts: HashMap<ArrayId, usize> = HashMap::new();
-            for (a, _, _) in &region.all {
-                *counts.entry(*a).or_default() += 1;
-            }
-            let mut candidates: Vec<(ArrayId, usize)> = counts.into_iter().collect();
-            candidates.sort();
-            let mut budget = TILE_LOCAL_BYTES;
-            let mut boxes = Vec::new();
-            for (a, n) in candidates {
-                let array = program.array(a);
-                if array.role != ArrayRole::Temporary
-                    || array.shape.is_empty()
-                    || totals.get(&a) != Some(&n)
-                {
-                    continue;
+                Ast::User { .. } => {}
+                Ast::For {
+                    var,
+                    lower,
+                    upper,
+                    body,
+                    annotations,
+                    ..
+                } => {
+                    // A loop of one iteration at the kernel's sizes fixes its variable.
+                    let mut inner = fixed.clone();
+                    let at = |e| crate::promote::evaluate(e, Some(&values), &fixed);
+                    if let (Some(l), Some(u)) = (at(lower), at(upper)) {
+                        if l == u {
+                            inner.insert(var.clone(), l);
+                        }
+                    }
+                    let parallel = outer_parallel && annotations.parallel;
+                    if parallel {
+                        let region = crate::promote::Region::new(program, body, true);
+                        let mut counts: BTreeMap<ArrayId, usize> = BTreeMap::new();
+                        for (a, _, _) in &region.all {
+                            *counts.entry(*a).or_default() += 1;
+                        }
+                        for (a, n) in counts {
+                            let array = program.array(a);
+                            if array.role != ArrayRole::Temporary
+                                || array.shape.is_empty()
+                                || totals.get(&a) != Some(&n)
+                            {
+                                continue;
+                            }
+                            let Some((lower, extent)) = region.enclosing_box(program, a, &inner)
+                            else {
+                                continue;
+                            };
+                            let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
+                            if bytes <= TILE_LOCAL_BYTES {
+                                candidates.push((
+                                    depth,
+                                    node as *const Ast,
+                                    (a, lower, extent),
+                                    bytes,
+                                ));
+                            }
+                        }
+                    }
+                    stack.push((body, depth + 1, inner, parallel));
                 }
-                let Some((lower, extent)) = region.box_of(program, a) else {
-                    continue;
-                };
-                let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
-                if bytes <= budget {
-                    budget -= bytes;
-                    boxes.push((a, lower, extent));
-                }
             }
-            found.extend(boxes.iter().map(|(a, _, _)| *a));
-            if !boxes.is_empty() {
-                self.tile_locals.insert(node as *const Ast, boxes);
+        }
+        candidates.sort_by(|x, y| y.0.cmp(&x.0).then((x.2).0.cmp(&(y.2).0)));
+        let mut budgets: HashMap<*const Ast, i64> = HashMap::new();
+        let mut found = BTreeSet::new();
+        for (_, node, local, bytes) in candidates {
+            let budget = budgets.entry(node).or_insert(TILE_LOCAL_BYTES);
+            if found.contains(&local.0) || bytes > *budget {
+                continue;
             }
+            *budget -= bytes;
+            found.insert(local.0);
+            self.tile_locals.entry(node).or_default().push(local);
+        }
+        for boxes in self.tile_locals.values_mut() {
+            boxes.sort_by_key(|b| b.0);
         }
         found
     }
@@ -666,6 +731,12 @@ impl<'a> Writer<'a> {
                     };
                     let _ = writeln!(out, "{pad}#pragma omp {p}{schedule}{threads}");
                 }
+                if self.options.register_tile && !parallel && pragma.is_none() {
+                    if let Some(rows) = self.register_rows(ast) {
+                        self.write_unrolled(out, ast, rows, indent, in_parallel);
+                        return;
+                    }
+                }
                 let lo = self.ast_expr(lower);
                 // A name is bound once per nest (verified), so sibling loops can share it.
                 let c = match self.loop_vars.get(var) {
@@ -702,7 +773,8 @@ impl<'a> Writer<'a> {
                     let dims: String = extent.iter().map(|e| format!("[{e}]")).collect();
                     let store = storage_type(self.program.array(*id).elem);
                     let _ = writeln!(out, "{pad}    {store} {name}{dims} = {{0}};");
-                    self.locals.push((*id, name, lows));
+                    let layout = (0..extent.len()).collect();
+                    self.locals.push((*id, name, lows, layout));
                 }
                 self.write_node(out, body, indent + 1, in_parallel || parallel);
                 for _ in &locals {
@@ -743,12 +815,270 @@ impl<'a> Writer<'a> {
                 let _ = writeln!(out, "{pad}{line}");
             }
             Ast::Mark { name, body } => {
+                if let Some(mark) = PackMark::parse(name) {
+                    match self.pack_box(&mark, body, in_parallel) {
+                        Ok(packed) => {
+                            self.write_packed(out, packed, body, indent, in_parallel);
+                            return;
+                        }
+                        Err(why) => {
+                            let _ = writeln!(out, "{pad}/* {} not packed: {why} */", mark.array);
+                            self.write_node(out, body, indent, in_parallel);
+                            return;
+                        }
+                    }
+                }
                 let _ = writeln!(out, "{pad}/* mark: {} */", name.replace("*/", "* /"));
                 let _ = writeln!(out, "{pad}{{");
                 self.write_node(out, body, indent + 1, in_parallel);
                 let _ = writeln!(out, "{pad}}}");
             }
         }
+    }
+
+    /// The unroll factor of a register tile rooted at `for_loop`, when it can have one: the
+    /// loop carries no dependence, steps by one, is not the innermost, and its body is a
+    /// chain of loops (bounds free of its variable) ending in a vectorizable innermost loop of
+    /// statements only, with no tile-local or packed buffer starting inside, that read an
+    /// array element the rows share (an operand loaded once for all of them). Jamming
+    /// iterations of a loop that carries no dependence into the innermost loop only
+    /// interleaves instances that touch different elements, so every element sees the same
+    /// operations in the same order.
+    fn register_rows(&self, for_loop: &Ast) -> Option<i64> {
+        let Ast::For {
+            var,
+            lower,
+            upper,
+            step: 1,
+            body,
+            annotations,
+        } = for_loop
+        else {
+            return None;
+        };
+        if !annotations.parallel
+            || annotations.vectorizable
+            || self.tile_locals.contains_key(&(for_loop as *const Ast))
+        {
+            return None;
+        }
+        let rows = i64::from(super::description().vector?.registers / 4);
+        let (lo, hi) = self.bounds_at_midpoints(lower, upper);
+        if rows < 2 || hi - lo + 1 < rows {
+            return None;
+        }
+        let mut at: &Ast = body;
+        loop {
+            match at {
+                Ast::Block(items) if items.len() == 1 => at = &items[0],
+                Ast::For {
+                    lower,
+                    upper,
+                    body,
+                    annotations,
+                    ..
+                } => {
+                    let mut used = BTreeSet::new();
+                    crate::promote::expr_vars(lower, &mut used);
+                    crate::promote::expr_vars(upper, &mut used);
+                    if used.contains(var) || self.tile_locals.contains_key(&(at as *const Ast)) {
+                        return None;
+                    }
+                    if !body.contains_loop() {
+                        let users = match &**body {
+                            Ast::User { .. } => true,
+                            Ast::Block(items) => {
+                                items.iter().all(|i| matches!(i, Ast::User { .. }))
+                            }
+                            _ => false,
+                        };
+                        // Some array operand the rows share, or the jam saves nothing.
+                        let shared = crate::promote::accesses(self.program, body).iter().any(
+                            |(a, subs, write)| {
+                                let mut used = BTreeSet::new();
+                                subs.iter()
+                                    .for_each(|e| crate::promote::expr_vars(e, &mut used));
+                                !write
+                                    && !self.program.array(*a).shape.is_empty()
+                                    && !used.contains(var)
+                            },
+                        );
+                        return (annotations.vectorizable && users && shared).then_some(rows);
+                    }
+                    at = body;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A loop unrolled `rows` times with the copies jammed into its innermost loop, then the
+    /// iterations left over one at a time.
+    fn write_unrolled(
+        &mut self,
+        out: &mut String,
+        for_loop: &Ast,
+        rows: i64,
+        indent: usize,
+        in_parallel: bool,
+    ) {
+        let Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            body,
+            ..
+        } = for_loop
+        else {
+            return;
+        };
+        let pad = "    ".repeat(indent);
+        let lo = self.ast_expr(lower);
+        let c = match self.loop_vars.get(var) {
+            Some(c) => c.clone(),
+            None => {
+                let c = self.scope.fresh(var);
+                self.loop_vars.insert(var.clone(), c.clone());
+                c
+            }
+        };
+        let hi = self.ast_expr(upper);
+        let (l, u) = self.bounds_at_midpoints(lower, upper);
+        self.midpoints.push((var.clone(), l + (u - l).max(0) / 2));
+        let _ = writeln!(out, "{pad}{{");
+        let _ = writeln!(out, "{pad}    int64_t {c} = {lo};");
+        let _ = writeln!(
+            out,
+            "{pad}    for (; {c} <= {hi} - {}; {c} += {rows}) {{",
+            rows - 1
+        );
+        let jammed = jam(body, var, rows);
+        self.write_node(out, &jammed, indent + 2, in_parallel);
+        let _ = writeln!(out, "{pad}    }}");
+        let _ = writeln!(out, "{pad}    for (; {c} <= {hi}; {c} += {step}) {{");
+        self.write_node(out, body, indent + 2, in_parallel);
+        let _ = writeln!(out, "{pad}    }}");
+        let _ = writeln!(out, "{pad}}}");
+        self.midpoints.pop();
+    }
+
+    /// The box of the accesses below a pack mark, when the array can be packed there: (array,
+    /// lowest subscripts, extents, layout, whether the region writes it).
+    fn pack_box(&self, mark: &PackMark, body: &Ast, in_parallel: bool) -> Result<Packed, String> {
+        let program = self.program;
+        let id = program.array_by_name(&mark.array).ok_or("no such array")?;
+        let array = program.array(id);
+        let mut sorted = mark.layout.clone();
+        sorted.sort_unstable();
+        if array.shape.is_empty() || sorted != (0..array.shape.len()).collect::<Vec<_>>() {
+            return Err("the layout does not fit the array".into());
+        }
+        if self.locals.iter().any(|(a, _, _, _)| *a == id) {
+            return Err("already local".into());
+        }
+        // Code that goes back into its C file runs at whatever sizes the file is built with, so
+        // the box must not depend on them.
+        let region = crate::promote::Region::new(program, body, !self.in_source);
+        let (lower, extent) = region
+            .box_of(program, id)
+            .ok_or("the accesses have no box of constant size")?;
+        let written = region.all.iter().any(|(a, _, w)| *a == id && *w);
+        if written && in_parallel {
+            return Err("written inside a parallel loop".into());
+        }
+        let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
+        if bytes > PACKED_BYTES {
+            return Err(format!(
+                "{bytes} bytes exceed the {PACKED_BYTES} of a packed buffer"
+            ));
+        }
+        Ok(Packed {
+            array: id,
+            lower,
+            extent,
+            layout: mark.layout.clone(),
+            written,
+        })
+    }
+
+    /// A packed region: the buffer, the copy-in, the region reading and writing the buffer,
+    /// and the copy-out of a written array. Elements of the box outside the array (a partial
+    /// last tile) are neither copied in nor out; the region never touches them.
+    fn write_packed(
+        &mut self,
+        out: &mut String,
+        packed: Packed,
+        body: &Ast,
+        indent: usize,
+        in_parallel: bool,
+    ) {
+        let pad = "    ".repeat(indent);
+        let Packed {
+            array: id,
+            lower,
+            extent,
+            layout,
+            written,
+        } = packed;
+        let array = self.program.array(id);
+        let global = self.arrays[id.index()].clone();
+        let name = self.scope.fresh(&format!("{global}_packed"));
+        let store = storage_type(array.elem);
+        let _ = writeln!(out, "{pad}{{");
+        let mut lows = Vec::new();
+        let mut highs = Vec::new();
+        for (d, e) in lower.iter().enumerate() {
+            let lo = self.scope.fresh(&format!("{name}_lo"));
+            let text = self.ast_expr(e);
+            let _ = writeln!(out, "{pad}    const int64_t {lo} = {text};");
+            let shape = AstExpr::from_affine(&array.shape[d], &|_| AstExpr::Int(0));
+            let shape = self.ast_expr(&shape);
+            let ext = extent[d];
+            highs.push(format!("({lo} + {ext} < {shape} ? {lo} + {ext} : {shape})"));
+            lows.push(lo);
+        }
+        let dims: String = layout.iter().map(|&d| format!("[{}]", extent[d])).collect();
+        let _ = writeln!(
+            out,
+            "{pad}    {store} {name}{dims} __attribute__((aligned({PACKED_ALIGN})));"
+        );
+        let vars: Vec<String> = (0..lower.len())
+            .map(|d| self.scope.fresh(&format!("{name}_{d}")))
+            .collect();
+        let packed_elem: String = layout
+            .iter()
+            .map(|&d| format!("[{} - {}]", vars[d], lows[d]))
+            .collect();
+        let global_elem: String = vars.iter().map(|v| format!("[{v}]")).collect();
+        let copy = |out: &mut String, stmt: &str| {
+            for d in 0..vars.len() {
+                let p = "    ".repeat(indent + 1 + d);
+                let (v, lo, hi) = (&vars[d], &lows[d], &highs[d]);
+                let _ = writeln!(
+                    out,
+                    "{p}for (int64_t {v} = ({lo} > 0 ? {lo} : 0); {v} < {hi}; {v} += 1) {{"
+                );
+            }
+            let _ = writeln!(out, "{}{stmt}", "    ".repeat(indent + 1 + vars.len()));
+            for d in (0..vars.len()).rev() {
+                let _ = writeln!(out, "{}}}", "    ".repeat(indent + 1 + d));
+            }
+        };
+        copy(
+            out,
+            &format!("{name}{packed_elem} = {global}{global_elem};"),
+        );
+        self.locals.push((id, name.clone(), lows.clone(), layout));
+        self.write_node(out, body, indent + 1, in_parallel);
+        self.locals.pop();
+        if written {
+            copy(
+                out,
+                &format!("{global}{global_elem} = {name}{packed_elem};"),
+            );
+        }
+        let _ = writeln!(out, "{pad}}}");
     }
 
     /// A loop's bounds at the program's sizes, with the enclosing loops' variables at the
@@ -835,11 +1165,17 @@ impl<'a> Writer<'a> {
             let direct = self.in_source || self.by_value(id) || a.role == ArrayRole::Temporary;
             return if direct { name } else { format!("{name}[0]") };
         }
-        if let Some((_, local, lows)) = self.locals.iter().find(|(a, _, _)| *a == id).cloned() {
+        if let Some((_, local, lows, layout)) =
+            self.locals.iter().find(|(a, _, _, _)| *a == id).cloned()
+        {
+            let subs: Vec<String> = access
+                .subscripts
+                .iter()
+                .map(|sub| self.ast_expr(&AstExpr::from_affine(sub, &|d| args[d].clone())))
+                .collect();
             let mut text = local;
-            for (sub, lo) in access.subscripts.iter().zip(&lows) {
-                let e = AstExpr::from_affine(sub, &|d| args[d].clone());
-                let _ = write!(text, "[{} - {lo}]", self.ast_expr(&e));
+            for &d in &layout {
+                let _ = write!(text, "[{} - {}]", subs[d], lows[d]);
             }
             return text;
         }
@@ -877,6 +1213,53 @@ impl<'a> Writer<'a> {
         } else {
             format!("{target} = {value};")
         }
+    }
+}
+
+/// `body` with the statements of its innermost loop repeated for `var`, `var + 1`, …,
+/// `var + rows - 1` (see [`Writer::register_rows`] for the shape it expects).
+fn jam(body: &Ast, var: &str, rows: i64) -> Ast {
+    match body {
+        Ast::Block(items) => Ast::Block(items.iter().map(|i| jam(i, var, rows)).collect()),
+        Ast::For {
+            var: v,
+            lower,
+            upper,
+            step,
+            body,
+            annotations,
+        } => Ast::For {
+            var: v.clone(),
+            lower: lower.clone(),
+            upper: upper.clone(),
+            step: *step,
+            body: Box::new(jam(body, var, rows)),
+            annotations: *annotations,
+        },
+        Ast::User { stmt, args } => Ast::Block(
+            (0..rows)
+                .map(|r| Ast::User {
+                    stmt: *stmt,
+                    args: args.iter().map(|a| shift(a, var, r)).collect(),
+                })
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// `e` with `var` replaced by `var + by`.
+fn shift(e: &AstExpr, var: &str, by: i64) -> AstExpr {
+    match e {
+        AstExpr::Var(v) if v == var => AstExpr::plus(e.clone(), AstExpr::Int(by)),
+        AstExpr::Int(_) | AstExpr::Var(_) | AstExpr::Param(_) => e.clone(),
+        AstExpr::Add(a, b) => AstExpr::plus(shift(a, var, by), shift(b, var, by)),
+        AstExpr::Mul(k, a) => AstExpr::mul(*k, shift(a, var, by)),
+        AstExpr::FloorDiv(a, k) => AstExpr::floor_div(shift(a, var, by), *k),
+        AstExpr::CeilDiv(a, k) => AstExpr::ceil_div(shift(a, var, by), *k),
+        AstExpr::Mod(a, k) => AstExpr::Mod(Box::new(shift(a, var, by)), *k),
+        AstExpr::Min(items) => AstExpr::min(items.iter().map(|i| shift(i, var, by)).collect()),
+        AstExpr::Max(items) => AstExpr::max(items.iter().map(|i| shift(i, var, by)).collect()),
     }
 }
 

@@ -129,6 +129,7 @@ pub fn target(limits: &Limits) -> TargetDescription {
             },
         ],
         vector: None,
+        tlb: None,
         element_types: vec![ScalarType::F16, ScalarType::F32, ScalarType::I32],
     }
 }

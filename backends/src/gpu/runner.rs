@@ -438,7 +438,12 @@ pub fn run(
     let mut buffers: Vec<wgpu::Buffer> = Vec::with_capacity(program.arrays.len());
     for (k, a) in program.arrays.iter().enumerate() {
         let id = ArrayId(k as u32);
-        let contents = encode(program, module, id, inputs.array(id));
+        // A tile-local temporary's buffer is bound but never accessed: one element.
+        let contents = if module.tile_local[k] {
+            vec![0u8; 4]
+        } else {
+            encode(program, module, id, inputs.array(id))
+        };
         if contents.len() as u64 > most {
             return Err(Error::DoesNotFit {
                 array: a.name.clone(),
@@ -561,6 +566,9 @@ pub fn run(
         });
     }
     for (k, b) in buffers.iter().enumerate() {
+        if module.tile_local[k] {
+            continue;
+        }
         let id = ArrayId(k as u32);
         gpu.queue
             .write_buffer(b, 0, &encode(program, module, id, inputs.array(id)));

@@ -17,17 +17,17 @@
 //! What holds on the way out: the module parses and validates with naga (a failure is a bug
 //! of this writer, reported as [`Error::Validation`] with naga's message).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use polyhedral::ast::{Ast, AstCond, AstExpr};
-use polyhedral::program::{ArrayId, Program, ScalarType};
+use polyhedral::program::{ArrayId, ArrayRole, Program, ScalarType};
 use polyhedral::schedule::map::THREAD_MARK;
 
 use super::body::{self, BodyWriter, Leaves};
 use super::host::{leading_parallel, split_host, HostOp, Kernel, KernelMapping, MappedLoop};
 use super::{Error, Options};
-use crate::promote::{accesses, register_candidates, shared_tiles, SharedTile};
+use crate::promote::{accesses, evaluate, register_candidates, shared_tiles, Region, SharedTile};
 
 /// A written module: the WGSL text and what the runner needs to run it.
 #[derive(Clone, Debug, PartialEq)]
@@ -51,6 +51,9 @@ pub struct Module {
     pub loop_guard: bool,
     /// Whether the `f16` arrays' buffers hold `f16` values (else `f32`).
     pub f16_storage: bool,
+    /// Per array: a temporary that lives in workgroup memory only (one box per tile of the
+    /// one kernel that accesses it), whose storage buffer is never accessed.
+    pub tile_local: Vec<bool>,
 }
 
 /// Writes the WGSL module of a program's loop AST.
@@ -69,6 +72,8 @@ struct KernelWriter<'a> {
     shared: Vec<(SharedTile, String, Vec<String>)>,
     registers: Vec<(ArrayId, Vec<AstExpr>, String)>,
     written: BTreeSet<ArrayId>,
+    /// The temporaries that live in workgroup memory for one tile of the kernel.
+    locals: Vec<SharedTile>,
     budget: i64,
     counter: usize,
     promoted_shared: Vec<String>,
@@ -112,6 +117,25 @@ impl<'a> Writer<'a> {
             written[s.write.array.index()] = true;
         }
         let read_only: Vec<bool> = written.iter().map(|w| !w).collect();
+        let mut totals: BTreeMap<ArrayId, usize> = BTreeMap::new();
+        for (a, _, _) in accesses(program, ast) {
+            *totals.entry(a).or_default() += 1;
+        }
+        let budget = i64::from(self.options.limits.workgroup_memory_bytes);
+        let locals: Vec<Vec<SharedTile>> = kernels
+            .iter()
+            .map(|k| {
+                if self.options.promote {
+                    tile_locals(program, k, &totals, budget)
+                } else {
+                    Vec::new()
+                }
+            })
+            .collect();
+        let mut tile_local = vec![false; program.arrays.len()];
+        for t in locals.iter().flatten() {
+            tile_local[t.array.index()] = true;
+        }
 
         let mut notes = Vec::new();
         let f16 = program.arrays.iter().any(|a| a.elem == ScalarType::F16);
@@ -188,8 +212,9 @@ impl<'a> Writer<'a> {
 
         let mut blocks = Vec::new();
         let mut promoted = Vec::new();
-        for k in &kernels {
+        for (k, locals) in kernels.iter().zip(locals) {
             let block = k.block(&self.options.limits);
+            let local_bytes: i64 = locals.iter().map(|t| 4 * t.len()).sum();
             blocks.push(block);
             let mut kw = KernelWriter {
                 program,
@@ -201,7 +226,8 @@ impl<'a> Writer<'a> {
                 shared: Vec::new(),
                 registers: Vec::new(),
                 written: BTreeSet::new(),
-                budget: i64::from(self.options.limits.workgroup_memory_bytes),
+                locals,
+                budget: budget - local_bytes,
                 counter: 0,
                 promoted_shared: Vec::new(),
                 promoted_registers: Vec::new(),
@@ -240,6 +266,7 @@ impl<'a> Writer<'a> {
             promoted,
             loop_guard: guard,
             f16_storage,
+            tile_local,
         })
     }
 }
@@ -419,7 +446,11 @@ impl KernelWriter<'_> {
                     let stride = format!("i32(pf_nwg.{d})");
                     self.mapped_loop(l, &id, &stride, 1 + j);
                 }
+                let pushed = self.enter_tile(1 + n);
                 self.group(&k.body, 1 + n)?;
+                for _ in 0..pushed {
+                    self.shared.pop();
+                }
                 for j in (0..n).rev() {
                     self.close_loop(1 + j);
                 }
@@ -527,10 +558,12 @@ impl KernelWriter<'_> {
                 let _ = program.array(a);
                 4
             };
+            let local: BTreeSet<ArrayId> = self.shared.iter().map(|(t, _, _)| t.array).collect();
             tiles = shared_tiles(
                 program,
                 region,
                 &self.written,
+                &local,
                 &mut self.budget,
                 &elem_bytes,
             );
@@ -685,6 +718,50 @@ impl KernelWriter<'_> {
             self.shared.pop();
         }
         Ok(())
+    }
+
+    /// The workgroup boxes of the kernel's tile-local temporaries, at the start of one tile
+    /// (in uniform control flow): their lowest subscripts, zeroed as the global buffers they
+    /// stand for would be, after every invocation is done with the previous tile. Returns how
+    /// many boxes were pushed on `shared`.
+    fn enter_tile(&mut self, depth: usize) -> usize {
+        let locals = self.locals.clone();
+        if locals.is_empty() {
+            return 0;
+        }
+        let nthreads = self.block.iter().product::<u32>();
+        self.line(depth, "workgroupBarrier();");
+        for tile in locals {
+            let array = self.program.array(tile.array);
+            let name = format!("pf_tl_{}_{}", self.kernel.name, array.name);
+            let ty = body::value_type(array.elem);
+            let _ = writeln!(
+                self.shared_decls,
+                "var<workgroup> {name}: array<{ty}, {}>;",
+                tile.len()
+            );
+            self.promoted_shared.push(array.name.clone());
+            let mut lows = Vec::new();
+            for e in &tile.lower {
+                let lo = self.fresh("pf_lo");
+                let text = format!("let {lo}: i32 = {};", self.expr(e));
+                self.line(depth, &text);
+                lows.push(lo);
+            }
+            let f = self.fresh("pf_f");
+            self.open_loop(
+                depth,
+                &f,
+                "i32(pf_lidx)",
+                format!("{f} < {}i", tile.len()),
+                &format!("{f} = {f} + {nthreads}i"),
+            );
+            self.line(depth + 1, &format!("{name}[{f}] = {ty}();"));
+            self.close_loop(depth);
+            self.shared.push((tile, name, lows));
+        }
+        self.line(depth, "workgroupBarrier();");
+        self.locals.len()
     }
 
     /// Code one invocation runs on its own.
@@ -865,6 +942,65 @@ impl KernelWriter<'_> {
             flat_index(&idx, &extents)
         )
     }
+}
+
+/// The temporaries that live in workgroup memory for one tile of `kernel` (see
+/// [`crate::promote`]): every access of them (`totals` counts those of the whole program) is
+/// in the kernel's body below its grid loops, which carry no dependence, and the kernel is
+/// launched once (no host loop carries a value from one launch to the next); their boxes fit
+/// `budget` bytes together, taken in the order of the arrays.
+fn tile_locals(
+    program: &Program,
+    kernel: &Kernel,
+    totals: &BTreeMap<ArrayId, usize>,
+    budget: i64,
+) -> Vec<SharedTile> {
+    let KernelMapping::Groups { grid } = &kernel.mapping else {
+        return Vec::new();
+    };
+    if !kernel.host_vars.is_empty() {
+        return Vec::new();
+    }
+    let values = program.param_values();
+    let mut fixed = BTreeMap::new();
+    for l in grid {
+        let at = |e| evaluate(e, Some(&values), &fixed);
+        if let (Some(lo), Some(hi)) = (at(&l.lower), at(&l.upper)) {
+            if lo == hi {
+                fixed.insert(l.var.clone(), lo);
+            }
+        }
+    }
+    let region = Region::new(program, &kernel.body, true);
+    let mut counts: BTreeMap<ArrayId, usize> = BTreeMap::new();
+    for (a, _, _) in &region.all {
+        *counts.entry(*a).or_default() += 1;
+    }
+    let mut left = budget;
+    let mut out = Vec::new();
+    for (a, n) in counts {
+        let array = program.array(a);
+        if array.role != ArrayRole::Temporary
+            || array.shape.is_empty()
+            || totals.get(&a) != Some(&n)
+        {
+            continue;
+        }
+        let Some((lower, extent)) = region.enclosing_box(program, a, &fixed) else {
+            continue;
+        };
+        let tile = SharedTile {
+            array: a,
+            lower,
+            extent,
+            written: false,
+        };
+        if 4 * tile.len() <= left {
+            left -= 4 * tile.len();
+            out.push(tile);
+        }
+    }
+    out
 }
 
 /// The subscripts of element `f` (row-major) of the box `tile` whose lowest subscripts are the

@@ -722,6 +722,10 @@ impl Emitter<'_> {
     pub(crate) fn write_out(&mut self, r: &Run, ub: &Off) {
         let t = r.tiles;
         let st = self.plan.last();
+        if let Some(band) = st.band {
+            self.write_out_band(r, ub, band);
+            return;
+        }
         let outputs = self.ep.outputs.clone();
         let (rows, cols) = (r.rows.clone(), r.cols.clone());
         for (a, tile) in outputs {

@@ -41,7 +41,7 @@ use super::{Error, NpuTarget, Options, FRACTAL};
 
 /// The kernel's name as the assembler reads it: letters, digits and `_`, not starting with a
 /// digit (C files name kernels after themselves: `2mm`).
-fn kernel_name(name: &str) -> String {
+pub(crate) fn kernel_name(name: &str) -> String {
     let name: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -207,6 +207,7 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
             rows: ep.row_vectors as u64,
             scalar_bytes: 32 * ep.scalars.len() as u64 + if ep.rows.is_empty() { 0 } else { 1024 },
         },
+        square: st.band.is_some(),
     }
 }
 

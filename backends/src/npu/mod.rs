@@ -7,7 +7,10 @@
 //! repeats), so the two never disagree. [`compile`] recognises the kernel's structure from its
 //! polyhedral representation ([`plan`]), chooses tile sizes from the capacities ([`tiles`]) and
 //! writes the program ([`cube`], with the element-wise part on the Vector unit in
-//! [`epilogue`]); a kernel without a contraction goes to the Vector unit alone ([`vector`]).
+//! [`epilogue`], a triangular result's write-out in [`band`]); a contraction that updates its
+//! result in place runs after a kernel that copies what it reads ([`in_place`]); a kernel
+//! without a contraction goes to the Vector unit alone ([`vector`]); a kernel neither takes
+//! as it is may once its reused temporaries are privatized ([`privatize`]).
 //! [`check`] assembles the program, runs it on the simulator on the interpreter's random
 //! inputs and compares every output with the interpreter's.
 //!
@@ -23,10 +26,13 @@
 //!   every wait's set is issued before it in program order (or pre-set), so programs are free of
 //!   races and deadlocks.
 
+mod band;
 mod copies;
 mod cube;
 mod epilogue;
+mod in_place;
 pub mod plan;
+mod privatize;
 mod runner;
 mod tile_ops;
 pub mod tiles;
@@ -125,7 +131,10 @@ impl NpuTarget {
             vector: Some(VectorUnit {
                 bytes: VECTOR_BYTES as u32,
                 tile_iterations: 128,
+                // The Vector unit computes from and into the unified buffer.
+                registers: 0,
             }),
+            tlb: None,
             element_types,
         }
     }
@@ -178,6 +187,20 @@ pub enum Error {
 
 /// The `.npuasm` program of `program`.
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
+    if let Some(rw) = in_place::rewrite(program)? {
+        return rewritten(program, &rw, target, options);
+    }
+    match direct(program, target, options) {
+        Ok(asm) => Ok(asm),
+        Err(e) => match privatize::privatize(program)? {
+            Some(rw) => rewritten(program, &rw, target, options),
+            None => Err(e),
+        },
+    }
+}
+
+/// The program of a kernel taken as it is.
+fn direct(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
     if vector::applies(program) {
         plan::refuse_in_place(program)?;
         return vector::compile(program, target, options);
@@ -186,13 +209,63 @@ pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Resu
     cube::write(program, &plan, target, options)
 }
 
+/// The program of a rewritten kernel: the kernel that prepares its copies, its own, and the
+/// one that copies results back.
+fn rewritten(
+    program: &Program,
+    rw: &in_place::Rewrite,
+    target: &NpuTarget,
+    options: &Options,
+) -> Result<String, Error> {
+    let mut plan = plan::plan(&rw.program, options)?;
+    plan.gm.extend(rw.preps.iter().map(|p| p.to));
+    let cube = cube::write(&rw.program, &plan, target, options)?;
+    let name = cube::kernel_name(&program.name);
+    let mut text = String::new();
+    if !rw.preps.is_empty() {
+        text += &in_place::prep_kernel(
+            &rw.program,
+            &rw.preps,
+            target.cores(),
+            (
+                &format!("{name}_prep"),
+                "the operands the contraction reads, as they are before it updates them",
+            ),
+        );
+        text += "\n";
+    }
+    text += &cube;
+    if !rw.posts.is_empty() {
+        text += "\n";
+        text += &in_place::prep_kernel(
+            &rw.program,
+            &rw.posts,
+            target.cores(),
+            (
+                &format!("{name}_post"),
+                "the final contents of the privatized temporaries",
+            ),
+        );
+    }
+    Ok(text)
+}
+
 /// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
 pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
-    if vector::applies(program) {
-        plan::refuse_in_place(program)?;
-        vector::lower(program, options).map(|_| ())
+    if let Some(rw) = in_place::rewrite(program)? {
+        return plan::plan(&rw.program, options).map(|_| ());
+    }
+    let direct = if vector::applies(program) {
+        plan::refuse_in_place(program).and_then(|_| vector::lower(program, options).map(|_| ()))
     } else {
         plan::plan(program, options).map(|_| ())
+    };
+    match direct {
+        Ok(()) => Ok(()),
+        Err(e) => match privatize::privatize(program)? {
+            Some(rw) => plan::plan(&rw.program, options).map(|_| ()),
+            None => Err(e),
+        },
     }
 }
 

@@ -24,6 +24,10 @@
 //! whose subscript slides with the reduction (a convolution's input) is gathered row by row
 //! (im2col): its reduction rows need not be contiguous.
 //!
+//! A contraction's domain is a box from 0, or one cut by diagonals between its row and column
+//! iterators (a triangular loop nest, [`Band`]): the Cube computes the bounding box and only
+//! the band's elements are written out (its prologue and epilogue run over the same domain).
+//!
 //! Everything else is refused with a one-line reason: f64 (unless computed in f32) and i32
 //! arithmetic the machine lacks ([`Error::Unsupported`]), other structures ([`Error::NotYet`]).
 
@@ -217,6 +221,23 @@ pub struct Stage {
     /// Whether a stage that feeds the last one also writes its result to GM (a live-out
     /// array, as C files declare every array).
     pub live_out: bool,
+    /// The diagonal band the domain keeps of the bounding box of rows and columns (a
+    /// triangular loop nest); `None` for a box.
+    pub band: Option<Band>,
+}
+
+/// The elements of a result whose column index minus row index (along the Cube's `n` and `m`
+/// dimensions) lies in `[lo, hi]`: what a triangular loop nest keeps of its bounding box.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Band {
+    pub lo: Option<i64>,
+    pub hi: Option<i64>,
+}
+
+impl Band {
+    pub fn contains(&self, d: i64) -> bool {
+        self.lo.is_none_or(|lo| d >= lo) && self.hi.is_none_or(|hi| d <= hi)
+    }
 }
 
 /// The structure [`plan`] found.
@@ -297,6 +318,14 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
     }
     let operands = operand_type(program, &stages)?;
     chain(program, &mut stages)?;
+    if stages.len() > 1 {
+        if let Some(st) = stages.iter().find(|s| s.band.is_some()) {
+            return Err(Error::NotYet(format!(
+                "the contraction {} of a chain runs over a triangular domain",
+                program.statements[st.stmt.index()].name
+            )));
+        }
+    }
     let last = &stages[stages.len() - 1];
     let acc = last.acc;
     let mut holding = BTreeMap::new();
@@ -317,7 +346,7 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
     let mut tiles = BTreeMap::new();
     tiles.insert(acc, last.write.clone());
     let stmt = &program.statements[last.stmt.index()];
-    let write_box = write_box(program, last, stmt)?;
+    let write_box = domain(program, stmt)?.over(&last.write_iters);
     if let Init::Gm(prologue) = &last.init {
         for &id in prologue {
             element_wise(program, last, &write_box, id, &mut holding, &mut tiles)?;
@@ -345,22 +374,22 @@ pub fn plan(program: &Program, options: &Options) -> Result<Plan, Error> {
     })
 }
 
-/// Refuses a kernel with a statement that reduces into the array it reads at other elements
-/// (a product accumulated in place, such as trmm's, is no contraction and no Vector statement).
+/// Whether a statement reduces into the array it reads at other elements (a product
+/// accumulated in place, such as trmm's: no Vector statement, and a contraction only through
+/// [`super::in_place`]).
+pub(crate) fn in_place_reduction(s: &Statement) -> bool {
+    let reduces = (0..s.depth()).any(|it| {
+        s.write
+            .subscripts
+            .iter()
+            .all(|e| e.coeff(Var::Iter(it)) == 0)
+    });
+    in_place(s) && reduces
+}
+
+/// Refuses a kernel with a statement that reduces into the array it reads at other elements.
 pub(crate) fn refuse_in_place(program: &Program) -> Result<(), Error> {
-    let reduces = |s: &Statement| {
-        (0..s.depth()).any(|it| {
-            s.write
-                .subscripts
-                .iter()
-                .all(|e| e.coeff(Var::Iter(it)) == 0)
-        })
-    };
-    match program
-        .statements
-        .iter()
-        .find(|s| in_place(s) && reduces(s))
-    {
+    match program.statements.iter().find(|s| in_place_reduction(s)) {
         Some(s) => Err(Error::NotYet(format!(
             "statement {} updates `{}` in place from other elements of it ({}); in-place updates are not lowered",
             s.name,
@@ -480,7 +509,8 @@ fn subscripts(access: &Access) -> Vec<Vec<(Var, i64)>> {
 /// One contraction with the statements that initialise its accumulator.
 fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stage, Error> {
     let stmt = &program.statements[c.stmt.index()];
-    let ext = box_extents(program, stmt)?;
+    let dom = domain(program, stmt)?;
+    let ext = dom.extents.clone();
     let acc = stmt.write.array;
     let rank = stmt.write.subscripts.len();
     let write_iters: Vec<usize> = subscripts(&stmt.write)
@@ -634,6 +664,25 @@ fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stag
     }
     let a = operand(c.a, at_a, &m, win_a, c.scale_a)?;
     let b = operand(c.b, at_b, &n, win_b, c.scale_b)?;
+    let band = if dom.cuts.is_empty() {
+        None
+    } else {
+        Some(band_of(&dom, &m, &n).ok_or_else(|| {
+            Error::NotYet(format!(
+                "the domain {} of {} is cut by more than a diagonal between its row and column iterators",
+                program.display_domain(stmt),
+                stmt.name
+            ))
+        })?)
+    };
+    if band.is_some_and(|b| b.lo.is_some()) {
+        return Err(Error::NotYet(format!(
+            "statement {} writes each row of its result from the diagonal on ({}); rows that start past a tile's first column are not written out yet",
+            stmt.name,
+            program.display_domain(stmt)
+        )));
+    }
+    let write_dom = dom.over(&write_iters);
     // The accumulator's start.
     let mut zero = false;
     let mut prologue = Vec::new();
@@ -658,10 +707,7 @@ fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stag
         } else {
             prologue.push(id);
         }
-        if box_extents(program, s)
-            .ok()
-            .map(|b| b.iter().map(|&e| e as i64).collect())
-            != Some(write_box.clone())
+        if domain(program, s).ok().as_ref() != Some(&write_dom)
             || subscripts(&s.write) != (0..rank).map(it).collect::<Vec<_>>()
         {
             return Err(Error::NotYet(format!(
@@ -697,7 +743,29 @@ fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stag
         write_iters,
         init,
         live_out: false,
+        band,
     })
+}
+
+/// The band of a domain cut only by constraints between the row and column iterator (each
+/// dimension one iterator), or `None`.
+fn band_of(dom: &Domain, m: &Dim, n: &Dim) -> Option<Band> {
+    let ([mi], [ni]) = (m.comps.as_slice(), n.comps.as_slice()) else {
+        return None;
+    };
+    let mut band = Band { lo: None, hi: None };
+    for &(x, y, c) in &dom.cuts {
+        if x == mi.iter && y == ni.iter {
+            // m - n + c >= 0: n - m <= c
+            band.hi = Some(band.hi.map_or(c, |h| h.min(c)));
+        } else if x == ni.iter && y == mi.iter {
+            // n - m + c >= 0: n - m >= -c
+            band.lo = Some(band.lo.map_or(-c, |l| l.max(-c)));
+        } else {
+            return None;
+        }
+    }
+    Some(band)
 }
 
 /// A literal, or a scalar input.
@@ -818,30 +886,28 @@ fn chain(program: &Program, stages: &mut [Stage]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The extent of each of the last stage's write subscripts.
-fn write_box(program: &Program, st: &Stage, stmt: &Statement) -> Result<Vec<u64>, Error> {
-    let ext = box_extents(program, stmt)?;
-    Ok(st.write_iters.iter().map(|&i| ext[i]).collect())
-}
-
 /// Checks one element-wise statement of the prologue or epilogue and records how its arrays
 /// are held.
 fn element_wise(
     program: &Program,
     st: &Stage,
-    write_box: &[u64],
+    write_box: &Domain,
     id: StmtId,
     holding: &mut BTreeMap<ArrayId, Holding>,
     tiles: &mut BTreeMap<ArrayId, Addressing>,
 ) -> Result<(), Error> {
     let s = &program.statements[id.index()];
-    let rank = write_box.len();
+    let rank = write_box.extents.len();
     let ident: Vec<_> = (0..rank).map(it).collect();
     if s.depth() != rank
-        || box_extents(program, s).ok().as_deref() != Some(write_box)
+        || domain(program, s).ok().as_ref() != Some(write_box)
         || subscripts(&s.write) != ident
         || program.array_extents(s.write.array)
-            != write_box.iter().map(|&e| e as i64).collect::<Vec<_>>()
+            != write_box
+                .extents
+                .iter()
+                .map(|&e| e as i64)
+                .collect::<Vec<_>>()
         || s.reduction.is_some()
     {
         return Err(Error::NotYet(format!(
@@ -940,15 +1006,42 @@ pub(crate) fn check_types(program: &Program, options: &Options) -> Result<(), Er
     Ok(())
 }
 
-/// The extent of each iterator of `stmt` when its domain is a box `0 <= it < E` (at the
-/// program's sizes).
-fn box_extents(program: &Program, stmt: &Statement) -> Result<Vec<u64>, Error> {
+/// An iteration domain at the program's sizes: the box `0 <= it < extents[it]` cut by the
+/// constraints `x - y + c >= 0` between two iterators, `(x, y, c)` in `cuts`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Domain {
+    pub extents: Vec<u64>,
+    pub cuts: Vec<(usize, usize, i64)>,
+}
+
+impl Domain {
+    /// The domain over the iterators `iters` (renamed to their positions there); cuts that
+    /// involve another iterator are left out.
+    fn over(&self, iters: &[usize]) -> Domain {
+        let pos = |x: usize| iters.iter().position(|&i| i == x);
+        Domain {
+            extents: iters.iter().map(|&i| self.extents[i]).collect(),
+            cuts: self
+                .cuts
+                .iter()
+                .filter_map(|&(x, y, c)| Some((pos(x)?, pos(y)?, c)))
+                .collect(),
+        }
+    }
+}
+
+/// The domain of `stmt` when it is a box from 0, possibly cut by diagonals `x - y + c >= 0`
+/// (a triangular loop nest) whose bounding box starts at 0 too.
+pub(crate) fn domain(program: &Program, stmt: &Statement) -> Result<Domain, Error> {
     let params = program.param_values();
-    let mut lo = vec![None::<i64>; stmt.depth()];
-    let mut hi = vec![None::<i64>; stmt.depth()];
+    let depth = stmt.depth();
+    let mut lo = vec![None::<i64>; depth];
+    let mut hi = vec![None::<i64>; depth];
+    let mut cuts = Vec::new();
     let not_box = || {
         Error::NotYet(format!(
-            "the domain of {} is not a rectangular box",
+            "the domain {} of {} is not a box from 0, or one cut by diagonals",
+            program.display_domain(stmt),
             stmt.name
         ))
     };
@@ -962,26 +1055,47 @@ fn box_extents(program: &Program, stmt: &Statement) -> Result<Vec<u64>, Error> {
                 Var::Param(_) => None,
             })
             .collect();
-        match (iters.as_slice(), c.kind) {
-            ([], _) => {}
-            ([(d, 1)], ConstraintKind::NonNegative) => {
+        if c.kind != ConstraintKind::NonNegative && !iters.is_empty() {
+            return Err(not_box());
+        }
+        match iters.as_slice() {
+            [] => {}
+            [(d, 1)] => {
                 // it + c >= 0
                 let v = -e.constant;
                 lo[*d] = Some(lo[*d].map_or(v, |l: i64| l.max(v)));
             }
-            ([(d, -1)], ConstraintKind::NonNegative) => {
+            [(d, -1)] => {
                 // c - it >= 0: it <= c
                 let v = e.constant + 1;
                 hi[*d] = Some(hi[*d].map_or(v, |h: i64| h.min(v)));
             }
+            [(x, 1), (y, -1)] | [(y, -1), (x, 1)] => cuts.push((*x, *y, e.constant)),
             _ => return Err(not_box()),
         }
     }
-    lo.iter()
+    // A lower bound of its own must be the box's 0; the cuts may imply the others.
+    if lo.iter().any(|l| l.is_some_and(|l| l != 0)) {
+        return Err(not_box());
+    }
+    for _ in 0..depth {
+        for &(x, y, c) in &cuts {
+            // y <= x + c and x >= y - c.
+            if let Some(h) = hi[x] {
+                hi[y] = Some(hi[y].map_or(h + c, |v: i64| v.min(h + c)));
+            }
+            if let Some(l) = lo[y] {
+                lo[x] = Some(lo[x].map_or(l - c, |v: i64| v.max(l - c)));
+            }
+        }
+    }
+    let extents = lo
+        .iter()
         .zip(&hi)
         .map(|(l, h)| match (l, h) {
-            (Some(0), Some(h)) if *h > 0 => Ok(*h as u64),
+            (Some(l), Some(h)) if *l >= 0 && *h > 0 => Ok(*h as u64),
             _ => Err(not_box()),
         })
-        .collect()
+        .collect::<Result<Vec<u64>, Error>>()?;
+    Ok(Domain { extents, cuts })
 }

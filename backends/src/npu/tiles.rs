@@ -80,6 +80,9 @@ pub struct Shape {
     /// Whether the last stage's A (from GM) is the same in every independent iteration.
     pub a_invariant: bool,
     pub ub: UbNeeds,
+    /// Whether the last stage's tiles must be square (`tm = tn`), so that every tile a
+    /// diagonal band cuts is cut one of a few ways.
+    pub square: bool,
 }
 
 /// What UB must hold besides the drained tiles.
@@ -230,7 +233,7 @@ pub fn choose(
         divisors(np, cap_n.min(MAX_TILE))
     };
     for &tm in &tms {
-        for &tn in tns.iter().rev() {
+        for &tn in tns.iter().rev().filter(|&&tn| !shape.square || tn == tm) {
             for &tk in &k_steps(&last, cap_k, free) {
                 let nt = round_to(np, tn) / tn;
                 for ng in (1..=nt).filter(|g| nt.is_multiple_of(*g)) {
@@ -541,6 +544,7 @@ mod tests {
                 scalar_bytes: 32,
                 ..Default::default()
             },
+            square: false,
         }
     }
 

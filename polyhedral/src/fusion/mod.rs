@@ -2,5 +2,8 @@
 //!
 //! - [`post_tiling`]: post-tiling fusion (tile the live-out statements, then pull into each
 //!   tile the producer instances it needs, with extension nodes).
+//! - [`recompute`]: when producer instances overlapping tiles need may be computed by each
+//!   of them (halos), and whether that is worth it.
 
 pub mod post_tiling;
+pub mod recompute;

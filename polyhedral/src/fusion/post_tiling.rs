@@ -22,7 +22,10 @@
 //! sets the extension will run:
 //! - every value a tile reads from it is computed by that tile's extension, and no instance
 //!   is in the extensions of two tiles (*disjointness*): no value is computed twice (instances
-//!   whose values nobody reads write temporaries only, and are dropped);
+//!   whose values nobody reads write temporaries only, and are dropped) — unless the statement
+//!   is a single assignment to a temporary and the shared instances are a small part of a
+//!   tile's (a stencil's halo): then every tile computes its own copy of them
+//!   ([`super::recompute`]), and dependences on that array between tiles carry nothing;
 //! - every dependence between its instances and the fused statements stays inside one tile:
 //!   the tile loops carry no new dependence, so those that were parallel stay parallel (the
 //!   seed's parallel-loop rule, in its strictest form: the consumer loses no parallel loop);
@@ -36,17 +39,26 @@
 //! softmax) fuses under the row's tile loop only. A group that could not be fused gets a mark
 //! `unfused: REASON` above its subtree, which `--emit tree` shows.
 //!
+//! When the scheduler's fusion put a producer and a live-out statement in one band that lost
+//! a parallel member (smartfuse skews a stencil's stages into one sequential nest), the pass
+//! also tries the schedule with every component distributed (the live-out statements tiled on
+//! their own, as the seed's algorithm starts) and keeps that one when as many groups remain
+//! and more tile loops are parallel.
+//!
 //! What holds on the way out: the tree schedules every instance exactly once (skipped
-//! subtrees excepted, whose instances the extensions run once each), in an order that respects
-//! every dependence.
+//! subtrees excepted, whose instances the extensions run once each, recomputed halos once per
+//! tile that needs them), in an order that respects every dependence.
 
+use super::recompute;
 use crate::deps::Dependences;
-use crate::pipeline::{Error as PipelineError, Pass, PassContext};
+use crate::pipeline::{passes, Error as PipelineError, Pass, PassContext};
 use crate::program::{AffineExpr, ArrayRole, ConstraintKind, ParamId, Program, StmtId, Var};
 use crate::schedule::expr::{QuasiAffine, QuasiConstraint};
 use crate::schedule::instances::Instances;
+use crate::schedule::pluto;
 use crate::schedule::tree::{Extension, Filter, Node, NodeKind, ScheduleTree, SKIPPED};
 use crate::schedule::ScheduleError;
+use crate::schedule::{tree_of_schedule, verify};
 use crate::sets::conj::{Conj, Row};
 use crate::sets::omega::{is_feasible, project};
 use crate::sets::rel::{Basic, Rel};
@@ -65,9 +77,110 @@ impl Pass for PostTilingFusion {
     }
 
     fn run(&self, cx: &mut PassContext) -> Result<(), PipelineError> {
-        cx.tree = fuse_after_tiling(cx.program, cx.deps, &cx.tree)?;
+        let fused = fuse_after_tiling(cx.program, cx.deps, &cx.tree)?;
+        if mixes_producers(cx.program, &cx.tree) {
+            let (schedule, tree) = distributed(cx)?;
+            let alternative = fuse_after_tiling(cx.program, cx.deps, &tree)?;
+            let (live, parallel) = shape(&fused);
+            let (alt_live, alt_parallel) = shape(&alternative);
+            if alt_live <= live && alt_parallel > parallel {
+                cx.schedule = schedule;
+                cx.tree = alternative;
+                return Ok(());
+            }
+        }
+        cx.tree = fused;
         Ok(())
     }
+}
+
+/// The subtrees of the root's groups (the root's child when it is not a sequence).
+fn group_roots(tree: &ScheduleTree) -> Vec<&Node> {
+    let Some(top) = tree.root.children.first() else {
+        return Vec::new();
+    };
+    if top.kind != NodeKind::Sequence {
+        return vec![top];
+    }
+    top.children
+        .iter()
+        .filter_map(|c| c.children.first())
+        .collect()
+}
+
+/// Whether some group of the scheduler's fusion computes a temporary together with a kernel
+/// output in a tile band that lost a parallel member: smartfuse shifted or skewed a producer
+/// into its consumer (a stencil's halo), where tiling the consumer alone and recomputing the
+/// halo would keep every tile loop parallel.
+fn mixes_producers(program: &Program, tree: &ScheduleTree) -> bool {
+    group_roots(tree).into_iter().any(|g| {
+        let NodeKind::Band(band) = &g.kind else {
+            return false;
+        };
+        let roles: Vec<ArrayRole> = band
+            .schedule
+            .iter()
+            .map(|(s, _)| {
+                program
+                    .array(program.statements[s.index()].write.array)
+                    .role
+            })
+            .collect();
+        roles.contains(&ArrayRole::Temporary)
+            && roles.iter().any(|r| *r != ArrayRole::Temporary)
+            && band.coincident.contains(&false)
+    })
+}
+
+/// The scheduler's schedule with every strongly connected component distributed, through
+/// the tree passes that run before this one: the live-out statements tiled on their own.
+fn distributed(
+    cx: &PassContext,
+) -> Result<(crate::schedule::pluto::PlutoSchedule, ScheduleTree), PipelineError> {
+    let options = pluto::Options {
+        fuse: pluto::Fusion::NoFuse,
+        ..pluto::Options::default()
+    };
+    let schedule = pluto::schedule(cx.program, cx.deps, &options)?;
+    if cx.options.verify {
+        pluto::check_legality(cx.program, cx.deps, &schedule)?;
+    }
+    let tree = tree_of_schedule(cx.program, cx.deps, &schedule)?;
+    let mut sub = PassContext {
+        program: cx.program,
+        deps: cx.deps,
+        target: cx.target,
+        options: cx.options,
+        schedule,
+        tree,
+    };
+    for pass in passes(cx.target, cx.options) {
+        if pass.name() == PostTilingFusion::NAME {
+            break;
+        }
+        pass.run(&mut sub)?;
+        if cx.options.verify {
+            verify(cx.program, &sub.tree)?;
+        }
+    }
+    Ok((sub.schedule, sub.tree))
+}
+
+/// (groups that still run on their own, leading parallel members of their top bands).
+fn shape(tree: &ScheduleTree) -> (usize, usize) {
+    let mut live = 0;
+    let mut parallel = 0;
+    for g in group_roots(tree) {
+        match &g.kind {
+            NodeKind::Mark(m) if m == SKIPPED => {}
+            NodeKind::Band(band) => {
+                live += 1;
+                parallel += band.coincident.iter().take_while(|c| **c).count();
+            }
+            _ => live += 1,
+        }
+    }
+    (live, parallel)
 }
 
 /// One child of the root sequence.
@@ -84,6 +197,8 @@ struct Plan {
     exts: Vec<(StmtId, Vec<QuasiConstraint>)>,
     /// Groups that feed the consumer but stay unfused, with the reason.
     refused: Vec<(usize, String)>,
+    /// Fused statements whose instances neighbouring tiles both compute (halos).
+    recomputed: Vec<StmtId>,
 }
 
 /// Rewrites `tree` (see the module docs); a tree without a root sequence of groups comes back
@@ -235,6 +350,7 @@ fn plan_consumer(
         fused: Vec::new(),
         exts: Vec::new(),
         refused: Vec::new(),
+        recomputed: Vec::new(),
     };
     let in_group = |a: usize, s: StmtId| groups[a].stmts.contains(&s);
     for a in (0..b).rev() {
@@ -269,12 +385,20 @@ fn plan_consumer(
             let arr = program.statements[s.index()].write.array;
             program.arrays[arr.index()].role != ArrayRole::Temporary
         });
-        match fuse_group(program, deps, groups, &fused, a, b, k, writes_output)? {
-            Ok(exts) => {
+        let target = Tiles {
+            readers: &fused,
+            recomputed: &plan.recomputed,
+            a,
+            b,
+            k,
+        };
+        match fuse_group(program, deps, groups, &target, writes_output)? {
+            Ok((exts, recomputed)) => {
                 for (s, cs, inst) in exts {
                     plan.exts.push((s, cs));
                     fused.push(inst);
                 }
+                plan.recomputed.extend(recomputed);
                 plan.fused.push(a);
             }
             Err(why) => plan.refused.push((a, why)),
@@ -293,20 +417,29 @@ fn stmt_names(program: &Program, stmts: &[StmtId]) -> String {
 
 type Fused = Vec<(StmtId, Vec<QuasiConstraint>, Instances)>;
 
-/// The extensions of group `a`'s statements for tiles of `k` members, or why it cannot be
-/// fused. A group that writes a kernel output must have every instance in some tile.
-#[allow(clippy::too_many_arguments)]
+/// Where a producer group is being fused: the statements already in the tiles, those of them
+/// recomputed on halos, the producer group `a`, the consumer group `b` and the tile members.
+struct Tiles<'a> {
+    readers: &'a [Instances],
+    recomputed: &'a [StmtId],
+    a: usize,
+    b: usize,
+    k: usize,
+}
+
+/// The extensions of group `a`'s statements for tiles of `k` members, with the statements
+/// recomputed on halos, or why it cannot be fused. A group that writes a kernel output must
+/// have every instance in some tile.
 fn fuse_group(
     program: &Program,
     deps: &Dependences,
     groups: &[Group],
-    fused: &[Instances],
-    a: usize,
-    b: usize,
-    k: usize,
+    tiles: &Tiles,
     writes_output: bool,
-) -> Result<Result<Fused, String>, ScheduleError> {
-    let mut readers: Vec<Instances> = fused.to_vec();
+) -> Result<Result<(Fused, Vec<StmtId>), String>, ScheduleError> {
+    let (a, b, k) = (tiles.a, tiles.b, tiles.k);
+    let mut readers: Vec<Instances> = tiles.readers.to_vec();
+    let mut recomputed: Vec<StmtId> = tiles.recomputed.to_vec();
     let mut out: Fused = Vec::new();
     let mut stmts = groups[a].stmts.clone();
     stmts.sort_unstable();
@@ -326,10 +459,29 @@ fn fuse_group(
             )));
         }
         if !disjoint(&inst, k)? {
-            return Ok(Err(format!(
-                "neighbouring tiles need the same instances of {} (recomputation not enabled)",
-                stmt_name(program, s)
-            )));
+            if !recompute::single_assignment(program, deps, s) {
+                return Ok(Err(format!(
+                    "neighbouring tiles need the same instances of {}, which is not a single \
+                     assignment to a temporary",
+                    stmt_name(program, s)
+                )));
+            }
+            let Some((shared, total)) =
+                recompute::redundancy(program, &inst, &tiles.readers[0], k)?
+            else {
+                return Ok(Err(format!(
+                    "the tiles of {} could not be measured",
+                    stmt_name(program, s)
+                )));
+            };
+            if !recompute::worth_recomputing(shared, total) {
+                return Ok(Err(format!(
+                    "neighbouring tiles would both compute {shared} of the {total} instances \
+                     of {} in a tile",
+                    stmt_name(program, s)
+                )));
+            }
+            recomputed.push(s);
         }
         readers.push(inst.clone());
         out.push((s, cs, inst));
@@ -358,6 +510,14 @@ fn fuse_group(
     // Dependences between the group and what runs in the tiles stay inside one tile; none
     // leads to a group that stays between the producer and the consumer.
     let tiled = |s: StmtId| readers.iter().find(|r| r.stmt == s);
+    // Tiles may run in any order, so a dependence between recomputed copies in two tiles
+    // must carry nothing: every copy of an element of a recomputed array holds the same
+    // value, and every read of it is served in its own tile (checked above).
+    let halo = |array| {
+        recomputed
+            .iter()
+            .any(|&s| program.statements[s.index()].write.array == array)
+    };
     for d in deps.memory.iter().filter(|d| d.kind.is_legality()) {
         let from_group = groups[a].stmts.contains(&d.source);
         let to_group = groups[a].stmts.contains(&d.sink);
@@ -365,6 +525,7 @@ fn fuse_group(
             continue;
         }
         match (tiled(d.source), tiled(d.sink)) {
+            (Some(_), Some(_)) if halo(d.array) => {}
             (Some(x), Some(y)) => {
                 if crosses_tiles(program, x, y, &d.relation, k)? {
                     return Ok(Err(format!(
@@ -385,7 +546,8 @@ fn fuse_group(
             }
         }
     }
-    Ok(Ok(out))
+    let fresh = recomputed[tiles.recomputed.len()..].to_vec();
+    Ok(Ok((out, fresh)))
 }
 
 /// The extension constraints of `s` (over `c_0 … c_{k-1}` and its iterators): the instances
@@ -481,7 +643,7 @@ fn footprint(
 }
 
 /// Conjunctions over `[parameters | dims | locals]` as one set of `dims` dimensions.
-fn as_set(program: &Program, pieces: &[Conj], dims: usize) -> Set {
+pub(crate) fn as_set(program: &Program, pieces: &[Conj], dims: usize) -> Set {
     let np = program.params.len();
     Set(Rel {
         params: program.params.iter().map(|p| p.name.clone()).collect(),

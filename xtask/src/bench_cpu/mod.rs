@@ -1,0 +1,495 @@
+//! `cargo xtask bench cpu`: every kernel of PolyBench/C 4.2.1 (see [`polybench`] for where
+//! it comes from), built four ways and timed in one run:
+//!
+//! - the original with `gcc -O3 -march=native` (the baseline every speedup is against);
+//! - polyfuse's source-to-source output (`polyfuse compile K.c --target cpu`) with
+//!   `gcc -O3 -march=native -fopenmp`;
+//! - the original with Polly, sequential (`clang -O3 -march=native -mllvm -polly`) and
+//!   parallel (`-mllvm -polly-parallel -fopenmp`), a clang with Polly installed if missing.
+//!
+//! Every OpenMP build runs on the same number of threads (`--threads`, default: every core).
+//! A kernel runs at LARGE_DATASET, or at EXTRALARGE_DATASET when the baseline takes under
+//! 50 ms at LARGE; `--dataset` fixes one dataset for all. polyfuse compiles each kernel under
+//! a time limit (`--compile-limit`, 60 s): a kernel it refuses, fails on or does not finish is
+//! a row of the table saying so. Before timing, polyfuse's output and the original are built
+//! with `-DPOLYBENCH_DUMP_ARRAYS -ffp-contract=off` and must print the same arrays; one that
+//! does not is reported and not timed. Polly's builds are compared to the printed precision
+//! and only marked. Times are medians of `--runs` runs (default 3) interleaved across the
+//! builds, so that the shared machine's noise falls on all of them alike. gemm is also run
+//! through OpenBLAS (installed if missing) and reported in GFLOP/s.
+//!
+//! Threads waiting at a barrier sleep (`OMP_WAIT_POLICY=passive`), which suits a machine
+//! shared with other work; `--active-wait` lets them spin, as on a machine of one's own.
+//!
+//! `--kernels a,b` restricts the set, `--readme` rewrites the README's `bench cpu` section.
+
+mod polybench;
+mod process;
+mod table;
+mod tools;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use polybench::{Kernel, PolyBench};
+use process::{
+    compile_c, first_line, median, run_binary, run_limited, run_timed, run_timed_within,
+};
+use process::{CBuild, Outcome, RunEnv, Toolchain};
+use table::{Checked, Compiled, Row, Setup};
+
+use crate::{build_polyfuse, parse_runs, workspace_root};
+
+/// A baseline faster than this at LARGE is measured at EXTRALARGE.
+const SHORT_KERNEL: f64 = 0.05;
+/// The limit of one C build or one run of a binary: a safety net, not a measurement.
+const RUN_LIMIT: Duration = Duration::from_secs(1800);
+
+struct Settings {
+    kernels: Option<Vec<String>>,
+    dataset: Option<&'static str>,
+    runs: usize,
+    threads: usize,
+    compile_limit: u64,
+    polybench: Option<PathBuf>,
+    readme: bool,
+    active_wait: bool,
+}
+
+fn parse(args: &[String]) -> Result<Settings, String> {
+    let mut s = Settings {
+        kernels: None,
+        dataset: None,
+        runs: 3,
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        compile_limit: 60,
+        polybench: None,
+        readme: false,
+        active_wait: false,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |what: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{a} needs {what}"))
+        };
+        match a.as_str() {
+            "--runs" => s.runs = parse_runs(Some(&value("a number")?))?,
+            "--readme" => s.readme = true,
+            "--active-wait" => s.active_wait = true,
+            "--kernels" => {
+                s.kernels = Some(
+                    value("a list of kernels")?
+                        .split(',')
+                        .map(|k| k.trim().to_string())
+                        .filter(|k| !k.is_empty())
+                        .collect(),
+                )
+            }
+            "--dataset" => s.dataset = Some(polybench::parse_dataset(&value("a dataset")?)?),
+            "--threads" => {
+                s.threads = value("a number")?
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or("--threads needs a positive number")?
+            }
+            "--compile-limit" => {
+                s.compile_limit = value("seconds")?
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or("--compile-limit needs a positive number of seconds")?
+            }
+            "--polybench" => s.polybench = Some(PathBuf::from(value("a folder")?)),
+            other => return Err(format!("unknown option `{other}` of bench cpu")),
+        }
+    }
+    Ok(s)
+}
+
+/// Everything a kernel's measurement needs.
+struct Bench {
+    settings: Settings,
+    polyfuse: PathBuf,
+    polybench: PolyBench,
+    work: PathBuf,
+    gcc: Toolchain,
+    gcc_openmp: Toolchain,
+    polly: Option<tools::Polly>,
+}
+
+pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
+    let settings = parse(args)?;
+    let root = workspace_root();
+    let polybench = polybench::locate(settings.polybench.as_deref(), &root)?;
+    let mut kernels = polybench.kernels()?;
+    if let Some(wanted) = &settings.kernels {
+        if let Some(unknown) = wanted
+            .iter()
+            .find(|w| !kernels.iter().any(|k| &k.name == *w))
+        {
+            return Err(format!(
+                "PolyBench has no kernel `{unknown}` (it has {})",
+                kernels
+                    .iter()
+                    .map(|k| k.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        kernels.retain(|k| wanted.contains(&k.name));
+    }
+    let work = root.join("target/bench-cpu");
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let polly = match tools::polly(&work) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            println!("Polly is not compared: {why}");
+            None
+        }
+    };
+    let bench = Bench {
+        polyfuse: build_polyfuse()?,
+        polybench,
+        work,
+        gcc: Toolchain::new("gcc", &[]),
+        gcc_openmp: Toolchain::new("gcc", &["-fopenmp"]),
+        polly,
+        settings,
+    };
+    let s = &bench.settings;
+    println!(
+        "PolyBench/C in {}: {} kernel(s), median of {} run(s), {} thread(s)",
+        bench.polybench.root.display(),
+        kernels.len(),
+        s.runs,
+        s.threads
+    );
+    let mut rows = Vec::new();
+    let mut gemm = None;
+    for kernel in &kernels {
+        let (row, gemm_table) = bench.measure(kernel)?;
+        println!("{}", row.line());
+        rows.push(row);
+        gemm = gemm.or(gemm_table);
+    }
+    let setup = Setup {
+        runs: s.runs,
+        threads: s.threads,
+        dataset: s.dataset,
+        polly: bench.polly.as_ref().map(|p| p.sequential.cc.clone()),
+        compile_limit: s.compile_limit,
+        passive: !s.active_wait,
+    };
+    let mut text = table::table(&rows, &setup);
+    if let Some(g) = gemm {
+        text += &g;
+    }
+    println!("\n{text}");
+    if s.readme {
+        crate::readme::write_section("cpu", &text)?;
+    }
+    Ok(())
+}
+
+impl Bench {
+    fn env(&self) -> RunEnv {
+        RunEnv {
+            threads: self.settings.threads,
+            passive: !self.settings.active_wait,
+        }
+    }
+
+    fn build(&self, kernel: &Kernel, source: &Path, defines: &[String]) -> CBuild {
+        CBuild {
+            sources: vec![source.to_path_buf(), self.polybench.harness()],
+            includes: vec![self.polybench.utilities(), kernel.dir.clone()],
+            defines: defines.to_vec(),
+        }
+    }
+
+    /// Builds `source` as `NAME` into the work folder.
+    fn binary(
+        &self,
+        tools: &Toolchain,
+        build: &CBuild,
+        extra: &[&str],
+        name: &str,
+    ) -> Result<PathBuf, String> {
+        let binary = self.work.join(name);
+        compile_c(tools, build, extra, &binary, RUN_LIMIT)?;
+        Ok(binary)
+    }
+
+    /// LARGE, or EXTRALARGE when the baseline is short at LARGE, unless a dataset was given.
+    fn dataset(&self, kernel: &Kernel) -> Result<&'static str, String> {
+        if let Some(d) = self.settings.dataset {
+            return Ok(d);
+        }
+        let build = self.build(kernel, &kernel.source, &time_defines("LARGE"));
+        let binary = self.binary(&self.gcc, &build, &[], &format!("{}.probe", kernel.name))?;
+        // A binary still running after a second is past the threshold in any case.
+        let t = run_timed_within(&binary, self.env(), Duration::from_secs(1))?;
+        Ok(match t {
+            Some(t) if t < SHORT_KERNEL => "EXTRALARGE",
+            _ => "LARGE",
+        })
+    }
+
+    /// `polyfuse compile` under the time limit, and what the result looks like.
+    fn compile(&self, kernel: &Kernel, dataset: &str, output: &Path) -> Result<Compiled, String> {
+        let limit = Duration::from_secs(self.settings.compile_limit);
+        let polyfuse = |extra: &[&str]| {
+            let mut cmd = Command::new(&self.polyfuse);
+            cmd.arg("compile")
+                .arg(&kernel.source)
+                .args(["--target", "cpu", "--threads"])
+                .arg(self.settings.threads.to_string())
+                .arg("-I")
+                .arg(self.polybench.utilities())
+                .arg("-D")
+                .arg(format!("{dataset}_DATASET"))
+                .args(extra);
+            cmd
+        };
+        let out = output.to_string_lossy().into_owned();
+        let seconds = match run_limited(&mut polyfuse(&["-o", &out]), limit)? {
+            Outcome::TimedOut => return Ok(Compiled::TimedOut(self.settings.compile_limit)),
+            Outcome::Finished {
+                status, seconds, ..
+            } if status.success() => seconds,
+            Outcome::Finished { status, stderr, .. } => {
+                let why = first_line(&stderr);
+                return Ok(if status.code() == Some(1) {
+                    Compiled::Refused(why)
+                } else {
+                    Compiled::Failed(format!("{status}: {why}"))
+                });
+            }
+        };
+        // The schedule tree says whether a band was tiled (its tile loops divide by the
+        // tile size); the C whether a loop runs in parallel.
+        let tiled = match run_limited(&mut polyfuse(&["--emit", "tree"]), limit)? {
+            Outcome::Finished { stdout, .. } => stdout.contains("floor(("),
+            Outcome::TimedOut => false,
+        };
+        let c = std::fs::read_to_string(output).map_err(|e| format!("{out}: {e}"))?;
+        Ok(Compiled::Yes {
+            seconds,
+            tiled,
+            parallel: c.contains("#pragma omp parallel"),
+        })
+    }
+
+    /// One kernel: its row, and for gemm the GFLOP/s table.
+    fn measure(&self, kernel: &Kernel) -> Result<(Row, Option<String>), String> {
+        let name = &kernel.name;
+        let dataset = match self.dataset(kernel) {
+            Ok(d) => d,
+            Err(why) => {
+                let mut row = Row::new(name, "—", Compiled::NotRun);
+                row.trouble.push(format!("the original: {why}"));
+                return Ok((row, None));
+            }
+        };
+        let optimized = self.work.join(format!("{name}.polyfuse.c"));
+        let _ = std::fs::remove_file(&optimized);
+        let compiled = self.compile(kernel, dataset, &optimized)?;
+        let mut row = Row::new(name, dataset, compiled);
+        let threads = self.settings.threads;
+
+        // The builds to time, by their index in `table::BUILDS`; `None` where one is missing.
+        let timed = time_defines(dataset);
+        let original = self.build(kernel, &kernel.source, &timed);
+        let mut binaries: Vec<Option<PathBuf>> = vec![None; table::BUILDS.len()];
+        match self.binary(&self.gcc, &original, &[], &format!("{name}.gcc")) {
+            Ok(b) => binaries[0] = Some(b),
+            Err(why) => row.trouble.push(format!("the original: {why}")),
+        }
+        if matches!(row.compiled, Compiled::Yes { .. }) {
+            let checked = self.check(kernel, dataset, &optimized, &mut row);
+            if matches!(checked, Checked::Same) {
+                let build = self.build(kernel, &optimized, &timed);
+                match self.binary(&self.gcc_openmp, &build, &[], &format!("{name}.polyfuse")) {
+                    Ok(b) => binaries[1] = Some(b),
+                    Err(why) => row.trouble.push(format!("polyfuse's output: {why}")),
+                }
+            }
+            row.checked = Some(checked);
+        }
+        if let Some(polly) = &self.polly {
+            for (k, tools) in [(2, &polly.sequential), (3, &polly.parallel)] {
+                let label = table::BUILDS[k];
+                match self.binary(tools, &original, &[], &format!("{name}.{label}")) {
+                    Ok(b) => binaries[k] = Some(b),
+                    Err(why) => row.trouble.push(format!("{label}: {why}")),
+                }
+            }
+        }
+        let blas = if name == "gemm" {
+            self.openblas(kernel, dataset, &mut row)
+        } else {
+            None
+        };
+        if let Some((b, _)) = &blas {
+            binaries.push(Some(b.clone()));
+        }
+
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); binaries.len()];
+        for _ in 0..self.settings.runs {
+            for (k, binary) in binaries.iter_mut().enumerate() {
+                let Some(b) = binary else { continue };
+                match run_timed(b, self.env(), RUN_LIMIT) {
+                    Ok(t) => times[k].push(t),
+                    Err(why) => {
+                        row.trouble.push(format!("{}: {why}", b.display()));
+                        *binary = None;
+                        times[k].clear();
+                    }
+                }
+            }
+        }
+        let medians: Vec<Option<f64>> = times
+            .iter_mut()
+            .map(|t| (!t.is_empty()).then(|| median(t)))
+            .collect();
+        row.times.copy_from_slice(&medians[..table::BUILDS.len()]);
+        let gemm = blas.map(|(_, flops)| {
+            let builds = [
+                ("gcc -O3", medians[0]),
+                ("polyfuse", medians[1]),
+                ("Polly", medians[2]),
+                ("Polly parallel", medians[3]),
+                ("OpenBLAS", medians[4]),
+            ];
+            table::gemm_table(dataset, flops, &builds, threads)
+        });
+        Ok((row, gemm))
+    }
+
+    /// Builds and runs the dumps of the original and of polyfuse's output and compares them;
+    /// records in `row` whether Polly's builds agree to the printed precision.
+    fn check(&self, kernel: &Kernel, dataset: &str, optimized: &Path, row: &mut Row) -> Checked {
+        let name = &kernel.name;
+        let defines = vec![
+            format!("{dataset}_DATASET"),
+            "POLYBENCH_DUMP_ARRAYS".to_string(),
+        ];
+        let dump = |tools: &Toolchain, source: &Path, label: &str| -> Result<String, String> {
+            let build = self.build(kernel, source, &defines);
+            let binary = self.binary(
+                tools,
+                &build,
+                &["-ffp-contract=off"],
+                &format!("{name}.{label}.dump"),
+            )?;
+            Ok(run_binary(&binary, self.env(), RUN_LIMIT)?.1)
+        };
+        let reference = match dump(&self.gcc, &kernel.source, "gcc") {
+            Ok(r) if r.contains("begin dump") => r,
+            Ok(_) => return Checked::Broken("the original printed no arrays".into()),
+            Err(why) => return Checked::Broken(format!("the original's dump: {why}")),
+        };
+        let checked = match dump(&self.gcc_openmp, optimized, "polyfuse") {
+            Ok(ours) if ours == reference => Checked::Same,
+            Ok(_) => Checked::Differs,
+            Err(why) => Checked::Broken(why),
+        };
+        if let Some(polly) = &self.polly {
+            for (k, tools) in [(0, &polly.sequential), (1, &polly.parallel)] {
+                let label = table::BUILDS[k + 2];
+                row.polly_agrees[k] = dump(tools, &kernel.source, label)
+                    .ok()
+                    .map(|theirs| same_to_printed_precision(&theirs, &reference));
+            }
+        }
+        checked
+    }
+
+    /// OpenBLAS's gemm binary and the product's operation count; `None` (with the reason in
+    /// `row`) when OpenBLAS cannot be had.
+    fn openblas(&self, kernel: &Kernel, dataset: &str, row: &mut Row) -> Option<(PathBuf, f64)> {
+        let attempt = || -> Result<(PathBuf, f64), String> {
+            let tools = tools::openblas(&self.work)?;
+            let source = self.work.join("gemm_openblas.c");
+            std::fs::write(&source, tools::OPENBLAS_GEMM)
+                .map_err(|e| format!("{}: {e}", source.display()))?;
+            let build = CBuild {
+                sources: vec![source],
+                includes: vec![self.polybench.utilities(), kernel.dir.clone()],
+                defines: vec![format!("{dataset}_DATASET")],
+            };
+            let binary = self.binary(&tools, &build, &[], "gemm.openblas")?;
+            let out = Command::new(&binary)
+                .arg("flops")
+                .output()
+                .map_err(|e| format!("{}: {e}", binary.display()))?;
+            let flops = String::from_utf8_lossy(&out.stdout)
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| "the OpenBLAS program printed no operation count".to_string())?;
+            Ok((binary, flops))
+        };
+        attempt()
+            .map_err(|why| row.trouble.push(format!("OpenBLAS: {why}")))
+            .ok()
+    }
+}
+
+/// The defines of a timed build.
+fn time_defines(dataset: &str) -> Vec<String> {
+    vec![format!("{dataset}_DATASET"), "POLYBENCH_TIME".to_string()]
+}
+
+/// Whether two dumps print the same numbers to their printed precision (two decimals):
+/// for builds that may contract or reassociate.
+fn same_to_printed_precision(a: &str, b: &str) -> bool {
+    let numbers = |s: &str| -> Vec<f64> {
+        s.split_whitespace()
+            .filter_map(|w| w.parse::<f64>().ok())
+            .collect()
+    };
+    let (a, b) = (numbers(a), numbers(b));
+    a.len() == b.len()
+        && a.iter()
+            .zip(&b)
+            .all(|(x, y)| (x - y).abs() <= 0.010_000_1 + 1e-9 * y.abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_quick_check_restricts_kernels_dataset_and_runs() {
+        let s = parse(&args(
+            "--kernels gemm,2mm --dataset medium --runs 1 --compile-limit 5",
+        ))
+        .unwrap();
+        assert_eq!(s.kernels, Some(vec!["gemm".to_string(), "2mm".to_string()]));
+        assert_eq!(s.dataset, Some("MEDIUM"));
+        assert_eq!((s.runs, s.compile_limit), (1, 5));
+    }
+
+    #[test]
+    fn bad_options_are_refused() {
+        assert!(parse(&args("--runs 0")).is_err());
+        assert!(parse(&args("--dataset HUGE")).is_err());
+        assert!(parse(&args("--kernels")).is_err());
+        assert!(parse(&args("--fast")).is_err());
+    }
+
+    #[test]
+    fn dumps_agree_to_the_printed_precision_only() {
+        assert!(same_to_printed_precision("A 1.00 2.00", "A 1.01 2.00"));
+        assert!(!same_to_printed_precision("A 1.00 2.00", "A 1.03 2.00"));
+        assert!(!same_to_printed_precision("A 1.00", "A 1.00 2.00"));
+    }
+}
