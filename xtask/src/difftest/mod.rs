@@ -9,7 +9,8 @@
 //! `S` and `n`, so a run is reproduced by its seed), each is checked by the interpreter
 //! (`polyfuse run K`), then run on each target under a few option sets that change what the
 //! compiler does (fusion strategies, post-tiling fusion, no tiling, small tile sizes, no
-//! promotion on the GPU) by the [`runner`]: `polyfuse run K --target T` compares with the
+//! packing or register tiles on the CPU, no promotion on the GPU, no double buffering on the
+//! accelerator) by the [`runner`]: `polyfuse run K --target T` compares with the
 //! interpreter itself. A mismatch, panic, crash, unexpected error or timeout is a failure: the
 //! [`shrinker`] reduces the kernel while it fails the same way and writes the reproducer and the
 //! failing command to `target/difftest/`. Where islpy is installed, the [`oracle`] also

@@ -305,6 +305,10 @@ pub fn configs(
             config(&["--no-tile"], false),
             config(&[], true),
             config(&["--fuse", "maxfuse"], true),
+            config(&["--no-pack"], false),
+            config(&["--no-pack"], true),
+            config(&["--no-register-tile"], false),
+            config(&["--no-register-tile", "--fuse", "maxfuse"], true),
         ],
         "gpu" => vec![
             config(&["--no-promote"], false),
