@@ -588,32 +588,6 @@ impl Region {
         })
     }
 
-    /// The box of the elements of `array` the region accesses: per dimension, its lowest
-    /// subscript (an expression of the loops outside the region) and a constant extent.
-    /// Loops of the same range count as one loop here: the elements they reach are the same.
-    pub(crate) fn box_of(
-        &self,
-        program: &Program,
-        array: ArrayId,
-    ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
-        let mut forms = self.forms(array)?;
-        for f in &mut forms {
-            for l in f.iter_mut() {
-                let vars = std::mem::take(&mut l.vars);
-                for (v, c) in vars {
-                    let same = self
-                        .info
-                        .get(&v)
-                        .and_then(|r| self.info.iter().find(|(_, s)| *s == r))
-                        .map_or(v, |(u, _)| u.clone());
-                    *l.vars.entry(same).or_default() += c;
-                }
-                l.vars.retain(|_, c| *c != 0);
-            }
-        }
-        self.box_of_forms(program, array, &forms)
-    }
-
     fn box_of_forms(
         &self,
         program: &Program,

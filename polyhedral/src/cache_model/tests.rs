@@ -194,6 +194,7 @@ fn a_tiled_transpose_misses_once_per_line_in_a_small_cache() {
         },
         parallel: Vec::new(),
         vector: None,
+        tlb: None,
         element_types: vec![ScalarType::F64],
     };
     let deps = crate::deps::compute_dependences(&p).unwrap();
