@@ -21,7 +21,6 @@ use std::process::Command;
 
 use crate::{build_polyfuse, kernel_files, workspace_root};
 
-
 /// Sizes of the `.pf` kernels whose defaults take too long under valgrind.
 const PF_SIZES: &[(&str, &[&str])] = &[
     ("gemm_bias_relu.pf", &["M=128", "N=128", "K=128"]),
