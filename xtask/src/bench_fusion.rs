@@ -22,6 +22,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::runs::{checked_kernel_seconds, json_field, median, output};
 use crate::{build_polyfuse, parse_runs, workspace_root};
 
 const KERNELS: &[&str] = &[
@@ -208,18 +209,6 @@ fn gpu_adapter(polyfuse: &Path, root: &Path) -> Result<String, String> {
         .ok_or_else(|| "no adapter name in the JSON".into())
 }
 
-/// The raw text of field `name` of a flat JSON document.
-fn json_field(json: &str, name: &str) -> Option<String> {
-    let rest = json.split(&format!("\"{name}\":")).nth(1)?.trim_start();
-    let end = if let Some(quoted) = rest.strip_prefix('"') {
-        quoted.find('"').map(|i| i + 2)?
-    } else {
-        rest.find(|c: char| c == ',' || c == '}' || c.is_whitespace())
-            .unwrap_or(rest.len())
-    };
-    Some(rest[..end].to_string())
-}
-
 /// One GPU run, checked against the interpreter: its time and its number of dispatches.
 fn gpu_run(polyfuse: &Path, kernel: &Path, fuse: &str) -> Result<(f64, u64), String> {
     let json = output(Command::new(polyfuse).arg("run").arg(kernel).args([
@@ -332,24 +321,6 @@ fn ms(s: f64) -> String {
     format!("{:.2} ms", s * 1e3)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn output(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run polyfuse: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "polyfuse failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 /// The kernel time `polyfuse run --json` reports, after checking the result.
 fn kernel_seconds(polyfuse: &Path, kernel: &Path, fuse: &str) -> Result<f64, String> {
     let json = output(
@@ -358,24 +329,7 @@ fn kernel_seconds(polyfuse: &Path, kernel: &Path, fuse: &str) -> Result<f64, Str
             .arg(kernel)
             .args(["--target", "cpu", "--json", "--fuse", fuse]),
     )?;
-    let field = |name: &str| {
-        json.split(&format!("\"{name}\":"))
-            .nth(1)
-            .map(|rest| rest.trim_start())
-    };
-    if !field("matches_interp").is_some_and(|v| v.starts_with("true")) {
-        return Err(format!(
-            "{} under {fuse} does not match the interpreter",
-            kernel.display()
-        ));
-    }
-    field("kernel_seconds")
-        .and_then(|v| {
-            v.split(|c: char| c == ',' || c.is_whitespace())
-                .next()
-                .and_then(|n| n.parse().ok())
-        })
-        .ok_or_else(|| format!("{}: no kernel time in the JSON", kernel.display()))
+    checked_kernel_seconds(&json, &format!("{} under {fuse}", kernel.display()))
 }
 
 /// How many producer subtrees post-tiling fusion marked `skipped`.

@@ -15,6 +15,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::runs::{checked_kernel_seconds, median, output};
 use crate::{build_polyfuse, parse_runs, workspace_root};
 
 const README_BEGIN: &str = "<!-- bench vector: begin -->";
@@ -95,24 +96,6 @@ fn ms(s: f64) -> String {
     format!("{:.2} ms", s * 1e3)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn output(cmd: &mut Command) -> Result<String, String> {
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd:?} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
 fn kernel_seconds(
     polyfuse: &Path,
     kernel: &Path,
@@ -131,24 +114,7 @@ fn kernel_seconds(
         cmd.arg("--no-vectorize-functions");
     }
     let json = output(&mut cmd)?;
-    let field = |name: &str| {
-        json.split(&format!("\"{name}\":"))
-            .nth(1)
-            .map(|rest| rest.trim_start())
-    };
-    if !field("matches_interp").is_some_and(|v| v.starts_with("true")) {
-        return Err(format!(
-            "{} does not match the interpreter",
-            kernel.display()
-        ));
-    }
-    field("kernel_seconds")
-        .and_then(|v| {
-            v.split(|c: char| c == ',' || c.is_whitespace())
-                .next()
-                .and_then(|n| n.parse().ok())
-        })
-        .ok_or_else(|| format!("{}: no kernel time in the JSON", kernel.display()))
+    checked_kernel_seconds(&json, &kernel.display().to_string())
 }
 
 /// "skips / tests; active share" from the lane statistics `check --emit vector` prints.

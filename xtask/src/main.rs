@@ -18,6 +18,7 @@ mod bench_npu;
 mod bench_vector;
 mod difftest;
 mod readme;
+mod runs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};

@@ -901,12 +901,18 @@ impl<'a> Writer<'a> {
                         return None;
                     }
                     if !body.contains_loop() {
-                        let users = match &**body {
-                            Ast::User { .. } => true,
-                            Ast::Block(items) => {
-                                items.iter().all(|i| matches!(i, Ast::User { .. }))
+                        // Statements only, none calling a scalar function: a call costs
+                        // far more than the loads a jam shares, and the loop of one call
+                        // runs the function's vector variant instead.
+                        let plain = |i: &Ast| match i {
+                            Ast::User { stmt, .. } => {
+                                !polyhedral::vectorize::calls_function(self.program, *stmt)
                             }
                             _ => false,
+                        };
+                        let users = match &**body {
+                            Ast::Block(items) => items.iter().all(plain),
+                            other => plain(other),
                         };
                         // Some array operand the rows share, or the jam saves nothing.
                         let shared = crate::promote::accesses(self.program, body).iter().any(
