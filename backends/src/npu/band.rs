@@ -49,14 +49,7 @@ impl Emitter<'_> {
         let outputs = self.ep.outputs.clone();
         let (rows, cols) = (r.rows.clone(), r.cols.clone());
         for (a, buf) in outputs {
-            let at = self.plan.tiles[&a].clone();
-            let name = self.name(a);
-            let mut base = self.gm_base(&at, 4, Some(&st.m), Some(&st.n));
-            if r.col_tiles > 1 {
-                base = base.plus("nt", t.tn as i64 * 4);
-            }
-            let stride = at.dim_stride(&st.m).unwrap_or(0) * 4;
-            let buf = format!("ub_t{buf}");
+            let (name, base, stride, buf) = self.output_at(r, a, buf);
             self.tails(&[&rows, &cols], &mut |e, v| {
                 // Inside the band: the whole tile (full q values are consecutive).
                 if let (Some(&first), Some(&last)) = (full.first(), full.last()) {

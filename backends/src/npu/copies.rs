@@ -718,6 +718,24 @@ impl Emitter<'_> {
         }
     }
 
+    /// Where the block's tile of live-out array `a` (in UB tile buffer `tile`) goes: its GM
+    /// name, the block's base offset, the byte stride of its rows and the UB buffer's name.
+    pub(crate) fn output_at(
+        &self,
+        r: &Run,
+        a: polyhedral::program::ArrayId,
+        tile: usize,
+    ) -> (String, Off, i64, String) {
+        let st = self.plan.last();
+        let at = &self.plan.tiles[&a];
+        let mut base = self.gm_base(at, 4, Some(&st.m), Some(&st.n));
+        if r.col_tiles > 1 {
+            base = base.plus("nt", r.tiles.tn as i64 * 4);
+        }
+        let stride = at.dim_stride(&st.m).unwrap_or(0) * 4;
+        (self.name(a), base, stride, format!("ub_t{tile}"))
+    }
+
     /// The live-out tiles to GM, their valid rows and columns.
     pub(crate) fn write_out(&mut self, r: &Run, ub: &Off) {
         let t = r.tiles;
@@ -729,14 +747,7 @@ impl Emitter<'_> {
         let outputs = self.ep.outputs.clone();
         let (rows, cols) = (r.rows.clone(), r.cols.clone());
         for (a, tile) in outputs {
-            let at = self.plan.tiles[&a].clone();
-            let name = self.name(a);
-            let mut base = self.gm_base(&at, 4, Some(&st.m), Some(&st.n));
-            if r.col_tiles > 1 {
-                base = base.plus("nt", t.tn as i64 * 4);
-            }
-            let stride = at.dim_stride(&st.m).unwrap_or(0) * 4;
-            let buf = format!("ub_t{tile}");
+            let (name, base, stride, buf) = self.output_at(r, a, tile);
             self.tails(&[&rows, &cols], &mut |e, v| {
                 e.copy_out(&name, &base, &buf, ub, t.tm, v[0], v[1], stride);
             });
