@@ -754,15 +754,7 @@ impl<'a> Writer<'a> {
                     }
                 }
                 let lo = self.ast_expr(lower);
-                // A name is bound once per nest (verified), so sibling loops can share it.
-                let c = match self.loop_vars.get(var) {
-                    Some(c) => c.clone(),
-                    None => {
-                        let c = self.scope.fresh(var);
-                        self.loop_vars.insert(var.clone(), c.clone());
-                        c
-                    }
-                };
+                let c = self.loop_var(var);
                 let hi = self.ast_expr(upper);
                 let _ = writeln!(
                     out,
@@ -850,6 +842,17 @@ impl<'a> Writer<'a> {
                 let _ = writeln!(out, "{pad}}}");
             }
         }
+    }
+
+    /// The C name of loop variable `var`: a name is bound once per nest (verified), so sibling
+    /// loops can share it.
+    fn loop_var(&mut self, var: &str) -> String {
+        if let Some(c) = self.loop_vars.get(var) {
+            return c.clone();
+        }
+        let c = self.scope.fresh(var);
+        self.loop_vars.insert(var.to_string(), c.clone());
+        c
     }
 
     /// The unroll factor of a register tile rooted at `for_loop`, when it can have one: the
@@ -957,14 +960,7 @@ impl<'a> Writer<'a> {
         };
         let pad = "    ".repeat(indent);
         let lo = self.ast_expr(lower);
-        let c = match self.loop_vars.get(var) {
-            Some(c) => c.clone(),
-            None => {
-                let c = self.scope.fresh(var);
-                self.loop_vars.insert(var.clone(), c.clone());
-                c
-            }
-        };
+        let c = self.loop_var(var);
         let hi = self.ast_expr(upper);
         let (l, u) = self.bounds_at_midpoints(lower, upper);
         self.midpoints.push((var.clone(), l + (u - l).max(0) / 2));
