@@ -32,6 +32,24 @@ pub(crate) enum Scalar {
 }
 
 impl Scalar {
+    /// `a OP b` (`add`, `sub`, `mul`, `div`, `min`, `max`) rounded to f32, when both are
+    /// constants.
+    pub(crate) fn fold(op: &str, a: Scalar, b: Scalar) -> Option<Scalar> {
+        let (Scalar::Const(x), Scalar::Const(y)) = (a, b) else {
+            return None;
+        };
+        let (x, y) = (x as f32, y as f32);
+        let v = match op {
+            "add" => x + y,
+            "sub" => x - y,
+            "mul" => x * y,
+            "div" => x / y,
+            "min" => x.min(y),
+            _ => x.max(y),
+        };
+        Some(Scalar::Const(v as f64))
+    }
+
     pub(crate) fn text(self) -> String {
         match self {
             Scalar::Const(v) => format_float(v),
@@ -401,17 +419,8 @@ impl Lowering<'_> {
     }
 
     fn scalar_op(&mut self, op: &'static str, a: Scalar, b: Scalar) -> Result<Scalar, Error> {
-        if let (Scalar::Const(x), Scalar::Const(y)) = (a, b) {
-            let (x, y) = (x as f32, y as f32);
-            let v = match op {
-                "add" => x + y,
-                "sub" => x - y,
-                "mul" => x * y,
-                "div" => x / y,
-                "min" => x.min(y),
-                _ => x.max(y),
-            };
-            return Ok(Scalar::Const(v as f64));
+        if let Some(folded) = Scalar::fold(op, a, b) {
+            return Ok(folded);
         }
         let dst = self.reg()?;
         self.ep.scalar_ops.push(ScalarOp { op, dst, a, b });

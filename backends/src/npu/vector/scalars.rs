@@ -38,17 +38,8 @@ impl Scalars {
 
     /// `a OP b` (`add`, `sub`, `mul`, `div`, `min`, `max`), rounded to f32.
     pub(crate) fn op(&mut self, op: &'static str, a: Scalar, b: Scalar) -> Result<Scalar, Error> {
-        if let (Scalar::Const(x), Scalar::Const(y)) = (a, b) {
-            let (x, y) = (x as f32, y as f32);
-            let v = match op {
-                "add" => x + y,
-                "sub" => x - y,
-                "mul" => x * y,
-                "div" => x / y,
-                "min" => x.min(y),
-                _ => x.max(y),
-            };
-            return Ok(Scalar::Const(v as f64));
+        if let Some(folded) = Scalar::fold(op, a, b) {
+            return Ok(folded);
         }
         if let Some(done) = self.ops.iter().find(|o| o.op == op && o.a == a && o.b == b) {
             return Ok(Scalar::Reg(done.dst));
