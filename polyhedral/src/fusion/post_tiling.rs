@@ -78,8 +78,11 @@ impl Pass for PostTilingFusion {
 
     fn run(&self, cx: &mut PassContext) -> Result<(), PipelineError> {
         let fused = fuse_after_tiling(cx.program, cx.deps, &cx.tree)?;
-        if mixes_producers(cx.program, &cx.tree) {
-            let (schedule, tree) = distributed(cx)?;
+        let alternative = match mixes_producers(cx.program, &cx.tree) {
+            true => distributed(cx)?,
+            false => None,
+        };
+        if let Some((schedule, tree)) = alternative {
             let alternative = fuse_after_tiling(cx.program, cx.deps, &tree)?;
             let (live, parallel) = shape(&fused);
             let (alt_live, alt_parallel) = shape(&alternative);
@@ -134,9 +137,11 @@ fn mixes_producers(program: &Program, tree: &ScheduleTree) -> bool {
 
 /// The scheduler's schedule with every strongly connected component distributed, through
 /// the tree passes that run before this one: the live-out statements tiled on their own.
+/// `None` when the sizes of `--tile` do not fit that schedule's deepest band (they were
+/// given for the scheduler's own fusion).
 fn distributed(
     cx: &PassContext,
-) -> Result<(crate::schedule::pluto::PlutoSchedule, ScheduleTree), PipelineError> {
+) -> Result<Option<(crate::schedule::pluto::PlutoSchedule, ScheduleTree)>, PipelineError> {
     let options = pluto::Options {
         fuse: pluto::Fusion::NoFuse,
         ..pluto::Options::default()
@@ -158,12 +163,15 @@ fn distributed(
         if pass.name() == PostTilingFusion::NAME {
             break;
         }
-        pass.run(&mut sub)?;
+        match pass.run(&mut sub) {
+            Err(PipelineError::TileSizes(_)) => return Ok(None),
+            result => result?,
+        }
         if cx.options.verify {
             verify(cx.program, &sub.tree)?;
         }
     }
-    Ok((sub.schedule, sub.tree))
+    Ok(Some((sub.schedule, sub.tree)))
 }
 
 /// (groups that still run on their own, leading parallel members of their top bands).
