@@ -156,6 +156,10 @@ impl Writer<'_> {
         if !(annotations.parallel || annotations.vectorizable) || width < 2 {
             return None;
         }
+        // A temporary living in one iteration of this loop is declared by the scalar loop.
+        if self.tile_locals.contains_key(&(ast as *const Ast)) {
+            return None;
+        }
         let mut inner: &Ast = body;
         while let Ast::Block(items) = inner {
             match items.as_slice() {

@@ -62,7 +62,7 @@ pub struct Writer<'a> {
     helpers: BTreeSet<Helper>,
     /// Per parallel loop (by address in the AST), the temporaries that live in one of its
     /// iterations: (array, lowest subscripts, extents).
-    tile_locals: HashMap<*const Ast, Vec<TileLocal>>,
+    pub(super) tile_locals: HashMap<*const Ast, Vec<TileLocal>>,
     /// The tile-local temporaries and packed buffers in scope: (array, local name, names of
     /// the lowest subscripts, the array dimension each local dimension stores).
     locals: Vec<(ArrayId, String, Vec<String>, Vec<usize>)>,
