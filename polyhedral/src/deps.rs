@@ -393,6 +393,47 @@ pub fn compute_dependences(program: &Program) -> Result<Dependences, DepsError> 
     })
 }
 
+/// Whether `program`, at its parameters' values, writes every element of `array` (a
+/// caller's contents of an output it writes only in part show through where it does not).
+pub fn writes_every_element(program: &Program, array: ArrayId) -> Result<bool, DepsError> {
+    let model = Model::new(program)?;
+    let shape = &program.array(array).shape;
+    let np = model.params.len();
+    let width = shape.len();
+    let mut eqs = Vec::new();
+    let mut ineqs = Vec::new();
+    for (p, value) in program.param_values().into_iter().enumerate() {
+        let mut row = vec![0; 1 + np + width];
+        row[0] = -value;
+        row[1 + p] = 1;
+        eqs.push(row);
+    }
+    for (d, extent) in shape.iter().enumerate() {
+        // 0 <= x_d <= extent - 1
+        let mut low = vec![0; 1 + np + width];
+        low[1 + np + d] = 1;
+        ineqs.push(low);
+        let mut high = model.row(extent, 0, width);
+        high[0] -= 1;
+        high[1 + np + d] -= 1;
+        ineqs.push(high);
+    }
+    let name = &program.array(array).name;
+    let every = Set::from_constraints(
+        &model.param_refs(),
+        Tuple::anonymous_dims(Some(name), width),
+        &eqs,
+        &ineqs,
+    )?;
+    let mut rest = every;
+    for (k, stmt) in program.statements.iter().enumerate() {
+        if stmt.write.array == array {
+            rest = rest.subtract(&model.accesses[k][0].range())?;
+        }
+    }
+    Ok(rest.is_empty()?)
+}
+
 fn memory_dependences(model: &Model) -> Result<Vec<Dependence>, sets::Error> {
     let program = model.program;
     let mut deps = Vec::new();

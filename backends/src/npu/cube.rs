@@ -585,7 +585,7 @@ impl Emitter<'_> {
             };
             let role = match arr.role {
                 ArrayRole::Input => "in",
-                ArrayRole::Output => "out",
+                ArrayRole::Output => super::output_role(self.program, id),
                 // A stage's result between two kernels: the first writes it, the next reads it.
                 ArrayRole::Temporary if self.plan.holding[&id] == Holding::Tile => "out",
                 ArrayRole::Temporary => "in",

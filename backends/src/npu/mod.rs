@@ -42,7 +42,7 @@ pub use runner::{check, simulate, NpuCheck};
 
 use polyhedral::interp::InterpError;
 use polyhedral::pipeline::{self, Compiled};
-use polyhedral::program::ScalarType;
+use polyhedral::program::{ArrayId, ScalarType};
 use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription, VectorUnit};
 use polyhedral::Program;
 
@@ -196,6 +196,15 @@ pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Resu
             Some(rw) => rewritten(program, &rw, target, options),
             None => Err(e),
         },
+    }
+}
+
+/// The role of an output's GM parameter: `inout` where the kernel leaves some of its elements
+/// unwritten (the caller's contents show through there, as in the interpreter), else `out`.
+fn output_role(program: &Program, id: ArrayId) -> &'static str {
+    match polyhedral::deps::writes_every_element(program, id) {
+        Ok(true) => "out",
+        _ => "inout",
     }
 }
 

@@ -62,10 +62,8 @@ pub fn simulate(
         let Some(id) = program.array_by_name(&name) else {
             continue;
         };
-        if matches!(
-            program.array(id).role,
-            ArrayRole::Output | ArrayRole::Temporary
-        ) {
+        // An output the kernels declare `inout` starts with the caller's contents.
+        if program.array(id).role == ArrayRole::Temporary {
             continue;
         }
         let Some(param) = kernels[k].program().params.iter().find(|p| p.name == name) else {

@@ -123,7 +123,8 @@ pub(crate) fn program(
         let role = match arr.role {
             ArrayRole::Input => "in",
             ArrayRole::InOut => "inout",
-            // Outputs, and temporaries that cross stages through GM.
+            ArrayRole::Output => crate::npu::output_role(program, id),
+            // Temporaries that cross stages through GM.
             _ => "out",
         };
         w.line(format!(
