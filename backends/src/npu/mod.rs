@@ -30,6 +30,7 @@ mod band;
 mod copies;
 mod cube;
 mod epilogue;
+mod function;
 mod in_place;
 pub mod plan;
 mod privatize;
@@ -201,6 +202,9 @@ pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Resu
 
 /// The program of a kernel taken as it is.
 fn direct(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
+    if function::applies(program) {
+        return function::compile(program, target);
+    }
     if vector::applies(program) {
         plan::refuse_in_place(program)?;
         return vector::compile(program, target, options);
@@ -255,7 +259,9 @@ pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
     if let Some(rw) = in_place::rewrite(program)? {
         return plan::plan(&rw.program, options).map(|_| ());
     }
-    let direct = if vector::applies(program) {
+    let direct = if function::applies(program) {
+        function::compile(program, &NpuTarget::default()).map(|_| ())
+    } else if vector::applies(program) {
         plan::refuse_in_place(program).and_then(|_| vector::lower(program, options).map(|_| ()))
     } else {
         plan::plan(program, options).map(|_| ())
