@@ -118,7 +118,10 @@ pub(crate) enum Line {
         mask: Buf,
     },
     /// i32 → f32.
-    Conv { dst: Buf, src: Buf },
+    Conv {
+        dst: Buf,
+        src: Buf,
+    },
     /// Bitwise `vand` / `vor` / `vsub` over whole mask buffers, as i32 words.
     MaskOp {
         op: &'static str,
@@ -127,7 +130,10 @@ pub(crate) enum Line {
         b: Buf,
     },
     /// Every bit of a mask buffer 0 (`0`) or 1 (`-1`).
-    MaskDup { dst: Buf, value: i64 },
+    MaskDup {
+        dst: Buf,
+        value: i64,
+    },
     /// Branch on superword condition: `body` runs only when some lane of `mask` is set.
     IfAny {
         mask: Buf,
@@ -595,7 +601,9 @@ impl<'a> Lowering<'a> {
                     .collect::<Result<_, _>>()?;
                 let leaf = move |op: &Op| match op {
                     Op::Param(k) => Ok(args[*k]),
-                    _ => Err(Error::NotYet("a function leaf other than a parameter".into())),
+                    _ => Err(Error::NotYet(
+                        "a function leaf other than a parameter".into(),
+                    )),
                 };
                 self.variant(variant, mask, &leaf, out)?
             }

@@ -85,7 +85,12 @@ fn shape(program: &Program) -> Result<Shape<'_>, Error> {
     let ext = program.array_extents(stmt.write.array);
     if Ty::of(out.elem).is_none()
         || ext.len() != depth
-        || !stmt.write.subscripts.iter().enumerate().all(|(d, s)| is_iter(s, d))
+        || !stmt
+            .write
+            .subscripts
+            .iter()
+            .enumerate()
+            .all(|(d, s)| is_iter(s, d))
     {
         return Err(not_yet(
             program,
@@ -101,7 +106,10 @@ fn shape(program: &Program) -> Result<Shape<'_>, Error> {
         stmt.domain.iter().all(|c| c.holds(&p, &params))
     });
     if !corners || ext.iter().any(|e| *e <= 0) {
-        return Err(not_yet(program, "a domain that is not the result's whole box"));
+        return Err(not_yet(
+            program,
+            "a domain that is not the result's whole box",
+        ));
     }
     let width = ext[depth - 1] as u64;
     let rows = ext[..depth - 1].iter().product::<i64>() as u64;
@@ -112,14 +120,17 @@ fn shape(program: &Program) -> Result<Shape<'_>, Error> {
         if a.array == stmt.write.array || Ty::of(arr.elem).is_none() {
             return Err(not_yet(program, format!("the read of `{}`", arr.name)));
         }
-        let load = if aext == ext && a.subscripts.iter().enumerate().all(|(d, s)| is_iter(s, d))
-        {
+        let load = if aext == ext && a.subscripts.iter().enumerate().all(|(d, s)| is_iter(s, d)) {
             Load::Rows
         } else if a.subscripts.len() == 1 && is_iter(&a.subscripts[0], depth - 1) {
             Load::Column
         } else if depth == 2 && a.subscripts.len() == 1 && is_iter(&a.subscripts[0], 0) {
             Load::PerRow
-        } else if a.subscripts.iter().all(|s| s.terms().iter().all(|(v, _)| !matches!(v, Var::Iter(_)))) {
+        } else if a
+            .subscripts
+            .iter()
+            .all(|s| s.terms().iter().all(|(v, _)| !matches!(v, Var::Iter(_))))
+        {
             let mut off = 0i64;
             for (s, e) in a.subscripts.iter().zip(&aext) {
                 off = off * e + s.eval(&[], &params);
@@ -198,7 +209,10 @@ pub(crate) fn compile(program: &Program, target: &NpuTarget) -> Result<String, E
     let depth = shape.stmt.depth();
     let mut vp = VectorProgram::new(program);
     let variant = vp.statement_variant(program, stmt_id, depth - 1);
-    let result_ty = vp.variants[variant].ssa.value(vp.variants[variant].ssa.result()).ty;
+    let result_ty = vp.variants[variant]
+        .ssa
+        .value(vp.variants[variant].ssa.result())
+        .ty;
     let out_elem = program.array(shape.stmt.write.array).elem;
     if result_ty != out_elem {
         return Err(not_yet(program, "a result whose type is not the array's"));
@@ -240,7 +254,11 @@ pub(crate) fn compile(program: &Program, target: &NpuTarget) -> Result<String, E
     if pitch.div_ceil(LANES) > MAX_REPEATS {
         return Err(not_yet(
             program,
-            format!("rows of {} points (at most {})", shape.width, MAX_REPEATS * LANES),
+            format!(
+                "rows of {} points (at most {})",
+                shape.width,
+                MAX_REPEATS * LANES
+            ),
         ));
     }
     let n_lanes = low.kinds.iter().filter(|k| **k != Kind::Mask).count() as u64;
@@ -268,14 +286,17 @@ pub(crate) fn compile(program: &Program, target: &NpuTarget) -> Result<String, E
     }
     for arr in &program.arrays {
         let buffer_like = ["fv", "fs", "fb"].iter().any(|p| {
-            arr.name.strip_prefix(p).is_some_and(|n| {
-                !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())
-            })
+            arr.name
+                .strip_prefix(p)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         });
         if buffer_like {
             return Err(not_yet(
                 program,
-                format!("the array name `{}` collides with the buffer names", arr.name),
+                format!(
+                    "the array name `{}` collides with the buffer names",
+                    arr.name
+                ),
             ));
         }
     }
