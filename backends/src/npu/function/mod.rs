@@ -19,7 +19,9 @@
 
 mod masked;
 
+use polyhedral::interp;
 use polyhedral::program::{ArrayId, ArrayRole, Statement, StmtId, Var};
+use polyhedral::vectorize::exec::{run_lanes_across_rows, LaneStats};
 use polyhedral::vectorize::ssa::Op;
 use polyhedral::vectorize::{calls_function, VectorProgram};
 use polyhedral::Program;
@@ -202,24 +204,57 @@ impl Tile {
     }
 }
 
-/// The `.npuasm` program of `program`.
-pub(crate) fn compile(program: &Program, target: &NpuTarget) -> Result<String, Error> {
+/// The tiles of `program` and the vector variant of its statement.
+struct Plan<'p> {
+    shape: Shape<'p>,
+    vp: VectorProgram,
+    variant: usize,
+}
+
+fn plan(program: &Program) -> Result<Plan<'_>, Error> {
     let shape = shape(program)?;
-    let stmt_id = StmtId(0);
     let depth = shape.stmt.depth();
     let mut vp = VectorProgram::new(program);
-    let variant = vp.statement_variant(program, stmt_id, depth - 1);
-    let result_ty = vp.variants[variant]
-        .ssa
-        .value(vp.variants[variant].ssa.result())
-        .ty;
-    let out_elem = program.array(shape.stmt.write.array).elem;
-    if result_ty != out_elem {
+    let variant = vp.statement_variant(program, StmtId(0), depth - 1);
+    let ssa = &vp.variants[variant].ssa;
+    if ssa.value(ssa.result()).ty != program.array(shape.stmt.write.array).elem {
         return Err(not_yet(program, "a result whose type is not the array's"));
     }
+    Ok(Plan { shape, vp, variant })
+}
 
+/// The `.npuasm` program of `program`.
+pub(crate) fn compile(program: &Program, target: &NpuTarget) -> Result<String, Error> {
+    let plan = plan(program)?;
+    let (low, code) = lower(program, &plan)?;
+    let tile = choose_tile(program, &plan.shape, &low, target)?;
+    Ok(Writer {
+        program,
+        shape: &plan.shape,
+        tile,
+        low: &low,
+        body: &code.body,
+        reads: &code.reads,
+        masks: code.masks,
+        stored: code.stored,
+        cores: target.cores(),
+    }
+    .write())
+}
+
+/// The lowered body and the buffers around it.
+struct Code {
+    body: Vec<Line>,
+    reads: Vec<Buf>,
+    masks: Masks,
+    stored: Buf,
+}
+
+fn lower<'v>(program: &Program, plan: &'v Plan) -> Result<(Lowering<'v>, Code), Error> {
+    let shape = &plan.shape;
+    let out_elem = program.array(shape.stmt.write.array).elem;
     // Lower the body once; the buffers' sizes come after, from the tile.
-    let mut low = Lowering::new(&vp);
+    let mut low = Lowering::new(&plan.vp);
     let entry = low.alloc(Kind::Mask);
     let reads: Vec<Buf> = shape
         .stmt
@@ -235,7 +270,7 @@ pub(crate) fn compile(program: &Program, target: &NpuTarget) -> Result<String, E
         Op::Read(r) => Ok(reads[*r]),
         _ => Err(not_yet(program, "iterator values in the statement")),
     };
-    let result = low.variant(variant, entry, &leaf, &mut body)?;
+    let result = low.variant(plan.variant, entry, &leaf, &mut body)?;
     let out_ty = Ty::of(out_elem).unwrap_or(Ty::F32);
     let stored = low.alloc(Kind::Lanes(out_ty));
     body.push(Line::Bin {
@@ -246,10 +281,47 @@ pub(crate) fn compile(program: &Program, target: &NpuTarget) -> Result<String, E
         b: result,
     });
     let zero = low.constant(Ty::F32, 0.0);
-    let valid = low.alloc(Kind::Lanes(Ty::F32));
-    let full_mask = low.alloc(Kind::Mask);
-    let last_mask = low.alloc(Kind::Mask);
+    let masks = Masks {
+        entry,
+        valid: low.alloc(Kind::Lanes(Ty::F32)),
+        full: low.alloc(Kind::Mask),
+        last: low.alloc(Kind::Mask),
+        zero,
+    };
+    for arr in &program.arrays {
+        let buffer_like = ["fv", "fs", "fb"].iter().any(|p| {
+            arr.name
+                .strip_prefix(p)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        });
+        if buffer_like {
+            return Err(not_yet(
+                program,
+                format!(
+                    "the array name `{}` collides with the buffer names",
+                    arr.name
+                ),
+            ));
+        }
+    }
+    Ok((
+        low,
+        Code {
+            body,
+            reads,
+            masks,
+            stored,
+        },
+    ))
+}
 
+/// As many rows per tile as UB holds, but no more than spread the rows over the cores.
+fn choose_tile(
+    program: &Program,
+    shape: &Shape,
+    low: &Lowering,
+    target: &NpuTarget,
+) -> Result<Tile, Error> {
     let pitch = shape.width.div_ceil(8) * 8;
     if pitch.div_ceil(LANES) > MAX_REPEATS {
         return Err(not_yet(
@@ -284,40 +356,7 @@ pub(crate) fn compile(program: &Program, target: &NpuTarget) -> Result<String, E
             ),
         });
     }
-    for arr in &program.arrays {
-        let buffer_like = ["fv", "fs", "fb"].iter().any(|p| {
-            arr.name
-                .strip_prefix(p)
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-        });
-        if buffer_like {
-            return Err(not_yet(
-                program,
-                format!(
-                    "the array name `{}` collides with the buffer names",
-                    arr.name
-                ),
-            ));
-        }
-    }
-    Ok(Writer {
-        program,
-        shape: &shape,
-        tile,
-        low: &low,
-        body: &body,
-        reads: &reads,
-        masks: Masks {
-            entry,
-            full: full_mask,
-            last: last_mask,
-            valid,
-            zero,
-        },
-        stored,
-        cores: target.cores(),
-    }
-    .write())
+    Ok(tile)
 }
 
 /// The buffers of the entry masks.
@@ -622,4 +661,72 @@ impl Writer<'_> {
         lines.push("set_flag MTE3, V, 2".into());
         out.extend(lines.into_iter().map(|l| format!("{pad}{l}")));
     }
+}
+
+/// What the masked form does on the accelerator's tiles for the interpreter's random inputs
+/// of `seed`: the branches on superword condition tested and the blocks they skipped, the
+/// iterations of divergent loops and the lanes active in them. Counted by running the masked
+/// form lane by lane ([`polyhedral::vectorize::exec`]) on the lanes of each tile as the
+/// program lays them out, with the same entry masks, so the counts are the program's. Also
+/// the lanes of a tile.
+pub fn lane_stats(
+    program: &Program,
+    target: &NpuTarget,
+    seed: u64,
+) -> Result<(LaneStats, u64), Error> {
+    let plan = plan(program)?;
+    let (low, _) = lower(program, &plan)?;
+    let tile = choose_tile(program, &plan.shape, &low, target)?;
+    let shape = &plan.shape;
+    let stmt = shape.stmt;
+    let depth = stmt.depth();
+    let params = program.param_values();
+    let ext = program.array_extents(stmt.write.array);
+    let inputs = interp::random_inputs(program, seed);
+    let (w, p) = (shape.width as usize, tile.pitch as usize);
+    let lanes = tile.geo.lanes() as usize;
+    let mut stats = LaneStats::default();
+    let mut first = 0u64;
+    while first < shape.rows {
+        let rows = tile.rows.min(shape.rows - first) as usize;
+        // The iterators of the point in each lane, if it holds one.
+        let points: Vec<Option<Vec<i64>>> = (0..lanes)
+            .map(|l| {
+                let (row, col) = (l / p, l % p);
+                if row >= rows || col >= w {
+                    return None;
+                }
+                let mut rest = first as i64 + row as i64;
+                let mut it = vec![0i64; depth];
+                it[depth - 1] = col as i64;
+                for d in (0..depth - 1).rev() {
+                    it[d] = rest % ext[d];
+                    rest /= ext[d];
+                }
+                Some(it)
+            })
+            .collect();
+        let mask: Vec<bool> = points.iter().map(Option::is_some).collect();
+        let leaf = |op: &Op| -> Vec<f64> {
+            points
+                .iter()
+                .map(|pt| match (op, pt) {
+                    (Op::Read(r), Some(it)) => {
+                        let a = &stmt.reads[*r];
+                        let aext = program.array_extents(a.array);
+                        let mut off = 0i64;
+                        for (s, e) in a.subscripts.iter().zip(&aext) {
+                            off = off * e + s.eval(it, &params);
+                        }
+                        inputs.array(a.array)[off as usize]
+                    }
+                    _ => 0.0,
+                })
+                .collect()
+        };
+        run_lanes_across_rows(&plan.vp, plan.variant, &mask, &leaf, &mut stats)
+            .map_err(|e| not_yet(program, e))?;
+        first += tile.rows;
+    }
+    Ok((stats, lanes as u64))
 }
