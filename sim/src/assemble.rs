@@ -460,6 +460,20 @@ impl Asm<'_> {
                         exit: self.code.len() as u32,
                     };
                 }
+                Stmt::While { cond, body, span } => {
+                    let lhs = self.scalar(&cond.lhs, *span)?;
+                    let rhs = self.scalar(&cond.rhs, *span)?;
+                    let head = self.code.len();
+                    self.code.push(Op::Jump(0));
+                    self.block(body)?;
+                    self.code.push(Op::Jump(head as u32));
+                    self.code[head] = Op::Branch {
+                        lhs,
+                        op: cond.op,
+                        rhs,
+                        otherwise: self.code.len() as u32,
+                    };
+                }
                 Stmt::If {
                     cond,
                     then,

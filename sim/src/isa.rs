@@ -589,6 +589,13 @@ pub enum Stmt {
         otherwise: Vec<Stmt>,
         span: Span,
     },
+    /// Runs `body` as long as `cond` holds, tested before every iteration (registers the body
+    /// sets, e.g. with `count`, decide when it ends).
+    While {
+        cond: Cond,
+        body: Vec<Stmt>,
+        span: Span,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

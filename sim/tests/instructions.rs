@@ -595,6 +595,55 @@ fn scalar_registers_loops_and_stores() {
 }
 
 #[test]
+fn while_loop_runs_until_no_lane_is_active() {
+    // Each lane halves its value while it is at least 1: a loop that ends when the mask of
+    // lanes still above 1 is empty, counted by S at the head of every iteration; s1 counts the
+    // iterations.
+    let x: Vec<f64> = (0..64).map(|i| (i * i) as f64).collect();
+    let body = "vdup.f32 u_one[0], 1.0
+vcmp.ge.f32 u_m[0], u_z[0], u_one[0]
+set_flag V, S, 0
+wait_flag V, S, 0
+count s0, u_m[0], bits=64
+mov s1, 0
+while s0 != 0 {
+    vmuls.f32 u_h[0], u_z[0], 0.5
+    vsel.f32 u_z[0], u_h[0], u_z[0], u_m[0]
+    vcmp.ge.f32 u_m[0], u_z[0], u_one[0]
+    set_flag V, S, 0
+    wait_flag V, S, 0
+    count s0, u_m[0], bits=64
+    add s1, s1, 1
+}
+mov f0, s1
+st.f32 u_z[0], f0";
+    let text = format!("vmuls.f32 u_z[0], u_x[0], 1.0\n{body}");
+    let z = run_vec(
+        &[
+            ("x", DType::F32, x.clone()),
+            ("one", DType::F32, vec![0.0; 64]),
+            ("h", DType::F32, vec![0.0; 64]),
+            ("m", DType::F32, vec![0.0; 8]),
+        ],
+        ("z", DType::F32, 64),
+        &text,
+    )
+    .unwrap();
+    let mut trips = 0;
+    for i in 1..64 {
+        let (mut v, mut k) = (x[i], 0);
+        while v >= 1.0 {
+            v *= 0.5;
+            k += 1;
+        }
+        trips = trips.max(k);
+        assert_eq!(z[i], v, "{i}");
+    }
+    // The largest value, 63², takes 12 halvings.
+    assert_eq!((z[0], trips), (12.0, 12));
+}
+
+#[test]
 fn blocks_run_on_cores_and_share_gm_bandwidth() {
     let text = |blocks: u32| {
         format!(

@@ -14,6 +14,8 @@ fn options(vectorize: bool) -> cpu::Options {
         threads: Some(2),
         min_parallel_work: 0,
         vectorize_functions: vectorize,
+        // The bodies the C compiler vectorises itself too, so that every masked form runs.
+        vectorize_plain_functions: true,
         ..cpu::Options::default()
     }
 }
@@ -110,4 +112,31 @@ fn blocks_no_lane_needs_are_skipped_and_the_results_still_match() {
     let run = cpu::run(&c.program, &c.ast, &inputs, &options(true)).unwrap();
     let comparison = backends::compare::compare(&program, &expected, &run.outputs);
     assert!(comparison.passed(), "{}", comparison.to_text(&program));
+}
+
+#[test]
+fn bodies_the_compiler_vectorises_itself_stay_scalar_by_default() {
+    for (file, scalar) in [
+        ("threshold.pf", true),
+        ("gelu.pf", false),
+        ("mandelbrot.pf", false),
+        ("collatz.pf", false),
+    ] {
+        let path = kernels()
+            .into_iter()
+            .find(|p| p.file_name().is_some_and(|n| n == file))
+            .expect("the kernel");
+        let program = load(&path);
+        let c = compile(&program, &cpu::description(), &Options::default()).unwrap();
+        let text = cpu::Writer::new(&c.program, &cpu::Options::default())
+            .write(&c.ast)
+            .unwrap();
+        assert_eq!(!text.contains("pf_any_v8"), scalar, "{file}");
+        let vp = VectorProgram::for_program(&program);
+        assert_eq!(
+            vp.display(&program).contains("the CPU keeps it scalar"),
+            scalar,
+            "{file}"
+        );
+    }
 }

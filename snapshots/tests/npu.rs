@@ -186,8 +186,18 @@ fn arithmetic_the_machine_lacks_is_refused() {
         e.to_string().starts_with("not supported on npu: f64"),
         "{e}"
     );
-    let mandelbrot = with_sizes("mandelbrot.pf", &[]);
-    let e = npu::compile(&mandelbrot, &NpuTarget::default(), &Options::default()).expect_err("i32");
+    // i32 arithmetic outside a vectorised scalar function.
+    let file = frontend::SourceFile::new(
+        "inc.pf",
+        "kernel inc<N = 64>(a: i32[N]) -> (b: i32[N]) {\n    b(i) = a(i) + 1;\n}\n",
+    );
+    let inc = frontend::parse(
+        &file,
+        frontend::Language::Kernel,
+        &frontend::Options::default(),
+    )
+    .expect("it parses");
+    let e = npu::compile(&inc, &NpuTarget::default(), &Options::default()).expect_err("i32");
     assert!(
         e.to_string().starts_with("not supported on npu: i32"),
         "{e}"

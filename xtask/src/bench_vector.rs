@@ -10,6 +10,11 @@
 //! by lane on random inputs: how many branches on superword condition skipped their block, and
 //! the share of lanes active in the iterations of divergent loops.
 //!
+//! The accelerator columns come from `polyfuse run --target npu --json` (checked against the
+//! interpreter) on the default machine: the simulated cycles, the Vector pipe's utilisation,
+//! and how often a branch on superword condition skipped its block on the tiles the program
+//! computes (every lane of a tile, not eight).
+//!
 //! `--readme` rewrites the table between the `<!-- bench vector -->` markers of README.md.
 
 use std::path::Path;
@@ -61,8 +66,9 @@ pub(crate) fn bench_vector(args: &[String]) -> Result<(), String> {
         let (bs, bv) = (best(&scalar), best(&vector));
         let (s, v) = (median(scalar), median(vector));
         let lanes = lane_line(&polyfuse, &path)?;
+        let npu = npu_columns(&polyfuse, &path)?;
         let row = format!(
-            "| {} | {} | {} | {:.2}× | {:.2}× | {:.0}% | {lanes} |",
+            "| {} | {} | {} | {:.2}× | {:.2}× | {:.0}% | {lanes} | {npu} |",
             k.trim_end_matches(".pf"),
             ms(s),
             ms(v),
@@ -74,7 +80,7 @@ pub(crate) fn bench_vector(args: &[String]) -> Result<(), String> {
         rows.push(row);
     }
     let table = format!(
-        "| kernel | scalar | vectorised | speedup | best / best | speedup / {LANES} lanes | blocks skipped / skip tests; lanes active in divergent loops |\n| --- | ---: | ---: | ---: | ---: | ---: | --- |\n{}\n",
+        "| kernel | scalar | vectorised | speedup | best / best | speedup / {LANES} lanes | blocks skipped / skip tests; lanes active in divergent loops | npu cycles | npu vector pipe | npu blocks skipped / skip tests; lanes active |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |\n{}\n",
         rows.join("\n")
     );
     if readme {
@@ -141,4 +147,46 @@ fn lane_line(polyfuse: &Path, kernel: &Path) -> Result<String, String> {
         .unwrap_or("")
         .replace(" of lanes active in divergent loop iterations", "");
     Ok(format!("{skips}; {active}"))
+}
+
+/// "cycles | vector utilisation | skips / tests; active share" of the kernel on the accelerator.
+fn npu_columns(polyfuse: &Path, kernel: &Path) -> Result<String, String> {
+    let text = output(
+        Command::new(polyfuse)
+            .arg("run")
+            .arg(kernel)
+            .args(["--target", "npu", "--json"]),
+    )?;
+    let what = kernel.display();
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{what}: the JSON of run: {e}"))?;
+    if json["matches_interp"] != serde_json::Value::Bool(true) {
+        return Err(format!("{what} does not match the interpreter on npu"));
+    }
+    let sim = &json["simulator"];
+    let cycles = sim["cycles"]
+        .as_u64()
+        .ok_or_else(|| format!("{what}: no cycles"))?;
+    let vector = sim["pipes"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["pipe"] == "V"))
+        .and_then(|p| p["utilization"].as_f64())
+        .ok_or_else(|| format!("{what}: no vector pipe"))?;
+    let lanes = &json["vector_lanes"];
+    let n = |k: &str| lanes[k].as_u64().unwrap_or(0);
+    let active = if n("masked_loop_iterations") == 0 {
+        "no divergent loop".to_string()
+    } else {
+        format!(
+            "{:.1}%",
+            100.0 * n("active_lane_iterations") as f64
+                / (n("masked_loop_iterations") * n("tile_lanes")).max(1) as f64
+        )
+    };
+    Ok(format!(
+        "{cycles} | {:.1}% | {} / {}; {active}",
+        100.0 * vector,
+        n("boscc_skips"),
+        n("boscc_tests")
+    ))
 }

@@ -180,6 +180,9 @@ pub struct Options {
     /// Whether loops that call scalar functions run them vectorised (see [`vector`]): the
     /// default; off, the functions run one element at a time.
     pub vectorize_functions: bool,
+    /// Vectorise even the bodies that the C compiler vectorises by itself
+    /// ([`polyhedral::vectorize::profit`]), which otherwise stay scalar.
+    pub vectorize_plain_functions: bool,
 }
 
 impl Default for Options {
@@ -194,6 +197,7 @@ impl Default for Options {
             min_parallel_work: 1 << 15,
             register_tile: true,
             vectorize_functions: true,
+            vectorize_plain_functions: false,
         }
     }
 }

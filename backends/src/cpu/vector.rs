@@ -31,7 +31,8 @@ use polyhedral::vectorize::classify::Class;
 use polyhedral::vectorize::mask::{MNode, MaskDef, MaskId, Region};
 use polyhedral::vectorize::ssa::{Join, Op, ValueId};
 use polyhedral::vectorize::{
-    access_pattern, calls_function, unsupported_type, AccessPattern, VectorFunction, VectorProgram,
+    access_pattern, calls_function, profit, unsupported_type, AccessPattern, VectorFunction,
+    VectorProgram,
 };
 
 use super::body::{literal, value_type};
@@ -197,8 +198,12 @@ impl Writer<'_> {
         }
         let state = self.vector.as_mut()?;
         let variant = state.program.statement_variant(program, *stmt, depth);
-        let _ = variant;
         if unsupported_type(&state.program).is_some() {
+            return None;
+        }
+        if !self.options.vectorize_plain_functions
+            && profit::compiler_vectorises(&state.program, variant).is_some()
+        {
             return None;
         }
         Some((*stmt, depth))

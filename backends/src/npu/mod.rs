@@ -30,6 +30,7 @@ mod band;
 mod copies;
 mod cube;
 mod epilogue;
+mod function;
 mod in_place;
 pub mod plan;
 mod privatize;
@@ -38,6 +39,7 @@ mod tile_ops;
 pub mod tiles;
 mod vector;
 
+pub use function::lane_stats;
 pub use runner::{check, simulate, NpuCheck};
 
 use polyhedral::interp::InterpError;
@@ -210,6 +212,9 @@ fn output_role(program: &Program, id: ArrayId) -> &'static str {
 
 /// The program of a kernel taken as it is.
 fn direct(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
+    if function::applies(program) {
+        return function::compile(program, target);
+    }
     if vector::applies(program) {
         plan::refuse_in_place(program)?;
         return vector::compile(program, target, options);
@@ -264,7 +269,9 @@ pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
     if let Some(rw) = in_place::rewrite(program)? {
         return plan::plan(&rw.program, options).map(|_| ());
     }
-    let direct = if vector::applies(program) {
+    let direct = if function::applies(program) {
+        function::compile(program, &NpuTarget::default()).map(|_| ())
+    } else if vector::applies(program) {
         plan::refuse_in_place(program).and_then(|_| vector::lower(program, options).map(|_| ()))
     } else {
         plan::plan(program, options).map(|_| ())
@@ -348,6 +355,32 @@ impl Target for Npu {
         .map_err(|e| Npu::error(program, e))?;
         let results = report::summarize_outputs(program, &checked.outputs);
         let mut json = report::to_value(program, self.name(), seed, &results);
+        let mut text = checked.to_text(program);
+        if function::applies(program) {
+            let (lanes, width) = lane_stats(program, &NpuTarget::default(), seed)
+                .map_err(|e| Npu::error(program, e))?;
+            let loops = if lanes.masked_loop_iterations == 0 {
+                "no divergent loop".to_string()
+            } else {
+                format!(
+                    "{} divergent loop iterations, {:.1}% of their lanes active",
+                    lanes.masked_loop_iterations,
+                    100.0 * lanes.active_lane_iterations as f64
+                        / (lanes.masked_loop_iterations * width) as f64
+                )
+            };
+            text += &format!(
+                "vectorised function: {} of {} skip tests skipped their block; {loops}\n",
+                lanes.boscc_skips, lanes.boscc_tests,
+            );
+            json["vector_lanes"] = serde_json::json!({
+                "boscc_tests": lanes.boscc_tests,
+                "boscc_skips": lanes.boscc_skips,
+                "masked_loop_iterations": lanes.masked_loop_iterations,
+                "active_lane_iterations": lanes.active_lane_iterations,
+                "tile_lanes": width,
+            });
+        }
         json["simulator"] =
             serde_json::to_value(&checked.report).unwrap_or(serde_json::Value::Null);
         report::add_comparison(&mut json, &checked.comparison);
@@ -355,7 +388,7 @@ impl Target for Npu {
             json["timeline_svg"] = serde_json::json!(t.to_svg());
         }
         Ok(RunOutput {
-            text: checked.to_text(program),
+            text,
             json,
             matches: checked.comparison.passed(),
         })

@@ -20,6 +20,7 @@
 pub mod classify;
 pub mod exec;
 pub mod mask;
+pub mod profit;
 pub mod ssa;
 
 use std::collections::HashMap;
@@ -249,6 +250,15 @@ fn print_variant(out: &mut String, program: &Program, vp: &VectorProgram, v: &Ve
                 program.array(stmt.write.array).name,
                 access_pattern(&stmt.write, v.depth)
             );
+            let index = vp.statements[&(s, v.depth)];
+            match profit::compiler_vectorises(vp, index) {
+                Some(why) => {
+                    let _ = writeln!(out, "  cost model: {why}");
+                }
+                None => {
+                    let _ = writeln!(out, "  cost model: the CPU runs this masked form");
+                }
+            }
         }
         (None, None) => {}
     }

@@ -367,6 +367,28 @@ impl Parser {
         }
     }
 
+    /// `A CMP B` of an `if` or a `while`.
+    fn cond(&mut self) -> PResult<Cond> {
+        let lhs = self.scalar()?;
+        let op = match self.bump() {
+            (Tok::EqEq, _) => CmpOp::Eq,
+            (Tok::Ne, _) => CmpOp::Ne,
+            (Tok::Lt, _) => CmpOp::Lt,
+            (Tok::Le, _) => CmpOp::Le,
+            (Tok::Gt, _) => CmpOp::Gt,
+            (Tok::Ge, _) => CmpOp::Ge,
+            (t, span) => {
+                return Err(Diagnostic::new(
+                    span,
+                    format!("expected a comparison, found {}", t.describe()),
+                )
+                .with_hint("one of == != < <= > >="))
+            }
+        };
+        let rhs = self.scalar()?;
+        Ok(Cond { lhs, op, rhs })
+    }
+
     fn braced(&mut self) -> PResult<Vec<Stmt>> {
         self.expect(Tok::LBrace, "a block starts with `{` on the same line")?;
         let body = self.block_body(false)?;
@@ -419,24 +441,15 @@ impl Parser {
                 span,
             });
         }
+        if word == "while" {
+            let cond = self.cond()?;
+            let span = Span::new(start.start as usize, self.toks[self.pos - 1].1.end as usize);
+            let body = self.braced()?;
+            self.end_of_line()?;
+            return Ok(Stmt::While { cond, body, span });
+        }
         if word == "if" {
-            let lhs = self.scalar()?;
-            let op = match self.bump() {
-                (Tok::EqEq, _) => CmpOp::Eq,
-                (Tok::Ne, _) => CmpOp::Ne,
-                (Tok::Lt, _) => CmpOp::Lt,
-                (Tok::Le, _) => CmpOp::Le,
-                (Tok::Gt, _) => CmpOp::Gt,
-                (Tok::Ge, _) => CmpOp::Ge,
-                (t, span) => {
-                    return Err(Diagnostic::new(
-                        span,
-                        format!("expected a comparison, found {}", t.describe()),
-                    )
-                    .with_hint("one of == != < <= > >="))
-                }
-            };
-            let rhs = self.scalar()?;
+            let cond = self.cond()?;
             let span = Span::new(start.start as usize, self.toks[self.pos - 1].1.end as usize);
             let then = self.braced()?;
             let mut otherwise = Vec::new();
@@ -448,7 +461,7 @@ impl Parser {
             }
             self.end_of_line()?;
             return Ok(Stmt::If {
-                cond: Cond { lhs, op, rhs },
+                cond,
                 then,
                 otherwise,
                 span,

@@ -58,6 +58,17 @@ fn print_block(out: &mut String, body: &[Stmt], depth: usize) {
                 print_block(out, body, depth + 1);
                 let _ = writeln!(out, "{pad}}}");
             }
+            Stmt::While { cond, body, .. } => {
+                let _ = writeln!(
+                    out,
+                    "{pad}while {} {} {} {{",
+                    scalar(&cond.lhs),
+                    cmp_symbol(cond.op),
+                    scalar(&cond.rhs)
+                );
+                print_block(out, body, depth + 1);
+                let _ = writeln!(out, "{pad}}}");
+            }
             Stmt::If {
                 cond,
                 then,

@@ -1,0 +1,110 @@
+//! Vectorised scalar functions on the accelerator: every kernel that calls a function, at sizes
+//! whose rows are not whole vector repeats nor whole 32-byte blocks and whose last tile is
+//! short, on the default machine and on one with two cores (several tiles per block), against
+//! the interpreter; then gelu with a tile where no lane reaches the polynomial, so the branch
+//! on superword condition skips it.
+
+use std::collections::BTreeMap;
+
+use backends::npu::{self, NpuTarget, Options};
+use polyhedral::interp;
+use polyhedral::program::ArrayId;
+use polyhedral::vectorize::VectorProgram;
+use sim::{SimOptions, Tensor};
+use snapshots::{kernels, load};
+
+fn load_at(path: &std::path::Path, sizes: &[i64]) -> polyhedral::Program {
+    let mut program = load(path);
+    for (k, p) in program.params.iter_mut().enumerate() {
+        p.value = sizes[k % sizes.len()];
+    }
+    program
+}
+
+fn two_cores() -> NpuTarget {
+    let text = sim::DEFAULT_MACHINE.replace("cores = 32", "cores = 2");
+    assert_ne!(text, sim::DEFAULT_MACHINE);
+    NpuTarget::new(sim::Machine::parse("two.machine", &text).expect("the machine parses"))
+}
+
+#[test]
+fn vectorised_functions_match_the_interpreter_with_tails() {
+    let mut tested = 0;
+    for path in kernels() {
+        if VectorProgram::for_program(&load(&path)).variants.is_empty() {
+            continue;
+        }
+        tested += 1;
+        for sizes in [[13, 37], [16, 64], [3, 9], [9, 130]] {
+            let program = load_at(&path, &sizes);
+            for (machine, target) in [("default", NpuTarget::default()), ("2 cores", two_cores())] {
+                let what = format!("{} at {sizes:?} on {machine}", path.display());
+                let checked = npu::check(&program, &target, &Options::default(), 3, false)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert!(
+                    checked.comparison.passed(),
+                    "{what}:\n{}",
+                    checked.comparison.to_text(&program)
+                );
+                assert!(checked.asm.contains("while s") || !what.contains("mandelbrot"));
+            }
+        }
+    }
+    assert!(tested >= 5);
+}
+
+#[test]
+fn a_tile_no_lane_needs_skips_the_block_and_still_matches() {
+    let path = kernels()
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "gelu.pf"))
+        .expect("kernels/gelu.pf");
+    let program = load_at(&path, &[6, 45]);
+    let target = two_cores();
+    let asm = npu::compile(&program, &target, &Options::default()).unwrap();
+    assert!(
+        asm.contains("if s8 != 0 {"),
+        "no branch on superword condition:\n{asm}"
+    );
+    // Runs the program on inputs where the rows `hot` (all of the first core's tile when
+    // `0..3`) are above 5 in every lane, compares with the interpreter, and returns how many
+    // instructions ran.
+    let run = |hot: std::ops::Range<usize>| {
+        let mut inputs = interp::random_inputs(&program, 11);
+        let x = program.arrays.iter().position(|a| a.name == "X").unwrap();
+        let scale = program
+            .arrays
+            .iter()
+            .position(|a| a.name == "scale")
+            .unwrap();
+        inputs.arrays[scale].fill(1.0);
+        for v in inputs.arrays[x][hot.start * 45..hot.end * 45].iter_mut() {
+            *v += 20.0;
+        }
+        let mut expected = inputs.clone();
+        interp::run(&program, &mut expected).unwrap();
+        let kernels = sim::load_all("gelu.npuasm", &asm, &target.machine).unwrap();
+        let mut tensors = BTreeMap::new();
+        for (name, id) in [("X", x), ("scale", scale)] {
+            let ext = program.array_extents(ArrayId(id as u32));
+            tensors.insert(
+                name.to_string(),
+                Tensor::new(
+                    sim::DType::F32,
+                    ext.iter().map(|e| *e as u64).collect(),
+                    inputs.arrays[id].iter().copied(),
+                ),
+            );
+        }
+        let outcome = sim::simulate_all(&kernels, &tensors, &SimOptions::default()).unwrap();
+        let y = program.arrays.iter().position(|a| a.name == "Y").unwrap();
+        let outputs = vec![(ArrayId(y as u32), outcome.outputs["Y"].data.clone())];
+        let comparison = backends::compare::compare(&program, &expected, &outputs);
+        assert!(comparison.passed(), "{}", comparison.to_text(&program));
+        outcome.report.instructions
+    };
+    let skipping = run(0..3);
+    // One hot row only: the tile still has lanes that need the polynomial.
+    let running = run(0..1);
+    assert!(skipping < running, "{skipping} vs {running} instructions");
+}
