@@ -430,6 +430,7 @@ impl Writer<'_> {
             };
             let role = match (id == out_arr, arr.role) {
                 (true, ArrayRole::InOut) => "inout",
+                (true, ArrayRole::Output) => crate::npu::output_role(program, id),
                 (true, _) => "out",
                 _ => "in",
             };
