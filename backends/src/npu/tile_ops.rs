@@ -73,24 +73,22 @@ impl Emitter<'_> {
                 full: lt.tm,
                 tail: m - (mt - 1) * lt.tm,
             };
+            // Each vector into its own staging buffer, so the copies run back to back.
             for (i, &a) in self.ep.rows.clone().iter().enumerate() {
                 let name = self.name(a);
                 let src = Off::at(0).plus("s0", lt.tm as i64 * 4);
-                if i > 0 {
-                    // The previous vector's broadcasts have read `ub_rs`.
-                    self.line("set_flag V, MTE2, 1");
-                    self.line("wait_flag V, MTE2, 1");
-                }
                 self.tails(&[&tail], &mut |e, v| {
-                    e.copy_vector("ub_rs", &name, &src, v[0]);
+                    e.copy_vector(&format!("ub_rs{i}"), &name, &src, v[0]);
                 });
-                self.line("set_flag MTE2, V, 1");
-                self.line("wait_flag MTE2, V, 1");
+            }
+            self.line("set_flag MTE2, V, 1");
+            self.line("wait_flag MTE2, V, 1");
+            for i in 0..self.ep.rows.len() {
                 // A broadcast fills one 32-byte block (8 lanes) per row value, blocks 2 apart:
                 // two of them, one block apart, give every row its 16 lanes.
                 for half in 0..2 {
                     self.line(format!(
-                        "vbrcb.f32 ub_r{i}[{}], ub_rs[0], repeat={}, blk=2, rep=16",
+                        "vbrcb.f32 ub_r{i}[{}], ub_rs{i}[0], repeat={}, blk=2, rep=16",
                         half * 32,
                         lt.tm / 8
                     ));

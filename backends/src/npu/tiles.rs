@@ -95,7 +95,7 @@ pub struct UbNeeds {
     pub init_tiles: u64,
     /// f32 per-column vectors (each `ntb · tn` elements).
     pub columns: u64,
-    /// Expanded f32 per-row vectors (each `tm × 16` elements).
+    /// Expanded f32 per-row vectors (each `tm × 16` elements, staged through `tm` more).
     pub rows: u64,
     /// Bytes of scalars.
     pub scalar_bytes: u64,
@@ -351,7 +351,7 @@ fn candidate(
         + shape.ub.tiles.saturating_sub(1) * tile
         + shape.ub.init_tiles * tile
         + shape.ub.columns * group * 4
-        + shape.ub.rows * lt.tm * FRACTAL * 4
+        + shape.ub.rows * lt.tm * (FRACTAL + 1) * 4
         + shape.ub.scalar_bytes
         + if scaled { 2 * PIECE_BYTES } else { 0 };
     if ub > target.capacity(Mem::Ub) {
