@@ -819,7 +819,8 @@ impl Emitter<'_> {
             // With every row and column of the piece holding data, the piece crosses GM → UB
             // as one copy of whole rows, and the chunks are parted on the way to L1.
             let rows_full = !rows_valid.active() && rows_valid.full >= held;
-            let chunks_full = !inner_valid.active() && inner_valid.full >= (first + count) * FRACTAL;
+            let chunks_full =
+                !inner_valid.active() && inner_valid.full >= (first + count) * FRACTAL;
             let src = base.clone().add(first as i64 * 16 * es);
             let wide = count > 1
                 && rows_full
