@@ -800,7 +800,9 @@ impl Emitter<'_> {
             Inner::Other => (region / FRACTAL, s_k, Tail::none(k_valid), other_valid),
         };
         let (pc, piece_bytes) = piece(held);
-        let pc = pc.min(n_chunks);
+        // At least four pieces where the operand has the chunks: the copies, the scaling
+        // and the copies to L1 of consecutive pieces overlap, and little is left to drain.
+        let pc = pc.min(n_chunks.div_ceil(4)).max(1);
         let chunk_bytes = held * 64;
         let pieces = n_chunks.div_ceil(pc);
         let gm = self.name(at.array);
@@ -814,7 +816,31 @@ impl Emitter<'_> {
             let first = p * pc;
             let count = pc.min(n_chunks - first);
             self.line("wait_flag MTE3, MTE2, 3");
+            // With every row and column of the piece holding data, the piece crosses GM → UB
+            // as one copy of whole rows, and the chunks are parted on the way to L1.
+            let rows_full = !rows_valid.active() && rows_valid.full >= held;
+            let chunks_full =
+                !inner_valid.active() && inner_valid.full >= (first + count) * FRACTAL;
+            let src = base.clone().add(first as i64 * 16 * es);
+            let wide = count > 1
+                && rows_full
+                && chunks_full
+                && src.aligned(32)
+                && stride % 32 == 0
+                && stride / 32 >= count as i64 * 2;
+            if wide {
+                self.line(format!(
+                    "copy ub_v[{}], {gm}[{}], n_burst={held}, len={}, src_gap={}",
+                    slot.text(),
+                    src.text(),
+                    count * 2,
+                    stride / 32 - count as i64 * 2
+                ));
+            }
             self.tails(&[&rows_valid, &inner_valid], &mut |e, v| {
+                if wide {
+                    return;
+                }
                 for c in first..first + count {
                     let valid_inner = v[1].saturating_sub(c * FRACTAL).min(FRACTAL);
                     e.copy_in(&Region {
@@ -848,13 +874,25 @@ impl Emitter<'_> {
             }
             self.line("set_flag V, MTE3, 1");
             self.line("wait_flag V, MTE3, 1");
-            self.line(format!(
-                "copy {}[{}], ub_v[{}], len={}",
-                o.view.buf,
-                first * chunk_bytes,
-                slot.text(),
-                count * chunk_bytes / 32
-            ));
+            if wide {
+                for c in 0..count {
+                    self.line(format!(
+                        "copy {}[{}], ub_v[{}], n_burst={held}, len=2, src_gap={}",
+                        o.view.buf,
+                        (first + c) * chunk_bytes,
+                        slot.clone().add(c as i64 * 64).text(),
+                        (count - 1) * 2
+                    ));
+                }
+            } else {
+                self.line(format!(
+                    "copy {}[{}], ub_v[{}], len={}",
+                    o.view.buf,
+                    first * chunk_bytes,
+                    slot.text(),
+                    count * chunk_bytes / 32
+                ));
+            }
             self.line("set_flag MTE3, MTE2, 3");
         }
         for _ in 0..2 {

@@ -857,8 +857,8 @@ impl Emitter<'_> {
         for i in 0..self.ep.row_vectors {
             self.line(format!("buffer ub_r{i} : UB, {}", lt.tm * 64));
         }
-        if !self.ep.rows.is_empty() {
-            self.line(format!("buffer ub_rs : UB, {}", round16(lt.tm) * 4));
+        for i in 0..self.ep.rows.len() {
+            self.line(format!("buffer ub_rs{i} : UB, {}", round16(lt.tm) * 4));
         }
         if !self.ep.scalars.is_empty() {
             self.line(format!("buffer ub_s : UB, {}", 32 * self.ep.scalars.len()));

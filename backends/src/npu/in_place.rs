@@ -253,10 +253,10 @@ pub(crate) fn prep_kernel(
         let cols = *ext.last().unwrap_or(&1) as u64;
         let rows = ext[..ext.len().saturating_sub(1)].iter().product::<i64>() as u64;
         let rs = (cols * es).div_ceil(BLOCK_BYTES) * BLOCK_BYTES;
-        // Pieces of at least 8 KiB: a copy's startup outweighs smaller ones.
+        // Pieces of at least 4 KiB: a copy's startup outweighs smaller ones.
         let pr = (PIECE / rs)
             .clamp(1, 4095)
-            .min(rows.div_ceil(share).max(8192 / rs))
+            .min(rows.div_ceil(share).max(4096 / rs))
             .min(rows);
         let mut r0 = 0;
         while r0 < rows {

@@ -73,23 +73,26 @@ impl Emitter<'_> {
                 full: lt.tm,
                 tail: m - (mt - 1) * lt.tm,
             };
-            let fr = 31;
+            // Each vector into its own staging buffer, so the copies run back to back.
             for (i, &a) in self.ep.rows.clone().iter().enumerate() {
                 let name = self.name(a);
                 let src = Off::at(0).plus("s0", lt.tm as i64 * 4);
                 self.tails(&[&tail], &mut |e, v| {
-                    e.copy_vector("ub_rs", &name, &src, v[0]);
+                    e.copy_vector(&format!("ub_rs{i}"), &name, &src, v[0]);
                 });
-                self.line("set_flag MTE2, S, 1");
-                self.line("wait_flag MTE2, S, 1");
-                self.line("set_vector_mask 0x0, 0xffff");
-                let r = self.var("r");
-                self.open(format!("for {r} in 0..{}", lt.tm));
-                self.line(format!("ld.f32 f{fr}, ub_rs[{r}*4]"));
-                self.line(format!("vdup.f32 ub_r{i}[{r}*64], f{fr}"));
-                self.close();
-                self.free_var();
-                self.line("set_vector_mask 0xffffffffffffffff, 0xffffffffffffffff");
+            }
+            self.line("set_flag MTE2, V, 1");
+            self.line("wait_flag MTE2, V, 1");
+            for i in 0..self.ep.rows.len() {
+                // A broadcast fills one 32-byte block (8 lanes) per row value, blocks 2 apart:
+                // two of them, one block apart, give every row its 16 lanes.
+                for half in 0..2 {
+                    self.line(format!(
+                        "vbrcb.f32 ub_r{i}[{}], ub_rs{i}[0], repeat={}, blk=2, rep=16",
+                        half * 32,
+                        lt.tm / 8
+                    ));
+                }
             }
             for op in self.ep.row_ops.clone() {
                 self.vector_op(&op, "ub_t", &Off::at(0));

@@ -95,7 +95,7 @@ pub struct UbNeeds {
     pub init_tiles: u64,
     /// f32 per-column vectors (each `ntb · tn` elements).
     pub columns: u64,
-    /// Expanded f32 per-row vectors (each `tm × 16` elements).
+    /// Expanded f32 per-row vectors (each `tm × 16` elements, staged through `tm` more).
     pub rows: u64,
     /// Bytes of scalars.
     pub scalar_bytes: u64,
@@ -351,7 +351,7 @@ fn candidate(
         + shape.ub.tiles.saturating_sub(1) * tile
         + shape.ub.init_tiles * tile
         + shape.ub.columns * group * 4
-        + shape.ub.rows * lt.tm * FRACTAL * 4
+        + shape.ub.rows * lt.tm * (FRACTAL + 1) * 4
         + shape.ub.scalar_bytes
         + if scaled { 2 * PIECE_BYTES } else { 0 };
     if ub > target.capacity(Mem::Ub) {
@@ -463,10 +463,12 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         } else {
             f(st.tn) * startup2 + b_bytes.div_ceil(gm_bw)
         };
+        // A step's MTE1 also waits for and signals MTE2 and the Cube (four flags).
         let mte1 = f(st.tm) * target.startup(CopyPath::L1L0a)
             + a_bytes.div_ceil(target.bandwidth(CopyPath::L1L0a))
             + f(st.tk) * target.startup(CopyPath::L1L0b)
-            + b_bytes.div_ceil(target.bandwidth(CopyPath::L1L0b));
+            + b_bytes.div_ceil(target.bandwidth(CopyPath::L1L0b))
+            + 4 * mc.sync_cost;
         let cube = mc.cube_startup + per * f(st.tm) * f(st.tk) * f(st.tn);
         let c_bytes = st.tm * st.tn * 4;
         let vectors = if i + 1 == shape.stages.len() {
@@ -507,10 +509,14 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         } else {
             run
         };
-        // A scaled operand crosses GM → UB → L1 once per block.
+        // A scaled operand crosses GM → UB → L1 once per block, in four or more pieces.
         let scaled = (s.a_scaled as u64) * rows * round_to(s.k, st.tk) * s.ko * 4
             + (s.b_scaled as u64) * cols * round_to(s.k, st.tk) * s.ko * 4;
-        block += run + scaled.div_ceil(gm_bw);
+        let ub_bw = target
+            .bandwidth(CopyPath::GmUb)
+            .min((mc.gm_bandwidth / running).max(1));
+        let pieces = if scaled > 0 { 4 * startup2 } else { 0 };
+        block += run + scaled.div_ceil(ub_bw) + pieces;
     }
     waves * block * t.ob
 }
