@@ -140,7 +140,8 @@ enum FuseArg {
     /// Schedule with smartfuse and tile, then pull into each tile of the statements that write
     /// the outputs the producer instances that tile reads (extension nodes; the producers'
     /// own subtrees are marked `skipped`); producers that cannot be fused so stay where
-    /// smartfuse put them, with an `unfused` mark saying why.
+    /// smartfuse put them, with an `unfused` mark saying why. (The npu target fuses by its own
+    /// rules and does not use this option yet.)
     #[value(name = "post-tiling")]
     PostTiling,
 }

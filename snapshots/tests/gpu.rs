@@ -398,3 +398,74 @@ fn fused_intermediates_live_in_workgroup_memory() {
         }
     }
 }
+
+/// The marks of `tree`, outermost first.
+fn marks(tree: &polyhedral::schedule::ScheduleTree) -> Vec<String> {
+    let mut marks = Vec::new();
+    tree.root.walk(&mut |n| {
+        if let polyhedral::schedule::NodeKind::Mark(m) = &n.kind {
+            marks.push(m.clone());
+        }
+    });
+    marks
+}
+
+#[test]
+fn post_tiling_fusion_keeps_to_a_loop_cap() {
+    let fused = Options {
+        post_tiling_fusion: true,
+        ..Options::default()
+    };
+    let capped = gpu::Options {
+        limits: Limits {
+            loop_iterations: Some(65535),
+            ..Limits::default()
+        },
+        ..gpu_options()
+    };
+    // A producer left unfused still runs as kernels: one kernel mark per group that is not
+    // skipped (F's two statements and the fused tile of G).
+    let program = load_sized("3mm.pf", &[]);
+    let c = gpu::compile(&program, &fused, &capped).unwrap_or_else(|e| panic!("{e}"));
+    let m = marks(&c.compiled.tree);
+    assert_eq!(
+        m.iter().filter(|m| m.starts_with("unfused")).count(),
+        2,
+        "{m:?}"
+    );
+    assert_eq!(m.iter().filter(|m| *m == "kernel").count(), 3, "{m:?}");
+    // Fusing tmp into D's row tiles would give one invocation about NJ·NK/16 iterations: it
+    // is fused without a cap and left unfused under one.
+    let src = "kernel t<NI = 16, NJ = 1100, NK = 1100, NL = 16>(A: f32[NI, NK], B: f32[NK, NJ],\n\
+               C: f32[NJ, NL]) -> (D: f32[NI, NL]) {\n\
+               T(i, j) +=! A(i, k) * B(k, j);\n\
+               D(i, l) +=! T(i, j) * C(j, l);\n\
+               }\n";
+    let file = frontend::SourceFile::new("t.pf", src);
+    let program = frontend::parse(
+        &file,
+        frontend::Language::Kernel,
+        &frontend::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let free = gpu::compile(&program, &fused, &gpu_options()).unwrap_or_else(|e| panic!("{e}"));
+    let skipped = |m: &[String]| m.iter().filter(|m| *m == "skipped").count();
+    // T's two statements (initialisation and update) and D's initialisation.
+    let m = marks(&free.compiled.tree);
+    assert_eq!(skipped(&m), 3, "{m:?}");
+    let c = gpu::compile(&program, &fused, &capped).unwrap_or_else(|e| panic!("{e}"));
+    let m = marks(&c.compiled.tree);
+    assert!(skipped(&m) < 3, "{m:?}");
+    assert!(m.iter().any(|m| m.starts_with("unfused: T")), "{m:?}");
+    run_checked(&program, &fused, &capped);
+    // On an adapter with the cap, the kernels that once left loops early run to their ends.
+    if let Some(limits) = capped_adapter() {
+        let options = gpu::Options {
+            limits,
+            ..gpu_options()
+        };
+        for (name, sizes) in [("3mm.pf", vec![]), ("trmm.pf", vec![])] {
+            run_checked(&load_sized(name, &sizes), &fused, &options);
+        }
+    }
+}

@@ -341,7 +341,7 @@ impl Target for Npu {
     fn run(
         &self,
         program: &Program,
-        _pipeline: &pipeline::Options,
+        pipeline: &pipeline::Options,
         options: &TargetOptions,
         seed: u64,
     ) -> Result<RunOutput, table::Error> {
@@ -387,6 +387,13 @@ impl Target for Npu {
         if let Some(t) = &checked.timeline {
             json["timeline_svg"] = serde_json::json!(t.to_svg());
         }
+        let mut text = String::new();
+        if pipeline.post_tiling_fusion || pipeline.fuse != pipeline::Options::default().fuse {
+            text += "note: the npu lowering fuses statements into tiles by its own rules \
+                     (intermediates that stay in a tile live in UB only); --fuse does not \
+                     change it yet\n";
+        }
+        text += &checked.to_text(program);
         Ok(RunOutput {
             text,
             json,

@@ -32,7 +32,9 @@
 //! - no dependence leads from it to a group between it and the consumer that stays where it is;
 //! - every statement that reads its values is fused into the same tiles, and when it writes a
 //!   kernel output every one of its instances (at the kernel's sizes) is in some tile (**multiple live-outs**: an intermediate that another live-out group reads too
-//!   would have to be computed twice, so it is not fused).
+//!   would have to be computed twice, so it is not fused);
+//! - on a target that caps the loop iterations of one invocation, a fused tile stays within
+//!   the share of the cap that tile sizes keep to ([`super::budget`]).
 //!
 //! Among the prefixes of the consumer's tile band, the one that fuses the most groups is used
 //! (the longest among equals): a producer that every tile of one row needs (a row maximum in
@@ -49,6 +51,7 @@
 //! subtrees excepted, whose instances the extensions run once each, recomputed halos once per
 //! tile that needs them), in an order that respects every dependence.
 
+use super::budget::InvocationBudget;
 use super::recompute;
 use crate::deps::Dependences;
 use crate::pipeline::{passes, Error as PipelineError, Pass, PassContext};
@@ -77,13 +80,14 @@ impl Pass for PostTilingFusion {
     }
 
     fn run(&self, cx: &mut PassContext) -> Result<(), PipelineError> {
-        let fused = fuse_after_tiling(cx.program, cx.deps, &cx.tree)?;
+        let budget = InvocationBudget::of(cx.target);
+        let fused = fuse_after_tiling(cx.program, cx.deps, &cx.tree, budget)?;
         let alternative = match mixes_producers(cx.program, &cx.tree) {
             true => distributed(cx)?,
             false => None,
         };
         if let Some((schedule, tree)) = alternative {
-            let alternative = fuse_after_tiling(cx.program, cx.deps, &tree)?;
+            let alternative = fuse_after_tiling(cx.program, cx.deps, &tree, budget)?;
             let (live, parallel) = shape(&fused);
             let (alt_live, alt_parallel) = shape(&alternative);
             if alt_live <= live && alt_parallel > parallel {
@@ -210,11 +214,13 @@ struct Plan {
 }
 
 /// Rewrites `tree` (see the module docs); a tree without a root sequence of groups comes back
-/// unchanged.
-pub fn fuse_after_tiling(
+/// unchanged. With a `budget`, no fused tile gives one invocation more than its share of the
+/// target's cap on loop iterations.
+pub(crate) fn fuse_after_tiling(
     program: &Program,
     deps: &Dependences,
     tree: &ScheduleTree,
+    budget: Option<InvocationBudget>,
 ) -> Result<ScheduleTree, ScheduleError> {
     let Some(seq) = tree.root.children.first() else {
         return Ok(tree.clone());
@@ -253,7 +259,8 @@ pub fn fuse_after_tiling(
         };
         let mut best: Option<Plan> = None;
         for k in (1..=band.n_members()).rev() {
-            let plan = plan_consumer(program, deps, &groups, &done, b, band, k)?;
+            let consumer = Consumer { b, band, k };
+            let plan = plan_consumer(program, deps, &groups, &done, &consumer, budget)?;
             if best
                 .as_ref()
                 .is_none_or(|p| plan.fused.len() > p.fused.len())
@@ -328,17 +335,23 @@ fn array_name(program: &Program, s: StmtId) -> &str {
     &program.arrays[a.index()].name
 }
 
-/// Tries to fuse, nearest first, every group before consumer `b` into its tiles of `k`
-/// members.
+/// A consumer group `b` whose top band is `band`, tiled by its first `k` members.
+struct Consumer<'a> {
+    b: usize,
+    band: &'a crate::schedule::tree::Band,
+    k: usize,
+}
+
+/// Tries to fuse, nearest first, every group before the consumer into its tiles.
 fn plan_consumer(
     program: &Program,
     deps: &Dependences,
     groups: &[Group],
     done: &[bool],
-    b: usize,
-    band: &crate::schedule::tree::Band,
-    k: usize,
+    consumer: &Consumer,
+    budget: Option<InvocationBudget>,
 ) -> Result<Plan, ScheduleError> {
+    let Consumer { b, band, k } = *consumer;
     let mut fused: Vec<Instances> = Vec::new();
     for &s in &groups[b].stmts {
         let mut inst = Instances::domain(program, s)?;
@@ -402,6 +415,17 @@ fn plan_consumer(
         };
         match fuse_group(program, deps, groups, &target, writes_output)? {
             Ok((exts, recomputed)) => {
+                if let Some(budget) = budget {
+                    let in_tile: Vec<Instances> = fused
+                        .iter()
+                        .cloned()
+                        .chain(exts.iter().map(|(_, _, inst)| inst.clone()))
+                        .collect();
+                    if let Err(why) = budget.check(program, &in_tile, k)? {
+                        plan.refused.push((a, why));
+                        continue;
+                    }
+                }
                 for (s, cs, inst) in exts {
                     plan.exts.push((s, cs));
                     fused.push(inst);

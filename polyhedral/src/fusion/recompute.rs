@@ -105,7 +105,7 @@ pub fn worth_recomputing(shared: i64, total: i64) -> bool {
     shared * den <= total * num
 }
 
-fn fix_params(program: &Program, c: &mut Conj) {
+pub(super) fn fix_params(program: &Program, c: &mut Conj) {
     for (i, p) in program.params.iter().enumerate() {
         let mut row: Row = vec![0; c.n + 1];
         row[0] = -p.value;
@@ -115,7 +115,7 @@ fn fix_params(program: &Program, c: &mut Conj) {
 }
 
 /// Variables `at`, `at + 1`, … set to `values`.
-fn fix(c: &mut Conj, at: usize, values: &[i64]) {
+pub(super) fn fix(c: &mut Conj, at: usize, values: &[i64]) {
     for (j, &v) in values.iter().enumerate() {
         let mut row: Row = vec![0; c.n + 1];
         row[0] = -v;
@@ -125,7 +125,11 @@ fn fix(c: &mut Conj, at: usize, values: &[i64]) {
 }
 
 /// The range of variable `v` of `c` (parameters fixed), the others existential.
-fn range(program: &Program, c: &Conj, v: usize) -> Result<Option<(i64, i64)>, ScheduleError> {
+pub(super) fn range(
+    program: &Program,
+    c: &Conj,
+    v: usize,
+) -> Result<Option<(i64, i64)>, ScheduleError> {
     let np = program.params.len();
     let map: Vec<usize> = (0..c.n)
         .map(|u| {
@@ -148,7 +152,7 @@ fn range(program: &Program, c: &Conj, v: usize) -> Result<Option<(i64, i64)>, Sc
 }
 
 /// The number of points of the rectangular hull of `c` over the variables `vars`.
-fn volume(program: &Program, c: &Conj, vars: &[usize]) -> Result<i64, ScheduleError> {
+pub(super) fn volume(program: &Program, c: &Conj, vars: &[usize]) -> Result<i64, ScheduleError> {
     let mut v = 1;
     for &u in vars {
         match range(program, c, u)? {

@@ -23,7 +23,7 @@
 //! in the same order afterwards. Either way [`super::verify`] accepts it whenever it accepted
 //! the input.
 
-use super::tree::{Node, NodeKind, ScheduleTree};
+use super::tree::{Node, NodeKind, ScheduleTree, SKIPPED};
 use super::ScheduleError;
 
 /// The mark above a band whose leading coincident members map to groups.
@@ -125,7 +125,10 @@ fn mark_host(node: &mut Node, hoist: Hoist) -> Result<(), ScheduleError> {
             Ok(())
         }
         None => {
-            if matches!(node.kind, NodeKind::Mark(_)) {
+            // A skipped subtree is not generated and a kernel mark is mapped already; any
+            // other mark (a producer post-tiling fusion left `unfused`, with the reason) only
+            // annotates the subtree below it, which still needs its kernels.
+            if matches!(&node.kind, NodeKind::Mark(m) if m == SKIPPED || m == KERNEL_MARK) {
                 return Ok(());
             }
             for c in &mut node.children {

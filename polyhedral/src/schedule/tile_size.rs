@@ -124,7 +124,7 @@ pub(crate) fn rule_sizes(
 
 /// Under a cap on the loop iterations of one invocation, the sequential iterations of one tile
 /// are at most this fraction of it.
-const LOOP_CAP_SHARE: u64 = 16;
+pub(crate) const LOOP_CAP_SHARE: u64 = 16;
 
 /// The sizes the capacity rules choose from, largest first.
 const TILE_SIZES: [i64; 8] = [256, 128, 64, 32, 16, 8, 4, 2];
