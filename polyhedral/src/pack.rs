@@ -432,7 +432,7 @@ impl<'a> Analysis<'a> {
     /// Whether the loops below the slot that walk `t` have bounds in the loops above the slot
     /// only, so that the box of `t`'s accesses is one expression of them per dimension: no
     /// iterator of a subscript is tiled below the slot, and none is bounded by another
-    /// iterator that varies below the slot.
+    /// iterator that varies below the slot unless a tile above the slot limits it.
     fn box_expressible(&self, t: ArrayId, slot: &Slot) -> bool {
         slot.stmts.iter().all(|s| {
             let info = &self.stmts[s];
@@ -453,6 +453,13 @@ impl<'a> Analysis<'a> {
             let tiled_below = info.pins[slot.depth.min(info.pins.len())..]
                 .iter()
                 .any(|p| matches!(p, Pin::Tile(x, _) if used[*x]));
+            // An iterator that a tile above the slot limits keeps the tile's width whatever
+            // bounds it beside (a triangle cut by a tile has the tile as its hull).
+            let tiled_above = |x: usize| {
+                info.pins[..slot.depth.min(info.pins.len())]
+                    .iter()
+                    .any(|p| matches!(p, Pin::Tile(y, _) if *y == x))
+            };
             let coupled = st.domain.iter().any(|c| {
                 let iters: Vec<usize> = c
                     .expr
@@ -463,7 +470,7 @@ impl<'a> Analysis<'a> {
                         _ => None,
                     })
                     .collect();
-                iters.len() > 1 && iters.iter().any(|&x| used[x])
+                iters.len() > 1 && iters.iter().any(|&x| used[x] && !tiled_above(x))
             });
             !tiled_below && !coupled
         })
