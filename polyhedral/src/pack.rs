@@ -19,7 +19,9 @@
 //!    disagree, the layout stays. The candidate must then *reduce the innermost stride* (and
 //!    the innermost loop must reach at least two cache lines of `T'`), or *reduce TLB misses*:
 //!    in `M` or a loop below it, the pages of every working set exceed the TLB's entries
-//!    unpacked and fit packed.
+//!    unpacked, and packing `T'` reaches fewer of them, beside the buffers already chosen
+//!    (they need not all fit: every page a loop that overflows the TLB no longer touches is a
+//!    translation it no longer refills).
 //! 4. **Selection**: candidates are ranked by benefit (TLB entries saved times the executions
 //!    of the loops that save them, plus the cache lines the innermost loop no longer crosses)
 //!    over cost (the elements copied, twice for a written `T'`), ties broken by the shallower
@@ -35,8 +37,12 @@
 //! Decisions are written into the tree as a mark above `M` per packed array
 //! ([`PackMark`]: the array, the layout and the reason), splitting `M`'s band where `M` is not
 //! its first member; the back end copies the box of the accesses below the mark.
-//! Written arrays are packed only when no loop above `M` is parallel: another thread could
-//! write elements of the box between the copy-in and the copy-out.
+//! A written array is packed below a loop that may run in parallel only when every such loop
+//! above `M` *owns* its part of the array: one dimension is subscripted by exactly the
+//! iterator the loop walks (or tiles), in every access below it, so different iterations
+//! reach disjoint rows and no other thread touches the box between the copy-in and the
+//! copy-out. The mark says so (`owned by the parallel loops`), and the back end copies such a
+//! box back from inside the parallel loop.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -51,25 +57,32 @@ use crate::target::{MemoryKind, TargetDescription, Tlb};
 const LINE_BYTES: i64 = 64;
 
 /// What a pack mark says: the array, the layout of its buffer (`layout[k]` is the array
-/// dimension stored as the buffer's dimension `k`) and why it was packed.
+/// dimension stored as the buffer's dimension `k`), whether the loops above that may run in
+/// parallel each own the part of the array the buffer holds (so a written buffer may be
+/// copied back from inside them), and why it was packed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackMark {
     pub array: String,
     pub layout: Vec<usize>,
+    pub owned: bool,
     pub reason: String,
 }
 
 impl PackMark {
     const PREFIX: &'static str = "pack ";
 
-    /// The mark's name in the tree: `pack A layout [1, 0]: reason`.
+    const OWNED: &'static str = " owned by the parallel loops";
+
+    /// The mark's name in the tree: `pack A layout [1, 0]: reason`, with `owned by the
+    /// parallel loops` after the layout when [`PackMark::owned`].
     pub fn name(&self) -> String {
         let layout: Vec<String> = self.layout.iter().map(|d| d.to_string()).collect();
         format!(
-            "{}{} layout [{}]: {}",
+            "{}{} layout [{}]{}: {}",
             Self::PREFIX,
             self.array,
             layout.join(", "),
+            if self.owned { Self::OWNED } else { "" },
             self.reason
         )
     }
@@ -78,7 +91,12 @@ impl PackMark {
     pub fn parse(name: &str) -> Option<PackMark> {
         let rest = name.strip_prefix(Self::PREFIX)?;
         let (array, rest) = rest.split_once(" layout [")?;
-        let (layout, reason) = rest.split_once("]: ")?;
+        let (layout, rest) = rest.split_once(']')?;
+        let (owned, rest) = match rest.strip_prefix(Self::OWNED) {
+            Some(r) => (true, r),
+            None => (false, rest),
+        };
+        let reason = rest.strip_prefix(": ")?;
         let layout = if layout.is_empty() {
             Vec::new()
         } else {
@@ -90,6 +108,7 @@ impl PackMark {
         Some(PackMark {
             array: array.to_string(),
             layout,
+            owned,
             reason: reason.to_string(),
         })
     }
@@ -107,6 +126,10 @@ struct Slot {
     nest: usize,
     /// Whether a member above this one (or this one) is coincident.
     parallel_above: bool,
+    /// Whether this member is coincident (the generated code may run it in parallel).
+    coincident: bool,
+    /// The slot one member up, if any.
+    parent: Option<usize>,
     /// The statements below the member.
     stmts: Vec<StmtId>,
     /// Whether every statement below has simple functions (see the module docs).
@@ -153,9 +176,28 @@ fn pin_of(f: &QuasiAffine) -> Option<Pin> {
     }
 }
 
+/// Whether a member function is exactly an iterator or `floor(x / size)`: no constant, no
+/// parameter, so that one value of the member stands for the same iterator values in every
+/// statement it schedules.
+fn plain_pin(f: &QuasiAffine) -> bool {
+    let plain = |a: &AffineExpr| {
+        a.constant == 0
+            && a.terms()
+                .iter()
+                .all(|&(v, c)| matches!(v, Var::Iter(_)) && c == 1)
+    };
+    match f.floors.as_slice() {
+        [] => plain(&f.affine),
+        [t] => f.affine.terms().is_empty() && f.affine.constant == 0 && plain(&t.num.affine),
+        _ => false,
+    }
+}
+
 /// Per statement: the pins of its members from the root down, and its iterators' ranges.
 struct StmtInfo {
     pins: Vec<Pin>,
+    /// Per member, whether its function is plain ([`plain_pin`]).
+    plain: Vec<bool>,
     domain: Vec<i64>,
 }
 
@@ -254,15 +296,17 @@ impl<'a> Analysis<'a> {
             slots: Vec::new(),
             stmts: BTreeMap::new(),
         };
-        let mut pins: BTreeMap<StmtId, Vec<Option<Pin>>> = BTreeMap::new();
+        let mut pins: BTreeMap<StmtId, Vec<Option<(Pin, bool)>>> = BTreeMap::new();
         let mut blocked: Vec<StmtId> = Vec::new();
         a.collect(tree, &mut Vec::new(), None, false, &mut pins, &mut blocked);
         for (s, p) in pins {
             if blocked.contains(&s) || p.iter().any(Option::is_none) {
                 continue;
             }
+            let (pins, plain) = p.into_iter().flatten().unzip();
             let info = StmtInfo {
-                pins: p.into_iter().flatten().collect(),
+                pins,
+                plain,
                 domain: domain_box(program, s),
             };
             a.stmts.insert(s, info);
@@ -281,7 +325,7 @@ impl<'a> Analysis<'a> {
         path: &mut Vec<usize>,
         parent: Option<usize>,
         parallel: bool,
-        pins: &mut BTreeMap<StmtId, Vec<Option<Pin>>>,
+        pins: &mut BTreeMap<StmtId, Vec<Option<(Pin, bool)>>>,
         blocked: &mut Vec<StmtId>,
     ) {
         let Some(node) = tree.node(path) else { return };
@@ -305,6 +349,8 @@ impl<'a> Analysis<'a> {
                         depth: depth_above + m,
                         nest,
                         parallel_above: parallel,
+                        coincident: band.coincident[m],
+                        parent,
                         stmts: stmts.clone(),
                         analyzable: false,
                         children: Vec::new(),
@@ -322,7 +368,9 @@ impl<'a> Analysis<'a> {
                         blocked.push(s);
                     }
                     match band.functions(s) {
-                        Some(fs) => entry.extend(fs.iter().map(pin_of)),
+                        Some(fs) => {
+                            entry.extend(fs.iter().map(|f| Some((pin_of(f)?, plain_pin(f)))))
+                        }
                         None => entry.push(None),
                     }
                 }
@@ -384,7 +432,7 @@ impl<'a> Analysis<'a> {
     /// Whether the loops below the slot that walk `t` have bounds in the loops above the slot
     /// only, so that the box of `t`'s accesses is one expression of them per dimension: no
     /// iterator of a subscript is tiled below the slot, and none is bounded by another
-    /// iterator that varies below the slot.
+    /// iterator that varies below the slot unless a tile above the slot limits it.
     fn box_expressible(&self, t: ArrayId, slot: &Slot) -> bool {
         slot.stmts.iter().all(|s| {
             let info = &self.stmts[s];
@@ -405,6 +453,13 @@ impl<'a> Analysis<'a> {
             let tiled_below = info.pins[slot.depth.min(info.pins.len())..]
                 .iter()
                 .any(|p| matches!(p, Pin::Tile(x, _) if used[*x]));
+            // An iterator that a tile above the slot limits keeps the tile's width whatever
+            // bounds it beside (a triangle cut by a tile has the tile as its hull).
+            let tiled_above = |x: usize| {
+                info.pins[..slot.depth.min(info.pins.len())]
+                    .iter()
+                    .any(|p| matches!(p, Pin::Tile(y, _) if *y == x))
+            };
             let coupled = st.domain.iter().any(|c| {
                 let iters: Vec<usize> = c
                     .expr
@@ -415,10 +470,91 @@ impl<'a> Analysis<'a> {
                         _ => None,
                     })
                     .collect();
-                iters.len() > 1 && iters.iter().any(|&x| used[x])
+                iters.len() > 1 && iters.iter().any(|&x| used[x] && !tiled_above(x))
             });
             !tiled_below && !coupled
         })
+    }
+
+    /// The accesses of `t` in the statement `s`, its write included.
+    fn accesses_of<'p>(
+        &'p self,
+        t: ArrayId,
+        s: StmtId,
+    ) -> impl Iterator<Item = &'p crate::program::Access> + 'p {
+        let st = &self.program.statements[s.index()];
+        st.reads
+            .iter()
+            .chain(std::iter::once(&st.write))
+            .filter(move |a| a.array == t)
+    }
+
+    /// The iterator the member of `slot` pins in statement `s`.
+    fn pinned(&self, slot: &Slot, s: StmtId) -> Option<(Pin, bool)> {
+        let info = &self.stmts[&s];
+        let pin = *info.pins.get(slot.depth)?;
+        Some((pin, info.plain[slot.depth]))
+    }
+
+    /// Phase 1 per access: no access of `t` below the slot has the iterator the slot's member
+    /// pins in its subscripts (the box of all accesses may stay the same while one access
+    /// moves inside it, as `A[i][k]` beside `A[j][k]` does).
+    fn invariant(&self, t: ArrayId, slot: &Slot) -> bool {
+        slot.stmts.iter().all(|&s| {
+            let Some((Pin::Point(x) | Pin::Tile(x, _), _)) = self.pinned(slot, s) else {
+                return false;
+            };
+            self.accesses_of(t, s)
+                .all(|acc| acc.subscripts.iter().all(|e| e.coeff(Var::Iter(x)) == 0))
+        })
+    }
+
+    /// Whether each iteration of the member of `slot` owns a part of `t`: some dimension of
+    /// `t` is subscripted by exactly the iterator the member pins, in every access of every
+    /// statement below it, and the member is the same plain function of that iterator in all
+    /// of them. Different iterations then reach disjoint rows of that dimension, so the one
+    /// that packs a written box of `t` may copy it out without clobbering another's elements.
+    fn owned_by(&self, t: ArrayId, slot: &Slot) -> bool {
+        let rank = self.program.array(t).shape.len();
+        let mut pin_kind: Option<Option<i64>> = None;
+        let mut dims: Vec<bool> = vec![true; rank];
+        for &s in &slot.stmts {
+            if self.accesses_of(t, s).next().is_none() {
+                continue;
+            }
+            let Some((pin, true)) = self.pinned(slot, s) else {
+                return false;
+            };
+            let (x, size) = match pin {
+                Pin::Point(x) => (x, None),
+                Pin::Tile(x, size) => (x, Some(size)),
+            };
+            if *pin_kind.get_or_insert(size) != size {
+                return false;
+            }
+            for acc in self.accesses_of(t, s) {
+                for (d, e) in acc.subscripts.iter().enumerate() {
+                    let exact =
+                        e.constant == 0 && e.terms().len() == 1 && e.coeff(Var::Iter(x)) == 1;
+                    dims[d] &= exact;
+                }
+            }
+        }
+        dims.contains(&true)
+    }
+
+    /// Whether a written `t` may be packed at `k`: every coincident member at or above it (any
+    /// of which the generated code may run in parallel) owns a part of `t`.
+    fn owned(&self, t: ArrayId, k: usize) -> bool {
+        let mut at = Some(k);
+        while let Some(a) = at {
+            let slot = &self.slots[a];
+            if slot.coincident && !(slot.analyzable && self.owned_by(t, slot)) {
+                return false;
+            }
+            at = slot.parent;
+        }
+        true
     }
 
     /// The arrays the statements of `stmts` access.
@@ -593,8 +729,12 @@ impl<'a> Analysis<'a> {
     }
 
     /// GPAT's `improvesTLB`: the loops at or below the candidate's slot whose working sets
-    /// overflow the TLB unpacked and fit with the candidate (and `committed`) packed, with the
-    /// entries each saves.
+    /// overflow the TLB unpacked and touch fewer pages with the candidate packed beside
+    /// `committed`, with the entries before and after. Packing is how a nest gets under the
+    /// TLB, not something it is excused from once there: a loop whose pages stay above the
+    /// entries still gains (each page its iterations no longer reach is a translation fewer
+    /// to evict and refill), and one that `committed` already brought under gains again from
+    /// each page fewer, as the TLB is shared with everything else the iteration touches.
     fn tlb_gains(&self, c: &Candidate, committed: &[&Candidate]) -> Vec<(usize, i64, i64)> {
         let mut with: Vec<&Candidate> = committed.to_vec();
         with.push(c);
@@ -606,7 +746,7 @@ impl<'a> Analysis<'a> {
             }
             let before = self.loop_entries(l, committed);
             let after = self.loop_entries(l, &with);
-            if before > limit && after <= limit {
+            if self.loop_entries(l, &[]) > limit && after < before {
                 out.push((l, before, after));
             }
         }
@@ -623,6 +763,9 @@ struct Candidate {
     shape: Shape,
     layout: Vec<usize>,
     written: bool,
+    /// Written below a coincident member that owns its part of the array (see
+    /// [`Analysis::owned`]).
+    owned: bool,
     /// The innermost stride before and after packing, when it shrinks.
     stride: Option<(i64, i64)>,
     /// The target cache's name.
@@ -680,14 +823,15 @@ fn decide(
                 continue;
             };
             let trips = an.stmts[&slot.stmts[0]].trips(slot.depth);
-            if inside != shape || trips < 2 {
+            if inside != shape || trips < 2 || !an.invariant(t, slot) {
                 continue;
             }
             let written = slot
                 .stmts
                 .iter()
                 .any(|s| program.statements[s.index()].write.array == t);
-            if written && slot.parallel_above {
+            let owned = written && slot.parallel_above;
+            if owned && !an.owned(t, k) {
                 continue;
             }
             // Phase 2: the buffer stays in the target cache across iterations.
@@ -729,6 +873,7 @@ fn decide(
                 shape,
                 layout,
                 written,
+                owned,
                 stride,
                 cache: cache.clone(),
             });
@@ -813,6 +958,7 @@ fn decide(
             PackMark {
                 array: program.array(c.array).name.clone(),
                 layout: c.layout.clone(),
+                owned: c.owned,
                 reason,
             },
         ));
@@ -891,11 +1037,14 @@ mod tests {
 
     #[test]
     fn mark_names_round_trip() {
-        let m = PackMark {
+        let mut m = PackMark {
             array: "A".into(),
             layout: vec![2, 0, 1],
+            owned: false,
             reason: "reused in depth 1: x".into(),
         };
+        assert_eq!(PackMark::parse(&m.name()), Some(m.clone()));
+        m.owned = true;
         assert_eq!(PackMark::parse(&m.name()), Some(m));
         assert_eq!(PackMark::parse("kernel"), None);
     }

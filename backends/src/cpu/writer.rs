@@ -15,7 +15,8 @@
 //!
 //! A pack mark ([`PackMark`]) becomes a buffer of the box its loops access, aligned to a cache
 //! line, in the mark's layout: copied in before the loops, read and written there instead of
-//! the array, and copied back after them when they write it. A loop that carries no dependence
+//! the array, and copied back after them when they write it (inside a parallel loop only when
+//! the mark says that loop owns the box). A loop that carries no dependence
 //! around a vectorizable innermost loop is unrolled and its copies jammed into that loop (a
 //! register tile, [`Options::register_tile`]), the iterations left over run one at a time.
 
@@ -1002,7 +1003,7 @@ impl<'a> Writer<'a> {
             .enclosing_box(program, id, &Default::default())
             .ok_or("the accesses have no box of constant size")?;
         let written = region.all.iter().any(|(a, _, w)| *a == id && *w);
-        if written && in_parallel {
+        if written && in_parallel && !mark.owned {
             return Err("written inside a parallel loop".into());
         }
         let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);

@@ -213,7 +213,10 @@ type BoundingBox = Vec<(i64, i64)>;
 /// at the program's parameter values: one iteration of the loops outside the band (their
 /// values fixed at an interior instance), the tile's `sizes` along the band. Statements that
 /// scalar dimensions before the band put into different loop nests run their tiles at
-/// different times, so the answer is the largest nest's footprint, not their sum.
+/// different times, so the answer is the largest nest's footprint, not their sum. Every
+/// statement of a nest is placed in the same tile, the one around an interior instance of the
+/// nest's deepest statement: in a skewed band the interior instances of different statements
+/// lie in far-apart tiles, and the union of their boxes would be no tile's footprint.
 pub fn footprint(
     program: &Program,
     schedule: &PlutoSchedule,
@@ -226,11 +229,33 @@ pub fn footprint(
     // Per loop nest, per array: the bounding box of the elements touched, once touched.
     let mut nests: Vec<Vec<Option<BoundingBox>>> =
         vec![vec![None; program.arrays.len()]; groups.len()];
-    for (si, s) in program.statements.iter().enumerate() {
-        let slot = groups
+    let nest_of = |si: usize| {
+        groups
             .iter()
             .position(|g| g.contains(&StmtId(si as u32)))
-            .unwrap_or(0);
+            .unwrap_or(0)
+    };
+    // One tile of each nest: the one around an interior instance of its deepest statement,
+    // the same tile for every statement of the nest (statements whose interior instances lie
+    // in other tiles, as a skewed band places them, would otherwise add far-apart boxes).
+    let mut reference: Vec<Option<(usize, Vec<i64>)>> = vec![None; groups.len()];
+    for (si, s) in program.statements.iter().enumerate() {
+        let slot = nest_of(si);
+        if reference[slot]
+            .as_ref()
+            .is_some_and(|(r, _)| program.statements[*r].depth() >= s.depth())
+        {
+            continue;
+        }
+        if let Some(point) = interior_point(&statement_domain(program, si)?, s.depth())? {
+            reference[slot] = Some((si, point));
+        }
+    }
+    for (si, s) in program.statements.iter().enumerate() {
+        let slot = nest_of(si);
+        let Some((r, r_point)) = &reference[slot] else {
+            continue;
+        };
         let boxes = &mut nests[slot];
         let ds = s.depth();
         let phis: Vec<AffineExpr> = (band.start..band.start + band.len)
@@ -241,18 +266,14 @@ pub fn footprint(
                     .ok_or_else(|| Error::Invalid("only affine bands can be tiled".into()))
             })
             .collect::<Result<_, _>>()?;
-        let mut eqs = Vec::new();
-        let mut ineqs = Vec::new();
-        for c in &s.domain {
-            let r = bind(&affine_row(&c.expr, np, ds), &values);
-            match c.kind {
-                ConstraintKind::Zero => eqs.push(r),
-                ConstraintKind::NonNegative => ineqs.push(r),
-            }
-        }
-        let domain = Set::from_constraints(&[], stmt_tuple(s), &eqs, &ineqs)?;
-        let Some(point) = interior_point(&domain, ds)? else {
-            continue;
+        let (mut eqs, mut ineqs) = domain_rows(program, si);
+        // The value of schedule dimension `d` at the reference instance.
+        let at_reference = |d: usize| -> Option<i64> {
+            Some(
+                schedule.dims[d].exprs[*r]
+                    .as_affine()?
+                    .eval(r_point, &values),
+            )
         };
         for d in 0..band.start {
             let dim = &schedule.dims[d];
@@ -263,17 +284,23 @@ pub fn footprint(
             // divides; only affine loops are fixed.
             if let Some(phi) = dim.exprs[si].as_affine() {
                 if !phi.terms().is_empty() {
+                    let Some(value) = at_reference(d) else {
+                        continue;
+                    };
                     let mut row = bind(&affine_row(phi, np, ds), &values);
-                    row[0] -= phi.eval(&point, &values);
+                    row[0] -= value;
                     eqs.push(row);
                 }
             }
         }
-        for (phi, &t) in phis.iter().zip(sizes) {
+        for (k, (phi, &t)) in phis.iter().zip(sizes).enumerate() {
             if phi.terms().is_empty() {
                 continue;
             }
-            let origin = phi.eval(&point, &values).div_euclid(t) * t;
+            let Some(value) = at_reference(band.start + k) else {
+                continue;
+            };
+            let origin = value.div_euclid(t) * t;
             let mut lo = bind(&affine_row(phi, np, ds), &values);
             lo[0] -= origin;
             let mut hi: Vec<i64> = lo.iter().map(|x| -x).collect();
@@ -338,6 +365,37 @@ pub fn footprint(
         largest = largest.max(total);
     }
     Ok(largest)
+}
+
+/// The constraints of statement `si`'s domain at the program's sizes: (equalities,
+/// inequalities).
+fn domain_rows(program: &Program, si: usize) -> (Vec<Vec<i64>>, Vec<Vec<i64>>) {
+    let s = &program.statements[si];
+    let values = program.param_values();
+    let mut eqs = Vec::new();
+    let mut ineqs = Vec::new();
+    for c in &s.domain {
+        let r = bind(
+            &affine_row(&c.expr, program.params.len(), s.depth()),
+            &values,
+        );
+        match c.kind {
+            ConstraintKind::Zero => eqs.push(r),
+            ConstraintKind::NonNegative => ineqs.push(r),
+        }
+    }
+    (eqs, ineqs)
+}
+
+/// Statement `si`'s domain at the program's sizes.
+fn statement_domain(program: &Program, si: usize) -> Result<Set, Error> {
+    let (eqs, ineqs) = domain_rows(program, si);
+    Ok(Set::from_constraints(
+        &[],
+        stmt_tuple(&program.statements[si]),
+        &eqs,
+        &ineqs,
+    )?)
 }
 
 /// A point of a parameter-free set near the middle of its bounding box (the middle itself when
