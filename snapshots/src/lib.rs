@@ -53,6 +53,23 @@ pub fn load(path: &Path) -> polyhedral::Program {
         .unwrap_or_else(|e| panic!("{}", e.render(false)))
 }
 
+/// A kernel with its parameters set from `sizes` in order (cycling through them).
+pub fn load_at(path: &Path, sizes: &[i64]) -> polyhedral::Program {
+    let mut program = load(path);
+    for (k, p) in program.params.iter_mut().enumerate() {
+        p.value = sizes[k % sizes.len()];
+    }
+    program
+}
+
+/// The kernel of kernels/ whose file is `name`.
+pub fn kernel(name: &str) -> PathBuf {
+    kernels()
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == name))
+        .unwrap_or_else(|| panic!("kernels/{name} exists"))
+}
+
 /// The snapshot name of a kernel: its file name with the dot replaced (`gemm.pf` → `gemm_pf`).
 pub fn snapshot_name(path: &Path) -> String {
     path.file_name()

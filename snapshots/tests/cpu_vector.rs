@@ -7,7 +7,7 @@ use backends::cpu;
 use polyhedral::interp;
 use polyhedral::pipeline::{compile, Options};
 use polyhedral::vectorize::VectorProgram;
-use snapshots::{kernels, load, tiny_target};
+use snapshots::{kernel, kernels, load, load_at, tiny_target};
 
 fn options(vectorize: bool) -> cpu::Options {
     cpu::Options {
@@ -18,14 +18,6 @@ fn options(vectorize: bool) -> cpu::Options {
         vectorize_plain_functions: true,
         ..cpu::Options::default()
     }
-}
-
-fn load_at(path: &std::path::Path, sizes: &[i64]) -> polyhedral::Program {
-    let mut program = load(path);
-    for (k, p) in program.params.iter_mut().enumerate() {
-        p.value = sizes[k % sizes.len()];
-    }
-    program
 }
 
 #[test]
@@ -78,10 +70,7 @@ fn vectorised_functions_match_the_interpreter_with_tails() {
 
 #[test]
 fn blocks_no_lane_needs_are_skipped_and_the_results_still_match() {
-    let path = kernels()
-        .into_iter()
-        .find(|p| p.file_name().is_some_and(|n| n == "gelu.pf"))
-        .expect("kernels/gelu.pf");
+    let path = kernel("gelu.pf");
     let program = load_at(&path, &[6, 45]);
     let mut inputs = interp::random_inputs(&program, 11);
     let x = program.arrays.iter().position(|a| a.name == "X").unwrap();

@@ -11,15 +11,7 @@ use polyhedral::interp;
 use polyhedral::program::ArrayId;
 use polyhedral::vectorize::VectorProgram;
 use sim::{SimOptions, Tensor};
-use snapshots::{kernels, load};
-
-fn load_at(path: &std::path::Path, sizes: &[i64]) -> polyhedral::Program {
-    let mut program = load(path);
-    for (k, p) in program.params.iter_mut().enumerate() {
-        p.value = sizes[k % sizes.len()];
-    }
-    program
-}
+use snapshots::{kernel, kernels, load, load_at};
 
 fn two_cores() -> NpuTarget {
     let text = sim::DEFAULT_MACHINE.replace("cores = 32", "cores = 2");
@@ -55,10 +47,7 @@ fn vectorised_functions_match_the_interpreter_with_tails() {
 
 #[test]
 fn a_tile_no_lane_needs_skips_the_block_and_still_matches() {
-    let path = kernels()
-        .into_iter()
-        .find(|p| p.file_name().is_some_and(|n| n == "gelu.pf"))
-        .expect("kernels/gelu.pf");
+    let path = kernel("gelu.pf");
     let program = load_at(&path, &[6, 45]);
     let target = two_cores();
     let asm = npu::compile(&program, &target, &Options::default()).unwrap();

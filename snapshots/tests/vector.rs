@@ -6,7 +6,7 @@ use polyhedral::interp::{self, Memory};
 use polyhedral::program::{ArrayRole, Program, StmtId};
 use polyhedral::vectorize::exec::{run_statement, LaneStats};
 use polyhedral::vectorize::{calls_function, VectorProgram};
-use snapshots::{kernels, load, load_small, snapshot_name};
+use snapshots::{kernel, kernels, load, load_small, snapshot_name};
 
 #[test]
 fn classification_and_masked_form_of_every_kernel_with_functions() {
@@ -97,10 +97,7 @@ fn masked_form_matches_the_interpreter_lane_by_lane() {
 fn skipped_blocks_are_counted_where_no_lane_takes_a_branch() {
     // gelu: in rows of inputs above 5 every lane returns early, and the polynomial's region
     // is skipped; in the other rows (in [-1, 1)) no lane does, and it runs.
-    let path = kernels()
-        .into_iter()
-        .find(|p| p.file_name().is_some_and(|n| n == "gelu.pf"))
-        .expect("kernels/gelu.pf");
+    let path = kernel("gelu.pf");
     let mut program = load(&path);
     for p in &mut program.params {
         p.value = p.value.min(40);

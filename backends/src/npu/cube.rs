@@ -577,12 +577,7 @@ impl Emitter<'_> {
             if !in_gm || !self.plan.holding.contains_key(&id) {
                 continue;
             }
-            let shape = self.program.array_extents(id);
-            let dims: Vec<String> = if shape.is_empty() {
-                vec!["1".into()]
-            } else {
-                shape.iter().map(|d| d.to_string()).collect()
-            };
+            let dims = crate::npu::gm_shape(self.program, id);
             let role = match arr.role {
                 ArrayRole::Input => "in",
                 ArrayRole::Output => super::output_role(self.program, id),
@@ -595,7 +590,7 @@ impl Emitter<'_> {
                 "param {} : {}[{}] {role}",
                 arr.name,
                 gm_type(arr.elem),
-                dims.join(", ")
+                dims
             ));
         }
     }

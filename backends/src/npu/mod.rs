@@ -201,6 +201,16 @@ pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Resu
     }
 }
 
+/// The shape of an array's GM parameter as `.npuasm` writes it (`1` for a scalar).
+fn gm_shape(program: &Program, id: ArrayId) -> String {
+    let extents = program.array_extents(id);
+    if extents.is_empty() {
+        return "1".to_string();
+    }
+    let dims: Vec<String> = extents.iter().map(|d| d.to_string()).collect();
+    dims.join(", ")
+}
+
 /// The role of an output's GM parameter: `inout` where the kernel leaves some of its elements
 /// unwritten (the caller's contents show through there, as in the interpreter), else `out`.
 fn output_role(program: &Program, id: ArrayId) -> &'static str {

@@ -422,12 +422,7 @@ impl Writer<'_> {
             if !read && id != out_arr {
                 continue;
             }
-            let ext = program.array_extents(id);
-            let dims: Vec<String> = if ext.is_empty() {
-                vec!["1".into()]
-            } else {
-                ext.iter().map(|d| d.to_string()).collect()
-            };
+            let dims = crate::npu::gm_shape(program, id);
             let role = match (id == out_arr, arr.role) {
                 (true, ArrayRole::InOut) => "inout",
                 (true, ArrayRole::Output) => crate::npu::output_role(program, id),
@@ -439,7 +434,7 @@ impl Writer<'_> {
                 "param {} : {}[{}] {role}",
                 arr.name,
                 ty.name(),
-                dims.join(", ")
+                dims
             ));
             declared.push(id);
         }

@@ -114,12 +114,7 @@ pub(crate) fn program(
         if !used {
             continue;
         }
-        let ext = program.array_extents(id);
-        let dims: Vec<String> = if ext.is_empty() {
-            vec!["1".into()]
-        } else {
-            ext.iter().map(|d| d.to_string()).collect()
-        };
+        let dims = crate::npu::gm_shape(program, id);
         let role = match arr.role {
             ArrayRole::Input => "in",
             ArrayRole::InOut => "inout",
@@ -127,11 +122,7 @@ pub(crate) fn program(
             // Temporaries that cross stages through GM.
             _ => "out",
         };
-        w.line(format!(
-            "param {} : f32[{}] {role}",
-            arr.name,
-            dims.join(", ")
-        ));
+        w.line(format!("param {} : f32[{}] {role}", arr.name, dims));
     }
     if !scalars.inputs.is_empty() {
         w.line(format!(
