@@ -204,9 +204,10 @@ fn pf_mod(a: i32, b: i32) -> i32 {
     return r;
 }
 
-// Truncates toward zero and saturates, NaN giving 0, as the interpreter converts.
+// Truncates toward zero and saturates, NaN giving 0, as the interpreter converts. NaN is
+// recognised from its bits: drivers may fold `x != x` to false.
 fn pf_f2i(x: f32) -> i32 {
-    if (x != x) {
+    if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {
         return 0i;
     }
     if (x >= 2147483648.0f) {

@@ -89,8 +89,11 @@ pub fn simulate(
         if !arr.role.is_live_out() {
             continue;
         }
-        if let Some(t) = outcome.outputs.get(&arr.name) {
-            outputs.push((ArrayId(k as u32), t.data.clone()));
+        let id = ArrayId(k as u32);
+        match outcome.outputs.get(&arr.name) {
+            Some(t) => outputs.push((id, t.data.clone())),
+            // An output no kernel names (no instance writes it) keeps the caller's contents.
+            None => outputs.push((id, memory.array(id).to_vec())),
         }
     }
     Ok((outputs, outcome))
