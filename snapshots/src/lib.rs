@@ -62,6 +62,19 @@ pub fn load_at(path: &Path, sizes: &[i64]) -> polyhedral::Program {
     program
 }
 
+/// The kernels of kernels/ with a statement that calls a scalar function the vectoriser
+/// makes a vector variant of.
+pub fn kernels_with_vector_functions() -> Vec<PathBuf> {
+    kernels()
+        .into_iter()
+        .filter(|p| {
+            !polyhedral::vectorize::VectorProgram::for_program(&load(p))
+                .variants
+                .is_empty()
+        })
+        .collect()
+}
+
 /// The kernel of kernels/ whose file is `name`.
 pub fn kernel(name: &str) -> PathBuf {
     kernels()
