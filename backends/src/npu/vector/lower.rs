@@ -300,10 +300,20 @@ fn write_col(at: At) -> i64 {
 }
 
 impl Lowering<'_> {
+    /// A new buffer named after `what`; a name already taken (an array read both as per-row
+    /// and as per-column vectors) gets a numbered suffix.
     fn buffer(&mut self, what: &str, form: Form, rows: (i64, i64), double: bool) -> usize {
+        let base = format!("{}{what}", self.prefix);
+        let taken = |name: &str| self.out.buffers.iter().any(|b| b.name == name);
+        let mut name = base.clone();
+        let mut n = 2;
+        while taken(&name) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
         self.temps.push(false);
         self.out.buffers.push(Buffer {
-            name: format!("{}{what}", self.prefix),
+            name,
             form,
             rows,
             double,
