@@ -36,9 +36,10 @@ pub(super) fn flatten(program: &Program) -> Option<Program> {
         }
         for a in s.accesses().map(|(_, a)| a) {
             let is_whole = a.subscripts.len() == d
-                && a.subscripts.iter().enumerate().all(|(k, e)| {
-                    e.bind_params(&params) == AffineExpr::var(Var::Iter(k))
-                })
+                && a.subscripts
+                    .iter()
+                    .enumerate()
+                    .all(|(k, e)| e.bind_params(&params) == AffineExpr::var(Var::Iter(k)))
                 && program.array_extents(a.array)[1..] == extents[..];
             let no_inner = a.subscripts.iter().all(|e| {
                 e.terms()

@@ -43,11 +43,7 @@ pub(crate) fn groups(program: &Program) -> Vec<std::ops::Range<usize>> {
 
 /// The program of group `range` of `program`: its statements over every array, with the
 /// roles the group gives them (`written`: the arrays earlier groups wrote).
-fn group_program(
-    program: &Program,
-    range: std::ops::Range<usize>,
-    written: &[bool],
-) -> Program {
+fn group_program(program: &Program, range: std::ops::Range<usize>, written: &[bool]) -> Program {
     let stmts = &program.statements[range.clone()];
     let mut sub = program.clone();
     sub.name = format!(
@@ -59,9 +55,7 @@ fn group_program(
     for (k, arr) in sub.arrays.iter_mut().enumerate() {
         let id = ArrayId(k as u32);
         let writes = stmts.iter().any(|s| s.write.array == id);
-        let reads = stmts
-            .iter()
-            .any(|s| s.reads.iter().any(|r| r.array == id));
+        let reads = stmts.iter().any(|s| s.reads.iter().any(|r| r.array == id));
         if !writes && !reads {
             // Not a parameter of the group's kernel: its type takes no part in the lowering's
             // checks (the f16 operands of a contraction are not the epilogue's concern).
