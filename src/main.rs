@@ -131,7 +131,8 @@ fn run_targets() -> PossibleValuesParser {
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum FuseArg {
-    /// Distribute every strongly connected component of the dependence graph.
+    /// Distribute every strongly connected component of the dependence graph. (npu: every
+    /// statement group is its own kernel and intermediates pass through GM.)
     Nofuse,
     /// Pluto's default: distribute statements of different loop depth first.
     Smartfuse,
@@ -140,8 +141,8 @@ enum FuseArg {
     /// Schedule with smartfuse and tile, then pull into each tile of the statements that write
     /// the outputs the producer instances that tile reads (extension nodes; the producers'
     /// own subtrees are marked `skipped`); producers that cannot be fused so stay where
-    /// smartfuse put them, with an `unfused` mark saying why. (The npu target fuses by its own
-    /// rules and does not use this option yet.)
+    /// smartfuse put them, with an `unfused` mark saying why. (The npu target fuses stages
+    /// into tiles by its own rules under every strategy but nofuse.)
     #[value(name = "post-tiling")]
     PostTiling,
 }
@@ -228,6 +229,7 @@ impl OptimizeArgs {
             adapter: self.adapter.clone(),
             no_double_buffer: self.no_double_buffer,
             f64_as_f32: self.npu_f32 || self.gpu_f32,
+            unfused: self.fuse == FuseArg::Nofuse,
             ..TargetOptions::default()
         }
     }

@@ -61,6 +61,9 @@ pub struct TargetOptions {
     pub timeline: bool,
     /// Whether a long interpreter run may show a progress line (on a terminal only).
     pub progress: bool,
+    /// Accelerator: every statement group its own kernel, intermediates through GM
+    /// (`--fuse nofuse`); otherwise the lowering fuses statements into tiles.
+    pub unfused: bool,
 }
 
 impl TargetOptions {

@@ -1,7 +1,7 @@
 //! Post-tiling fusion end to end: every kernel in `kernels/` under `--fuse post-tiling` on the
 //! CPU against the reference interpreter, the fused trees of the fusion kernels (extension
 //! nodes and `skipped` marks), the multiple-live-out rule refusing to fuse an intermediate
-//! that two outputs read, stencil halos recomputed per tile (and refused when too costly), and
+//! that two outputs read in different tiles and fusing one they read in disjoint tiles, stencil halos recomputed per tile (and refused when too costly), and
 //! fused intermediates living in their tiles instead of global buffers.
 
 use std::path::Path;
@@ -133,6 +133,32 @@ fn an_intermediate_two_outputs_read_is_not_fused() {
             c.tree.display(&c.program)
         );
         check_on_cpu(&program, &c, "shared intermediate");
+    }
+}
+
+#[test]
+fn an_intermediate_two_outputs_read_in_disjoint_tiles_is_fused() {
+    // `Y` and `Z` read `T` at the same element, in one tile band: the instances of `T` each
+    // tile needs are disjoint from every other tile's, so `T` is fused and computed once.
+    let program = scratch_kernel(
+        "post_tiling_disjoint.pf",
+        "kernel disjoint<N = 48, M = 40, K = 24>(A: f32[N, K], B: f32[K, M])\n\
+         -> (Y: f32[N, M], Z: f32[N, M]) {\n\
+         T(i, j) +=! A(i, k) * B(k, j);\n\
+         Y(i, j) = T(i, j) + 1.0;\n\
+         Z(i, j) = max(T(i, j), 0.0);\n\
+         }\n",
+    );
+    for target in [cpu::description(), tiny_target()] {
+        let c = compile(&program, &target, &fused()).unwrap();
+        let tree = c.tree.display(&c.program);
+        assert!(extensions(&c) >= 1, "{tree}");
+        assert!(marks(&c).iter().any(|m| m == SKIPPED), "{tree}");
+        assert!(
+            !marks(&c).iter().any(|m| m.starts_with("unfused")),
+            "{tree}"
+        );
+        check_on_cpu(&program, &c, "intermediate of two outputs, disjoint tiles");
     }
 }
 

@@ -17,6 +17,8 @@
 //! f32): dispatches and the dispatches' time, medians as above, and the bytes of the
 //! intermediates that keep a global buffer (those in workgroup memory for a tile have none).
 //!
+//! The accelerator's table comes first ([`crate::bench_fusion_npu`]; `--npu`: only it).
+//!
 //! `--readme` rewrites the tables between the `<!-- bench fusion -->` markers of README.md.
 
 use std::path::Path;
@@ -39,16 +41,26 @@ const STRATEGIES: &[&str] = &["smartfuse", "maxfuse", "post-tiling"];
 pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
     let mut runs = 3usize;
     let mut readme = false;
+    let mut npu_only = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--runs" => runs = parse_runs(it.next())?,
             "--readme" => readme = true,
+            "--npu" => npu_only = true,
             other => return Err(format!("unknown option `{other}` of bench fusion")),
         }
     }
     let root = workspace_root();
     let polyfuse = build_polyfuse()?;
+    println!("fusion benchmark on the accelerator: unfused against fused");
+    let npu = crate::bench_fusion_npu::npu_table(&polyfuse, &root, KERNELS)?;
+    if readme {
+        crate::readme::write_section("fusion-npu", &npu)?;
+    }
+    if npu_only {
+        return Ok(());
+    }
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!(
         "fusion benchmark: {} kernel(s), default sizes, median of {runs} run(s), {threads} thread(s)",

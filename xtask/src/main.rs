@@ -13,6 +13,7 @@
 mod bench_cache_model;
 mod bench_cpu;
 mod bench_fusion;
+mod bench_fusion_npu;
 mod bench_gpu;
 mod bench_npu;
 mod bench_vector;
@@ -70,9 +71,11 @@ tasks:
                                thread, caches as the CPU target describes them): the
                                cache model's predicted L1, L2 and last-level misses
                                against cachegrind's; --readme writes the table
-  bench fusion [--runs N] [--readme]
+  bench fusion [--runs N] [--npu] [--readme]
                                the fusion kernels on the CPU: smartfuse, maxfuse and
-                               post-tiling fusion timed; --readme writes the table
+                               post-tiling fusion timed; on the accelerator: cycles and
+                               GM bytes, unfused against fused (--npu: only these);
+                               --readme writes the tables
   bench gpu [--runs N] [--adapter NAME] [--readme]
                                gemm, 2mm, conv2d_relu, jacobi2d, softmax, layernorm on
                                the GPU adapter: promoted against unpromoted code

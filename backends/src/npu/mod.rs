@@ -37,6 +37,7 @@ mod privatize;
 mod runner;
 mod tile_ops;
 pub mod tiles;
+mod unfused;
 mod vector;
 
 pub use function::lane_stats;
@@ -155,6 +156,11 @@ pub struct Options {
     /// A chain of contractions as one kernel per stage with the intermediates in GM (`true`)
     /// or as one kernel keeping them on chip (`false`); `None`: whichever is estimated faster.
     pub launches: Option<bool>,
+    /// Fuse statements into tiles (stages on the Vector unit, element-wise statements on the
+    /// Cube's result tiles, intermediates in L1 or UB); `false`: every statement group is its
+    /// own kernel, or its own stage inside a loop, and intermediates pass through GM
+    /// ([`unfused`]).
+    pub fuse: bool,
 }
 
 impl Default for Options {
@@ -164,6 +170,7 @@ impl Default for Options {
             f64_as_f32: false,
             max_tile: None,
             launches: None,
+            fuse: true,
         }
     }
 }
@@ -189,6 +196,15 @@ pub enum Error {
 
 /// The `.npuasm` program of `program`.
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
+    if options.fuse {
+        lower(program, target, options)
+    } else {
+        unfused::compile(program, target, options)
+    }
+}
+
+/// The `.npuasm` program of `program` as one unit (fused as [`Options::fuse`] says inside it).
+fn lower(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
     if let Some(rw) = in_place::rewrite(program)? {
         return rewritten(program, &rw, target, options);
     }
@@ -276,6 +292,15 @@ fn rewritten(
 
 /// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
 pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
+    if options.fuse {
+        lowers(program, options)
+    } else {
+        unfused::supported(program, options)
+    }
+}
+
+/// Whether [`lower`] takes `program`, or why not.
+fn lowers(program: &Program, options: &Options) -> Result<(), Error> {
     if let Some(rw) = in_place::rewrite(program)? {
         return plan::plan(&rw.program, options).map(|_| ());
     }
@@ -303,6 +328,7 @@ impl Npu {
         Options {
             double_buffer: !options.no_double_buffer,
             f64_as_f32: options.f64_as_f32,
+            fuse: !options.unfused,
             ..Options::default()
         }
     }
@@ -351,7 +377,7 @@ impl Target for Npu {
     fn run(
         &self,
         program: &Program,
-        pipeline: &pipeline::Options,
+        _pipeline: &pipeline::Options,
         options: &TargetOptions,
         seed: u64,
     ) -> Result<RunOutput, table::Error> {
@@ -397,13 +423,6 @@ impl Target for Npu {
         if let Some(t) = &checked.timeline {
             json["timeline_svg"] = serde_json::json!(t.to_svg());
         }
-        let mut text = String::new();
-        if pipeline.post_tiling_fusion || pipeline.fuse != pipeline::Options::default().fuse {
-            text += "note: the npu lowering fuses statements into tiles by its own rules \
-                     (intermediates that stay in a tile live in UB only); --fuse does not \
-                     change it yet\n";
-        }
-        text += &checked.to_text(program);
         Ok(RunOutput {
             text,
             json,

@@ -319,9 +319,12 @@ pub fn configs(
             config(&["--no-promote"], true),
             config(&["--fuse", "post-tiling"], false),
         ],
-        // The accelerator tiles by its own rules (it takes no `--tile` and no `--fuse`):
-        // what changes its code is double buffering.
-        _ => vec![config(&["--no-double-buffer"], false)],
+        // The accelerator tiles by its own rules (it takes no `--tile`): what changes its code
+        // is double buffering, and `nofuse`, which gives every statement group its own kernel.
+        _ => vec![
+            config(&["--no-double-buffer"], false),
+            config(&["--fuse", "nofuse"], false),
+        ],
     };
     let n = if target == "npu" { 1 } else { 2 };
     for _ in 0..n {

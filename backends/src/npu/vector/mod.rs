@@ -38,7 +38,7 @@ pub(crate) fn applies(program: &Program) -> bool {
 /// The stages of `program`, or why the Vector unit does not take it.
 pub(crate) fn plan(program: &Program, options: &Options) -> Result<Vec<Step>, Error> {
     let items = analysis::analyse(program, options)?;
-    let steps = stages::stages(program, &items)?;
+    let steps = stages::stages(program, &items, options.fuse)?;
     if steps.is_empty() {
         return Err(Error::NotYet(format!(
             "`{}` computes nothing it returns",

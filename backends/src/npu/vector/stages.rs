@@ -64,8 +64,9 @@ pub(crate) enum Step {
     Loop { trips: i64, body: Vec<Stage> },
 }
 
-/// Fuses the statements of every item into stages.
-pub(crate) fn stages(program: &Program, items: &[Item]) -> Result<Vec<Step>, Error> {
+/// Fuses the statements of every item into stages; `fuse` false: only the statements that
+/// write one array in a row share a stage (a reduction's initialisation and update).
+pub(crate) fn stages(program: &Program, items: &[Item], fuse: bool) -> Result<Vec<Step>, Error> {
     // Which statements read each array, by statement id.
     let mut readers: BTreeMap<ArrayId, BTreeSet<u32>> = BTreeMap::new();
     for item in items {
@@ -82,7 +83,7 @@ pub(crate) fn stages(program: &Program, items: &[Item]) -> Result<Vec<Step>, Err
     for item in items {
         match item {
             Item::Stmts(list) => {
-                for group in groups(list) {
+                for group in groups(list, fuse) {
                     if let Some(stage) = stage(program, group, &readers)? {
                         steps.push(Step::Stage(stage));
                     }
@@ -90,7 +91,7 @@ pub(crate) fn stages(program: &Program, items: &[Item]) -> Result<Vec<Step>, Err
             }
             Item::Loop { trips, body } => {
                 let mut stages = Vec::new();
-                for group in groups(body) {
+                for group in groups(body, fuse) {
                     stages.extend(stage(program, group, &readers)?);
                 }
                 if !stages.is_empty() && *trips > 0 {
@@ -131,11 +132,12 @@ fn inside(rows: (i64, i64), d: i64, outer: (i64, i64)) -> bool {
 }
 
 /// Greedy fusion in program order.
-fn groups(list: &[VStmt]) -> Vec<Vec<VStmt>> {
+fn groups(list: &[VStmt], fuse: bool) -> Vec<Vec<VStmt>> {
     let mut out: Vec<Vec<VStmt>> = Vec::new();
     let mut cur: Vec<VStmt> = Vec::new();
     for s in list {
-        if !cur.is_empty() && !joins(&cur, s) {
+        let same_array = cur.last().is_some_and(|l| l.write.array == s.write.array);
+        if !cur.is_empty() && (!joins(&cur, s) || !(fuse || same_array)) {
             out.push(std::mem::take(&mut cur));
         }
         cur.push(s.clone());
