@@ -99,6 +99,22 @@ impl QuasiAffine {
         }
     }
 
+    /// Renumbers iterators by `map` (old depth → new depth), inside divisions too.
+    pub fn map_iters(&self, map: &impl Fn(usize) -> usize) -> QuasiAffine {
+        QuasiAffine {
+            affine: self.affine.map_iters(map),
+            floors: self
+                .floors
+                .iter()
+                .map(|f| FloorTerm {
+                    coeff: f.coeff,
+                    num: f.num.map_iters(map),
+                    den: f.den,
+                })
+                .collect(),
+        }
+    }
+
     /// Whether the expression has no division.
     pub fn is_affine(&self) -> bool {
         self.floors.is_empty()

@@ -43,14 +43,15 @@ pub enum Hoist {
 /// Inserts kernel and thread marks into `tree` (see the module docs).
 pub fn insert_mapping_marks(tree: &mut ScheduleTree, hoist: Hoist) -> Result<(), ScheduleError> {
     let mut root = std::mem::replace(&mut tree.root, Node::leaf());
-    let result = mark_host(&mut root, hoist);
+    let result = mark_host(&mut root, hoist, 0);
     tree.root = root;
     result
 }
 
-/// Moves the non-coincident members of the permutable band `node` before its coincident ones;
-/// whether it moved any.
-fn sequential_first(node: &mut Node) -> bool {
+/// Moves the non-coincident members of the permutable band `node`, `depth` schedule
+/// dimensions deep, before its coincident ones; whether it moved any. Extensions below it name
+/// the outer dimensions by position, so theirs are renumbered with the members.
+fn sequential_first(node: &mut Node, depth: usize) -> bool {
     let NodeKind::Band(band) = &mut node.kind else {
         return false;
     };
@@ -67,7 +68,37 @@ fn sequential_first(node: &mut Node) -> bool {
         *f = order.iter().map(|&k| old[k].clone()).collect();
     }
     band.coincident = order.iter().map(|&k| band.coincident[k]).collect();
+    let mut moved_to = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        moved_to[old] = new;
+    }
+    let renumber = |x: usize| {
+        if (depth..depth + moved_to.len()).contains(&x) {
+            depth + moved_to[x - depth]
+        } else {
+            x
+        }
+    };
+    for c in &mut node.children {
+        renumber_extensions(c, &renumber);
+    }
     true
+}
+
+/// Renumbers the outer schedule dimensions the extensions in `node`'s subtree name.
+fn renumber_extensions(node: &mut Node, renumber: &impl Fn(usize) -> usize) {
+    if let NodeKind::Extension(e) = &mut node.kind {
+        let outer = e.outer;
+        let map = |x: usize| if x < outer { renumber(x) } else { x };
+        for (_, constraints) in &mut e.stmts {
+            for c in constraints {
+                c.expr = c.expr.map_iters(&map);
+            }
+        }
+    }
+    for c in &mut node.children {
+        renumber_extensions(c, renumber);
+    }
 }
 
 /// The index of the first coincident member of a band, if any.
@@ -104,11 +135,15 @@ fn wrap(node: &mut Node, name: &str) {
     *node = Node::with_child(NodeKind::Mark(name.to_string()), old);
 }
 
-/// Marks the subtree `node`, which runs on the host.
-fn mark_host(node: &mut Node, hoist: Hoist) -> Result<(), ScheduleError> {
-    if hoist == Hoist::Sequential && first_coincident(node) == Some(0) && sequential_first(node) {
-        return mark_host(node, hoist);
+/// Marks the subtree `node`, `depth` schedule dimensions deep, which runs on the host.
+fn mark_host(node: &mut Node, hoist: Hoist, depth: usize) -> Result<(), ScheduleError> {
+    if hoist == Hoist::Sequential
+        && first_coincident(node) == Some(0)
+        && sequential_first(node, depth)
+    {
+        return mark_host(node, hoist, depth);
     }
+    let inner = depth + members(node);
     match first_coincident(node) {
         Some(0) => {
             for c in &mut node.children {
@@ -120,7 +155,7 @@ fn mark_host(node: &mut Node, hoist: Hoist) -> Result<(), ScheduleError> {
         Some(k) => {
             split(node, k);
             for c in &mut node.children {
-                mark_host(c, hoist)?;
+                mark_host(c, hoist, depth + k)?;
             }
             Ok(())
         }
@@ -132,10 +167,18 @@ fn mark_host(node: &mut Node, hoist: Hoist) -> Result<(), ScheduleError> {
                 return Ok(());
             }
             for c in &mut node.children {
-                mark_host(c, hoist)?;
+                mark_host(c, hoist, inner)?;
             }
             Ok(())
         }
+    }
+}
+
+/// The schedule dimensions `node` adds: a band's members.
+fn members(node: &Node) -> usize {
+    match &node.kind {
+        NodeKind::Band(b) => b.coincident.len(),
+        _ => 0,
     }
 }
 
