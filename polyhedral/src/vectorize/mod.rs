@@ -19,6 +19,7 @@
 
 pub mod classify;
 pub mod exec;
+pub mod frozen;
 pub mod mask;
 pub mod profit;
 pub mod ssa;
@@ -49,6 +50,9 @@ pub struct VectorFunction {
     pub masked: Masked,
     /// For every call, the variant of the callee it calls.
     pub calls: HashMap<ValueId, usize>,
+    /// For every value, whether it is a phi of a divergent loop frozen in lanes that left the
+    /// loop ([`frozen::frozen_phis`]); the other phis of such loops take the latch in every lane.
+    pub frozen: Vec<bool>,
 }
 
 /// How a statement reads (or writes) an array across the lanes of a vectorised loop.
@@ -161,6 +165,7 @@ impl VectorProgram {
         depth: usize,
     ) -> usize {
         let masked = mask::if_convert(&ssa, &classes);
+        let frozen = frozen::frozen_phis(&ssa, &masked);
         let mut calls = HashMap::new();
         for (k, v) in ssa.values.iter().enumerate() {
             if let Op::Call(f, args) = &v.op {
@@ -180,6 +185,7 @@ impl VectorProgram {
             classes,
             masked,
             calls,
+            frozen,
         });
         self.variants.len() - 1
     }
@@ -418,8 +424,14 @@ impl Printer<'_> {
                     active.0,
                     self.mask(*active)
                 );
-                let how = format!("latch kept where m{} holds", active.0);
-                self.joins(out, phis, &format!("{pad}  "), &how);
+                for j in phis {
+                    let how = if self.v.frozen[j.phi.index()] {
+                        format!("latch kept where m{} holds", active.0)
+                    } else {
+                        "latch in every lane (not read after the loop)".to_string()
+                    };
+                    self.joins(out, std::slice::from_ref(j), &format!("{pad}  "), &how);
+                }
                 self.nodes(out, header, indent + 1);
                 let _ = writeln!(
                     out,
