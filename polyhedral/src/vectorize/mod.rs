@@ -12,11 +12,14 @@
 //!   superword condition (skipped when no lane is active);
 //! - [`exec`]: the masked form run lane by lane, the reference its emitters follow.
 //!
+//! [`aligned`] adds the alignment of a vectorised loop's contiguous accesses.
+//!
 //! A [`VectorProgram`] holds the vector variants a kernel needs: one per statement body that is
 //! vectorised and one per (function, parameter classes) reached from them, as a call site with
 //! a uniform argument gets a variant with a scalar parameter. Emitters print the variants;
 //! [`VectorProgram::display`] prints them for `polyfuse check --emit vector`.
 
+pub mod aligned;
 pub mod classify;
 pub mod exec;
 pub mod frozen;
@@ -242,19 +245,26 @@ fn print_variant(out: &mut String, program: &Program, vp: &VectorProgram, v: &Ve
                 "statement {} vectorised over `{}`",
                 stmt.name, stmt.iterators[v.depth]
             );
+            let how = |access: &Access| {
+                let pattern = access_pattern(access, v.depth);
+                match aligned::alignment(program, access, v.depth) {
+                    Some(a) => format!("{pattern:?}, aligned to {a} elements"),
+                    None => format!("{pattern:?}"),
+                }
+            };
             for (r, access) in stmt.reads.iter().enumerate() {
                 let _ = writeln!(
                     out,
-                    "  read {r} `{}`: {:?}",
+                    "  read {r} `{}`: {}",
                     program.array(access.array).name,
-                    access_pattern(access, v.depth)
+                    how(access)
                 );
             }
             let _ = writeln!(
                 out,
-                "  write `{}`: {:?}",
+                "  write `{}`: {}",
                 program.array(stmt.write.array).name,
-                access_pattern(&stmt.write, v.depth)
+                how(&stmt.write)
             );
             let index = vp.statements[&(s, v.depth)];
             match profit::compiler_vectorises(vp, index) {
