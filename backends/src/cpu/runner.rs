@@ -2,9 +2,9 @@
 //!
 //! The harness (`main.c`) includes the kernel's translation unit, reads every non-temporary
 //! array (into memory aligned to 64 bytes) from an input file (raw little-endian elements in
-//! [`ArrayId`] order; `f16` as its bits), calls the kernel once between two `CLOCK_MONOTONIC` readings, writes every live-out
-//! array to an output file in the same encoding, and prints the kernel's time in seconds. The
-//! files live in a temporary folder removed afterwards.
+//! [`ArrayId`] order; `f16` as its bits), calls the kernel once between two `CLOCK_MONOTONIC`
+//! readings, writes every live-out array to an output file in the same encoding, and prints the
+//! kernel's time in seconds. The files live in a temporary folder removed afterwards.
 
 use std::path::Path;
 use std::process::Command;
