@@ -25,7 +25,7 @@ fn vectorised_functions_match_the_interpreter_with_tails() {
     let mut tested = 0;
     for path in kernels_with_vector_functions() {
         tested += 1;
-        for sizes in [[13, 37], [16, 64], [3, 9]] {
+        for sizes in [[13, 37], [16, 64], [7, 29], [3, 9]] {
             let program = load_at(&path, &sizes);
             for target in [cpu::description(), tiny_target()] {
                 let c = compile(&program, &target, &Options::default()).unwrap();

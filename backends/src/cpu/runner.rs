@@ -1,10 +1,10 @@
 //! The runner: builds a written kernel with a `main` harness, runs it, reads its outputs.
 //!
 //! The harness (`main.c`) includes the kernel's translation unit, reads every non-temporary
-//! array from an input file (raw little-endian elements in [`ArrayId`] order; `f16` as its
-//! bits), calls the kernel once between two `CLOCK_MONOTONIC` readings, writes every live-out
-//! array to an output file in the same encoding, and prints the kernel's time in seconds. The
-//! files live in a temporary folder removed afterwards.
+//! array (into memory aligned to 64 bytes) from an input file (raw little-endian elements in
+//! [`ArrayId`] order; `f16` as its bits), calls the kernel once between two `CLOCK_MONOTONIC`
+//! readings, writes every live-out array to an output file in the same encoding, and prints the
+//! kernel's time in seconds. The files live in a temporary folder removed afterwards.
 
 use std::path::Path;
 use std::process::Command;
@@ -282,7 +282,7 @@ fn decode_outputs(program: &Program, bytes: &[u8]) -> Result<Vec<(ArrayId, Vec<f
 fn harness(program: &Program, kernel: &KernelInterface) -> String {
     let mut out = String::from(
         "#define _POSIX_C_SOURCE 199309L\n#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n#include \"kernel.c\"\n\n\
-static void *pf_load(FILE *pf_in, size_t pf_bytes)\n{\n    void *pf_p = malloc(pf_bytes ? pf_bytes : 1);\n    if (!pf_p || (pf_bytes && fread(pf_p, 1, pf_bytes, pf_in) != pf_bytes)) {\n        fprintf(stderr, \"cannot read the inputs\\n\");\n        exit(3);\n    }\n    return pf_p;\n}\n\n\
+static void *pf_load(FILE *pf_in, size_t pf_bytes)\n{\n    void *pf_p = aligned_alloc(64, (pf_bytes + 63) / 64 * 64 + 64 * !pf_bytes);\n    if (!pf_p || (pf_bytes && fread(pf_p, 1, pf_bytes, pf_in) != pf_bytes)) {\n        fprintf(stderr, \"cannot read the inputs\\n\");\n        exit(3);\n    }\n    return pf_p;\n}\n\n\
 static void pf_store(FILE *pf_out, const void *pf_p, size_t pf_bytes)\n{\n    if (pf_bytes && fwrite(pf_p, 1, pf_bytes, pf_out) != pf_bytes) {\n        fprintf(stderr, \"cannot write the outputs\\n\");\n        exit(3);\n    }\n}\n\n\
 int main(int pf_argc, char **pf_argv)\n{\n    if (pf_argc != 3)\n        return 2;\n    FILE *pf_in = fopen(pf_argv[1], \"rb\");\n    if (!pf_in)\n        return 3;\n",
     );

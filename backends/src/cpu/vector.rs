@@ -10,6 +10,19 @@
 //! function variant takes uniform and linear parameters as scalars and the caller's mask last.
 //! The iterations left over when the trip count is not a multiple of `W` run the scalar code.
 //!
+//! Where the masked form has a divergent loop, one call runs several independent vectors
+//! (`profit::interleave`, from the target's vector registers): each iteration of the loop
+//! is a chain of dependent operations, and a second vector's chain fills the latencies of the
+//! first. Their variables are suffixed `_0`, `_1`, …; a function variant then takes each
+//! varying parameter and the mask once per vector and returns a struct of vectors. Whole
+//! vectors left over after the groups run one at a time.
+//!
+//! Contiguous accesses whose first lane is a whole number of vectors from the array's start
+//! whenever the loop's first iteration is ([`aligned::alignment`]) are tested once per loop:
+//! when all their first vectors are aligned, every vector of the loop is, and a copy of the
+//! vector loops tells the C compiler so (`__builtin_assume_aligned`). The runner allocates
+//! arrays on 64-byte boundaries.
+//!
 //! Why vector extensions rather than `#pragma omp declare simd`: measured with GCC 12 on
 //! mandelbrot (256 × 256, one thread), `escape` under `declare simd uniform(ci, limit)
 //! notinbranch` called from an `omp simd` loop took the same time as the scalar code (66.7 ms
@@ -26,13 +39,13 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use polyhedral::ast::{Ast, AstExpr};
-use polyhedral::program::{BinaryOp, ScalarType, StmtId, UnaryOp};
+use polyhedral::program::{Access, BinaryOp, ScalarType, StmtId, UnaryOp};
 use polyhedral::vectorize::classify::Class;
 use polyhedral::vectorize::mask::{MNode, MaskDef, MaskId, Region};
 use polyhedral::vectorize::ssa::{Join, Op, ValueId};
 use polyhedral::vectorize::{
-    access_pattern, calls_function, profit, unsupported_type, AccessPattern, VectorFunction,
-    VectorProgram,
+    access_pattern, aligned, calls_function, profit, unsupported_type, AccessPattern,
+    VectorFunction, VectorProgram,
 };
 
 use super::body::{literal, value_type};
@@ -44,16 +57,24 @@ pub(crate) struct VectorState {
     pub program: VectorProgram,
     /// Lanes per vector.
     pub width: usize,
-    names: HashMap<usize, String>,
+    /// Vector registers of the target, which bound how many vectors one call runs at once.
+    pub registers: u32,
+    /// The C names of the function variants written, by (variant, vectors per call).
+    names: HashMap<(usize, usize), String>,
     /// The C text of the function variants, each after the ones it calls.
     pub text: String,
 }
 
 impl VectorState {
-    pub fn new(program: &polyhedral::program::Program, width: usize) -> VectorState {
+    pub fn new(
+        program: &polyhedral::program::Program,
+        width: usize,
+        registers: u32,
+    ) -> VectorState {
         VectorState {
             program: VectorProgram::new(program),
             width,
+            registers,
             names: HashMap::new(),
             text: String::new(),
         }
@@ -89,7 +110,11 @@ static inline pf_v{w}i pf_lin_v{w}i(int32_t x, int32_t s)\n{{\n    pf_v{w}u k = 
 static inline pf_v{w}i pf_sel_v{w}i(pf_v{w}i m, pf_v{w}i a, pf_v{w}i b) {{ return (m & a) | (~m & b); }}\n\
 static inline pf_v{w}f pf_sel_v{w}f(pf_v{w}i m, pf_v{w}f a, pf_v{w}f b)\n{{\n    return (pf_v{w}f)((m & (pf_v{w}i)a) | (~m & (pf_v{w}i)b));\n}}\n\
 static inline pf_v{w}f pf_fmin_v{w}f(pf_v{w}f a, pf_v{w}f b) {{ return pf_sel_v{w}f((a < b) | (b != b), a, b); }}\n\
-static inline pf_v{w}f pf_fmax_v{w}f(pf_v{w}f a, pf_v{w}f b) {{ return pf_sel_v{w}f((a > b) | (b != b), a, b); }}\n",
+static inline pf_v{w}f pf_fmax_v{w}f(pf_v{w}f a, pf_v{w}f b) {{ return pf_sel_v{w}f((a > b) | (b != b), a, b); }}\n\
+typedef struct {{ pf_v{w}f v[2]; }} pf_v{w}fx2;\n\
+typedef struct {{ pf_v{w}i v[2]; }} pf_v{w}ix2;\n\
+typedef struct {{ pf_v{w}f v[4]; }} pf_v{w}fx4;\n\
+typedef struct {{ pf_v{w}i v[4]; }} pf_v{w}ix4;\n",
         ors.join(" | "),
         splat_f.join(", "),
         splat_f.join(", "),
@@ -134,8 +159,29 @@ fn shifted(e: &AstExpr, var: &str, k: i64) -> AstExpr {
 enum Site<'a> {
     /// A function variant: its parameters' C names.
     Function { params: &'a [String] },
-    /// A statement body in the vector loop over `var`: the instance's iterators.
-    Statement { var: &'a str, args: &'a [AstExpr] },
+    /// A statement body in the vector loop over `var`: the instance's iterators, and whether
+    /// the first vectors of the accesses [`Writer::aligned_accesses`] lists are aligned.
+    Statement {
+        var: &'a str,
+        args: &'a [AstExpr],
+        aligned: bool,
+    },
+}
+
+/// What the vector loops of one loop of the AST are written from.
+struct VectorLoops<'a> {
+    variant: usize,
+    copies: usize,
+    /// C names: the loop variable, the vector counter, the first and last iteration, the
+    /// number of groups of `copies` vectors.
+    c: &'a str,
+    k: &'a str,
+    lo: &'a str,
+    hi: &'a str,
+    full: &'a str,
+    var: &'a str,
+    args: &'a [AstExpr],
+    parallel: bool,
 }
 
 impl Writer<'_> {
@@ -237,16 +283,19 @@ impl Writer<'_> {
         let Ast::User { args, .. } = inner else {
             return;
         };
-        let (program_width, variant) = {
+        let (w, variant, copies) = {
             let state = self
                 .vector
                 .as_mut()
                 .expect("vector loops need vector state");
             let v = state.program.statement_variant(self.program, stmt, depth);
-            (state.width, v)
+            let copies = profit::interleave(&state.program, v, state.registers);
+            (state.width, v, copies)
         };
-        let w = program_width;
-        self.ensure_callees(variant);
+        self.ensure_callees(variant, copies);
+        if copies > 1 {
+            self.ensure_callees(variant, 1);
+        }
         let pad = "    ".repeat(indent);
         let c = match self.loop_vars.get(var) {
             Some(c) => c.clone(),
@@ -261,38 +310,59 @@ impl Writer<'_> {
         let k = self.scope.fresh("pf_k");
         let lo = self.ast_expr(lower);
         let hi = self.ast_expr(upper);
+        let step = w * copies;
         let _ = writeln!(out, "{pad}{{");
         let _ = writeln!(out, "{pad}    const int64_t {lo_name} = {lo};");
         let _ = writeln!(
             out,
-            "{pad}    const int64_t {full} = {hi} >= {lo_name} ? ({hi} - {lo_name} + 1) / {w} : 0;"
+            "{pad}    const int64_t {full} = {hi} >= {lo_name} ? ({hi} - {lo_name} + 1) / {step} : 0;"
         );
-        if parallel {
-            let threads = match self.options.threads {
-                Some(n) => format!(" num_threads({n})"),
-                None => String::new(),
-            };
-            let _ = writeln!(out, "{pad}    #pragma omp parallel for{threads}");
+        // With every access that may be aligned aligned in the first vector, all vectors are:
+        // the loop then runs a copy of the vector loops with aligned loads and stores.
+        let aligned = self.aligned_accesses(stmt, depth, w);
+        let loops = VectorLoops {
+            variant,
+            copies,
+            c: &c,
+            k: &k,
+            lo: &lo_name,
+            hi: &hi,
+            full: &full,
+            var,
+            args,
+            parallel,
+        };
+        if aligned.is_empty() {
+            self.write_vector_loops(out, &loops, false, indent + 1);
+        } else {
+            let al = self.scope.fresh("pf_aligned");
+            let addresses: Vec<String> = aligned
+                .iter()
+                .map(|a| format!("(uintptr_t)&{}", self.element(a, args)))
+                .collect();
+            let _ = writeln!(out, "{pad}    int {al} = 0;");
+            let _ = writeln!(
+                out,
+                "{pad}    if ({full} > 0) {{\n{pad}        const int64_t {c} = {lo_name};\n{pad}        {al} = (({}) % {}) == 0;\n{pad}    }}",
+                addresses.join(" | "),
+                4 * w
+            );
+            let _ = writeln!(out, "{pad}    if ({al}) {{");
+            self.write_vector_loops(out, &loops, true, indent + 2);
+            let _ = writeln!(out, "{pad}    }} else {{");
+            self.write_vector_loops(out, &loops, false, indent + 2);
+            let _ = writeln!(out, "{pad}    }}");
+        }
+        let step = w * copies;
+        let mut rest = format!("{lo_name} + {step} * {full}");
+        if copies > 1 {
+            rest = format!(
+                "{lo_name} + {step} * {full} + ({hi} - {lo_name} + 1 - {step} * {full}) / {w} * {w}"
+            );
         }
         let _ = writeln!(
             out,
-            "{pad}    for (int64_t {k} = 0; {k} < {full}; {k} += 1) {{"
-        );
-        let _ = writeln!(
-            out,
-            "{pad}        const int64_t {c} = {lo_name} + {w} * {k};"
-        );
-        let site = Site::Statement { var, args };
-        let text = self.variant_body(variant, &site, "pf_all", indent + 2);
-        let _ = writeln!(
-            out,
-            "{pad}        const pf_v{w}i pf_all = pf_splat_v{w}i(-1);"
-        );
-        out.push_str(&text);
-        let _ = writeln!(out, "{pad}    }}");
-        let _ = writeln!(
-            out,
-            "{pad}    for (int64_t {c} = {lo_name} + {w} * {full}; {c} <= {hi}; {c} += 1) {{"
+            "{pad}    for (int64_t {c} = {rest}; {c} <= {hi}; {c} += 1) {{"
         );
         let line = self.instance(stmt, args);
         let _ = writeln!(out, "{pad}        {line}");
@@ -300,8 +370,74 @@ impl Writer<'_> {
         let _ = writeln!(out, "{pad}}}");
     }
 
-    /// Writes the function variants `variant` calls (and those they call) unless written.
-    fn ensure_callees(&mut self, variant: usize) {
+    /// The contiguous accesses of statement `stmt` vectorised at `depth` whose first lane is
+    /// a whole number of `w`-lane vectors from the array's start when the loop's first
+    /// iteration is (those a run-time test of the first vector's addresses may find aligned).
+    fn aligned_accesses(
+        &self,
+        stmt: StmtId,
+        depth: usize,
+        w: usize,
+    ) -> Vec<polyhedral::program::Access> {
+        let s = &self.program.statements[stmt.index()];
+        std::iter::once(&s.write)
+            .chain(&s.reads)
+            .filter(|a| {
+                aligned::alignment(self.program, a, depth).is_some_and(|n| n % w as i64 == 0)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The loop over groups of `copies` vectors (an OpenMP parallel loop when `parallel`),
+    /// then the one over the whole vectors left; `aligned` when the first vector of every
+    /// access [`Writer::aligned_accesses`] lists is aligned.
+    fn write_vector_loops(
+        &mut self,
+        out: &mut String,
+        l: &VectorLoops,
+        aligned: bool,
+        indent: usize,
+    ) {
+        let w = self.vector.as_ref().expect("vector state").width;
+        let pad = "    ".repeat(indent);
+        let (c, k, lo, hi, full) = (l.c, l.k, l.lo, l.hi, l.full);
+        let step = w * l.copies;
+        if l.parallel {
+            let threads = match self.options.threads {
+                Some(n) => format!(" num_threads({n})"),
+                None => String::new(),
+            };
+            let _ = writeln!(out, "{pad}#pragma omp parallel for{threads}");
+        }
+        let _ = writeln!(out, "{pad}for (int64_t {k} = 0; {k} < {full}; {k} += 1) {{");
+        let _ = writeln!(out, "{pad}    const int64_t {c} = {lo} + {step} * {k};");
+        let site = Site::Statement {
+            var: l.var,
+            args: l.args,
+            aligned,
+        };
+        let text = self.variant_body(l.variant, &site, "pf_all", l.copies, indent + 1);
+        let _ = writeln!(out, "{pad}    const pf_v{w}i pf_all = pf_splat_v{w}i(-1);");
+        out.push_str(&text);
+        let _ = writeln!(out, "{pad}}}");
+        if l.copies > 1 {
+            // Whole vectors left over run one at a time.
+            let _ = writeln!(
+                out,
+                "{pad}for (int64_t {c} = {lo} + {step} * {full}; {c} + {} <= {hi}; {c} += {w}) {{",
+                w - 1
+            );
+            let text = self.variant_body(l.variant, &site, "pf_all", 1, indent + 1);
+            let _ = writeln!(out, "{pad}    const pf_v{w}i pf_all = pf_splat_v{w}i(-1);");
+            out.push_str(&text);
+            let _ = writeln!(out, "{pad}}}");
+        }
+    }
+
+    /// Writes the variants, running `copies` vectors per call, of the functions `variant`
+    /// calls (and those they call) unless written.
+    fn ensure_callees(&mut self, variant: usize, copies: usize) {
         let state = self.vector.as_ref().expect("vector state");
         let mut callees: Vec<usize> = state.program.variants[variant]
             .calls
@@ -314,49 +450,73 @@ impl Writer<'_> {
             let state = self.vector.as_ref().expect("vector state");
             let v = &state.program.variants[callee];
             // Calls whose arguments are all uniform call the scalar function.
-            if v.params.iter().all(|c| c.is_uniform()) || state.names.contains_key(&callee) {
+            if v.params.iter().all(|c| c.is_uniform())
+                || state.names.contains_key(&(callee, copies))
+            {
                 continue;
             }
-            self.ensure_callees(callee);
-            self.write_function_variant(callee);
+            self.ensure_callees(callee, copies);
+            self.write_function_variant(callee, copies);
         }
     }
 
-    fn write_function_variant(&mut self, variant: usize) {
+    /// Writes function variant `variant` running `copies` vectors per call: each varying
+    /// parameter and the mask are passed once per vector, and the results come back in a
+    /// struct of `copies` vectors.
+    fn write_function_variant(&mut self, variant: usize, copies: usize) {
         let (w, f) = {
             let state = self.vector.as_ref().expect("vector state");
             (state.width, state.program.variants[variant].clone())
         };
         let fid = f.function.expect("function variants name their function");
         let codes: String = f.params.iter().map(|c| c.code()).collect();
-        let base = format!("{}_v{w}_{codes}", self.function_name(fid));
+        let times = if copies > 1 {
+            format!("x{copies}")
+        } else {
+            String::new()
+        };
+        let base = format!("{}_v{w}{times}_{codes}", self.function_name(fid));
         let name = self.scope.fresh(&base);
         let params: Vec<String> = (0..f.params.len())
             .map(|k| self.scope.fresh(&format!("pf_{}", f.ssa.locals[k].name)))
             .collect();
-        let mut decls: Vec<String> = f
-            .params
-            .iter()
-            .zip(&params)
-            .enumerate()
-            .map(|(k, (c, n))| format!("{} {n}", c_type(w, f.ssa.locals[k].ty, *c)))
-            .collect();
-        decls.push(format!("pf_v{w}i pf_m0"));
-        let ret = c_type(w, f.ssa.ret, Class::Varying);
+        let mut decls = Vec::new();
+        for (k, (c, n)) in f.params.iter().zip(&params).enumerate() {
+            let ty = c_type(w, f.ssa.locals[k].ty, *c);
+            if *c == Class::Varying && copies > 1 {
+                decls.extend((0..copies).map(|g| format!("{ty} {n}_{g}")));
+            } else {
+                decls.push(format!("{ty} {n}"));
+            }
+        }
+        if copies > 1 {
+            decls.extend((0..copies).map(|g| format!("pf_v{w}i pf_m0_{g}")));
+        } else {
+            decls.push(format!("pf_v{w}i pf_m0"));
+        }
+        let ret = result_type(w, f.ssa.ret, copies);
         let site = Site::Function { params: &params };
-        let body = self.variant_body(variant, &site, "pf_m0", 1);
+        let body = self.variant_body(variant, &site, "pf_m0", copies, 1);
         let text = format!(
             "\nstatic inline {ret} {name}({})\n{{\n{body}}}\n",
             decls.join(", ")
         );
         let state = self.vector.as_mut().expect("vector state");
-        state.names.insert(variant, name);
+        state.names.insert((variant, copies), name);
         state.text += &text;
     }
 
-    /// The C statements of a variant's masked form, the entry mask named `entry`: a function
-    /// variant ends in its `return`, a statement's stores its value.
-    fn variant_body(&mut self, variant: usize, site: &Site, entry: &str, indent: usize) -> String {
+    /// The C statements of a variant's masked form running `copies` vectors at once, the
+    /// entry mask named `entry`: a function variant ends in its `return`, a statement's stores
+    /// its value.
+    fn variant_body(
+        &mut self,
+        variant: usize,
+        site: &Site,
+        entry: &str,
+        copies: usize,
+        indent: usize,
+    ) -> String {
         let (w, f) = {
             let state = self.vector.as_ref().expect("vector state");
             (state.width, state.program.variants[variant].clone())
@@ -366,6 +526,8 @@ impl Writer<'_> {
             f: &f,
             site,
             entry: entry.to_string(),
+            copies,
+            copy: 0,
             out: String::new(),
         };
         let pad = "    ".repeat(indent);
@@ -376,11 +538,20 @@ impl Writer<'_> {
                 continue;
             }
             let ty = c_type(w, v.ty, f.classes[k]);
-            let _ = writeln!(e.out, "{pad}{ty} pf_v{k} = {{0}};");
+            for g in e.copies_of(f.classes[k]) {
+                e.copy = g;
+                let name = e.name(ValueId(k as u32));
+                let _ = writeln!(e.out, "{pad}{ty} {name} = {{0}};");
+            }
         }
         for k in 1..f.masked.masks.len() {
-            let _ = writeln!(e.out, "{pad}pf_v{w}i pf_m{k} = {{0}};");
+            for g in 0..copies {
+                e.copy = g;
+                let name = e.mask(MaskId(k as u32));
+                let _ = writeln!(e.out, "{pad}pf_v{w}i {name} = {{0}};");
+            }
         }
+        e.copy = 0;
         e.nodes(self, &f.masked.body, MaskId(0), indent);
         e.out
     }
@@ -401,11 +572,27 @@ fn c_type(w: usize, ty: ScalarType, class: Class) -> String {
     }
 }
 
+/// The C type of a function variant's result: one vector, or a struct of `copies`.
+fn result_type(w: usize, ty: ScalarType, copies: usize) -> String {
+    let one = c_type(w, ty, Class::Varying);
+    if copies > 1 {
+        format!("{one}x{copies}")
+    } else {
+        one
+    }
+}
+
 struct Emitter<'a> {
     w: usize,
     f: &'a VectorFunction,
     site: &'a Site<'a>,
     entry: String,
+    /// Independent vectors of lanes run together (interleaved, for instruction-level
+    /// parallelism): varying values and masks have one C variable per copy, uniform and linear
+    /// ones are shared.
+    copies: usize,
+    /// The copy being written.
+    copy: usize,
     out: String,
 }
 
@@ -418,20 +605,62 @@ impl Emitter<'_> {
         self.f.ssa.value(v).ty
     }
 
-    /// The C name holding `v` in its class's form.
+    /// The copies a value of class `class` has its own variable in.
+    fn copies_of(&self, class: Class) -> std::ops::Range<usize> {
+        if class == Class::Varying {
+            0..self.copies
+        } else {
+            0..1
+        }
+    }
+
+    /// The suffix of the current copy's variables.
+    fn suffix(&self) -> String {
+        if self.copies > 1 {
+            format!("_{}", self.copy)
+        } else {
+            String::new()
+        }
+    }
+
+    /// The C name holding `v` in its class's form (in the current copy if varying).
     fn name(&self, v: ValueId) -> String {
+        let own = if self.class(v) == Class::Varying {
+            self.suffix()
+        } else {
+            String::new()
+        };
         match (&self.f.ssa.value(v).op, self.site) {
-            (Op::Param(k), Site::Function { params }) => params[*k].clone(),
-            _ => format!("pf_v{}", v.0),
+            (Op::Param(k), Site::Function { params }) => format!("{}{own}", params[*k]),
+            _ => format!("pf_v{}{own}", v.0),
         }
     }
 
     fn mask(&self, m: MaskId) -> String {
-        if m.0 == 0 {
-            self.entry.clone()
-        } else {
-            format!("pf_m{}", m.0)
+        match (m.0, self.site) {
+            // A statement's entry mask has every lane in every copy.
+            (0, Site::Statement { .. }) => self.entry.clone(),
+            (0, Site::Function { .. }) => format!("{}{}", self.entry, self.suffix()),
+            _ => format!("pf_m{}{}", m.0, self.suffix()),
         }
+    }
+
+    /// Whether any lane of mask `m` is set in any copy.
+    fn any(&mut self, m: MaskId) -> String {
+        let saved = self.copy;
+        let names: Vec<String> = (0..self.copies)
+            .map(|g| {
+                self.copy = g;
+                self.mask(m)
+            })
+            .collect();
+        self.copy = saved;
+        format!("pf_any_v{}({})", self.w, names.join(" | "))
+    }
+
+    /// The index of the current copy's lane 0 among all copies' lanes.
+    fn lane0(&self) -> usize {
+        self.copy * self.w
     }
 
     /// `v` as a vector.
@@ -440,7 +669,11 @@ impl Emitter<'_> {
         let n = self.name(v);
         match self.class(v) {
             Class::Varying => n,
-            Class::Linear(s) => format!("pf_lin_v{w}i({n}, {s})"),
+            Class::Linear(s) if self.copy == 0 => format!("pf_lin_v{w}i({n}, {s})"),
+            Class::Linear(s) => format!(
+                "pf_lin_v{w}i((int32_t)((uint32_t){n} + {}u * (uint32_t){s}), {s})",
+                self.lane0()
+            ),
             Class::Uniform if self.ty(v) == ScalarType::F32 => format!("pf_splat_v{w}f({n})"),
             Class::Uniform if self.ty(v) == ScalarType::Bool => {
                 format!("pf_splat_v{w}i(-(int32_t){n})")
@@ -455,9 +688,13 @@ impl Emitter<'_> {
         match self.class(v) {
             Class::Varying if self.ty(v) == ScalarType::Bool => format!("({n}[{k}] != 0)"),
             Class::Varying => format!("{n}[{k}]"),
-            Class::Linear(s) => {
+            Class::Linear(s) if self.copy == 0 => {
                 format!("(int32_t)((uint32_t){n} + (uint32_t)({k}) * (uint32_t){s})")
             }
+            Class::Linear(s) => format!(
+                "(int32_t)((uint32_t){n} + (uint32_t)({k} + {}) * (uint32_t){s})",
+                self.lane0()
+            ),
             Class::Uniform => n,
         }
     }
@@ -487,7 +724,7 @@ impl Emitter<'_> {
             return;
         }
         if r.boscc {
-            let test = format!("if (pf_any_v{}({})) {{", self.w, self.mask(mask));
+            let test = format!("if ({}) {{", self.any(mask));
             self.line(indent, &test);
             self.nodes(wr, &r.nodes, mask, indent + 1);
             self.line(indent, "}");
@@ -496,35 +733,45 @@ impl Emitter<'_> {
         }
     }
 
-    /// `phi = input` for the joins, in the phis' form.
+    /// `phi = input` for the joins, in the phis' form, in every copy.
     fn assign_joins(&mut self, joins: &[Join], input: usize, indent: usize) {
-        // Inputs may be other phis of the same joins: read them all before writing.
-        let temps: Vec<(String, String)> = joins
-            .iter()
-            .map(|j| {
-                let c = self.class(j.phi);
-                let ty = c_type(self.w, self.ty(j.phi), c);
-                (ty, self.as_class(j.inputs[input], c))
-            })
-            .collect();
-        self.write_parallel(joins, temps, indent);
+        let mut items = Vec::new();
+        for j in joins {
+            let c = self.class(j.phi);
+            let ty = c_type(self.w, self.ty(j.phi), c);
+            for g in self.copies_of(c) {
+                self.copy = g;
+                items.push((
+                    self.name(j.phi),
+                    ty.clone(),
+                    self.as_class(j.inputs[input], c),
+                ));
+            }
+        }
+        self.copy = 0;
+        self.write_parallel(items, indent);
     }
 
-    fn write_parallel(&mut self, joins: &[Join], values: Vec<(String, String)>, indent: usize) {
-        if joins.len() == 1 {
-            let text = format!("{} = {};", self.name(joins[0].phi), values[0].1);
-            self.line(indent, &text);
-            return;
+    /// `target = value` for every (target, C type, value), the values all read before any
+    /// target is written (inputs may be other phis of the same joins).
+    fn write_parallel(&mut self, items: Vec<(String, String, String)>, indent: usize) {
+        match items.as_slice() {
+            [] => {}
+            [(target, _, value)] => {
+                let text = format!("{target} = {value};");
+                self.line(indent, &text);
+            }
+            _ => {
+                self.line(indent, "{");
+                for (k, (_, ty, v)) in items.iter().enumerate() {
+                    self.line(indent + 1, &format!("const {ty} pf_t{k} = {v};"));
+                }
+                for (k, (target, _, _)) in items.iter().enumerate() {
+                    self.line(indent + 1, &format!("{target} = pf_t{k};"));
+                }
+                self.line(indent, "}");
+            }
         }
-        self.line(indent, "{");
-        for (k, (ty, v)) in values.iter().enumerate() {
-            self.line(indent + 1, &format!("const {ty} pf_t{k} = {v};"));
-        }
-        for (k, j) in joins.iter().enumerate() {
-            let text = format!("{} = pf_t{k};", self.name(j.phi));
-            self.line(indent + 1, &text);
-        }
-        self.line(indent, "}");
     }
 
     fn select(&self, ty: ScalarType, m: &str, a: &str, b: &str) -> String {
@@ -559,29 +806,34 @@ impl Emitter<'_> {
                 otherwise,
                 joins,
             } => {
-                let (m, c) = (self.mask(mask), self.vec(*cond));
-                let (tm, em) = (self.mask(*then_mask), self.mask(*else_mask));
-                self.line(indent, &format!("{tm} = {m} & {c};"));
-                self.line(indent, &format!("{em} = {m} & ~{c};"));
+                for g in 0..self.copies {
+                    self.copy = g;
+                    let (m, c) = (self.mask(mask), self.vec(*cond));
+                    let (tm, em) = (self.mask(*then_mask), self.mask(*else_mask));
+                    self.line(indent, &format!("{tm} = {m} & {c};"));
+                    self.line(indent, &format!("{em} = {m} & ~{c};"));
+                }
+                self.copy = 0;
                 self.region(wr, then, *then_mask, indent);
                 self.region(wr, otherwise, *else_mask, indent);
-                let values: Vec<(String, String)> = joins
-                    .iter()
-                    .map(|j| {
-                        let c = self.class(j.phi);
-                        let ty = c_type(self.w, self.ty(j.phi), c);
+                let mut items = Vec::new();
+                for j in joins {
+                    let c = self.class(j.phi);
+                    let ty = c_type(self.w, self.ty(j.phi), c);
+                    for g in self.copies_of(c) {
+                        self.copy = g;
                         let v = if c == Class::Varying {
                             let (a, b) = (self.vec(j.inputs[0]), self.vec(j.inputs[1]));
+                            let tm = self.mask(*then_mask);
                             self.select(self.ty(j.phi), &tm, &a, &b)
                         } else {
                             self.name(j.inputs[0])
                         };
-                        (ty, v)
-                    })
-                    .collect();
-                if !joins.is_empty() {
-                    self.write_parallel(joins, values, indent);
+                        items.push((self.name(j.phi), ty.clone(), v));
+                    }
                 }
+                self.copy = 0;
+                self.write_parallel(items, indent);
             }
             MNode::UniformLoop {
                 phis,
@@ -606,31 +858,45 @@ impl Emitter<'_> {
                 cond,
                 body,
             } => {
-                let a = self.mask(*active);
                 let MaskDef::Loop(outer) = self.f.masked.masks[active.index()] else {
                     return;
                 };
-                let o = self.mask(outer);
-                self.line(indent, &format!("{a} = {o};"));
+                for g in 0..self.copies {
+                    self.copy = g;
+                    let (a, o) = (self.mask(*active), self.mask(outer));
+                    self.line(indent, &format!("{a} = {o};"));
+                }
+                self.copy = 0;
                 self.assign_joins(phis, 0, indent);
                 self.line(indent, "for (;;) {");
                 self.nodes(wr, header, *active, indent + 1);
-                let c = self.vec(*cond);
-                self.line(indent + 1, &format!("{a} = {a} & {c};"));
-                self.line(indent + 1, &format!("if (!pf_any_v{}({a}))", self.w));
+                for g in 0..self.copies {
+                    self.copy = g;
+                    let (a, c) = (self.mask(*active), self.vec(*cond));
+                    self.line(indent + 1, &format!("{a} = {a} & {c};"));
+                }
+                self.copy = 0;
+                let any = self.any(*active);
+                self.line(indent + 1, &format!("if (!{any})"));
                 self.line(indent + 2, "break;");
                 self.nodes(wr, body, *active, indent + 1);
-                let values: Vec<(String, String)> = phis
-                    .iter()
-                    .map(|j| {
-                        let ty = c_type(self.w, self.ty(j.phi), Class::Varying);
+                let mut items = Vec::new();
+                for j in phis {
+                    let ty = c_type(self.w, self.ty(j.phi), Class::Varying);
+                    for g in 0..self.copies {
+                        self.copy = g;
                         let (l, p) = (self.vec(j.inputs[1]), self.vec(j.phi));
-                        (ty, self.select(self.ty(j.phi), &a, &l, &p))
-                    })
-                    .collect();
-                if !phis.is_empty() {
-                    self.write_parallel(phis, values, indent + 1);
+                        let v = if self.f.frozen[j.phi.index()] {
+                            let a = self.mask(*active);
+                            self.select(self.ty(j.phi), &a, &l, &p)
+                        } else {
+                            l
+                        };
+                        items.push((self.name(j.phi), ty.clone(), v));
+                    }
                 }
+                self.copy = 0;
+                self.write_parallel(items, indent + 1);
                 self.line(indent, "}");
             }
         }
@@ -638,11 +904,23 @@ impl Emitter<'_> {
 
     fn ret(&mut self, wr: &mut Writer, v: ValueId, indent: usize) {
         match self.site {
+            Site::Function { .. } if self.copies > 1 => {
+                let results: Vec<String> = (0..self.copies)
+                    .map(|g| {
+                        self.copy = g;
+                        self.vec(v)
+                    })
+                    .collect();
+                self.copy = 0;
+                let ty = result_type(self.w, self.ty(v), self.copies);
+                let text = format!("return ({ty}){{{{{}}}}};", results.join(", "));
+                self.line(indent, &text);
+            }
             Site::Function { .. } => {
                 let text = format!("return {};", self.vec(v));
                 self.line(indent, &text);
             }
-            Site::Statement { var, args } => {
+            Site::Statement { var, args, .. } => {
                 let stmt = &wr.program.statements[self
                     .f
                     .statement
@@ -650,31 +928,114 @@ impl Emitter<'_> {
                     .index()];
                 let write = stmt.write.clone();
                 let depth = self.f.depth;
-                match access_pattern(&write, depth) {
-                    AccessPattern::Contiguous => {
-                        let target = wr.element(&write, args);
-                        let ty = c_type(self.w, self.ty(v), Class::Varying);
-                        let text = format!(
-                            "{{ const {ty} pf_st = {}; memcpy(&{target}, &pf_st, sizeof pf_st); }}",
-                            self.vec(v)
-                        );
-                        self.line(indent, &text);
-                    }
-                    _ => {
-                        for k in 0..self.w {
-                            let lane_args: Vec<AstExpr> =
-                                args.iter().map(|a| shifted(a, var, k as i64)).collect();
-                            let target = wr.element(&write, &lane_args);
-                            let value = self.lane(v, &k.to_string());
-                            self.line(indent, &format!("{target} = {value};"));
+                for g in 0..self.copies {
+                    self.copy = g;
+                    match access_pattern(&write, depth) {
+                        AccessPattern::Contiguous => {
+                            let target = wr.element(&write, &self.lane_args(var, args, 0));
+                            let target = self.address(wr, &write, &target);
+                            let ty = c_type(self.w, self.ty(v), Class::Varying);
+                            let text = format!(
+                                "{{ const {ty} pf_st = {}; memcpy({target}, &pf_st, sizeof pf_st); }}",
+                                self.vec(v)
+                            );
+                            self.line(indent, &text);
+                        }
+                        _ => {
+                            for k in 0..self.w {
+                                let target = wr.element(&write, &self.lane_args(var, args, k));
+                                let value = self.lane(v, &k.to_string());
+                                self.line(indent, &format!("{target} = {value};"));
+                            }
                         }
                     }
                 }
+                self.copy = 0;
             }
         }
     }
 
+    /// The subscripts of lane `k` of the current copy: `args` with `var` moved on by the
+    /// lanes before it.
+    fn lane_args(&self, var: &str, args: &[AstExpr], k: usize) -> Vec<AstExpr> {
+        let by = (self.lane0() + k) as i64;
+        if by == 0 {
+            return args.to_vec();
+        }
+        args.iter().map(|a| shifted(a, var, by)).collect()
+    }
+
+    /// The address of `element`, a vector of contiguous access `access`, told aligned to the
+    /// C compiler where the loop runs with its first vectors aligned and the access is one
+    /// [`Writer::aligned_accesses`] lists.
+    fn address(&self, wr: &Writer, access: &Access, element: &str) -> String {
+        let aligned = matches!(self.site, Site::Statement { aligned: true, .. })
+            && aligned::alignment(wr.program, access, self.f.depth)
+                .is_some_and(|n| n % self.w as i64 == 0);
+        if aligned {
+            format!("__builtin_assume_aligned(&{element}, {})", 4 * self.w)
+        } else {
+            format!("&{element}")
+        }
+    }
+
+    /// Defines `v`, in every copy if it is varying.
     fn def(&mut self, wr: &mut Writer, v: ValueId, mask: MaskId, indent: usize) {
+        let class = self.class(v);
+        if self.copies > 1 && class == Class::Varying {
+            if let Op::Call(_, args) = &self.f.ssa.value(v).op {
+                let args = args.clone();
+                self.call_copies(wr, v, &args, mask, indent);
+                return;
+            }
+        }
+        for g in self.copies_of(class) {
+            self.copy = g;
+            self.def_one(wr, v, mask, indent);
+        }
+        self.copy = 0;
+    }
+
+    /// A call of a function variant running all copies at once, its results unpacked.
+    fn call_copies(
+        &mut self,
+        wr: &mut Writer,
+        v: ValueId,
+        args: &[ValueId],
+        mask: MaskId,
+        indent: usize,
+    ) {
+        let state = wr.vector.as_ref().expect("vector state");
+        let callee = self.f.calls[&v];
+        let name = state.names[&(callee, self.copies)].clone();
+        let params = state.program.variants[callee].params.clone();
+        let mut texts = Vec::new();
+        for (a, c) in args.iter().zip(&params) {
+            for g in self.copies_of(*c) {
+                self.copy = g;
+                texts.push(self.as_class(*a, *c));
+            }
+        }
+        for g in 0..self.copies {
+            self.copy = g;
+            texts.push(self.mask(mask));
+        }
+        let ty = result_type(self.w, self.ty(v), self.copies);
+        self.line(indent, "{");
+        self.line(
+            indent + 1,
+            &format!("const {ty} pf_r = {name}({});", texts.join(", ")),
+        );
+        for g in 0..self.copies {
+            self.copy = g;
+            let n = self.name(v);
+            self.line(indent + 1, &format!("{n} = pf_r.v[{g}];"));
+        }
+        self.copy = 0;
+        self.line(indent, "}");
+    }
+
+    fn def_one(&mut self, wr: &mut Writer, v: ValueId, mask: MaskId, indent: usize) {
         let value = self.f.ssa.value(v).clone();
         let class = self.class(v);
         let name = self.name(v);
@@ -699,7 +1060,7 @@ impl Emitter<'_> {
                 format!("(int32_t)({a})")
             }
             (Op::Read(r), _) => {
-                let Site::Statement { var, args } = self.site else {
+                let Site::Statement { var, args, .. } = self.site else {
                     return;
                 };
                 let stmt =
@@ -708,17 +1069,14 @@ impl Emitter<'_> {
                 match access_pattern(&access, self.f.depth) {
                     AccessPattern::Uniform => wr.element(&access, args),
                     AccessPattern::Contiguous => {
-                        let e = wr.element(&access, args);
-                        self.line(indent, &format!("memcpy(&{name}, &{e}, sizeof {name});"));
+                        let e = wr.element(&access, &self.lane_args(var, args, 0));
+                        let e = self.address(wr, &access, &e);
+                        self.line(indent, &format!("memcpy(&{name}, {e}, sizeof {name});"));
                         return;
                     }
                     AccessPattern::Gather => {
                         let lanes: Vec<String> = (0..w)
-                            .map(|k| {
-                                let lane_args: Vec<AstExpr> =
-                                    args.iter().map(|a| shifted(a, var, k as i64)).collect();
-                                wr.element(&access, &lane_args)
-                            })
+                            .map(|k| wr.element(&access, &self.lane_args(var, args, k)))
                             .collect();
                         let ty = c_type(w, value.ty, Class::Varying);
                         format!("({ty}){{{}}}", lanes.join(", "))
@@ -840,7 +1198,7 @@ impl Emitter<'_> {
             Op::Call(_, args) => {
                 let state = wr.vector.as_ref().expect("vector state");
                 let callee = self.f.calls[&id];
-                let name = state.names[&callee].clone();
+                let name = state.names[&(callee, 1)].clone();
                 let params = state.program.variants[callee].params.clone();
                 let mut texts: Vec<String> = args
                     .iter()

@@ -151,11 +151,11 @@ impl<'a> Writer<'a> {
     /// Turns on function-level vectorization when the options ask for it and the target has
     /// vectors of at least two 32-bit lanes.
     fn with_vectors(mut self) -> Self {
-        let lanes = super::description()
-            .vector
-            .map_or(0, |v| v.bytes as usize / 4);
+        let unit = super::description().vector;
+        let lanes = unit.map_or(0, |v| v.bytes as usize / 4);
+        let registers = unit.map_or(0, |v| v.registers);
         if self.options.vectorize_functions && lanes >= 2 && !self.program.functions.is_empty() {
-            self.vector = Some(VectorState::new(self.program, lanes));
+            self.vector = Some(VectorState::new(self.program, lanes, registers));
         }
         self
     }

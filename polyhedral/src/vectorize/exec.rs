@@ -207,7 +207,8 @@ impl Run<'_, '_> {
                         .map(|j| {
                             (0..self.width)
                                 .map(|k| {
-                                    let input = if a[k] { j.inputs[1] } else { j.phi };
+                                    let keep = !a[k] && self.f.frozen[j.phi.index()];
+                                    let input = if keep { j.phi } else { j.inputs[1] };
                                     self.values[input.index()][k]
                                 })
                                 .collect()

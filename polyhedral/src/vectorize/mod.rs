@@ -12,13 +12,17 @@
 //!   superword condition (skipped when no lane is active);
 //! - [`exec`]: the masked form run lane by lane, the reference its emitters follow.
 //!
+//! [`aligned`] adds the alignment of a vectorised loop's contiguous accesses.
+//!
 //! A [`VectorProgram`] holds the vector variants a kernel needs: one per statement body that is
 //! vectorised and one per (function, parameter classes) reached from them, as a call site with
 //! a uniform argument gets a variant with a scalar parameter. Emitters print the variants;
 //! [`VectorProgram::display`] prints them for `polyfuse check --emit vector`.
 
+pub mod aligned;
 pub mod classify;
 pub mod exec;
+pub mod frozen;
 pub mod mask;
 pub mod profit;
 pub mod ssa;
@@ -49,6 +53,9 @@ pub struct VectorFunction {
     pub masked: Masked,
     /// For every call, the variant of the callee it calls.
     pub calls: HashMap<ValueId, usize>,
+    /// For every value, whether it is a phi of a divergent loop frozen in lanes that left the
+    /// loop ([`frozen::frozen_phis`]); the other phis of such loops take the latch in every lane.
+    pub frozen: Vec<bool>,
 }
 
 /// How a statement reads (or writes) an array across the lanes of a vectorised loop.
@@ -161,6 +168,7 @@ impl VectorProgram {
         depth: usize,
     ) -> usize {
         let masked = mask::if_convert(&ssa, &classes);
+        let frozen = frozen::frozen_phis(&ssa, &masked);
         let mut calls = HashMap::new();
         for (k, v) in ssa.values.iter().enumerate() {
             if let Op::Call(f, args) = &v.op {
@@ -180,6 +188,7 @@ impl VectorProgram {
             classes,
             masked,
             calls,
+            frozen,
         });
         self.variants.len() - 1
     }
@@ -236,19 +245,26 @@ fn print_variant(out: &mut String, program: &Program, vp: &VectorProgram, v: &Ve
                 "statement {} vectorised over `{}`",
                 stmt.name, stmt.iterators[v.depth]
             );
+            let how = |access: &Access| {
+                let pattern = access_pattern(access, v.depth);
+                match aligned::alignment(program, access, v.depth) {
+                    Some(a) => format!("{pattern:?}, aligned to {a} elements"),
+                    None => format!("{pattern:?}"),
+                }
+            };
             for (r, access) in stmt.reads.iter().enumerate() {
                 let _ = writeln!(
                     out,
-                    "  read {r} `{}`: {:?}",
+                    "  read {r} `{}`: {}",
                     program.array(access.array).name,
-                    access_pattern(access, v.depth)
+                    how(access)
                 );
             }
             let _ = writeln!(
                 out,
-                "  write `{}`: {:?}",
+                "  write `{}`: {}",
                 program.array(stmt.write.array).name,
-                access_pattern(&stmt.write, v.depth)
+                how(&stmt.write)
             );
             let index = vp.statements[&(s, v.depth)];
             match profit::compiler_vectorises(vp, index) {
@@ -418,8 +434,14 @@ impl Printer<'_> {
                     active.0,
                     self.mask(*active)
                 );
-                let how = format!("latch kept where m{} holds", active.0);
-                self.joins(out, phis, &format!("{pad}  "), &how);
+                for j in phis {
+                    let how = if self.v.frozen[j.phi.index()] {
+                        format!("latch kept where m{} holds", active.0)
+                    } else {
+                        "latch in every lane (not read after the loop)".to_string()
+                    };
+                    self.joins(out, std::slice::from_ref(j), &format!("{pad}  "), &how);
+                }
                 self.nodes(out, header, indent + 1);
                 let _ = writeln!(
                     out,

@@ -9,9 +9,12 @@
 //! wider vectors. The masked form pays where the compiler gives up: a `while` loop whose trip
 //! count varies between lanes, a transcendental function (`exp`, `tanh`, … are library calls
 //! it does not vectorise without a vector math library), integer division.
+//!
+//! [`interleave`] decides how many vectors one run of a masked form interleaves.
 
+use super::classify::Class;
 use super::mask::MNode;
-use super::ssa::Op;
+use super::ssa::{Op, ValueId};
 use super::VectorProgram;
 use crate::program::{BinaryOp, MathFn};
 
@@ -52,4 +55,74 @@ fn plain(vp: &VectorProgram, variant: usize, nodes: &[MNode]) -> bool {
         } => plain(vp, variant, &then.nodes) && plain(vp, variant, &otherwise.nodes),
         MNode::UniformLoop { .. } | MNode::MaskedLoop { .. } => false,
     })
+}
+
+/// How many independent vectors of lanes one run of variant `variant` should interleave on a
+/// machine with `registers` vector registers.
+///
+/// A divergent loop's iterations form one chain of dependent operations per vector (each
+/// iteration needs the previous one's values), so one vector leaves the execution units
+/// waiting on latencies; two independent vectors run side by side fill them. Interleaving
+/// pays only there: iterations of straight-line code are independent already. The copies'
+/// loop-carried state (the values the loops carry and read, and the active mask) must fit in
+/// half the registers, the other half left for temporaries and uniform values.
+pub fn interleave(vp: &VectorProgram, variant: usize, registers: u32) -> usize {
+    let state = loop_state(vp, variant, &vp.variants[variant].masked.body);
+    if state == 0 {
+        return 1;
+    }
+    [4usize, 2]
+        .into_iter()
+        .find(|g| 2 * g * state <= registers as usize)
+        .unwrap_or(1)
+}
+
+/// The most vector values live across an iteration of a divergent loop of `nodes` (or of the
+/// functions they call): the varying loop-carried values something reads, and the active mask;
+/// 0 without divergent loop.
+fn loop_state(vp: &VectorProgram, variant: usize, nodes: &[MNode]) -> usize {
+    let f = &vp.variants[variant];
+    let read = |v: ValueId| {
+        f.frozen[v.index()]
+            || f.ssa
+                .values
+                .iter()
+                .any(|x| x.op.operands().contains(&v) && !matches!(x.op, Op::Phi(..)))
+    };
+    nodes
+        .iter()
+        .map(|n| match n {
+            MNode::Def(v) => match &f.ssa.value(*v).op {
+                Op::Call(..) => {
+                    let callee = f.calls[v];
+                    loop_state(vp, callee, &vp.variants[callee].masked.body)
+                }
+                _ => 0,
+            },
+            MNode::Return(_) => 0,
+            MNode::UniformIf {
+                then, otherwise, ..
+            } => loop_state(vp, variant, then).max(loop_state(vp, variant, otherwise)),
+            MNode::MaskedIf {
+                then, otherwise, ..
+            } => {
+                loop_state(vp, variant, &then.nodes).max(loop_state(vp, variant, &otherwise.nodes))
+            }
+            MNode::UniformLoop { header, body, .. } => {
+                loop_state(vp, variant, header).max(loop_state(vp, variant, body))
+            }
+            MNode::MaskedLoop {
+                phis, header, body, ..
+            } => {
+                let carried = phis
+                    .iter()
+                    .filter(|j| f.classes[j.phi.index()] == Class::Varying && read(j.phi))
+                    .count();
+                (carried + 1)
+                    .max(loop_state(vp, variant, header))
+                    .max(loop_state(vp, variant, body))
+            }
+        })
+        .max()
+        .unwrap_or(0)
 }
