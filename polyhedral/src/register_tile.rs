@@ -3,8 +3,10 @@
 //!
 //! A band qualifies when it is a leaf band of one statement, permutable, with at least three
 //! members, every member an iterator of the statement (a point band, or a band that was not
-//! tiled), its outermost and innermost members coincident, and a target vector unit with
-//! registers. Its outermost member gives the *rows* of the tile, its innermost one the
+//! tiled), its outermost and innermost members coincident, the element the statement writes
+//! subscripted by the outermost and the innermost member's iterators in one different
+//! dimension each and by none of the others (so it stays the same while they run), and a
+//! target vector unit with registers. Its outermost member gives the *rows* of the tile, its innermost one the
 //! *columns* (the vectorised loop, whole vectors of the written array's element type), and the
 //! members between are walked inside the tile with the accumulators held: the back end
 //! unrolls the rows and jams them into the column loop, blocks the column loop by the tile's
@@ -180,6 +182,23 @@ pub fn decide(
         let s = &program.statements[stmt.index()];
         let written = program.array(s.write.array);
         if written.shape.is_empty() {
+            continue;
+        }
+        // The written element must stay the same while the members between rows and columns
+        // run, and rows and columns must reach different dimensions of it.
+        let dims_of = |d: usize| -> Vec<usize> {
+            (0..s.write.subscripts.len())
+                .filter(|&k| {
+                    s.write.subscripts[k]
+                        .terms()
+                        .iter()
+                        .any(|&(v, _)| v == Var::Iter(d))
+                })
+                .collect()
+        };
+        let (row_dims, col_dims) = (dims_of(iters[0]), dims_of(iters[n - 1]));
+        let held = iters[1..n - 1].iter().all(|&d| dims_of(d).is_empty());
+        if !held || row_dims.len() != 1 || col_dims.len() != 1 || row_dims == col_dims {
             continue;
         }
         let lanes = unit.lanes(written.elem);
