@@ -77,7 +77,9 @@ pub fn shape(
     col_tile: Option<i64>,
 ) -> Option<(i64, i64)> {
     let registers = i64::from(unit.registers);
-    let mut best: Option<((bool, Rational64, i64), (i64, i64))> = None;
+    // (divides the tiles, multiply-adds per operand loaded, rows) and the shape.
+    type Ranked = ((bool, Rational64, i64), (i64, i64));
+    let mut best: Option<Ranked> = None;
     for vectors in 1..registers {
         for rows in 2..registers {
             if rows * vectors + vectors + 1 > registers {
@@ -122,7 +124,7 @@ fn iterator_of(f: &QuasiAffine) -> Option<usize> {
 /// The size of the tile a band above `path` gives iterator `d` of `stmt` (`floor(d / T)`).
 fn tile_of(tree: &ScheduleTree, path: &[usize], stmt: StmtId, d: usize) -> Option<i64> {
     (0..path.len()).rev().find_map(|k| {
-        let NodeKind::Band(band) = &tree.node(&path[..k].to_vec())?.kind else {
+        let NodeKind::Band(band) = &tree.node(&path[..k])?.kind else {
             return None;
         };
         band.functions(stmt)?
