@@ -164,6 +164,7 @@ pub const STAGES: &[&str] = &[
     IntraTile::NAME,
     PostTilingFusion::NAME,
     Pack::NAME,
+    RegisterTile::NAME,
     MapMarks::NAME,
 ];
 
