@@ -215,6 +215,7 @@ impl OptimizeArgs {
             },
             post_tiling_fusion: self.fuse == FuseArg::PostTiling,
             pack: !self.no_pack,
+            register_tile: !self.no_register_tile,
             tiling,
             ..Default::default()
         }
@@ -247,8 +248,8 @@ struct CompileArgs {
     output: Option<PathBuf>,
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
-    /// intra-tile, post-tiling-fusion, pack), `ast` (the loop AST), `deps` (the dependences the
-    /// scheduler worked from), `program` (the program they are for: arrays the pipeline
+    /// intra-tile, post-tiling-fusion, pack, register-tile), `ast` (the loop AST), `deps` (the
+    /// dependences the scheduler worked from), `program` (the program they are for: arrays the pipeline
     /// expanded for parallelism appear expanded) or `cache-model` (predicted cache misses per
     /// tile band and cache level, for the chosen tile sizes and the runner-up).
     #[arg(long, value_name = "WHAT")]

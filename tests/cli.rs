@@ -372,9 +372,16 @@ fn compile_emits_the_tree_after_a_stage() {
         stdout(&scheduled)
     );
     assert!(stdout(&tiled).contains("floor("), "{}", stdout(&tiled));
-    let last = after("intra-tile");
+    let last = after("register-tile");
     let full = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "tree"]);
     assert_eq!(stdout(&last), stdout(&full));
+    // The register-tile pass adds its mark above gemm's point band.
+    assert!(!stdout(&after("intra-tile")).contains("register tile"));
+    assert!(
+        stdout(&last).contains("register tile 4x8"),
+        "{}",
+        stdout(&last)
+    );
     let o = after("nothing");
     assert_eq!(o.status.code(), Some(1));
     assert!(

@@ -18,6 +18,8 @@
 //! - [`ilp`]: an exact integer linear programming solver (lexicographic minima, emptiness);
 //! - [`pack`]: packing (GPAT): which arrays to copy into contiguous buffers before which loop,
 //!   in which layout, recorded as marks in the tree;
+//! - [`register_tile`]: which point bands become register tiles (outer products kept in
+//!   vector registers), recorded as marks in the tree;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 //! - [`vectorize`]: function-level vectorization: SSA, uniform / linear / varying classes, masks.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
@@ -34,6 +36,7 @@ pub mod interp;
 pub mod pack;
 pub mod pipeline;
 pub mod program;
+pub mod register_tile;
 pub mod schedule;
 pub mod sets;
 pub mod target;

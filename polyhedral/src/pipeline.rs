@@ -1,6 +1,6 @@
 //! The optimizing pipeline, written out in one place: dependences → array expansion →
 //! Pluto scheduling (with the fusion strategy) → schedule tree → the tree passes of
-//! [`passes`] (tiling, intra-tile permutation, post-tiling fusion, packing, mapping marks), each
+//! [`passes`] (tiling, intra-tile permutation, post-tiling fusion, packing, register tiles, mapping marks), each
 //! followed by the verifier → AST.
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memories,
@@ -24,6 +24,7 @@ use crate::expand::{expand_for_parallelism, Expansion};
 use crate::fusion::post_tiling::PostTilingFusion;
 use crate::pack::Pack;
 use crate::program::Program;
+use crate::register_tile::RegisterTile;
 use crate::schedule::intra_tile::IntraTile;
 use crate::schedule::map::MapMarks;
 use crate::schedule::pluto::{self, Fusion, PlutoSchedule};
@@ -52,6 +53,9 @@ pub struct Options {
     /// Pack arrays into contiguous buffers where the analysis of [`crate::pack`] finds it
     /// pays (on targets that describe a TLB).
     pub pack: bool,
+    /// Mark the point bands whose innermost loops become register tiles (see
+    /// [`crate::register_tile`]), on targets with vector registers.
+    pub register_tile: bool,
     /// Check every pass's result before the next pass (see the module docs).
     pub verify: bool,
 }
@@ -66,6 +70,7 @@ impl Default for Options {
             expand: true,
             post_tiling_fusion: false,
             pack: true,
+            register_tile: true,
             verify: true,
         }
     }
@@ -159,6 +164,7 @@ pub const STAGES: &[&str] = &[
     IntraTile::NAME,
     PostTilingFusion::NAME,
     Pack::NAME,
+    RegisterTile::NAME,
     MapMarks::NAME,
 ];
 
@@ -178,6 +184,9 @@ pub fn passes(target: &TargetDescription, options: &Options) -> Vec<Box<dyn Pass
     }
     if options.pack && target.tlb.is_some() {
         passes.push(Box::new(Pack));
+    }
+    if options.register_tile && target.vector.is_some_and(|v| v.registers > 0) {
+        passes.push(Box::new(RegisterTile));
     }
     if target.invocations().is_some() {
         passes.push(Box::new(MapMarks));

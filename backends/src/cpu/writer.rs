@@ -16,7 +16,9 @@
 //! A pack mark ([`PackMark`]) becomes a buffer of the box its loops access, aligned to a cache
 //! line, in the mark's layout: copied in before the loops, read and written there instead of
 //! the array, and copied back after them when they write it (inside a parallel loop only when
-//! the mark says that loop owns the box). A loop that carries no dependence
+//! the mark says that loop owns the box). A register-tile mark ([`RegisterTileMark`]) becomes
+//! an outer product of accumulators kept in a local buffer (see [`super::micro`]). Elsewhere, a
+//! loop that carries no dependence
 //! around a vectorizable innermost loop is unrolled and its copies jammed into that loop (a
 //! register tile, [`Options::register_tile`]), the iterations left over run one at a time.
 
@@ -28,6 +30,7 @@ use polyhedral::pack::PackMark;
 use polyhedral::program::{
     ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, SourceKind, Stmt, StmtId,
 };
+use polyhedral::register_tile::RegisterTileMark;
 
 use super::body::{value_type, BodyContext};
 use super::helpers::Helper;
@@ -59,7 +62,7 @@ pub struct Writer<'a> {
     functions: Vec<String>,
     pub(super) loop_vars: HashMap<String, String>,
     /// The enclosing loops' variables at the middle of their ranges, for work estimates.
-    midpoints: Vec<(String, i64)>,
+    pub(super) midpoints: Vec<(String, i64)>,
     helpers: BTreeSet<Helper>,
     /// Per parallel loop (by address in the AST), the temporaries that live in one of its
     /// iterations: (array, lowest subscripts, extents).
@@ -88,7 +91,7 @@ const PACKED_BYTES: i64 = 1 << 20;
 const PACKED_ALIGN: i64 = 64;
 
 /// An array copied into a packed buffer for one region (see [`polyhedral::pack`]).
-struct Packed {
+pub(super) struct Packed {
     array: ArrayId,
     /// Per array dimension, the lowest subscript of the box (an expression of the loops
     /// outside the region) and its extent.
@@ -705,7 +708,13 @@ impl<'a> Writer<'a> {
         found
     }
 
-    fn write_node(&mut self, out: &mut String, ast: &Ast, indent: usize, in_parallel: bool) {
+    pub(super) fn write_node(
+        &mut self,
+        out: &mut String,
+        ast: &Ast,
+        indent: usize,
+        in_parallel: bool,
+    ) {
         let pad = "    ".repeat(indent);
         match ast {
             Ast::Block(items) => {
@@ -824,8 +833,23 @@ impl<'a> Writer<'a> {
                 let _ = writeln!(out, "{pad}{line}");
             }
             Ast::Mark { name, body } => {
+                if let Some(mark) = RegisterTileMark::parse(name) {
+                    let micro = self
+                        .options
+                        .register_tile
+                        .then(|| self.micro_kernel(&mark, body, in_parallel));
+                    match micro.flatten() {
+                        Some(micro) => {
+                            let (r, c) = (mark.rows, mark.cols);
+                            let _ = writeln!(out, "{pad}/* register tile {r}x{c} */");
+                            self.write_micro(out, &mark, micro, indent, in_parallel);
+                        }
+                        None => self.write_node(out, body, indent, in_parallel),
+                    }
+                    return;
+                }
                 if let Some(mark) = PackMark::parse(name) {
-                    match self.pack_box(&mark, body, in_parallel) {
+                    match self.pack_box(&mark, body, in_parallel, false) {
                         Ok(packed) => {
                             self.write_packed(out, packed, body, indent, in_parallel);
                             return;
@@ -847,7 +871,7 @@ impl<'a> Writer<'a> {
 
     /// The C name of loop variable `var`: a name is bound once per nest (verified), so sibling
     /// loops can share it.
-    fn loop_var(&mut self, var: &str) -> String {
+    pub(super) fn loop_var(&mut self, var: &str) -> String {
         if let Some(c) = self.loop_vars.get(var) {
             return c.clone();
         }
@@ -983,8 +1007,15 @@ impl<'a> Writer<'a> {
     }
 
     /// The box of the accesses below a pack mark, when the array can be packed there: (array,
-    /// lowest subscripts, extents, layout, whether the region writes it).
-    fn pack_box(&self, mark: &PackMark, body: &Ast, in_parallel: bool) -> Result<Packed, String> {
+    /// lowest subscripts, extents, layout, whether the region writes it). A `nested` buffer
+    /// may hold part of a buffer already in scope (it is copied from and back into that one).
+    pub(super) fn pack_box(
+        &self,
+        mark: &PackMark,
+        body: &Ast,
+        in_parallel: bool,
+        nested: bool,
+    ) -> Result<Packed, String> {
         let program = self.program;
         let id = program.array_by_name(&mark.array).ok_or("no such array")?;
         let array = program.array(id);
@@ -993,7 +1024,7 @@ impl<'a> Writer<'a> {
         if array.shape.is_empty() || sorted != (0..array.shape.len()).collect::<Vec<_>>() {
             return Err("the layout does not fit the array".into());
         }
-        if self.locals.iter().any(|(a, _, _, _)| *a == id) {
+        if !nested && self.locals.iter().any(|(a, _, _, _)| *a == id) {
             return Err("already local".into());
         }
         // Code that goes back into its C file runs at whatever sizes the file is built with, so
@@ -1024,7 +1055,7 @@ impl<'a> Writer<'a> {
     /// A packed region: the buffer, the copy-in, the region reading and writing the buffer,
     /// and the copy-out of a written array. Elements of the box outside the array (a partial
     /// last tile) are neither copied in nor out; the region never touches them.
-    fn write_packed(
+    pub(super) fn write_packed(
         &mut self,
         out: &mut String,
         packed: Packed,
@@ -1069,7 +1100,20 @@ impl<'a> Writer<'a> {
             .iter()
             .map(|&d| format!("[{} - {}]", vars[d], lows[d]))
             .collect();
-        let global_elem: String = vars.iter().map(|v| format!("[{v}]")).collect();
+        // The elements come from the buffer of the array in scope, if any, else the array.
+        let global_elem: String = match self.locals.iter().rev().find(|l| l.0 == id) {
+            Some((_, outer, outer_lows, outer_layout)) => {
+                let mut text = outer.clone();
+                for &d in outer_layout {
+                    let _ = write!(text, "[{} - {}]", vars[d], outer_lows[d]);
+                }
+                text
+            }
+            None => {
+                let subs: String = vars.iter().map(|v| format!("[{v}]")).collect();
+                format!("{global}{subs}")
+            }
+        };
         let copy = |out: &mut String, stmt: &str| {
             for d in 0..vars.len() {
                 let p = "    ".repeat(indent + 1 + d);
@@ -1084,25 +1128,19 @@ impl<'a> Writer<'a> {
                 let _ = writeln!(out, "{}}}", "    ".repeat(indent + 1 + d));
             }
         };
-        copy(
-            out,
-            &format!("{name}{packed_elem} = {global}{global_elem};"),
-        );
+        copy(out, &format!("{name}{packed_elem} = {global_elem};"));
         self.locals.push((id, name.clone(), lows.clone(), layout));
         self.write_node(out, body, indent + 1, in_parallel);
         self.locals.pop();
         if written {
-            copy(
-                out,
-                &format!("{global}{global_elem} = {name}{packed_elem};"),
-            );
+            copy(out, &format!("{global_elem} = {name}{packed_elem};"));
         }
         let _ = writeln!(out, "{pad}}}");
     }
 
     /// A loop's bounds at the program's sizes, with the enclosing loops' variables at the
     /// middle of their ranges.
-    fn bounds_at_midpoints(&self, lower: &AstExpr, upper: &AstExpr) -> (i64, i64) {
+    pub(super) fn bounds_at_midpoints(&self, lower: &AstExpr, upper: &AstExpr) -> (i64, i64) {
         let params = self.program.param_values();
         let var_of = |name: &str| {
             self.midpoints
@@ -1117,7 +1155,7 @@ impl<'a> Writer<'a> {
     /// Whether a parallel loop runs enough statement instances per execution, at the
     /// program's sizes, to pay for starting a parallel region (see
     /// [`Options::min_parallel_work`]).
-    fn worth_parallel(&self, for_loop: &Ast) -> bool {
+    pub(super) fn worth_parallel(&self, for_loop: &Ast) -> bool {
         let params = self.program.param_values();
         let mut bindings = self.midpoints.clone();
         ast::estimate_work(for_loop, &params, &mut bindings)
@@ -1188,8 +1226,12 @@ impl<'a> Writer<'a> {
             let direct = self.in_source || self.by_value(id) || a.role == ArrayRole::Temporary;
             return if direct { name } else { format!("{name}[0]") };
         }
-        if let Some((_, local, lows, layout)) =
-            self.locals.iter().find(|(a, _, _, _)| *a == id).cloned()
+        if let Some((_, local, lows, layout)) = self
+            .locals
+            .iter()
+            .rev()
+            .find(|(a, _, _, _)| *a == id)
+            .cloned()
         {
             let subs: Vec<String> = access
                 .subscripts
@@ -1241,7 +1283,7 @@ impl<'a> Writer<'a> {
 
 /// `body` with the statements of its innermost loop repeated for `var`, `var + 1`, …,
 /// `var + rows - 1` (see [`Writer::register_rows`] for the shape it expects).
-fn jam(body: &Ast, var: &str, rows: i64) -> Ast {
+pub(super) fn jam(body: &Ast, var: &str, rows: i64) -> Ast {
     match body {
         Ast::Block(items) => Ast::Block(items.iter().map(|i| jam(i, var, rows)).collect()),
         Ast::For {

@@ -1,0 +1,358 @@
+//! Register tiles from register-tile marks ([`RegisterTileMark`]): the band below the mark
+//! becomes an outer product of `rows × cols` accumulators held across the loops between its
+//! outermost and innermost members.
+//!
+//! The loops below the mark must be a chain `L { M1 { … Mk { V { statements } } } }` of as
+//! many loops as the band has members: `L` steps by one (the rows), `V` is vectorizable and
+//! steps by one (the columns), at least one loop `Mi` lies between them, the bounds of the
+//! `Mi` do not use `L`, and those of `V` use neither `L` nor any `Mi`. The statements call no
+//! scalar function, and every array they write (not a scalar) is accessed at one subscript
+//! list only, which uses no `Mi`, uses `L` in exactly one dimension and `V` in exactly one
+//! other, each with coefficient ±1: the elements one tile writes are exactly a `rows × cols`
+//! box, and they stay the same while the `Mi` run.
+//!
+//! Written as: `L` by steps of `rows`; inside, `V` by blocks of `cols` (a new loop outside the
+//! `Mi`: the band is permutable, so blocking `V` and moving the block loop outwards keeps every
+//! dependence), each block copying its box of every written array into an aligned local
+//! buffer, running the `Mi` around a `#pragma omp simd` loop over the block's `cols` columns
+//! with the `rows` rows jammed into it, and copying the buffer back; the columns left over run
+//! the `Mi` around the jammed rows once more, and the rows left over one at a time as before.
+//! `L` carries no dependence (it is coincident), so jamming its iterations interleaves
+//! instances that touch different elements; every element still sees its updates in the same
+//! order of the `Mi`, so the results are bit-identical. The box is exactly the elements the
+//! tile writes and the loop nest runs them in one thread, so no other thread touches them
+//! between the copies.
+
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use polyhedral::ast::{Ast, AstExpr, LoopAnnotations};
+use polyhedral::pack::PackMark;
+use polyhedral::program::ArrayId;
+use polyhedral::register_tile::RegisterTileMark;
+
+use super::writer::{jam, Writer};
+use crate::promote::{accesses, expr_vars, Linear};
+
+/// The loops a register tile rewrites.
+pub(super) struct Micro<'t> {
+    rows: &'t Ast,
+    /// The loops between the rows and the columns, outermost first.
+    middle: Vec<&'t Ast>,
+    cols: &'t Ast,
+    written: ArrayId,
+}
+
+fn single(ast: &Ast) -> &Ast {
+    match ast {
+        Ast::Block(items) if items.len() == 1 => single(&items[0]),
+        other => other,
+    }
+}
+
+fn bound_vars(lower: &AstExpr, upper: &AstExpr) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    expr_vars(lower, &mut used);
+    expr_vars(upper, &mut used);
+    used
+}
+
+/// `chain` (the middle loops) around `inner`, with the middle loops sequential.
+fn rebuild(chain: &[&Ast], inner: Ast) -> Ast {
+    chain.iter().rev().fold(inner, |body, m| match m {
+        Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            annotations,
+            ..
+        } => Ast::For {
+            var: var.clone(),
+            lower: lower.clone(),
+            upper: upper.clone(),
+            step: *step,
+            body: Box::new(body),
+            annotations: LoopAnnotations {
+                parallel: false,
+                vectorizable: annotations.vectorizable,
+            },
+        },
+        _ => body,
+    })
+}
+
+impl Writer<'_> {
+    /// The loops below a register-tile mark, when they have the shape the module docs
+    /// describe and the rows would not be the kernel's parallel loop.
+    pub(super) fn micro_kernel<'t>(
+        &self,
+        mark: &RegisterTileMark,
+        body: &'t Ast,
+        in_parallel: bool,
+    ) -> Option<Micro<'t>> {
+        let rows = single(body);
+        let Ast::For {
+            var: row_var,
+            step: 1,
+            body: row_body,
+            lower,
+            upper,
+            annotations,
+        } = rows
+        else {
+            return None;
+        };
+        let (lo, hi) = self.bounds_at_midpoints(lower, upper);
+        if hi - lo + 1 < mark.rows || self.tile_locals.contains_key(&(rows as *const Ast)) {
+            return None;
+        }
+        let would_fork = |a: &Ast, ann: &LoopAnnotations| {
+            self.options.openmp && ann.parallel && !in_parallel && self.worth_parallel(a)
+        };
+        if would_fork(rows, annotations) {
+            return None;
+        }
+        let mut middle = Vec::new();
+        let mut at = single(row_body);
+        let cols = loop {
+            let Ast::For {
+                lower,
+                upper,
+                body,
+                annotations,
+                step,
+                ..
+            } = at
+            else {
+                return None;
+            };
+            if self.tile_locals.contains_key(&(at as *const Ast)) || would_fork(at, annotations) {
+                return None;
+            }
+            let used = bound_vars(lower, upper);
+            if used.contains(row_var) {
+                return None;
+            }
+            if !body.contains_loop() {
+                let inner: BTreeSet<String> = middle
+                    .iter()
+                    .filter_map(|m: &&Ast| match m {
+                        Ast::For { var, .. } => Some(var.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                if *step != 1 || !annotations.vectorizable || used.iter().any(|u| inner.contains(u))
+                {
+                    return None;
+                }
+                break at;
+            }
+            middle.push(at);
+            at = single(body);
+        };
+        if middle.is_empty() || middle.len() + 2 != mark.loops {
+            return None;
+        }
+        let Ast::For {
+            var: col_var,
+            body: stmts,
+            ..
+        } = cols
+        else {
+            return None;
+        };
+        let plain = |i: &Ast| match i {
+            Ast::User { stmt, .. } => !polyhedral::vectorize::calls_function(self.program, *stmt),
+            _ => false,
+        };
+        let users = match &**stmts {
+            Ast::Block(items) => items.iter().all(plain),
+            other => plain(other),
+        };
+        if !users {
+            return None;
+        }
+        let middle_vars: BTreeSet<String> = middle
+            .iter()
+            .filter_map(|m| match m {
+                Ast::For { var, .. } => Some(var.clone()),
+                _ => None,
+            })
+            .collect();
+        let all = accesses(self.program, stmts);
+        let mut written: Vec<ArrayId> = all.iter().filter(|a| a.2).map(|a| a.0).collect();
+        written.sort();
+        written.dedup();
+        let [w] = written.as_slice() else {
+            return None;
+        };
+        {
+            let w = *w;
+            if self.program.array(w).shape.is_empty() {
+                return None;
+            }
+            let mut subs = all.iter().filter(|a| a.0 == w).map(|a| &a.1);
+            let first = subs.next()?;
+            if subs.any(|s| s != first) {
+                return None;
+            }
+            let forms: Vec<Linear> = first.iter().map(Linear::of).collect::<Option<_>>()?;
+            let uses = |v: &str| -> Vec<usize> {
+                (0..forms.len())
+                    .filter(|&d| forms[d].vars.contains_key(v))
+                    .collect()
+            };
+            let (r, c) = (uses(row_var), uses(col_var));
+            let unit = |d: usize, v: &str| forms[d].vars.get(v).is_some_and(|k| k.abs() == 1);
+            let ok = matches!((r.as_slice(), c.as_slice()), ([r], [c]) if r != c
+                && unit(*r, row_var) && unit(*c, col_var));
+            if !ok
+                || forms
+                    .iter()
+                    .any(|f| f.vars.keys().any(|v| middle_vars.contains(v)))
+            {
+                return None;
+            }
+        }
+        Some(Micro {
+            rows,
+            middle,
+            cols,
+            written: written[0],
+        })
+    }
+
+    /// Writes a register tile (see the module docs).
+    pub(super) fn write_micro(
+        &mut self,
+        out: &mut String,
+        mark: &RegisterTileMark,
+        micro: Micro,
+        indent: usize,
+        in_parallel: bool,
+    ) {
+        let Micro {
+            rows,
+            middle,
+            cols,
+            written,
+        } = micro;
+        let (
+            Ast::For {
+                var: row_var,
+                lower: row_lo,
+                upper: row_hi,
+                body: row_body,
+                ..
+            },
+            Ast::For {
+                var: col_var,
+                lower: col_lo,
+                upper: col_hi,
+                body: stmts,
+                annotations: col_ann,
+                ..
+            },
+        ) = (rows, cols)
+        else {
+            return;
+        };
+        let pad = "    ".repeat(indent);
+        let (r, c) = (mark.rows, mark.cols);
+        let lo = self.ast_expr(row_lo);
+        let i = self.loop_var(row_var);
+        let hi = self.ast_expr(row_hi);
+        let (l, u) = self.bounds_at_midpoints(row_lo, row_hi);
+        self.midpoints
+            .push((row_var.clone(), l + (u - l).max(0) / 2));
+        let block_var = format!("{col_var}_block");
+        let jl = self.ast_expr(col_lo);
+        let jb = self.loop_var(&block_var);
+        let jh = self.ast_expr(col_hi);
+        let (cl, cu) = self.bounds_at_midpoints(col_lo, col_hi);
+        self.midpoints
+            .push((block_var.clone(), cl + (cu - cl).max(0) / 2));
+        let col_loop = |lower: AstExpr, upper: AstExpr| Ast::For {
+            var: col_var.clone(),
+            lower,
+            upper,
+            step: 1,
+            body: stmts.clone(),
+            annotations: LoopAnnotations {
+                parallel: false,
+                vectorizable: col_ann.vectorizable,
+            },
+        };
+        let block = AstExpr::var(&block_var);
+        let tile = jam(
+            &rebuild(
+                &middle,
+                col_loop(
+                    block.clone(),
+                    AstExpr::plus(block.clone(), AstExpr::Int(c - 1)),
+                ),
+            ),
+            row_var,
+            r,
+        );
+        let rest = jam(
+            &rebuild(&middle, col_loop(block, col_hi.clone())),
+            row_var,
+            r,
+        );
+        let _ = writeln!(out, "{pad}{{");
+        let _ = writeln!(out, "{pad}    int64_t {i} = {lo};");
+        let _ = writeln!(
+            out,
+            "{pad}    for (; {i} <= {hi} - {}; {i} += {r}) {{",
+            r - 1
+        );
+        let _ = writeln!(out, "{pad}        int64_t {jb} = {jl};");
+        let _ = writeln!(
+            out,
+            "{pad}        for (; {jb} <= {jh} - {}; {jb} += {c}) {{",
+            c - 1
+        );
+        self.write_accumulated(out, written, &tile, indent + 3, in_parallel);
+        let _ = writeln!(out, "{pad}        }}");
+        self.write_node(out, &rest, indent + 2, in_parallel);
+        let _ = writeln!(out, "{pad}    }}");
+        let _ = writeln!(out, "{pad}    for (; {i} <= {hi}; {i} += 1) {{");
+        self.write_node(out, row_body, indent + 2, in_parallel);
+        let _ = writeln!(out, "{pad}    }}");
+        let _ = writeln!(out, "{pad}}}");
+        self.midpoints.pop();
+        self.midpoints.pop();
+    }
+
+    /// `tile` with the array it writes held in a local buffer of its box around it.
+    fn write_accumulated(
+        &mut self,
+        out: &mut String,
+        array: ArrayId,
+        tile: &Ast,
+        indent: usize,
+        in_parallel: bool,
+    ) {
+        let array = self.program.array(array);
+        let mark = PackMark {
+            array: array.name.clone(),
+            layout: (0..array.shape.len()).collect(),
+            owned: true,
+            reason: String::new(),
+        };
+        match self.pack_box(&mark, tile, in_parallel, true) {
+            Ok(packed) => self.write_packed(out, packed, tile, indent, in_parallel),
+            Err(why) => {
+                let pad = "    ".repeat(indent);
+                let _ = writeln!(
+                    out,
+                    "{pad}/* {} not held in registers: {why} */",
+                    mark.array
+                );
+                self.write_node(out, tile, indent, in_parallel);
+            }
+        }
+    }
+}

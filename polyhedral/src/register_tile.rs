@@ -1,0 +1,288 @@
+//! Register tiles: which point bands the back end turns into a small outer product whose
+//! accumulators stay in vector registers, and of which shape.
+//!
+//! A band qualifies when it is a leaf band of one statement, permutable, with at least three
+//! members, every member an iterator of the statement (a point band, or a band that was not
+//! tiled), its outermost and innermost members coincident, the element the statement writes
+//! subscripted by the outermost and the innermost member's iterators in one different
+//! dimension each and by none of the others (so it stays the same while they run), and a
+//! target vector unit with registers. Its outermost member gives the *rows* of the tile, its innermost one the
+//! *columns* (the vectorised loop, whole vectors of the written array's element type), and the
+//! members between are walked inside the tile with the accumulators held: the back end
+//! unrolls the rows and jams them into the column loop, blocks the column loop by the tile's
+//! width outside the members between (legal because the band is permutable), and keeps the
+//! written elements of one tile in an aligned local buffer the compiler keeps in registers
+//! (see the CPU writer for what it checks of the loops and accesses it finds below the mark).
+//!
+//! The shape `rows × vectors` is chosen from the vector unit alone: the accumulators, one
+//! vector of each column operand and one broadcast row operand must fit the registers
+//! (`rows·vectors + vectors + 1 ≤ registers`), and among those shapes the one with the most
+//! multiply-adds per operand loaded (`rows·vectors / (rows + vectors)`) wins, preferring a
+//! shape whose rows and columns divide the sizes of the tiles the band runs in (no partial
+//! register tiles inside a full tile), then more rows.
+//!
+//! The decision is a mark above the band ([`RegisterTileMark`]); nothing is recognised by
+//! its shape: the analysis sees the band's flags, the member functions and the vector unit.
+
+use num_rational::Rational64;
+
+use crate::pipeline::{Error, Pass, PassContext};
+use crate::program::{Program, StmtId, Var};
+use crate::schedule::{NodeKind, QuasiAffine, ScheduleTree};
+use crate::target::VectorUnit;
+
+/// What a register-tile mark says: rows and columns (elements) of the tile, and the loops of
+/// the band below it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegisterTileMark {
+    pub rows: i64,
+    pub cols: i64,
+    pub loops: usize,
+}
+
+impl RegisterTileMark {
+    const PREFIX: &'static str = "register tile ";
+
+    /// The mark's name in the tree: `register tile 4x8 over 3 loops: …`.
+    pub fn name(&self, why: &str) -> String {
+        format!(
+            "{}{}x{} over {} loops: {why}",
+            Self::PREFIX,
+            self.rows,
+            self.cols,
+            self.loops
+        )
+    }
+
+    /// The mark a name written by [`RegisterTileMark::name`] stands for.
+    pub fn parse(name: &str) -> Option<RegisterTileMark> {
+        let rest = name.strip_prefix(Self::PREFIX)?;
+        let (shape, rest) = rest.split_once(" over ")?;
+        let (rows, cols) = shape.split_once('x')?;
+        let (loops, _) = rest.split_once(" loops")?;
+        Some(RegisterTileMark {
+            rows: rows.parse().ok()?,
+            cols: cols.parse().ok()?,
+            loops: loops.parse().ok()?,
+        })
+    }
+}
+
+/// The register tile shape `(rows, vectors)` for a vector unit, given the sizes of the tiles
+/// the rows and the columns run in (when known) and the lanes of a vector.
+pub fn shape(
+    unit: &VectorUnit,
+    lanes: i64,
+    row_tile: Option<i64>,
+    col_tile: Option<i64>,
+) -> Option<(i64, i64)> {
+    let registers = i64::from(unit.registers);
+    // (divides the tiles, multiply-adds per operand loaded, rows) and the shape.
+    type Ranked = ((bool, Rational64, i64), (i64, i64));
+    let mut best: Option<Ranked> = None;
+    for vectors in 1..registers {
+        for rows in 2..registers {
+            if rows * vectors + vectors + 1 > registers {
+                break;
+            }
+            let divides = row_tile.is_none_or(|t| t % rows == 0)
+                && col_tile.is_none_or(|t| t % (vectors * lanes) == 0);
+            let key = (
+                divides,
+                Rational64::new(rows * vectors, rows + vectors),
+                rows,
+            );
+            if best.as_ref().is_none_or(|(k, _)| key > *k) {
+                best = Some((key, (rows, vectors)));
+            }
+        }
+    }
+    best.map(|(_, s)| s)
+}
+
+/// The iterator a member function is, when it is exactly one iterator with coefficient 1
+/// (plus constants and parameters).
+fn iterator_of(f: &QuasiAffine) -> Option<usize> {
+    if !f.floors.is_empty() {
+        return None;
+    }
+    let iters: Vec<(usize, i64)> = f
+        .affine
+        .terms()
+        .iter()
+        .filter_map(|&(v, c)| match v {
+            Var::Iter(d) => Some((d, c)),
+            Var::Param(_) => None,
+        })
+        .collect();
+    match iters.as_slice() {
+        [(d, 1)] => Some(*d),
+        _ => None,
+    }
+}
+
+/// The size of the tile a band above `path` gives iterator `d` of `stmt` (`floor(d / T)`).
+fn tile_of(tree: &ScheduleTree, path: &[usize], stmt: StmtId, d: usize) -> Option<i64> {
+    (0..path.len()).rev().find_map(|k| {
+        let NodeKind::Band(band) = &tree.node(&path[..k])?.kind else {
+            return None;
+        };
+        band.functions(stmt)?
+            .iter()
+            .find_map(|f| match f.floors.as_slice() {
+                [t] if f.affine.terms().is_empty()
+                    && t.coeff == 1
+                    && t.num.floors.is_empty()
+                    && t.num.affine.terms() == [(Var::Iter(d), 1)] =>
+                {
+                    Some(t.den)
+                }
+                _ => None,
+            })
+    })
+}
+
+/// The register tiles of a tree: (path of the band, mark name).
+pub fn decide(
+    program: &Program,
+    unit: Option<&VectorUnit>,
+    tree: &ScheduleTree,
+) -> Vec<(Vec<usize>, String)> {
+    let Some(unit) = unit.filter(|u| u.registers >= 4) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for path in tree.find(&|k| matches!(k, NodeKind::Band(_))) {
+        let Some(node) = tree.node(&path) else {
+            continue;
+        };
+        let NodeKind::Band(band) = &node.kind else {
+            continue;
+        };
+        let n = band.n_members();
+        let leaf = node
+            .children
+            .iter()
+            .all(|c| matches!(c.kind, NodeKind::Leaf));
+        if !leaf || !band.permutable || n < 3 || !band.coincident[0] || !band.coincident[n - 1] {
+            continue;
+        }
+        let Ok(stmts) = tree.statements_at(&path) else {
+            continue;
+        };
+        let [stmt] = stmts.as_slice() else { continue };
+        let Some(functions) = band.functions(*stmt) else {
+            continue;
+        };
+        let Some(iters) = functions
+            .iter()
+            .map(iterator_of)
+            .collect::<Option<Vec<_>>>()
+        else {
+            continue;
+        };
+        let s = &program.statements[stmt.index()];
+        let written = program.array(s.write.array);
+        if written.shape.is_empty() {
+            continue;
+        }
+        // The written element must stay the same while the members between rows and columns
+        // run, and rows and columns must reach different dimensions of it.
+        let dims_of = |d: usize| -> Vec<usize> {
+            (0..s.write.subscripts.len())
+                .filter(|&k| {
+                    s.write.subscripts[k]
+                        .terms()
+                        .iter()
+                        .any(|&(v, _)| v == Var::Iter(d))
+                })
+                .collect()
+        };
+        let (row_dims, col_dims) = (dims_of(iters[0]), dims_of(iters[n - 1]));
+        let held = iters[1..n - 1].iter().all(|&d| dims_of(d).is_empty());
+        if !held || row_dims.len() != 1 || col_dims.len() != 1 || row_dims == col_dims {
+            continue;
+        }
+        let lanes = unit.lanes(written.elem);
+        let row_tile = tile_of(tree, &path, *stmt, iters[0]);
+        let col_tile = tile_of(tree, &path, *stmt, iters[n - 1]);
+        let Some((rows, vectors)) = shape(unit, lanes, row_tile, col_tile) else {
+            continue;
+        };
+        let mark = RegisterTileMark {
+            rows,
+            cols: vectors * lanes,
+            loops: n,
+        };
+        let why = format!(
+            "{} accumulators of {} vector registers, {} lanes of {}, rows {} columns {}",
+            rows * vectors,
+            unit.registers,
+            lanes,
+            written.elem,
+            s.iterators[iters[0]],
+            s.iterators[iters[n - 1]],
+        );
+        out.push((path, mark.name(&why)));
+    }
+    out
+}
+
+/// The pass: a register-tile mark above each band [`decide`] picks.
+pub struct RegisterTile;
+
+impl RegisterTile {
+    pub const NAME: &'static str = "register-tile";
+}
+
+impl Pass for RegisterTile {
+    fn name(&self) -> &'static str {
+        RegisterTile::NAME
+    }
+
+    fn run(&self, cx: &mut PassContext) -> Result<(), Error> {
+        let marks = decide(cx.program, cx.target.vector.as_ref(), &cx.tree);
+        // Leaf bands are not inside each other: inserting above one keeps the others' paths.
+        for (path, name) in marks.into_iter().rev() {
+            cx.tree.insert_mark(&path, &name)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(registers: u32) -> VectorUnit {
+        VectorUnit {
+            bytes: 32,
+            tile_iterations: 128,
+            registers,
+        }
+    }
+
+    #[test]
+    fn mark_names_round_trip() {
+        let m = RegisterTileMark {
+            rows: 4,
+            cols: 8,
+            loops: 3,
+        };
+        assert_eq!(RegisterTileMark::parse(&m.name("why")), Some(m));
+        assert_eq!(RegisterTileMark::parse("pack A layout [0]: x"), None);
+    }
+
+    #[test]
+    fn shapes_fit_the_registers() {
+        // 16 registers, 4 lanes: 4 rows of 3 vectors use all 16 (12 + 3 + 1) and load 7
+        // operands per 12 multiply-adds, the best ratio.
+        assert_eq!(shape(&unit(16), 4, None, None), Some((4, 3)));
+        // Inside 32 x 128 tiles, 12 columns would leave partial tiles: 4 rows of 2 vectors.
+        assert_eq!(shape(&unit(16), 4, Some(32), Some(128)), Some((4, 2)));
+        // 32 registers: 6 rows of 4 vectors (24 + 4 + 1 = 29).
+        let (r, v) = shape(&unit(32), 8, None, None).unwrap();
+        assert!(r * v + v < 32);
+        assert_eq!(shape(&unit(3), 4, None, None), None);
+    }
+}
