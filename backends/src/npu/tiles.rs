@@ -536,17 +536,37 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         } else {
             b_copy
         };
+        let ub_bw = target
+            .bandwidth(CopyPath::GmUb)
+            .min((mc.gm_bandwidth / running).max(1));
+        // An accumulator that starts from GM crosses GM → UB on MTE2 once per tile; MTE2 also
+        // waits for and signals MTE1 at every step.
+        let init = if i + 1 == shape.stages.len() && shape.ub.init_tiles > 0 {
+            target.startup(CopyPath::GmUb) + c_bytes.div_ceil(ub_bw)
+        } else {
+            0
+        };
+        let mte2 = init.div_ceil(steps.max(1)) + 2 * mc.sync_cost;
         let run = if t.nbuf == 1 {
-            steps * (a_copy + b_copy + mte1 + cube)
-                + (tiles - 1) * steps * (later_a + later_b + mte1 + cube)
+            steps * (a_copy + b_copy + mte2 + mte1 + cube)
+                + (tiles - 1) * steps * (later_a + later_b + mte2 + mte1 + cube)
                 + tiles * drain
         } else {
-            let first = [cube, mte1, a_copy + b_copy].into_iter().max().unwrap_or(0);
-            let later = [cube, mte1, later_a + later_b, drain.div_ceil(steps.max(1))]
+            let first = [cube, mte1, a_copy + b_copy + mte2]
                 .into_iter()
                 .max()
                 .unwrap_or(0);
-            steps * first + (tiles - 1) * steps * later + a_copy + b_copy + mte1 + drain
+            let later = [
+                cube,
+                mte1,
+                later_a + later_b + mte2,
+                drain.div_ceil(steps.max(1)),
+            ]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+            // After the last step's copies: its loads into L0, the Cube, the drain.
+            steps * first + (tiles - 1) * steps * later + mte1 + cube + drain
         };
         // A resident A that every independent iteration shares crosses GM once per block.
         let run = if resident && shape.a_invariant {
@@ -557,9 +577,6 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         // A scaled operand crosses GM → UB → L1 once per block, in four or more pieces.
         let scaled = (s.a_scaled as u64) * rows * round_to(s.k, st.tk) * s.ko * 4
             + (s.b_scaled as u64) * cols * round_to(s.k, st.tk) * s.ko * 4;
-        let ub_bw = target
-            .bandwidth(CopyPath::GmUb)
-            .min((mc.gm_bandwidth / running).max(1));
         let pieces = if scaled > 0 { 4 * startup2 } else { 0 };
         block += run + scaled.div_ceil(ub_bw) + pieces;
     }
