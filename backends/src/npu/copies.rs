@@ -895,9 +895,7 @@ impl Emitter<'_> {
             }
             self.line("set_flag MTE3, MTE2, 3");
         }
-        for _ in 0..2 {
-            self.line("wait_flag MTE3, MTE2, 3");
-        }
+        // The two pieces' flags are waited for after the run (`Emitter::run`).
         self.line("set_flag MTE3, MTE1, 2");
     }
 

@@ -365,6 +365,11 @@ pub(crate) struct Run {
     pub(crate) sink: Option<String>,
     /// Panels this run reads.
     pub(crate) reads: usize,
+    /// Whether A stays in L0A across the column tiles, each step's fractals at `k_off · tm`
+    /// elements (loaded at the first column tile).
+    pub(crate) a_l0: bool,
+    /// The step's offset along the whole reduction, in elements.
+    pub(crate) k_off: Off,
 }
 
 pub(crate) struct Emitter<'a> {
@@ -768,6 +773,8 @@ impl Emitter<'_> {
                 b,
                 sink,
                 reads,
+                a_l0: self.t.a_l0[i],
+                k_off: k_off.clone(),
             });
         }
         // Producers first: stages that feed the last one, in order, then the last.
@@ -819,7 +826,11 @@ impl Emitter<'_> {
                 };
                 panels.push((p.clone(), bytes));
             }
-            l0a = l0a.max(t.tm * t.tk * es * nbuf);
+            l0a = l0a.max(if r.a_l0 {
+                t.tm * kp_all * es
+            } else {
+                t.tm * t.tk * es * nbuf
+            });
             l0b = l0b.max(t.tk * t.tn * es * nbuf);
             l0c = l0c.max(t.tm * t.tn * 4 * nbuf);
             drain = drain.max(t.tm * t.tn * 4 * nbuf);
@@ -1016,6 +1027,15 @@ impl Emitter<'_> {
             self.close();
             self.free_var();
         }
+        // The UB pieces of the scaled operands are free again: waited for only now, so that
+        // MTE2 streams the run's tiles without waiting for the last piece to reach L1.
+        for op in [&stage.a, &stage.b] {
+            if op.scale.is_some() {
+                for _ in 0..2 {
+                    self.line("wait_flag MTE3, MTE2, 3");
+                }
+            }
+        }
         for _ in 0..r.reads {
             self.line("set_flag MTE1, MTE3, 3");
         }
@@ -1056,6 +1076,18 @@ impl Emitter<'_> {
         }
     }
 
+    /// Opens the conditions of an A that stays in L0A being loaded: the block's first column
+    /// tile (of its first independent iteration); returns how many were opened.
+    fn open_first_use(&mut self) -> usize {
+        let mut opened = 0;
+        if self.t.ob > 1 {
+            self.open("if o == 0");
+            opened += 1;
+        }
+        self.open("if nt == 0");
+        opened + 1
+    }
+
     /// One reduction step of one tile.
     fn step(&mut self, r: &Run) {
         let t = r.tiles;
@@ -1082,6 +1114,13 @@ impl Emitter<'_> {
                 });
             };
             match o.fill {
+                Fill::Stream if a_role && r.a_l0 => {
+                    let opened = self.open_first_use();
+                    copy(self);
+                    for _ in 0..opened {
+                        self.close();
+                    }
+                }
                 Fill::Stream => copy(self),
                 Fill::Resident => {
                     let mut opened = 0;
@@ -1111,13 +1150,18 @@ impl Emitter<'_> {
         // MTE1: fractals into L0A (zZ) and L0B (zN).
         self.line("wait_flag MTE2, MTE1, 0");
         self.line("wait_flag M, MTE1, 1");
-        let l0a = self.slot("s6", t.tm * t.tk * es);
+        let l0a = if r.a_l0 {
+            scale_off(&r.k_off, (t.tm * es) as i64)
+        } else {
+            self.slot("s6", t.tm * t.tk * es)
+        };
         let l0b = self.slot("s6", t.tk * t.tn * es);
         let f32 = if es == 4 { ", f32" } else { "" };
         let view_base = |v: &View| v.at(es);
         // A: per row of fractals m1, its k fractals.
         let va = r.a.view.clone();
         let base = view_base(&va);
+        let opened = if r.a_l0 { self.open_first_use() } else { 0 };
         let m1 = self.var("m1");
         self.open(format!("for {m1} in 0..{}", f(t.tm)));
         let (src, stride, tr) = match va.inner {
@@ -1133,6 +1177,9 @@ impl Emitter<'_> {
         ));
         self.close();
         self.free_var();
+        for _ in 0..opened {
+            self.close();
+        }
         // B: per row of fractals k1, its n fractals; or the im2col rows of a window.
         let vb = r.b.view.clone();
         if let Fill::Window(w, _) = r.b.fill {

@@ -125,6 +125,9 @@ pub struct Tiles {
     pub ob: u64,
     /// Whether the last stage's A from GM stays in L1 across the block's column tiles.
     pub a_resident: bool,
+    /// Per stage, whether its A stays in L0A across the block's column tiles
+    /// ([`a_l0_resident`]).
+    pub a_l0: Vec<bool>,
     /// Buffers per double-buffered tile: 2, or 1 without double buffering.
     pub nbuf: u64,
     /// Estimated cycles.
@@ -180,6 +183,31 @@ impl Shape {
         let s = &self.stages[self.stages.len() - 1];
         self.stages.len() == 1 && s.steps == Steps::Any && s.gather.is_none()
     }
+}
+
+/// Whether a stage's A stays in L0A across its column tiles: the whole reduction of the
+/// tile's rows (`tm × kp` elements of `es` bytes) fits L0A, so each step's A fractals are
+/// loaded at the first column tile only and the Cube reads them again for the others.
+pub fn a_in_l0(target: &NpuTarget, tm: u64, kp: u64, es: u64) -> bool {
+    tm * kp * es <= target.capacity(Mem::L0a)
+}
+
+/// Whether a stage's A stays in L0A in a block of `t` (see [`a_in_l0`]): one row tile and
+/// several column tiles, and the same A in every independent iteration the block runs.
+pub fn a_l0_resident(
+    target: &NpuTarget,
+    shape: &Shape,
+    t: &Tiles,
+    stage: usize,
+    (row_tiles, col_tiles): (u64, u64),
+) -> bool {
+    let s = &shape.stages[stage];
+    let st = t.stages[stage];
+    let kp = round_to(s.k, st.tk) * s.ko;
+    row_tiles == 1
+        && col_tiles > 1
+        && (t.ob == 1 || (s.role == Role::Last && shape.a_invariant && !s.a_in_l1))
+        && a_in_l0(target, st.tm, kp, shape.es)
 }
 
 /// The largest tile of any dimension.
@@ -403,11 +431,33 @@ fn candidate(
         ng,
         ob,
         a_resident,
+        a_l0: Vec::new(),
         nbuf,
         estimate: 0,
     };
+    t.a_l0 = (0..shape.stages.len())
+        .map(|i| {
+            let (rows, cols) = region(shape, &t, i);
+            let st = t.stages[i];
+            a_l0_resident(target, shape, &t, i, (rows.div_ceil(st.tm), cols / st.tn))
+        })
+        .collect();
     t.estimate = estimate(target, shape, &t);
     Some(t)
+}
+
+/// The rows and columns a stage computes in a block: the last stage's row panel and column
+/// group, a producer's panel of the last stage's operand.
+fn region(shape: &Shape, t: &Tiles, stage: usize) -> (u64, u64) {
+    let last = shape.stages[shape.stages.len() - 1];
+    let lt = t.last();
+    let kp_last = round16(last.k);
+    let group = t.ntb * lt.tn;
+    match shape.stages[stage].role {
+        Role::Last => (t.stages[stage].tm, group),
+        Role::FeedsA => (t.stages[stage].tm, kp_last),
+        Role::FeedsB => (kp_last, group),
+    }
 }
 
 /// Estimated cycles of the whole kernel with tiling `t`.
@@ -425,18 +475,10 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
     } else {
         mc.cube_per_fractal
     };
-    let last = shape.stages[shape.stages.len() - 1];
-    let lt = t.last();
-    let kp_last = round16(last.k);
-    let group = t.ntb * lt.tn;
     let f = |x: u64| x / FRACTAL;
     let mut block = 0;
     for (i, (s, st)) in shape.stages.iter().zip(&t.stages).enumerate() {
-        let (rows, cols) = match s.role {
-            Role::Last => (st.tm, group),
-            Role::FeedsA => (st.tm, kp_last),
-            Role::FeedsB => (kp_last, group),
-        };
+        let (rows, cols) = region(shape, t, i);
         let tiles = rows.div_ceil(st.tm) * cols / st.tn;
         let steps = round_to(s.k, st.tk) / st.tk * s.ko;
         let a_bytes = st.tm * st.tk * es;
@@ -463,7 +505,10 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         } else {
             f(st.tn) * startup2 + b_bytes.div_ceil(gm_bw)
         };
-        // A step's MTE1 also waits for and signals MTE2 and the Cube (four flags).
+        // A step's MTE1 also waits for and signals MTE2 and the Cube (four flags). An A that
+        // stays in L0A (`t.a_l0`) is still counted at every step: what it saves matters most
+        // on small blocks, whose fill and drain this estimate leaves out, and counting it
+        // alone would favour fewer, larger blocks than are fastest.
         let mte1 = f(st.tm) * target.startup(CopyPath::L1L0a)
             + a_bytes.div_ceil(target.bandwidth(CopyPath::L1L0a))
             + f(st.tk) * target.startup(CopyPath::L1L0b)
@@ -491,17 +536,37 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         } else {
             b_copy
         };
+        let ub_bw = target
+            .bandwidth(CopyPath::GmUb)
+            .min((mc.gm_bandwidth / running).max(1));
+        // An accumulator that starts from GM crosses GM → UB on MTE2 once per tile; MTE2 also
+        // waits for and signals MTE1 at every step.
+        let init = if i + 1 == shape.stages.len() && shape.ub.init_tiles > 0 {
+            target.startup(CopyPath::GmUb) + c_bytes.div_ceil(ub_bw)
+        } else {
+            0
+        };
+        let mte2 = init.div_ceil(steps.max(1)) + 2 * mc.sync_cost;
         let run = if t.nbuf == 1 {
-            steps * (a_copy + b_copy + mte1 + cube)
-                + (tiles - 1) * steps * (later_a + later_b + mte1 + cube)
+            steps * (a_copy + b_copy + mte2 + mte1 + cube)
+                + (tiles - 1) * steps * (later_a + later_b + mte2 + mte1 + cube)
                 + tiles * drain
         } else {
-            let first = [cube, mte1, a_copy + b_copy].into_iter().max().unwrap_or(0);
-            let later = [cube, mte1, later_a + later_b, drain.div_ceil(steps.max(1))]
+            let first = [cube, mte1, a_copy + b_copy + mte2]
                 .into_iter()
                 .max()
                 .unwrap_or(0);
-            steps * first + (tiles - 1) * steps * later + a_copy + b_copy + mte1 + drain
+            let later = [
+                cube,
+                mte1,
+                later_a + later_b + mte2,
+                drain.div_ceil(steps.max(1)),
+            ]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+            // After the last step's copies: its loads into L0, the Cube, the drain.
+            steps * first + (tiles - 1) * steps * later + mte1 + cube + drain
         };
         // A resident A that every independent iteration shares crosses GM once per block.
         let run = if resident && shape.a_invariant {
@@ -512,9 +577,6 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         // A scaled operand crosses GM → UB → L1 once per block, in four or more pieces.
         let scaled = (s.a_scaled as u64) * rows * round_to(s.k, st.tk) * s.ko * 4
             + (s.b_scaled as u64) * cols * round_to(s.k, st.tk) * s.ko * 4;
-        let ub_bw = target
-            .bandwidth(CopyPath::GmUb)
-            .min((mc.gm_bandwidth / running).max(1));
         let pieces = if scaled > 0 { 4 * startup2 } else { 0 };
         block += run + scaled.div_ceil(ub_bw) + pieces;
     }
