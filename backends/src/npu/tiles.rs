@@ -420,8 +420,13 @@ fn candidate(
 /// The slide of a stage's window when the block's `ob` iterations share one copy of it.
 fn sliding(s: &StageShape, t: &StageTiles, lt: StageTiles, ob: u64) -> Option<Slide> {
     let steps = round_to(s.k, t.tk) / t.tk * s.ko;
-    let row_tiles = if s.role == Role::Last { lt.tm.div_ceil(t.tm) } else { 2 };
-    s.slide.filter(|sl| conv_rows::applies(sl, ob, steps, row_tiles))
+    let row_tiles = if s.role == Role::Last {
+        lt.tm.div_ceil(t.tm)
+    } else {
+        2
+    };
+    s.slide
+        .filter(|sl| conv_rows::applies(sl, ob, steps, row_tiles))
 }
 
 /// Estimated cycles of the whole kernel with tiling `t`.
