@@ -37,7 +37,7 @@ use super::copies::{piece, Off};
 use super::epilogue::{self, Epilogue};
 use super::plan::{Addressing, Dim, Holding, Init, Inner, Plan, Source, Stage};
 use super::tiles::{self, Role, Shape, StageShape, StageTiles, Steps, Tiles, UbNeeds};
-use super::{Error, NpuTarget, Options, FRACTAL};
+use super::{conv_rows, Error, NpuTarget, Options, FRACTAL};
 
 /// The kernel's name as the assembler reads it: letters, digits and `_`, not starting with a
 /// digit (C files name kernels after themselves: `2mm`).
@@ -187,6 +187,9 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
                     .find(|(_, src)| gathered(src))
                     .map(|(a, _)| (a, st.k.comps.iter().map(|c| c.extent).max().unwrap_or(1))),
                 window: window(st, plan.operands.size()).map(|w| (w.kh * w.kw, w.cs)),
+                slide: window(st, plan.operands.size())
+                    .filter(|_| i == last)
+                    .and_then(|w| conv_rows::of(st, &w)),
             }
         })
         .collect();
@@ -225,6 +228,9 @@ pub(crate) struct Window {
     pub(crate) cs: u64,
     /// Bytes of an element.
     pub(crate) es: u64,
+    /// The slide and the block's iterations when one copy serves all of them
+    /// ([`super::conv_rows`]): then `w` is the rows' pitch in L1.
+    pub(crate) slide: Option<(conv_rows::Slide, u64)>,
 }
 
 /// Bytes of L1 a window's step takes: its channels, `cs` elements each.
@@ -264,6 +270,7 @@ fn window(st: &Stage, es: u64) -> Option<Window> {
         l,
         cs,
         es,
+        slide: None,
     })
 }
 
@@ -695,7 +702,12 @@ impl Emitter<'_> {
                         } else if a_role && i == last && self.t.a_resident {
                             ("l1_a".into(), Fill::Resident, *inner, gm)
                         } else if let (false, Some(w)) = (a_role, window(st, es)) {
-                            let once = kt_n == 1 && col_tiles > 1 && row_tiles == 1;
+                            let slide = conv_rows::of(st, &w).filter(|s| {
+                                i == last && conv_rows::applies(s, self.t.ob, kt_n, row_tiles)
+                            });
+                            let w = slide.map_or(w, |s| conv_rows::widen(w, &s, self.t.ob));
+                            let once =
+                                slide.is_some() || (kt_n == 1 && col_tiles > 1 && row_tiles == 1);
                             ("l1_b".into(), Fill::Window(w, once), *inner, gm)
                         } else {
                             (
@@ -735,7 +747,8 @@ impl Emitter<'_> {
                 } else {
                     "s6"
                 };
-                let slot = if streamed && nbuf == 2 {
+                let sliding = matches!(fill, Fill::Window(w, _) if w.slide.is_some());
+                let slot = if streamed && nbuf == 2 && !sliding {
                     Off::at(0).plus(parity, slot_size as i64)
                 } else {
                     Off::at(0)
@@ -811,7 +824,10 @@ impl Emitter<'_> {
             match r.b.fill {
                 Fill::Stream => b_l1 = b_l1.max(t.tk * t.tn * es * nbuf),
                 Fill::Window(w, _) => {
-                    b_l1 = b_l1.max(window_slot(&self.plan.stages[r.stage], t, &w) * nbuf)
+                    b_l1 = b_l1.max(match w.slide {
+                        Some((s, ob)) => s.bytes(ob, es),
+                        None => window_slot(&self.plan.stages[r.stage], t, &w) * nbuf,
+                    })
                 }
                 Fill::Panel if r.b.view.buf.starts_with("l1_s") => panels.push((
                     r.b.view.buf.clone(),
@@ -1139,9 +1155,19 @@ impl Emitter<'_> {
                 }
                 Fill::Window(w, false) => self.window_in(r, o, &w),
                 Fill::Window(w, true) => {
-                    self.open("if nt == 0");
-                    self.window_in(r, o, &w);
-                    self.close();
+                    if w.slide.is_some() {
+                        if r.col_tiles > 1 {
+                            self.open("if nt == 0");
+                        }
+                        self.window_rows_in(r, o, &w);
+                        if r.col_tiles > 1 {
+                            self.close();
+                        }
+                    } else {
+                        self.open("if nt == 0");
+                        self.window_in(r, o, &w);
+                        self.close();
+                    }
                 }
                 Fill::Panel => {}
             }
@@ -1189,6 +1215,9 @@ impl Emitter<'_> {
             let mut n0 = Off::at(0).plus("s1", (self.t.ntb * self.t.last().tn * es) as i64);
             if r.col_tiles > 1 {
                 n0 = n0.plus("nt", (t.tn * es) as i64);
+            }
+            if w.slide.is_some() {
+                n0 = n0.plus("o", (w.w * es) as i64);
             }
             self.line(format!(
                 "load3d l0b[{}], {}[{}], c={channels}, cs={}, w={}, kh={}, kw={}, k={}, n={}{f32}",

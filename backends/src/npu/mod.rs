@@ -27,6 +27,7 @@
 //!   races and deadlocks.
 
 mod band;
+mod conv_rows;
 mod copies;
 mod cube;
 mod epilogue;

@@ -20,6 +20,7 @@
 
 use sim::isa::{CopyPath, Mem};
 
+use super::conv_rows::{self, Slide};
 use super::{NpuTarget, FRACTAL};
 
 /// What a stage does in the block.
@@ -66,6 +67,9 @@ pub struct StageShape {
     /// A gathered B read through `load3d`: the reduction rows per channel and the elements
     /// each channel takes in L1; a step's channels are copied whole from GM.
     pub window: Option<(u64, u64)>,
+    /// How that window slides over the innermost independent loop (a convolution's output
+    /// rows), when a block's consecutive iterations can share one copy of it.
+    pub slide: Option<Slide>,
 }
 
 /// The kernel as the tiling sees it.
@@ -404,7 +408,10 @@ fn candidate(
         if s.b_scaled {
             panels += kp * cols * 4;
         } else if let Some((per, cs)) = s.window {
-            b_slot = b_slot.max(t.tk.min(s.k).div_ceil(per) * cs * es * nbuf);
+            b_slot = b_slot.max(match sliding(s, t, lt, ob) {
+                Some(sl) => sl.bytes(ob, es),
+                None => t.tk.min(s.k).div_ceil(per) * cs * es * nbuf,
+            });
         } else if !s.b_in_l1 {
             b_slot = b_slot.max(t.tk * t.tn * es * nbuf);
         }
@@ -460,6 +467,18 @@ fn region(shape: &Shape, t: &Tiles, stage: usize) -> (u64, u64) {
     }
 }
 
+/// The slide of a stage's window when the block's `ob` iterations share one copy of it.
+fn sliding(s: &StageShape, t: &StageTiles, lt: StageTiles, ob: u64) -> Option<Slide> {
+    let steps = round_to(s.k, t.tk) / t.tk * s.ko;
+    let row_tiles = if s.role == Role::Last {
+        lt.tm.div_ceil(t.tm)
+    } else {
+        2
+    };
+    s.slide
+        .filter(|sl| conv_rows::applies(sl, ob, steps, row_tiles))
+}
+
 /// Estimated cycles of the whole kernel with tiling `t`.
 fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
     let mc = &target.machine;
@@ -499,7 +518,14 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         let b_copy = if s.b_in_l1 || s.b_scaled {
             0
         } else if let Some((per, cs)) = s.window {
-            startup2 + (st.tk.min(s.k).div_ceil(per) * cs * es).div_ceil(gm_bw)
+            // A window the block's iterations share is copied once for all of them.
+            match sliding(s, st, t.last(), t.ob) {
+                Some(sl) => {
+                    let bytes = st.tk.min(s.k).div_ceil(per) * sl.gm_elements(t.ob) * es;
+                    ((sl.kh + t.ob - 1) * startup2 + bytes.div_ceil(gm_bw)).div_ceil(t.ob)
+                }
+                None => startup2 + (st.tk.min(s.k).div_ceil(per) * cs * es).div_ceil(gm_bw),
+            }
         } else if let Some((false, axis)) = s.gather {
             gathered(st.tk, st.tn, axis) + b_bytes.div_ceil(gm_bw)
         } else {
@@ -603,6 +629,7 @@ mod tests {
                 b_scaled: false,
                 gather: None,
                 window: None,
+                slide: None,
             }],
             outer: 1,
             a_invariant: true,

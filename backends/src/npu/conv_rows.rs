@@ -1,0 +1,146 @@
+//! A convolution's input rows kept in L1 across a block's consecutive output rows.
+//!
+//! A sliding-window B whose window advances by one of its rows (`w` elements) from one
+//! iteration of the last stage's innermost independent loop to the next (a convolution's
+//! output rows: `I(c, y + ky, x + kx)` advances by one input row per `y`) is copied once per
+//! block: the `ob` iterations a block runs are consecutive (`ob` divides that loop's extent),
+//! so together they read `ob + kh - 1` rows per channel. Each input row then crosses GM once
+//! per block (plus the `kh - 1` halo rows the next block reads again) instead of once per
+//! output row that reads it: the first iteration copies its window's rows, each later one
+//! only its last row, after the others (no row is overwritten while the block runs). In L1
+//! the rows are outermost and each channel's part of a row takes a pitch of whole 32-byte
+//! blocks: `load3d` reads channel `ci`, row `i` at `ci · pitch + i · channels · pitch` from
+//! iteration `o`'s first row, `o · channels · pitch` in, and the row an iteration copies lies
+//! past every byte the iterations before it read.
+
+use std::fmt::Write;
+
+use super::copies::Off;
+use super::cube::{Emitter, Run, RunOperand, Window};
+use super::plan::{Source, Stage};
+
+/// How a stage's window slides over its innermost independent loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slide {
+    /// GM elements between consecutive rows, and between consecutive iterations' windows.
+    pub step: u64,
+    /// Iterations of the innermost independent loop.
+    pub extent: u64,
+    /// Rows of a window.
+    pub kh: u64,
+    /// Elements of a row the window reads from GM.
+    pub copy: u64,
+    /// Elements of a row `load3d` reads, padded columns included.
+    pub row: u64,
+    /// Channels of the window (the reduction is one step).
+    pub channels: u64,
+}
+
+impl Slide {
+    /// L1 elements per row: `row` rounded to whole 32-byte blocks.
+    pub fn pitch(&self, es: u64) -> u64 {
+        let unit = 32 / es;
+        self.row.div_ceil(unit) * unit
+    }
+
+    /// L1 bytes of a block of `ob` iterations' rows.
+    pub fn bytes(&self, ob: u64, es: u64) -> u64 {
+        (ob + self.kh - 1) * self.channels * self.pitch(es) * es
+    }
+
+    /// GM elements per channel a block of `ob` iterations reads.
+    pub fn gm_elements(&self, ob: u64) -> u64 {
+        (ob + self.kh - 1) * self.copy
+    }
+}
+
+/// The slide of a stage's window, when each iteration's window starts one row after the
+/// previous one's and a row's reads stay within the row.
+pub(crate) fn of(st: &Stage, w: &Window) -> Option<Slide> {
+    let Source::Gm { at, .. } = &st.b.source else {
+        return None;
+    };
+    let c = st.outer.last()?;
+    let step = u64::try_from(at.strides[c.iter]).ok()?;
+    let copy = w.kw - 1 + st.n.extent();
+    (w.kh > 1 && step == w.w && copy <= w.w && c.extent > 1).then_some(Slide {
+        step,
+        extent: c.extent,
+        kh: w.kh,
+        copy,
+        row: w.kw - 1 + st.n.padded(),
+        channels: st.k.extent().div_ceil(w.kh * w.kw),
+    })
+}
+
+/// Whether a block of `ob` iterations keeps its window across them: the reduction is one
+/// step, the block has one row tile and its iterations do not cross the loop's end.
+pub fn applies(s: &Slide, ob: u64, steps: u64, row_tiles: u64) -> bool {
+    ob > 1 && steps == 1 && row_tiles == 1 && s.extent.is_multiple_of(ob)
+}
+
+/// The window of a whole block of `ob` iterations.
+pub(crate) fn widen(w: Window, s: &Slide, ob: u64) -> Window {
+    Window {
+        w: s.channels * s.pitch(w.es),
+        cs: s.pitch(w.es),
+        slide: Some((*s, ob)),
+        ..w
+    }
+}
+
+impl Emitter<'_> {
+    /// A sliding window's rows for iteration `o` of the block, every channel of the step at
+    /// once: its last row (the others are in L1 from the iterations before), and at the first
+    /// iteration the rows before it. GM's base is iteration `o`'s first row.
+    pub(crate) fn window_rows_in(&mut self, r: &Run, o: &RunOperand, w: &Window) {
+        let (Some((at, _, _)), Some((s, _))) = (o.gm.clone(), w.slide) else {
+            return;
+        };
+        let st = &self.plan.stages[r.stage];
+        let es = w.es as i64;
+        let channels = r.tiles.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
+        let src = self.gm_base(&at, w.es, None, None);
+        let (pitch, step) = (w.w as i64 * es, s.step as i64 * es);
+        let array = self.name(at.array);
+        let copy = |dst: Off, src: Off| {
+            let mut line = format!(
+                "copy_pad {}[{}], {array}[{}]",
+                o.view.buf,
+                dst.text(),
+                src.text()
+            );
+            if channels > 1 {
+                let _ = write!(line, ", n_burst={channels}");
+            }
+            let _ = write!(line, ", bytes={}", s.copy as i64 * es);
+            if channels > 1 {
+                let _ = write!(
+                    line,
+                    ", src_stride={}, dst_stride={}",
+                    w.sc * es,
+                    w.cs as i64 * es
+                );
+            }
+            let _ = write!(line, ", len={}", w.cs as i64 * es / 32);
+            line
+        };
+        let halo = s.kh as i64 - 1;
+        self.open("if o == 0");
+        let row = self.var("r");
+        self.open(format!("for {row} in 0..{halo}"));
+        let first = copy(
+            o.view.slot.clone().plus(&row, pitch),
+            src.clone().plus(&row, step),
+        );
+        self.line(first);
+        self.close();
+        self.free_var();
+        self.close();
+        let last = copy(
+            o.view.slot.clone().plus("o", pitch).add(halo * pitch),
+            src.add(halo * step),
+        );
+        self.line(last);
+    }
+}
