@@ -223,20 +223,7 @@ fn gpu_adapter(polyfuse: &Path, root: &Path) -> Result<String, String> {
 
 /// One GPU run, checked against the interpreter: its time and its number of dispatches.
 fn gpu_run(polyfuse: &Path, kernel: &Path, fuse: &str) -> Result<(f64, u64), String> {
-    let json = output(Command::new(polyfuse).arg("run").arg(kernel).args([
-        "--target",
-        "gpu",
-        "--gpu-f32",
-        "--json",
-        "--fuse",
-        fuse,
-    ]))?;
-    if json_field(&json, "matches_interp").as_deref() != Some("true") {
-        return Err(format!(
-            "{} under {fuse} does not match the interpreter on the GPU",
-            kernel.display()
-        ));
-    }
+    let json = checked_run(polyfuse, kernel, ("gpu", "--gpu-f32", "the GPU"), fuse)?;
     let number = |name: &str| {
         json_field(&json, name)
             .and_then(|v| v.parse::<f64>().ok())
@@ -485,4 +472,27 @@ fn eval(expr: &str, params: &[(String, i64)]) -> Option<i64> {
         }
     }
     Some(total + sign * product)
+}
+
+/// `polyfuse run kernel --json` on `target` (its name, the flag computing f64 in f32, and how
+/// messages name it) under `fuse`: the JSON, once it says the outputs match the interpreter.
+pub(crate) fn checked_run(
+    polyfuse: &Path,
+    kernel: &Path,
+    (target, f32_flag, named): (&str, &str, &str),
+    fuse: &str,
+) -> Result<String, String> {
+    let json = output(
+        Command::new(polyfuse)
+            .arg("run")
+            .arg(kernel)
+            .args(["--target", target, f32_flag, "--json", "--fuse", fuse]),
+    )?;
+    if json_field(&json, "matches_interp").as_deref() != Some("true") {
+        return Err(format!(
+            "{} under {fuse} does not match the interpreter on {named}",
+            kernel.display()
+        ));
+    }
+    Ok(json)
 }

@@ -8,9 +8,9 @@
 //! tables between the `<!-- bench fusion-npu -->` markers of README.md.
 
 use std::path::Path;
-use std::process::Command;
 
-use crate::runs::{json_field, output};
+use crate::bench_fusion::checked_run;
+use crate::runs::json_field;
 
 /// What one simulated run reports.
 struct Sim {
@@ -21,20 +21,12 @@ struct Sim {
 
 /// One run of `kernel` on the accelerator under `fuse`, checked against the interpreter.
 fn npu_run(polyfuse: &Path, kernel: &Path, fuse: &str) -> Result<Sim, String> {
-    let json = output(Command::new(polyfuse).arg("run").arg(kernel).args([
-        "--target",
-        "npu",
-        "--npu-f32",
-        "--json",
-        "--fuse",
+    let json = checked_run(
+        polyfuse,
+        kernel,
+        ("npu", "--npu-f32", "the accelerator"),
         fuse,
-    ]))?;
-    if json_field(&json, "matches_interp").as_deref() != Some("true") {
-        return Err(format!(
-            "{} under {fuse} does not match the interpreter on the accelerator",
-            kernel.display()
-        ));
-    }
+    )?;
     let number = |name: &str| {
         json_field(&json, name)
             .and_then(|v| v.parse::<u64>().ok())
