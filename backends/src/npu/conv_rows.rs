@@ -13,7 +13,7 @@
 //! iteration `o`'s first row, `o · channels · pitch` in, and the row an iteration copies lies
 //! past every byte the iterations before it read.
 
-use std::fmt::Write;
+use super::copies::window_copy;
 
 use super::copies::Off;
 use super::cube::{Emitter, Run, RunOperand, Window};
@@ -104,26 +104,15 @@ impl Emitter<'_> {
         let (pitch, step) = (w.w as i64 * es, s.step as i64 * es);
         let array = self.name(at.array);
         let copy = |dst: Off, src: Off| {
-            let mut line = format!(
-                "copy_pad {}[{}], {array}[{}]",
-                o.view.buf,
-                dst.text(),
-                src.text()
-            );
-            if channels > 1 {
-                let _ = write!(line, ", n_burst={channels}");
-            }
-            let _ = write!(line, ", bytes={}", s.copy as i64 * es);
-            if channels > 1 {
-                let _ = write!(
-                    line,
-                    ", src_stride={}, dst_stride={}",
-                    w.sc * es,
-                    w.cs as i64 * es
-                );
-            }
-            let _ = write!(line, ", len={}", w.cs as i64 * es / 32);
-            line
+            window_copy(
+                &o.view.buf,
+                &dst,
+                &array,
+                &src,
+                channels,
+                s.copy as i64 * es,
+                w,
+            )
         };
         let halo = s.kh as i64 - 1;
         self.open("if o == 0");

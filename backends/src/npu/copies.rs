@@ -562,26 +562,16 @@ impl Emitter<'_> {
         if self.kp(r.stage) / r.tiles.tk > 1 {
             src = src.plus("kt", channels as i64 * w.sc * es);
         }
-        let mut line = format!(
-            "copy_pad {}[{}], {}[{}]",
-            o.view.buf,
-            o.view.slot.text(),
-            self.name(at.array),
-            src.text()
+        let array = self.name(at.array);
+        let line = window_copy(
+            &o.view.buf,
+            &o.view.slot,
+            &array,
+            &src,
+            channels,
+            w.l as i64 * w.es as i64,
+            w,
         );
-        if channels > 1 {
-            let _ = write!(line, ", n_burst={channels}");
-        }
-        let _ = write!(line, ", bytes={}", w.l as i64 * es);
-        if channels > 1 {
-            let _ = write!(
-                line,
-                ", src_stride={}, dst_stride={}",
-                w.sc * es,
-                w.cs as i64 * es
-            );
-        }
-        let _ = write!(line, ", len={}", w.cs as i64 * es / 32);
         self.line(line);
     }
 
@@ -919,6 +909,37 @@ pub(crate) fn piece(held: u64) -> (u64, u64) {
     let chunk = held * 64;
     let pc = (tiles::PIECE_BYTES / chunk).max(1);
     (pc, pc * chunk)
+}
+
+/// `copy_pad` of `channels` channels of a window operand: `bytes` of each from `src` in GM
+/// to `dst` in `buf`, channel after channel `w.sc` elements apart in GM and `w.cs` apart on
+/// chip, each zero-filled to `w.cs` elements.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn window_copy(
+    buf: &str,
+    dst: &Off,
+    array: &str,
+    src: &Off,
+    channels: u64,
+    bytes: i64,
+    w: &Window,
+) -> String {
+    let es = w.es as i64;
+    let mut line = format!("copy_pad {buf}[{}], {array}[{}]", dst.text(), src.text());
+    if channels > 1 {
+        let _ = write!(line, ", n_burst={channels}");
+    }
+    let _ = write!(line, ", bytes={bytes}");
+    if channels > 1 {
+        let _ = write!(
+            line,
+            ", src_stride={}, dst_stride={}",
+            w.sc * es,
+            w.cs as i64 * es
+        );
+    }
+    let _ = write!(line, ", len={}", w.cs as i64 * es / 32);
+    line
 }
 
 #[cfg(test)]
