@@ -15,7 +15,10 @@
 //!
 //! A parallel member with at least one contiguous access replaces the innermost member when
 //! it scores at least as well (strictly better, when the innermost member is parallel too):
-//! between equals, the parallel loop wins because it can be vectorized.
+//! between equals, the parallel loop wins because it can be vectorized. Where no parallel
+//! member has a contiguous access and the innermost member is not parallel (a time-skewed
+//! stencil band), the member that scores best replaces it when it scores strictly better:
+//! stride one still saves a cache line per iteration.
 //!
 //! The permutation keeps every dependence satisfied because the band is permutable; moving a
 //! member inwards never makes a parallel member sequential. Where a band that was not tiled
@@ -105,10 +108,9 @@ pub fn predicted_innermost(
         kind: BandKind::Point,
         ..*band
     };
-    if let Some(order) = choose_order(program, schedule, &plain, &nest, &flags) {
-        return Ok(order.last().copied());
-    }
-    let last = band.len - 1;
+    let last = choose_order(program, schedule, &plain, &nest, &flags)
+        .and_then(|order| order.last().copied())
+        .unwrap_or(band.len - 1);
     let (_, contiguous) = member_scores(program, schedule, &plain, &nest);
     if contiguous[last] == 0 {
         return Ok(None);
@@ -152,9 +154,18 @@ fn choose_order(
     let coincident: Vec<bool> = (0..len).map(|k| flags[band.start + k]).collect();
     let (score, contiguous) = member_scores(program, s, band, nest);
     let last = len - 1;
-    let best = (0..len)
+    let parallel = (0..len)
         .filter(|&k| coincident[k] && contiguous[k] > 0)
-        .max_by_key(|&k| (score[k], k))?;
+        .max_by_key(|&k| (score[k], k));
+    let best = match parallel {
+        Some(k) => k,
+        // No parallel member walks an array contiguously (a time-skewed band): spatial
+        // locality alone decides, without giving up a parallel innermost loop.
+        None if !coincident[last] => (0..len)
+            .filter(|&k| contiguous[k] > 0 && score[k] > score[last])
+            .max_by_key(|&k| (score[k], k))?,
+        None => return None,
+    };
     if best == last {
         return None;
     }
