@@ -175,6 +175,10 @@ struct OptimizeArgs {
     /// CPU: do not unroll and jam point loops into register tiles.
     #[arg(long)]
     no_register_tile: bool,
+    /// CPU: keep statements that pass values between iterations of an innermost loop in one
+    /// loop (by default each gets its own innermost loop where that is legal).
+    #[arg(long)]
+    no_fission: bool,
     /// Run scalar functions one element at a time instead of vectorised over the innermost
     /// parallel loop (for comparison).
     #[arg(long)]
@@ -216,6 +220,7 @@ impl OptimizeArgs {
             post_tiling_fusion: self.fuse == FuseArg::PostTiling,
             pack: !self.no_pack,
             register_tile: !self.no_register_tile,
+            fission: !self.no_fission,
             tiling,
             ..Default::default()
         }
@@ -248,7 +253,7 @@ struct CompileArgs {
     output: Option<PathBuf>,
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
-    /// intra-tile, post-tiling-fusion, pack, register-tile), `ast` (the loop AST), `deps` (the
+    /// intra-tile, fission, post-tiling-fusion, pack, register-tile), `ast` (the loop AST), `deps` (the
     /// dependences the scheduler worked from), `program` (the program they are for: arrays the pipeline
     /// expanded for parallelism appear expanded) or `cache-model` (predicted cache misses per
     /// tile band and cache level, for the chosen tile sizes and the runner-up).

@@ -24,6 +24,7 @@
 //! AST generation from a tree is [`crate::codegen::generate_ast`].
 
 pub mod expr;
+pub mod fission;
 mod from_pluto;
 pub(crate) mod instances;
 pub mod intra_tile;

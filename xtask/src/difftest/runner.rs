@@ -309,6 +309,7 @@ pub fn configs(
             config(&["--no-pack"], true),
             config(&["--no-register-tile"], false),
             config(&["--no-register-tile", "--fuse", "maxfuse"], true),
+            config(&["--no-fission"], true),
         ],
         "gpu" => vec![
             config(&["--no-promote"], false),
