@@ -7,8 +7,9 @@
 //! the statement body and every function it reaches become code on `pf_vWf` / `pf_vWi` /
 //! `pf_vWd` vectors, masks are `pf_vWi` (or `pf_vWl`) vectors of 0 / -1, selects are bitwise
 //! blends, a branch on superword condition is `if (pf_any_vW(mask))`, and a divergent loop
-//! exits when its active mask is empty. Uniform values stay scalars, linear ones a scalar for lane 0 and their stride; a
-//! function variant takes uniform and linear parameters as scalars and the caller's mask last.
+//! exits when its active mask is empty. Uniform values stay scalars, linear ones a scalar for
+//! lane 0 and their stride; a function variant takes uniform and linear parameters as scalars
+//! and the caller's mask last.
 //! The iterations left over when the trip count is not a multiple of `W` run the scalar code.
 //!
 //! Where the masked form has a divergent loop, one call runs several independent vectors
