@@ -123,3 +123,24 @@ fn bodies_the_compiler_vectorises_itself_stay_scalar_by_default() {
         );
     }
 }
+
+#[test]
+fn functions_with_f64_values_run_on_64_bit_lanes() {
+    let program = load_at(&kernel("mandelbrot_f64.pf"), &[13, 37]);
+    let c = compile(&program, &cpu::description(), &Options::default()).unwrap();
+    let text = cpu::Writer::new(&c.program, &options(true))
+        .write(&c.ast)
+        .unwrap();
+    // Four f64 lanes per 32-byte vector, 64-bit masks, the i32 count's comparisons widened
+    // to them and its selects narrowing them.
+    assert!(text.contains("pf_v4d vpf_cr"), "{text}");
+    assert!(text.contains("pf_any_v4l("), "{text}");
+    assert!(
+        text.contains("__builtin_convertvector((pf_v"),
+        "no widened comparison:\n{text}"
+    );
+    assert!(
+        text.contains("pf_sel_v4i(__builtin_convertvector(pf_m"),
+        "no narrowed mask:\n{text}"
+    );
+}

@@ -4,7 +4,9 @@
 //! `--no-vectorize-functions`, at the same thread count (`--threads`, default 1, so that the
 //! ratio is the vector speedup alone), the two interleaved, median of `--runs` runs
 //! (default 3), and the ratio of the fastest runs (on a shared machine, the run least slowed
-//! by others). The lanes are those of the CPU target description (8 × 32 bits).
+//! by others). The lanes are those of the CPU target description: 8 of 32 bits, or 4 of 64
+//! bits for a function with `f64` values (`mandelbrot_f64`, whose accelerator run computes in
+//! f32 with `--npu-f32`).
 //!
 //! The last columns come from `polyfuse check --emit vector`, which runs the masked form lane
 //! by lane on random inputs: how many branches on superword condition skipped their block, and
@@ -25,15 +27,16 @@ use crate::{build_polyfuse, parse_runs, workspace_root};
 
 const README_BEGIN: &str = "<!-- bench vector: begin -->";
 const README_END: &str = "<!-- bench vector: end -->";
-const KERNELS: &[&str] = &[
-    "mandelbrot.pf",
-    "gelu.pf",
-    "threshold.pf",
-    "newton_sqrt.pf",
-    "collatz.pf",
+/// The kernels, the lanes of their vectors on the CPU (32 bytes of 32-bit or 64-bit values)
+/// and the options of their accelerator run.
+const KERNELS: &[(&str, usize, &[&str])] = &[
+    ("mandelbrot.pf", 8, &[]),
+    ("mandelbrot_f64.pf", 4, &["--npu-f32"]),
+    ("gelu.pf", 8, &[]),
+    ("threshold.pf", 8, &[]),
+    ("newton_sqrt.pf", 8, &[]),
+    ("collatz.pf", 8, &[]),
 ];
-/// Lanes of the CPU target description's vectors (32 bytes of 32-bit values).
-const LANES: usize = 8;
 
 pub(crate) fn bench_vector(args: &[String]) -> Result<(), String> {
     let mut runs = 3usize;
@@ -51,11 +54,11 @@ pub(crate) fn bench_vector(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
     let polyfuse = build_polyfuse()?;
     println!(
-        "vector benchmark: {} kernel(s), default sizes, median of {runs} run(s), {threads} thread(s), {LANES} lanes",
+        "vector benchmark: {} kernel(s), default sizes, median of {runs} run(s), {threads} thread(s)",
         KERNELS.len()
     );
     let mut rows = Vec::new();
-    for k in KERNELS {
+    for (k, lanes_per_vector, npu_args) in KERNELS {
         let path = root.join("kernels").join(k);
         let (mut scalar, mut vector) = (Vec::new(), Vec::new());
         for _ in 0..runs {
@@ -66,21 +69,21 @@ pub(crate) fn bench_vector(args: &[String]) -> Result<(), String> {
         let (bs, bv) = (best(&scalar), best(&vector));
         let (s, v) = (median(scalar), median(vector));
         let lanes = lane_line(&polyfuse, &path)?;
-        let npu = npu_columns(&polyfuse, &path)?;
+        let npu = npu_columns(&polyfuse, &path, npu_args)?;
         let row = format!(
-            "| {} | {} | {} | {:.2}× | {:.2}× | {:.0}% | {lanes} | {npu} |",
+            "| {} | {} | {} | {:.2}× | {:.2}× | {:.0}% of {lanes_per_vector} | {lanes} | {npu} |",
             k.trim_end_matches(".pf"),
             ms(s),
             ms(v),
             s / v,
             bs / bv,
-            100.0 * s / v / LANES as f64,
+            100.0 * s / v / *lanes_per_vector as f64,
         );
         println!("{row}");
         rows.push(row);
     }
     let table = format!(
-        "| kernel | scalar | vectorised | speedup | best / best | speedup / {LANES} lanes | blocks skipped / skip tests; lanes active in divergent loops | npu cycles | npu vector pipe | npu blocks skipped / skip tests; lanes active |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |\n{}\n",
+        "| kernel | scalar | vectorised | speedup | best / best | speedup / lanes | blocks skipped / skip tests; lanes active in divergent loops | npu cycles | npu vector pipe | npu blocks skipped / skip tests; lanes active |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | --- |\n{}\n",
         rows.join("\n")
     );
     if readme {
@@ -150,12 +153,13 @@ fn lane_line(polyfuse: &Path, kernel: &Path) -> Result<String, String> {
 }
 
 /// "cycles | vector utilisation | skips / tests; active share" of the kernel on the accelerator.
-fn npu_columns(polyfuse: &Path, kernel: &Path) -> Result<String, String> {
+fn npu_columns(polyfuse: &Path, kernel: &Path, args: &[&str]) -> Result<String, String> {
     let text = output(
         Command::new(polyfuse)
             .arg("run")
             .arg(kernel)
-            .args(["--target", "npu", "--json"]),
+            .args(["--target", "npu", "--json"])
+            .args(args),
     )?;
     let what = kernel.display();
     let json: serde_json::Value =

@@ -14,6 +14,7 @@
 
 mod body;
 mod helpers;
+mod lanes;
 mod micro;
 mod names;
 mod runner;

@@ -2,12 +2,14 @@
 //!
 //! A loop whose body is one statement that calls a scalar function, and whose iterations are
 //! independent, runs `W` iterations at a time (`W` lanes of 32-bit values in the target
-//! description's vector registers) through the masked form of [`polyhedral::vectorize`]:
-//! the statement body and every function it reaches become code on `pf_vWf` / `pf_vWi` vectors,
-//! masks are `pf_vWi` vectors of 0 / -1, selects are bitwise blends, a branch on superword
-//! condition is `if (pf_any_vW(mask))`, and a divergent loop exits when its active mask is
-//! empty. Uniform values stay scalars, linear ones a scalar for lane 0 and their stride; a
-//! function variant takes uniform and linear parameters as scalars and the caller's mask last.
+//! description's vector registers, or of 64-bit values where the body or a function it calls
+//! has an `f64` value: [`super::lanes`]) through the masked form of [`polyhedral::vectorize`]:
+//! the statement body and every function it reaches become code on `pf_vWf` / `pf_vWi` /
+//! `pf_vWd` vectors, masks are `pf_vWi` (or `pf_vWl`) vectors of 0 / -1, selects are bitwise
+//! blends, a branch on superword condition is `if (pf_any_vW(mask))`, and a divergent loop
+//! exits when its active mask is empty. Uniform values stay scalars, linear ones a scalar for
+//! lane 0 and their stride; a function variant takes uniform and linear parameters as scalars
+//! and the caller's mask last.
 //! The iterations left over when the trip count is not a multiple of `W` run the scalar code.
 //!
 //! Where the masked form has a divergent loop, one call runs several independent vectors
@@ -30,10 +32,13 @@
 //! and calls the scalar body lane by lane. The masked form written out runs all lanes of the
 //! divergent loop at once (several times faster, see `cargo xtask bench vector`).
 //!
-//! Exactness is that of the scalar code: `f32` `+ - * /` and comparisons are correctly rounded
-//! per lane; `i32` arithmetic wraps (computed on unsigned lanes); integer division, math
-//! functions and float-to-integer conversions run lane by lane through the scalar helpers;
-//! `min` / `max` return the other operand for NaN as `fminf` does.
+//! Exactness is that of the scalar code: `f32` and `f64` `+ - * /` and comparisons are
+//! correctly rounded per lane, `f16` ones are computed in `float` and rounded to `f16` as the
+//! scalar code rounds them; `i32` arithmetic wraps (computed on unsigned lanes); integer
+//! division, math functions, float-to-integer conversions and conversions that would round
+//! twice (`f64` or `i32` to `f16`) run lane by lane through the scalar helpers; `min` / `max`
+//! return the other operand for NaN as `fminf` does. `f16` arrays are read and written lane by
+//! lane (`pf_h2f`, `pf_f2h`).
 
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -44,12 +49,12 @@ use polyhedral::vectorize::classify::Class;
 use polyhedral::vectorize::mask::{MNode, MaskDef, MaskId, Region};
 use polyhedral::vectorize::ssa::{Join, Op, ValueId};
 use polyhedral::vectorize::{
-    access_pattern, aligned, calls_function, profit, unsupported_type, AccessPattern,
-    VectorFunction, VectorProgram,
+    access_pattern, aligned, calls_function, profit, AccessPattern, VectorFunction, VectorProgram,
 };
 
 use super::body::{literal, value_type};
 use super::helpers::Helper;
+use super::lanes::{self, Lanes};
 use super::writer::Writer;
 
 /// The vector variants written so far, and their C names.
@@ -59,8 +64,11 @@ pub(crate) struct VectorState {
     pub width: usize,
     /// Vector registers of the target, which bound how many vectors one call runs at once.
     pub registers: u32,
-    /// The C names of the function variants written, by (variant, vectors per call).
-    names: HashMap<(usize, usize), String>,
+    /// The C names of the function variants written, by (variant, vectors per call, lanes).
+    names: HashMap<(usize, usize, Lanes), String>,
+    /// Whether a variant with 64-bit lanes was written, and one with `f16` values.
+    wide: bool,
+    half: bool,
     /// The C text of the function variants, each after the ones it calls.
     pub text: String,
 }
@@ -76,50 +84,39 @@ impl VectorState {
             width,
             registers,
             names: HashMap::new(),
+            wide: false,
+            half: false,
             text: String::new(),
         }
     }
-}
 
-/// The vector typedefs and helpers for `w` lanes.
-pub(crate) fn prelude(w: usize) -> String {
-    let bytes = 4 * w;
-    let words = (bytes / 8).max(1);
-    let ors: Vec<String> = (0..words).map(|k| format!("w[{k}]")).collect();
-    let splat_f: Vec<&str> = vec!["x"; w];
-    let iota: Vec<String> = (0..w).map(|k| format!("{k}u")).collect();
-    // A mask test is one `vptest` where the vectors are a whole AVX or SSE register; the
-    // portable fallback ORs the mask's words.
-    let test = match bytes {
-        32 => format!(
-            "#if defined(__AVX__)\n#include <immintrin.h>\nstatic inline int pf_any_v{w}(pf_v{w}i m) {{ return !_mm256_testz_si256((__m256i)m, (__m256i)m); }}\n"
-        ),
-        16 => format!(
-            "#if defined(__SSE4_1__)\n#include <immintrin.h>\nstatic inline int pf_any_v{w}(pf_v{w}i m) {{ return !_mm_testz_si128((__m128i)m, (__m128i)m); }}\n"
-        ),
-        _ => "#if 0\n".to_string(),
-    };
-    format!(
-        "\ntypedef float pf_v{w}f __attribute__((vector_size({bytes})));\n\
-typedef int32_t pf_v{w}i __attribute__((vector_size({bytes})));\n\
-typedef uint32_t pf_v{w}u __attribute__((vector_size({bytes})));\n\
-{test}#else\nstatic inline int pf_any_v{w}(pf_v{w}i m)\n{{\n    uint64_t w[{words}];\n    memcpy(w, &m, sizeof m);\n    return ({}) != 0;\n}}\n#endif\n\
-static inline pf_v{w}f pf_splat_v{w}f(float x) {{ return (pf_v{w}f){{{}}}; }}\n\
-static inline pf_v{w}i pf_splat_v{w}i(int32_t x) {{ return (pf_v{w}i){{{}}}; }}\n\
-static inline pf_v{w}i pf_lin_v{w}i(int32_t x, int32_t s)\n{{\n    pf_v{w}u k = {{{}}};\n    return (pf_v{w}i)((pf_v{w}u)pf_splat_v{w}i(x) + k * (uint32_t)s);\n}}\n\
-static inline pf_v{w}i pf_sel_v{w}i(pf_v{w}i m, pf_v{w}i a, pf_v{w}i b) {{ return (m & a) | (~m & b); }}\n\
-static inline pf_v{w}f pf_sel_v{w}f(pf_v{w}i m, pf_v{w}f a, pf_v{w}f b)\n{{\n    return (pf_v{w}f)((m & (pf_v{w}i)a) | (~m & (pf_v{w}i)b));\n}}\n\
-static inline pf_v{w}f pf_fmin_v{w}f(pf_v{w}f a, pf_v{w}f b) {{ return pf_sel_v{w}f((a < b) | (b != b), a, b); }}\n\
-static inline pf_v{w}f pf_fmax_v{w}f(pf_v{w}f a, pf_v{w}f b) {{ return pf_sel_v{w}f((a > b) | (b != b), a, b); }}\n\
-typedef struct {{ pf_v{w}f v[2]; }} pf_v{w}fx2;\n\
-typedef struct {{ pf_v{w}i v[2]; }} pf_v{w}ix2;\n\
-typedef struct {{ pf_v{w}f v[4]; }} pf_v{w}fx4;\n\
-typedef struct {{ pf_v{w}i v[4]; }} pf_v{w}ix4;\n",
-        ors.join(" | "),
-        splat_f.join(", "),
-        splat_f.join(", "),
-        iota.join(", "),
-    )
+    /// The lanes variant `variant` runs on: 64-bit where it or a function it calls has an
+    /// `f64` value, else 32-bit.
+    fn lanes(&self, variant: usize) -> Lanes {
+        let bytes = 4 * self.width;
+        let wide = self.program.has_type(variant, ScalarType::F64);
+        Lanes {
+            n: if wide { bytes / 8 } else { bytes / 4 },
+            wide,
+        }
+    }
+
+    /// The typedefs and helpers the variants written use.
+    pub fn prelude(&self) -> String {
+        let mut out = lanes::prelude(self.width);
+        if self.half {
+            out += &lanes::f16_rounding(self.width);
+        }
+        if self.wide {
+            let n = self.width / 2;
+            out += &lanes::prelude(n);
+            if self.half {
+                out += &lanes::f16_rounding(n);
+            }
+            out += &lanes::wide_prelude(n);
+        }
+        out
+    }
 }
 
 /// Whether `e` mentions loop variable `var`.
@@ -171,6 +168,7 @@ enum Site<'a> {
 /// What the vector loops of one loop of the AST are written from.
 struct VectorLoops<'a> {
     variant: usize,
+    lanes: Lanes,
     copies: usize,
     /// C names: the loop variable, the vector counter, the first and last iteration, the
     /// number of groups of `copies` vectors.
@@ -230,12 +228,8 @@ impl Writer<'_> {
             return None;
         }
         let s = &program.statements[stmt.index()];
-        let stored = |a: &polyhedral::program::Access| {
-            matches!(
-                program.array(a.array).elem,
-                ScalarType::F32 | ScalarType::I32
-            )
-        };
+        let stored =
+            |a: &polyhedral::program::Access| program.array(a.array).elem != ScalarType::Bool;
         if !stored(&s.write)
             || !s.reads.iter().all(stored)
             || access_pattern(&s.write, depth) == AccessPattern::Uniform
@@ -244,7 +238,8 @@ impl Writer<'_> {
         }
         let state = self.vector.as_mut()?;
         let variant = state.program.statement_variant(program, *stmt, depth);
-        if unsupported_type(&state.program).is_some() {
+        // Variants with 64-bit lanes have half as many.
+        if state.lanes(variant).n < 2 {
             return None;
         }
         if !self.options.vectorize_plain_functions
@@ -283,18 +278,22 @@ impl Writer<'_> {
         let Ast::User { args, .. } = inner else {
             return;
         };
-        let (w, variant, copies) = {
+        let (lanes, variant, copies) = {
             let state = self
                 .vector
                 .as_mut()
                 .expect("vector loops need vector state");
             let v = state.program.statement_variant(self.program, stmt, depth);
             let copies = profit::interleave(&state.program, v, state.registers);
-            (state.width, v, copies)
+            let lanes = state.lanes(v);
+            state.wide |= lanes.wide;
+            state.half |= state.program.has_type(v, ScalarType::F16);
+            (lanes, v, copies)
         };
-        self.ensure_callees(variant, copies);
+        let w = lanes.n;
+        self.ensure_callees(variant, copies, lanes);
         if copies > 1 {
-            self.ensure_callees(variant, 1);
+            self.ensure_callees(variant, 1, lanes);
         }
         let pad = "    ".repeat(indent);
         let c = match self.loop_vars.get(var) {
@@ -322,6 +321,7 @@ impl Writer<'_> {
         let aligned = self.aligned_accesses(stmt, depth, w);
         let loops = VectorLoops {
             variant,
+            lanes,
             copies,
             c: &c,
             k: &k,
@@ -336,16 +336,29 @@ impl Writer<'_> {
             self.write_vector_loops(out, &loops, false, indent + 1);
         } else {
             let al = self.scope.fresh("pf_aligned");
+            let bytes: Vec<usize> = aligned
+                .iter()
+                .map(|a| lanes.bytes(self.program.array(a.array).elem))
+                .collect();
             let addresses: Vec<String> = aligned
                 .iter()
                 .map(|a| format!("(uintptr_t)&{}", self.element(a, args)))
                 .collect();
+            // Vectors of one size test their addresses' OR once.
+            let test = if bytes.iter().all(|b| *b == bytes[0]) {
+                format!("(({}) % {}) == 0", addresses.join(" | "), bytes[0])
+            } else {
+                let each: Vec<String> = addresses
+                    .iter()
+                    .zip(&bytes)
+                    .map(|(a, b)| format!("{a} % {b} == 0"))
+                    .collect();
+                each.join(" && ")
+            };
             let _ = writeln!(out, "{pad}    int {al} = 0;");
             let _ = writeln!(
                 out,
-                "{pad}    if ({full} > 0) {{\n{pad}        const int64_t {c} = {lo_name};\n{pad}        {al} = (({}) % {}) == 0;\n{pad}    }}",
-                addresses.join(" | "),
-                4 * w
+                "{pad}    if ({full} > 0) {{\n{pad}        const int64_t {c} = {lo_name};\n{pad}        {al} = {test};\n{pad}    }}"
             );
             let _ = writeln!(out, "{pad}    if ({al}) {{");
             self.write_vector_loops(out, &loops, true, indent + 2);
@@ -372,7 +385,8 @@ impl Writer<'_> {
 
     /// The contiguous accesses of statement `stmt` vectorised at `depth` whose first lane is
     /// a whole number of `w`-lane vectors from the array's start when the loop's first
-    /// iteration is (those a run-time test of the first vector's addresses may find aligned).
+    /// iteration is (those a run-time test of the first vector's addresses may find aligned);
+    /// `f16` arrays are read and written lane by lane, so they are never among them.
     fn aligned_accesses(
         &self,
         stmt: StmtId,
@@ -383,7 +397,8 @@ impl Writer<'_> {
         std::iter::once(&s.write)
             .chain(&s.reads)
             .filter(|a| {
-                aligned::alignment(self.program, a, depth).is_some_and(|n| n % w as i64 == 0)
+                self.program.array(a.array).elem != ScalarType::F16
+                    && aligned::alignment(self.program, a, depth).is_some_and(|n| n % w as i64 == 0)
             })
             .cloned()
             .collect()
@@ -399,7 +414,8 @@ impl Writer<'_> {
         aligned: bool,
         indent: usize,
     ) {
-        let w = self.vector.as_ref().expect("vector state").width;
+        let w = l.lanes.n;
+        let (mask, code) = (l.lanes.mask(), l.lanes.mask_code());
         let pad = "    ".repeat(indent);
         let (c, k, lo, hi, full) = (l.c, l.k, l.lo, l.hi, l.full);
         let step = w * l.copies;
@@ -417,8 +433,11 @@ impl Writer<'_> {
             args: l.args,
             aligned,
         };
-        let text = self.variant_body(l.variant, &site, "pf_all", l.copies, indent + 1);
-        let _ = writeln!(out, "{pad}    const pf_v{w}i pf_all = pf_splat_v{w}i(-1);");
+        let text = self.variant_body(l.variant, &site, "pf_all", l.copies, l.lanes, indent + 1);
+        let _ = writeln!(
+            out,
+            "{pad}    const {mask} pf_all = pf_splat_v{w}{code}(-1);"
+        );
         out.push_str(&text);
         let _ = writeln!(out, "{pad}}}");
         if l.copies > 1 {
@@ -428,8 +447,11 @@ impl Writer<'_> {
                 "{pad}for (int64_t {c} = {lo} + {step} * {full}; {c} + {} <= {hi}; {c} += {w}) {{",
                 w - 1
             );
-            let text = self.variant_body(l.variant, &site, "pf_all", 1, indent + 1);
-            let _ = writeln!(out, "{pad}    const pf_v{w}i pf_all = pf_splat_v{w}i(-1);");
+            let text = self.variant_body(l.variant, &site, "pf_all", 1, l.lanes, indent + 1);
+            let _ = writeln!(
+                out,
+                "{pad}    const {mask} pf_all = pf_splat_v{w}{code}(-1);"
+            );
             out.push_str(&text);
             let _ = writeln!(out, "{pad}}}");
         }
@@ -437,7 +459,7 @@ impl Writer<'_> {
 
     /// Writes the variants, running `copies` vectors per call, of the functions `variant`
     /// calls (and those they call) unless written.
-    fn ensure_callees(&mut self, variant: usize, copies: usize) {
+    fn ensure_callees(&mut self, variant: usize, copies: usize, lanes: Lanes) {
         let state = self.vector.as_ref().expect("vector state");
         let mut callees: Vec<usize> = state.program.variants[variant]
             .calls
@@ -451,23 +473,24 @@ impl Writer<'_> {
             let v = &state.program.variants[callee];
             // Calls whose arguments are all uniform call the scalar function.
             if v.params.iter().all(|c| c.is_uniform())
-                || state.names.contains_key(&(callee, copies))
+                || state.names.contains_key(&(callee, copies, lanes))
             {
                 continue;
             }
-            self.ensure_callees(callee, copies);
-            self.write_function_variant(callee, copies);
+            self.ensure_callees(callee, copies, lanes);
+            self.write_function_variant(callee, copies, lanes);
         }
     }
 
     /// Writes function variant `variant` running `copies` vectors per call: each varying
     /// parameter and the mask are passed once per vector, and the results come back in a
     /// struct of `copies` vectors.
-    fn write_function_variant(&mut self, variant: usize, copies: usize) {
-        let (w, f) = {
+    fn write_function_variant(&mut self, variant: usize, copies: usize, lanes: Lanes) {
+        let f = {
             let state = self.vector.as_ref().expect("vector state");
-            (state.width, state.program.variants[variant].clone())
+            state.program.variants[variant].clone()
         };
+        let w = lanes.n;
         let fid = f.function.expect("function variants name their function");
         let codes: String = f.params.iter().map(|c| c.code()).collect();
         let times = if copies > 1 {
@@ -482,27 +505,28 @@ impl Writer<'_> {
             .collect();
         let mut decls = Vec::new();
         for (k, (c, n)) in f.params.iter().zip(&params).enumerate() {
-            let ty = c_type(w, f.ssa.locals[k].ty, *c);
+            let ty = c_type(lanes, f.ssa.locals[k].ty, *c);
             if *c == Class::Varying && copies > 1 {
                 decls.extend((0..copies).map(|g| format!("{ty} {n}_{g}")));
             } else {
                 decls.push(format!("{ty} {n}"));
             }
         }
+        let mask = lanes.mask();
         if copies > 1 {
-            decls.extend((0..copies).map(|g| format!("pf_v{w}i pf_m0_{g}")));
+            decls.extend((0..copies).map(|g| format!("{mask} pf_m0_{g}")));
         } else {
-            decls.push(format!("pf_v{w}i pf_m0"));
+            decls.push(format!("{mask} pf_m0"));
         }
-        let ret = result_type(w, f.ssa.ret, copies);
+        let ret = result_type(lanes, f.ssa.ret, copies);
         let site = Site::Function { params: &params };
-        let body = self.variant_body(variant, &site, "pf_m0", copies, 1);
+        let body = self.variant_body(variant, &site, "pf_m0", copies, lanes, 1);
         let text = format!(
             "\nstatic inline {ret} {name}({})\n{{\n{body}}}\n",
             decls.join(", ")
         );
         let state = self.vector.as_mut().expect("vector state");
-        state.names.insert((variant, copies), name);
+        state.names.insert((variant, copies, lanes), name);
         state.text += &text;
     }
 
@@ -515,14 +539,16 @@ impl Writer<'_> {
         site: &Site,
         entry: &str,
         copies: usize,
+        lanes: Lanes,
         indent: usize,
     ) -> String {
-        let (w, f) = {
+        let f = {
             let state = self.vector.as_ref().expect("vector state");
-            (state.width, state.program.variants[variant].clone())
+            state.program.variants[variant].clone()
         };
         let mut e = Emitter {
-            w,
+            lanes,
+            w: lanes.n,
             f: &f,
             site,
             entry: entry.to_string(),
@@ -537,7 +563,7 @@ impl Writer<'_> {
             if matches!(v.op, Op::Param(_)) {
                 continue;
             }
-            let ty = c_type(w, v.ty, f.classes[k]);
+            let ty = c_type(lanes, v.ty, f.classes[k]);
             for g in e.copies_of(f.classes[k]) {
                 e.copy = g;
                 let name = e.name(ValueId(k as u32));
@@ -548,7 +574,7 @@ impl Writer<'_> {
             for g in 0..copies {
                 e.copy = g;
                 let name = e.mask(MaskId(k as u32));
-                let _ = writeln!(e.out, "{pad}pf_v{w}i {name} = {{0}};");
+                let _ = writeln!(e.out, "{pad}{} {name} = {{0}};", lanes.mask());
             }
         }
         e.copy = 0;
@@ -563,18 +589,17 @@ fn constant_divisor(f: &VectorFunction, v: ValueId) -> bool {
 }
 
 /// The C type of a value of type `ty` and class `class`.
-fn c_type(w: usize, ty: ScalarType, class: Class) -> String {
+fn c_type(lanes: Lanes, ty: ScalarType, class: Class) -> String {
     match class {
         Class::Uniform => value_type(ty).to_string(),
         Class::Linear(_) => "int32_t".to_string(),
-        Class::Varying if ty == ScalarType::F32 => format!("pf_v{w}f"),
-        Class::Varying => format!("pf_v{w}i"),
+        Class::Varying => lanes.vector(ty),
     }
 }
 
 /// The C type of a function variant's result: one vector, or a struct of `copies`.
-fn result_type(w: usize, ty: ScalarType, copies: usize) -> String {
-    let one = c_type(w, ty, Class::Varying);
+fn result_type(lanes: Lanes, ty: ScalarType, copies: usize) -> String {
+    let one = c_type(lanes, ty, Class::Varying);
     if copies > 1 {
         format!("{one}x{copies}")
     } else {
@@ -583,6 +608,8 @@ fn result_type(w: usize, ty: ScalarType, copies: usize) -> String {
 }
 
 struct Emitter<'a> {
+    lanes: Lanes,
+    /// Lanes per vector (`lanes.n`).
     w: usize,
     f: &'a VectorFunction,
     site: &'a Site<'a>,
@@ -655,7 +682,8 @@ impl Emitter<'_> {
             })
             .collect();
         self.copy = saved;
-        format!("pf_any_v{}({})", self.w, names.join(" | "))
+        let code = if self.lanes.wide { "l" } else { "" };
+        format!("pf_any_v{}{code}({})", self.w, names.join(" | "))
     }
 
     /// The index of the current copy's lane 0 among all copies' lanes.
@@ -674,11 +702,13 @@ impl Emitter<'_> {
                 "pf_lin_v{w}i((int32_t)((uint32_t){n} + {}u * (uint32_t){s}), {s})",
                 self.lane0()
             ),
-            Class::Uniform if self.ty(v) == ScalarType::F32 => format!("pf_splat_v{w}f({n})"),
-            Class::Uniform if self.ty(v) == ScalarType::Bool => {
-                format!("pf_splat_v{w}i(-(int32_t){n})")
-            }
-            Class::Uniform => format!("pf_splat_v{w}i({n})"),
+            Class::Uniform => match self.ty(v) {
+                ScalarType::F16 | ScalarType::F32 => format!("pf_splat_v{w}f({n})"),
+                ScalarType::F64 => format!("pf_splat_v{w}d({n})"),
+                ScalarType::I32 => format!("pf_splat_v{w}i({n})"),
+                ScalarType::Bool if self.lanes.wide => format!("pf_splat_v{w}l(-(int64_t){n})"),
+                ScalarType::Bool => format!("pf_splat_v{w}i(-(int32_t){n})"),
+            },
         }
     }
 
@@ -738,7 +768,7 @@ impl Emitter<'_> {
         let mut items = Vec::new();
         for j in joins {
             let c = self.class(j.phi);
-            let ty = c_type(self.w, self.ty(j.phi), c);
+            let ty = c_type(self.lanes, self.ty(j.phi), c);
             for g in self.copies_of(c) {
                 self.copy = g;
                 items.push((
@@ -775,8 +805,7 @@ impl Emitter<'_> {
     }
 
     fn select(&self, ty: ScalarType, m: &str, a: &str, b: &str) -> String {
-        let kind = if ty == ScalarType::F32 { 'f' } else { 'i' };
-        format!("pf_sel_v{}{kind}({m}, {a}, {b})", self.w)
+        self.lanes.select(ty, m, a, b)
     }
 
     fn node(&mut self, wr: &mut Writer, n: &MNode, mask: MaskId, indent: usize) {
@@ -819,7 +848,7 @@ impl Emitter<'_> {
                 let mut items = Vec::new();
                 for j in joins {
                     let c = self.class(j.phi);
-                    let ty = c_type(self.w, self.ty(j.phi), c);
+                    let ty = c_type(self.lanes, self.ty(j.phi), c);
                     for g in self.copies_of(c) {
                         self.copy = g;
                         let v = if c == Class::Varying {
@@ -882,7 +911,7 @@ impl Emitter<'_> {
                 self.nodes(wr, body, *active, indent + 1);
                 let mut items = Vec::new();
                 for j in phis {
-                    let ty = c_type(self.w, self.ty(j.phi), Class::Varying);
+                    let ty = c_type(self.lanes, self.ty(j.phi), Class::Varying);
                     for g in 0..self.copies {
                         self.copy = g;
                         let (l, p) = (self.vec(j.inputs[1]), self.vec(j.phi));
@@ -912,7 +941,7 @@ impl Emitter<'_> {
                     })
                     .collect();
                 self.copy = 0;
-                let ty = result_type(self.w, self.ty(v), self.copies);
+                let ty = result_type(self.lanes, self.ty(v), self.copies);
                 let text = format!("return ({ty}){{{{{}}}}};", results.join(", "));
                 self.line(indent, &text);
             }
@@ -930,11 +959,12 @@ impl Emitter<'_> {
                 let depth = self.f.depth;
                 for g in 0..self.copies {
                     self.copy = g;
+                    let half = wr.program.array(write.array).elem == ScalarType::F16;
                     match access_pattern(&write, depth) {
-                        AccessPattern::Contiguous => {
+                        AccessPattern::Contiguous if !half => {
                             let target = wr.element(&write, &self.lane_args(var, args, 0));
                             let target = self.address(wr, &write, &target);
-                            let ty = c_type(self.w, self.ty(v), Class::Varying);
+                            let ty = c_type(self.lanes, self.ty(v), Class::Varying);
                             let text = format!(
                                 "{{ const {ty} pf_st = {}; memcpy({target}, &pf_st, sizeof pf_st); }}",
                                 self.vec(v)
@@ -944,7 +974,10 @@ impl Emitter<'_> {
                         _ => {
                             for k in 0..self.w {
                                 let target = wr.element(&write, &self.lane_args(var, args, k));
-                                let value = self.lane(v, &k.to_string());
+                                let mut value = self.lane(v, &k.to_string());
+                                if half {
+                                    value = wr.call(Helper::F2H, "pf_f2h", &[value]);
+                                }
                                 self.line(indent, &format!("{target} = {value};"));
                             }
                         }
@@ -973,7 +1006,8 @@ impl Emitter<'_> {
             && aligned::alignment(wr.program, access, self.f.depth)
                 .is_some_and(|n| n % self.w as i64 == 0);
         if aligned {
-            format!("__builtin_assume_aligned(&{element}, {})", 4 * self.w)
+            let bytes = self.lanes.bytes(wr.program.array(access.array).elem);
+            format!("__builtin_assume_aligned(&{element}, {bytes})")
         } else {
             format!("&{element}")
         }
@@ -1007,7 +1041,7 @@ impl Emitter<'_> {
     ) {
         let state = wr.vector.as_ref().expect("vector state");
         let callee = self.f.calls[&v];
-        let name = state.names[&(callee, self.copies)].clone();
+        let name = state.names[&(callee, self.copies, self.lanes)].clone();
         let params = state.program.variants[callee].params.clone();
         let mut texts = Vec::new();
         for (a, c) in args.iter().zip(&params) {
@@ -1020,7 +1054,7 @@ impl Emitter<'_> {
             self.copy = g;
             texts.push(self.mask(mask));
         }
-        let ty = result_type(self.w, self.ty(v), self.copies);
+        let ty = result_type(self.lanes, self.ty(v), self.copies);
         self.line(indent, "{");
         self.line(
             indent + 1,
@@ -1066,19 +1100,29 @@ impl Emitter<'_> {
                 let stmt =
                     &wr.program.statements[self.f.statement.expect("statement variant").index()];
                 let access = stmt.reads[*r].clone();
+                // `f16` elements are widened one by one.
+                let half = wr.program.array(access.array).elem == ScalarType::F16;
+                let load = |wr: &mut Writer, at: &[AstExpr]| {
+                    let e = wr.element(&access, at);
+                    if half {
+                        wr.call(Helper::H2F, "pf_h2f", &[e])
+                    } else {
+                        e
+                    }
+                };
                 match access_pattern(&access, self.f.depth) {
-                    AccessPattern::Uniform => wr.element(&access, args),
-                    AccessPattern::Contiguous => {
+                    AccessPattern::Uniform => load(wr, args),
+                    AccessPattern::Contiguous if !half => {
                         let e = wr.element(&access, &self.lane_args(var, args, 0));
                         let e = self.address(wr, &access, &e);
                         self.line(indent, &format!("memcpy(&{name}, {e}, sizeof {name});"));
                         return;
                     }
-                    AccessPattern::Gather => {
+                    AccessPattern::Contiguous | AccessPattern::Gather => {
                         let lanes: Vec<String> = (0..w)
-                            .map(|k| wr.element(&access, &self.lane_args(var, args, k)))
+                            .map(|k| load(wr, &self.lane_args(var, args, k)))
                             .collect();
-                        let ty = c_type(w, value.ty, Class::Varying);
+                        let ty = c_type(self.lanes, value.ty, Class::Varying);
                         format!("({ty}){{{}}}", lanes.join(", "))
                     }
                 }
@@ -1149,7 +1193,10 @@ impl Emitter<'_> {
         mask: MaskId,
     ) -> Option<String> {
         let w = self.w;
+        let lanes = self.lanes;
         let v = |x: &ValueId| self.vec(*x);
+        // An `f16` result of `+ - * /` is computed in `float` and rounded to `f16`.
+        let f16r = |x: String| format!("pf_f16r_v{w}({x})");
         Some(match op {
             Op::Unary(UnaryOp::Not, a) => format!("(~{})", v(a)),
             Op::Unary(UnaryOp::Neg, a) if ty == ScalarType::I32 => {
@@ -1162,17 +1209,24 @@ impl Emitter<'_> {
                 match op {
                     BinaryOp::And => format!("({x} & {y})"),
                     BinaryOp::Or => format!("({x} | {y})"),
-                    _ if op.is_comparison() => format!("({x} {} {y})", op.symbol()),
-                    BinaryOp::Min if operand == ScalarType::F32 => {
-                        format!("pf_fmin_v{w}f({x}, {y})")
+                    _ if op.is_comparison() => {
+                        lanes.mask_of_comparison(operand, format!("({x} {} {y})", op.symbol()))
                     }
-                    BinaryOp::Max if operand == ScalarType::F32 => {
-                        format!("pf_fmax_v{w}f({x}, {y})")
+                    // Min and max pick an operand, so `f16` ones need no rounding.
+                    BinaryOp::Min | BinaryOp::Max if operand.is_float() => {
+                        let kind = if operand == ScalarType::F64 { 'd' } else { 'f' };
+                        let name = if *op == BinaryOp::Min { "fmin" } else { "fmax" };
+                        format!("pf_{name}_v{w}{kind}({x}, {y})")
                     }
                     BinaryOp::Min => format!("pf_sel_v{w}i({x} < {y}, {x}, {y})"),
                     BinaryOp::Max => format!("pf_sel_v{w}i({x} > {y}, {x}, {y})"),
                     BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
-                        if operand == ScalarType::F32 =>
+                        if operand == ScalarType::F16 =>
+                    {
+                        f16r(format!("{x} {} {y}", op.symbol()))
+                    }
+                    BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div
+                        if operand.is_float() =>
                     {
                         format!("({x} {} {y})", op.symbol())
                     }
@@ -1188,17 +1242,24 @@ impl Emitter<'_> {
                 }
             }
             Op::Select(c, t, e) => self.select(ty, &v(c), &v(t), &v(e)),
-            Op::Cast(to, a) => match (*to, self.ty(*a)) {
-                (to, from) if to == from => v(a),
-                (ScalarType::F32, ScalarType::I32) => {
-                    format!("__builtin_convertvector({}, pf_v{w}f)", v(a))
+            Op::Cast(to, a) => {
+                use ScalarType::*;
+                match (*to, self.ty(*a)) {
+                    (to, from) if to == from => v(a),
+                    (F32, F16) => v(a),
+                    // Exact, or rounded once as the scalar cast rounds.
+                    (F32, I32 | F64) | (F64, I32 | F16 | F32) => {
+                        format!("__builtin_convertvector({}, {})", v(a), lanes.vector(*to))
+                    }
+                    (F16, F32) => f16r(v(a)),
+                    // An `f64` or `i32` rounded to `f32` first would be rounded twice.
+                    _ => return None,
                 }
-                _ => return None,
-            },
+            }
             Op::Call(_, args) => {
                 let state = wr.vector.as_ref().expect("vector state");
                 let callee = self.f.calls[&id];
-                let name = state.names[&(callee, 1)].clone();
+                let name = state.names[&(callee, 1, self.lanes)].clone();
                 let params = state.program.variants[callee].params.clone();
                 let mut texts: Vec<String> = args
                     .iter()

@@ -310,7 +310,7 @@ impl<'a> Writer<'a> {
         out += &functions;
         if let Some(state) = &self.vector {
             if !state.text.is_empty() || kernel.contains("pf_all") {
-                out += &super::vector::prelude(state.width);
+                out += &state.prelude();
                 out += &state.text;
             }
         }

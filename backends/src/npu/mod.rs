@@ -240,7 +240,7 @@ fn output_role(program: &Program, id: ArrayId) -> &'static str {
 /// The program of a kernel taken as it is.
 fn direct(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
     if function::applies(program) {
-        return function::compile(program, target);
+        return function::compile(&function::narrowed(program, options), target);
     }
     if vector::applies(program) {
         plan::refuse_in_place(program)?;
@@ -306,7 +306,7 @@ fn lowers(program: &Program, options: &Options) -> Result<(), Error> {
         return plan::plan(&rw.program, options).map(|_| ());
     }
     let direct = if function::applies(program) {
-        function::compile(program, &NpuTarget::default()).map(|_| ())
+        function::compile(&function::narrowed(program, options), &NpuTarget::default()).map(|_| ())
     } else if vector::applies(program) {
         plan::refuse_in_place(program).and_then(|_| vector::lower(program, options).map(|_| ()))
     } else {
@@ -394,6 +394,7 @@ impl Target for Npu {
         let mut json = report::to_value(program, self.name(), seed, &results);
         let mut text = checked.to_text(program);
         if function::applies(program) {
+            let program = &function::narrowed(program, &Npu::options(options));
             let (lanes, width) = lane_stats(program, &NpuTarget::default(), seed)
                 .map_err(|e| Npu::error(program, e))?;
             let loops = if lanes.masked_loop_iterations == 0 {

@@ -207,6 +207,13 @@ impl VectorProgram {
         vp
     }
 
+    /// Whether variant `variant`, or a function it calls, has a value of type `ty` (a variant
+    /// with `f64` values runs on 64-bit lanes).
+    pub fn has_type(&self, variant: usize, ty: ScalarType) -> bool {
+        let v = &self.variants[variant];
+        v.ssa.values.iter().any(|x| x.ty == ty) || v.calls.values().any(|c| self.has_type(*c, ty))
+    }
+
     /// The printed form of every variant: its parameters' classes, and its masked form with
     /// the class of every value.
     pub fn display(&self, program: &Program) -> String {
@@ -267,6 +274,13 @@ fn print_variant(out: &mut String, program: &Program, vp: &VectorProgram, v: &Ve
                 how(&stmt.write)
             );
             let index = vp.statements[&(s, v.depth)];
+            if vp.has_type(index, ScalarType::F64) {
+                let _ = writeln!(
+                    out,
+                    "  lanes: 64-bit (f64 values): masks are 64-bit, i32 and f32 comparisons \
+                     widened to them"
+                );
+            }
             match profit::compiler_vectorises(vp, index) {
                 Some(why) => {
                     let _ = writeln!(out, "  cost model: {why}");
@@ -473,14 +487,4 @@ fn binary_name(op: BinaryOp) -> &'static str {
         BinaryOp::And => "and",
         BinaryOp::Or => "or",
     }
-}
-
-/// Whether every value of the variants is of a type the vector emitters handle (`f32`, `i32`
-/// and `bool`); the reason otherwise.
-pub fn unsupported_type(vp: &VectorProgram) -> Option<ScalarType> {
-    vp.variants
-        .iter()
-        .flat_map(|v| v.ssa.values.iter())
-        .map(|v| v.ty)
-        .find(|t| !matches!(t, ScalarType::F32 | ScalarType::I32 | ScalarType::Bool))
 }

@@ -8,7 +8,9 @@
 //! same selects without the mask tests of the branches on superword condition, and may use
 //! wider vectors. The masked form pays where the compiler gives up: a `while` loop whose trip
 //! count varies between lanes, a transcendental function (`exp`, `tanh`, … are library calls
-//! it does not vectorise without a vector math library), integer division.
+//! it does not vectorise without a vector math library), integer division, `f16` arithmetic
+//! (the scalar code rounds each result to `f16` through a helper with branches on the bits of
+//! a `double`, which gcc 12 does not vectorise; the masked form rounds whole vectors).
 //!
 //! [`interleave`] decides how many vectors one run of a masked form interleaves.
 
@@ -16,14 +18,14 @@ use super::classify::Class;
 use super::mask::MNode;
 use super::ssa::{Op, ValueId};
 use super::VectorProgram;
-use crate::program::{BinaryOp, MathFn};
+use crate::program::{BinaryOp, MathFn, ScalarType};
 
 /// Why the compiler is expected to vectorise the scalar loop around variant `variant` by
 /// itself, or `None` when the masked form is worth writing.
 pub fn compiler_vectorises(vp: &VectorProgram, variant: usize) -> Option<&'static str> {
     plain(vp, variant, &vp.variants[variant].masked.body).then_some(
-        "no loop, no transcendental function, no integer division: the C compiler if-converts \
-         and vectorises the scalar loop itself, so the CPU keeps it scalar",
+        "no loop, no transcendental function, no integer division, no f16 arithmetic: the C \
+         compiler if-converts and vectorises the scalar loop itself, so the CPU keeps it scalar",
     )
 }
 
@@ -32,6 +34,17 @@ fn plain(vp: &VectorProgram, variant: usize, nodes: &[MNode]) -> bool {
     nodes.iter().all(|n| match n {
         MNode::Def(v) => {
             let value = f.ssa.value(*v);
+            let rounds_f16 = value.ty == ScalarType::F16
+                && match &value.op {
+                    Op::Binary(op, ..) => {
+                        !matches!(op, BinaryOp::Min | BinaryOp::Max) && !op.is_comparison()
+                    }
+                    Op::Math(..) | Op::Cast(..) => true,
+                    _ => false,
+                };
+            if rounds_f16 {
+                return false;
+            }
             match &value.op {
                 Op::Math(m, _) => {
                     matches!(m, MathFn::Sqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil)

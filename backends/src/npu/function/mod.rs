@@ -19,15 +19,27 @@
 
 mod masked;
 
+use std::borrow::Cow;
+
 use polyhedral::interp;
-use polyhedral::program::{ArrayId, ArrayRole, Statement, StmtId, Var};
+use polyhedral::program::{ArrayId, ArrayRole, ScalarType, Statement, StmtId, Var};
 use polyhedral::vectorize::exec::{run_lanes_across_rows, LaneStats};
 use polyhedral::vectorize::ssa::Op;
 use polyhedral::vectorize::{calls_function, VectorProgram};
 use polyhedral::Program;
 
-use super::{Error, NpuTarget, VECTOR_BYTES};
+use super::{Error, NpuTarget, Options, VECTOR_BYTES};
 use masked::{emit, Buf, Geometry, Kind, Line, Lowering, Ty};
+
+/// The program the lowering takes for `program`: its `f64` narrowed to `f32` where `options`
+/// allow it (the machine has no `f64`), as the runner narrows it before comparing.
+pub(crate) fn narrowed<'p>(program: &'p Program, options: &Options) -> Cow<'p, Program> {
+    if options.f64_as_f32 {
+        Cow::Owned(crate::gpu::narrow_f64(program))
+    } else {
+        Cow::Borrowed(program)
+    }
+}
 
 /// Lanes of one f32 / i32 vector repeat.
 const LANES: u64 = VECTOR_BYTES / 4;
@@ -82,6 +94,20 @@ fn shape(program: &Program) -> Result<Shape<'_>, Error> {
     let depth = stmt.depth();
     if depth == 0 || stmt.reduction.is_some() {
         return Err(not_yet(program, "a statement that is not element-wise"));
+    }
+    // Lanes are f32 or i32 (f64 ones narrowed to f32 by the options beforehand).
+    if let Some(a) = std::iter::once(&stmt.write)
+        .chain(&stmt.reads)
+        .map(|a| program.array(a.array))
+        .find(|a| !matches!(a.elem, ScalarType::F32 | ScalarType::I32))
+    {
+        return Err(not_yet(
+            program,
+            format!(
+                "`{}` is {} (lanes are f32 or i32; f64 with `--npu-f32`)",
+                a.name, a.elem
+            ),
+        ));
     }
     let out = program.array(stmt.write.array);
     let ext = program.array_extents(stmt.write.array);
