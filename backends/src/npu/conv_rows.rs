@@ -16,7 +16,7 @@
 use super::copies::window_copy;
 
 use super::copies::Off;
-use super::cube::{Emitter, Run, RunOperand, Window};
+use super::cube::{Emitter, Fill, Run, RunOperand, Window};
 use super::plan::{Source, Stage};
 
 /// How a stage's window slides over its innermost independent loop.
@@ -87,6 +87,18 @@ pub(crate) fn widen(w: Window, s: &Slide, ob: u64) -> Window {
         slide: Some((*s, ob)),
         ..w
     }
+}
+
+/// The `MTE2 → MTE1` event that says a convolution's resident weights are in L1, when its
+/// rows go first ([`rows_first`]).
+pub(crate) const WEIGHTS_EVENT: u8 = 1;
+
+/// Whether a step copies its sliding window's rows before its resident A (the weights) and
+/// signals them apart: the first tile's `load3d`, the longest load of the step, then overlaps
+/// the weights' copy instead of waiting for it.
+pub(crate) fn rows_first(r: &Run) -> bool {
+    matches!(r.a.fill, Fill::Resident)
+        && matches!(r.b.fill, Fill::Window(w, true) if w.slide.is_some())
 }
 
 impl Emitter<'_> {
