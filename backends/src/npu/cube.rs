@@ -209,6 +209,12 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
             columns: ep.columns.len() as u64,
             rows: ep.row_vectors as u64,
             scalar_bytes: 32 * ep.scalars.len() as u64 + if ep.rows.is_empty() { 0 } else { 1024 },
+            ops: super::tile_ops::vector_ops(
+                ep.after
+                    .ops
+                    .iter()
+                    .chain(ep.before.iter().flat_map(|b| &b.ops)),
+            ),
         },
         square: st.band.is_some(),
     }
@@ -971,7 +977,9 @@ impl Emitter<'_> {
     fn presets(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
         for _ in 0..self.t.nbuf {
-            self.line("set_flag MTE1, MTE2, 1");
+            if !conv_rows::rows_first(r) {
+                self.line("set_flag MTE1, MTE2, 1");
+            }
             self.line("set_flag M, MTE1, 1");
             if !init {
                 self.line("set_flag V, M, 0");
@@ -985,7 +993,9 @@ impl Emitter<'_> {
     fn postwaits(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
         for _ in 0..self.t.nbuf {
-            self.line("wait_flag MTE1, MTE2, 1");
+            if !conv_rows::rows_first(r) {
+                self.line("wait_flag MTE1, MTE2, 1");
+            }
             self.line("wait_flag M, MTE1, 1");
             if !init {
                 self.line("wait_flag V, M, 0");
@@ -1109,20 +1119,27 @@ impl Emitter<'_> {
         // A convolution's rows go first when its weights are resident: MTE1 gathers the first
         // tile's window while the weights are still on their way (`conv_rows`).
         let rows_first = conv_rows::rows_first(r);
-        // MTE2: the streamed operands, a resident one at its first use.
-        self.line("wait_flag MTE1, MTE2, 1");
+        // MTE2: the streamed operands, a resident one at its first use; rows that go first
+        // reuse no slot, so MTE2 copies them ahead without waiting for MTE1.
+        if !rows_first {
+            self.line("wait_flag MTE1, MTE2, 1");
+        }
         if rows_first {
             self.copy_operand(r, false, None);
-            self.line("set_flag MTE2, MTE1, 0");
             let signal = format!("set_flag MTE2, MTE1, {}", conv_rows::WEIGHTS_EVENT);
             self.copy_operand(r, true, Some(&signal));
+            self.window_rows_ahead(r);
         } else {
             self.copy_operand(r, true, None);
             self.copy_operand(r, false, None);
             self.line("set_flag MTE2, MTE1, 0");
         }
         // MTE1: fractals into L0A (zZ) and L0B (zN).
-        self.line("wait_flag MTE2, MTE1, 0");
+        if rows_first {
+            self.window_rows_wait(r);
+        } else {
+            self.line("wait_flag MTE2, MTE1, 0");
+        }
         self.line("wait_flag M, MTE1, 1");
         if rows_first {
             self.load_b(r);
@@ -1139,7 +1156,9 @@ impl Emitter<'_> {
             self.load_a(r);
             self.load_b(r);
         }
-        self.line("set_flag MTE1, MTE2, 1");
+        if !rows_first {
+            self.line("set_flag MTE1, MTE2, 1");
+        }
         self.line("set_flag MTE1, M, 0");
         // M: the Cube.
         self.line("wait_flag MTE1, M, 0");
@@ -1237,7 +1256,7 @@ impl Emitter<'_> {
                     if r.col_tiles > 1 {
                         self.open("if nt == 0");
                     }
-                    self.window_rows_in(r, o, &w);
+                    self.window_rows_in(r, o, &w, conv_rows::rows_first(r));
                     if r.col_tiles > 1 {
                         self.close();
                     }
