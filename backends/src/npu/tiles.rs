@@ -349,7 +349,7 @@ pub fn choose(
 /// every core shares. There the rows a block takes decide how many times the weights and the
 /// halo rows cross GM — each block reads all the weights and `kh − 1` rows again — so the
 /// split with the most blocks, often the fastest by a little, reads the most: conv2d_bn_relu
-/// on 28 blocks reads 64% more than on 14 for 15% fewer cycles. Charging the traffic at the
+/// on 28 blocks reads 64% more than on 14 for 16% fewer cycles. Charging the traffic at the
 /// machine's shared bandwidth chooses the split whose saved cycles outweigh the bandwidth its
 /// extra reads take from everything running beside it. The matrix products keep the estimate
 /// alone: for them the same charge trades many more cycles for less traffic (fewer blocks
