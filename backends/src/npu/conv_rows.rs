@@ -16,7 +16,7 @@
 use super::copies::window_copy;
 
 use super::copies::Off;
-use super::cube::{Emitter, Run, RunOperand, Window};
+use super::cube::{Emitter, Fill, Run, RunOperand, Window};
 use super::plan::{Source, Stage};
 
 /// How a stage's window slides over its innermost independent loop.
@@ -89,47 +89,145 @@ pub(crate) fn widen(w: Window, s: &Slide, ob: u64) -> Window {
     }
 }
 
+/// The `MTE2 → MTE1` event that says a convolution's resident weights are in L1, when its
+/// rows go first ([`rows_first`]).
+pub(crate) const WEIGHTS_EVENT: u8 = 1;
+
+/// MTE2's signal that an iteration's rows are in L1, when the rows go first: once for the
+/// first window, then once per row copied ahead.
+const ROWS_SET: &str = "set_flag MTE2, MTE1, 0";
+
+/// Whether a step copies its sliding window's rows before its resident A (the weights) and
+/// signals them apart: the first tile's `load3d`, the longest load of the step, then overlaps
+/// the weights' copy instead of waiting for it. Then each iteration's rows are signalled
+/// once, for all its column tiles, and the row the next iteration adds is copied ahead.
+pub(crate) fn rows_first(r: &Run) -> bool {
+    matches!(r.a.fill, Fill::Resident)
+        && matches!(r.b.fill, Fill::Window(w, true) if w.slide.is_some())
+}
+
 impl Emitter<'_> {
     /// A sliding window's rows for iteration `o` of the block, every channel of the step at
     /// once: its last row (the others are in L1 from the iterations before), and at the first
-    /// iteration the rows before it. GM's base is iteration `o`'s first row.
-    pub(crate) fn window_rows_in(&mut self, r: &Run, o: &RunOperand, w: &Window) {
-        let (Some((at, _, _)), Some((s, _))) = (o.gm.clone(), w.slide) else {
+    /// iteration the rows before it. GM's base is iteration `o`'s first row. With `ahead`,
+    /// the iterations after the first find their last row copied already
+    /// ([`Self::window_rows_ahead`]), so only the first copies, its whole window.
+    pub(crate) fn window_rows_in(&mut self, r: &Run, o: &RunOperand, w: &Window, ahead: bool) {
+        let Some(rows) = self.row_copies(r, o, w) else {
             return;
         };
-        let st = &self.plan.stages[r.stage];
-        let es = w.es as i64;
-        let channels = r.tiles.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
-        let src = self.gm_base(&at, w.es, None, None);
-        let (pitch, step) = (w.w as i64 * es, s.step as i64 * es);
-        let array = self.name(at.array);
-        let copy = |dst: Off, src: Off| {
-            window_copy(
-                &o.view.buf,
-                &dst,
-                &array,
-                &src,
-                channels,
-                s.copy as i64 * es,
-                w,
-            )
-        };
-        let halo = s.kh as i64 - 1;
+        let halo = rows.kh - 1;
         self.open("if o == 0");
         let row = self.var("r");
-        self.open(format!("for {row} in 0..{halo}"));
-        let first = copy(
-            o.view.slot.clone().plus(&row, pitch),
-            src.clone().plus(&row, step),
-        );
+        self.open(format!(
+            "for {row} in 0..{}",
+            if ahead { rows.kh } else { halo }
+        ));
+        let first = rows.copy(Off::at(0).plus(&row, 1), Off::at(0).plus(&row, 1));
         self.line(first);
         self.close();
         self.free_var();
+        if ahead {
+            self.line(ROWS_SET);
+        }
         self.close();
-        let last = copy(
-            o.view.slot.clone().plus("o", pitch).add(halo * pitch),
-            src.add(halo * step),
-        );
-        self.line(last);
+        if !ahead {
+            let last = rows.copy(Off::at(0).plus("o", 1).add(halo), Off::at(halo));
+            self.line(last);
+        }
+    }
+
+    /// The last row of iteration `o + 1`'s window, copied during iteration `o`: MTE2 then
+    /// never waits for the scalar unit to reach the next iteration (whose issue the Vector
+    /// unit's queue holds back) before it copies the row the next iteration's first tile
+    /// needs.
+    pub(crate) fn window_rows_ahead(&mut self, r: &Run) {
+        let Fill::Window(w, true) = r.b.fill else {
+            return;
+        };
+        let Some(rows) = self.row_copies(r, &r.b, &w) else {
+            return;
+        };
+        if r.col_tiles > 1 {
+            self.open("if nt == 0");
+        }
+        self.open(format!("if o < {}", self.t.ob - 1));
+        let next = rows.copy(Off::at(0).plus("o", 1).add(rows.kh), Off::at(rows.kh));
+        self.line(next);
+        self.line(ROWS_SET);
+        self.close();
+        if r.col_tiles > 1 {
+            self.close();
+        }
+    }
+
+    /// MTE1's wait for an iteration's rows, at its first column tile: the `o`-th wait
+    /// consumes the first window's signal (`o = 0`) or the signal of the row copied ahead
+    /// for iteration `o`.
+    pub(crate) fn window_rows_wait(&mut self, r: &Run) {
+        if r.col_tiles > 1 {
+            self.open("if nt == 0");
+        }
+        self.line("wait_flag MTE2, MTE1, 0");
+        if r.col_tiles > 1 {
+            self.close();
+        }
+    }
+
+    /// How the rows of a sliding window are copied.
+    fn row_copies(&self, r: &Run, o: &RunOperand, w: &Window) -> Option<RowCopies> {
+        let (Some((at, _, _)), Some((s, _))) = (o.gm.clone(), w.slide) else {
+            return None;
+        };
+        let st = &self.plan.stages[r.stage];
+        let es = w.es as i64;
+        Some(RowCopies {
+            buf: o.view.buf.clone(),
+            slot: o.view.slot.clone(),
+            array: self.name(at.array),
+            src: self.gm_base(&at, w.es, None, None),
+            channels: r.tiles.tk.min(st.k.extent()).div_ceil(w.kh * w.kw),
+            pitch: w.w as i64 * es,
+            step: s.step as i64 * es,
+            bytes: s.copy as i64 * es,
+            kh: s.kh as i64,
+            window: *w,
+        })
+    }
+}
+
+/// Where a sliding window's rows are copied from and to.
+struct RowCopies {
+    buf: String,
+    slot: Off,
+    array: String,
+    src: Off,
+    channels: u64,
+    /// L1 bytes between rows, GM bytes between rows, bytes a row copies.
+    pitch: i64,
+    step: i64,
+    bytes: i64,
+    kh: i64,
+    window: Window,
+}
+
+impl RowCopies {
+    /// The copy of a row: `l1` rows from the block's first row in L1, `gm` rows from
+    /// iteration `o`'s first row in GM.
+    fn copy(&self, l1: Off, gm: Off) -> String {
+        let rows = |base: &Off, at: &Off, k: i64| {
+            at.terms
+                .iter()
+                .fold(base.clone().add(at.c * k), |o, (n, c)| o.plus(n, c * k))
+        };
+        window_copy(
+            &self.buf,
+            &rows(&self.slot, &l1, self.pitch),
+            &self.array,
+            &rows(&self.src, &gm, self.step),
+            self.channels,
+            self.bytes,
+            &self.window,
+        )
     }
 }

@@ -209,6 +209,12 @@ fn shape(plan: &Plan, ep: &Epilogue) -> Shape {
             columns: ep.columns.len() as u64,
             rows: ep.row_vectors as u64,
             scalar_bytes: 32 * ep.scalars.len() as u64 + if ep.rows.is_empty() { 0 } else { 1024 },
+            ops: super::tile_ops::vector_ops(
+                ep.after
+                    .ops
+                    .iter()
+                    .chain(ep.before.iter().flat_map(|b| &b.ops)),
+            ),
         },
         square: st.band.is_some(),
     }
@@ -971,7 +977,9 @@ impl Emitter<'_> {
     fn presets(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
         for _ in 0..self.t.nbuf {
-            self.line("set_flag MTE1, MTE2, 1");
+            if !conv_rows::rows_first(r) {
+                self.line("set_flag MTE1, MTE2, 1");
+            }
             self.line("set_flag M, MTE1, 1");
             if !init {
                 self.line("set_flag V, M, 0");
@@ -985,7 +993,9 @@ impl Emitter<'_> {
     fn postwaits(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
         for _ in 0..self.t.nbuf {
-            self.line("wait_flag MTE1, MTE2, 1");
+            if !conv_rows::rows_first(r) {
+                self.line("wait_flag MTE1, MTE2, 1");
+            }
             self.line("wait_flag M, MTE1, 1");
             if !init {
                 self.line("wait_flag V, M, 0");
@@ -1106,153 +1116,54 @@ impl Emitter<'_> {
 
     /// One reduction step of one tile.
     fn step(&mut self, r: &Run) {
-        let t = r.tiles;
-        let es = self.es;
-        let f = |x: u64| x / FRACTAL;
-        let fr = 256 * es;
-        // MTE2: the streamed operands, a resident one at its first use.
-        self.line("wait_flag MTE1, MTE2, 1");
-        for (o, a_role) in [(&r.a, true), (&r.b, false)] {
-            let tails: Vec<&Tail> = if a_role {
-                vec![&r.rows, &r.k]
-            } else {
-                vec![&r.k, &r.cols]
-            };
-            let copy = |e: &mut Self| {
-                e.tails(&tails, &mut |e, v| {
-                    let (rows_v, cols_v, k_v) = if a_role {
-                        (v[0], 0, v[1])
-                    } else {
-                        (0, v[1], v[0])
-                    };
-                    let region = e.operand_region(r, a_role, o, (rows_v, cols_v, k_v));
-                    e.copy_in(&region);
-                });
-            };
-            match o.fill {
-                Fill::Stream if a_role && r.a_l0 => {
-                    let opened = self.open_first_use();
-                    copy(self);
-                    for _ in 0..opened {
-                        self.close();
-                    }
-                }
-                Fill::Stream => copy(self),
-                Fill::Resident => {
-                    let mut opened = 0;
-                    if self.t.ob > 1 {
-                        self.open("if o == 0");
-                        opened += 1;
-                    }
-                    if r.col_tiles > 1 {
-                        self.open("if nt == 0");
-                        opened += 1;
-                    }
-                    copy(self);
-                    for _ in 0..opened {
-                        self.close();
-                    }
-                }
-                Fill::Window(w, false) => self.window_in(r, o, &w),
-                Fill::Window(w, true) => {
-                    if w.slide.is_some() {
-                        if r.col_tiles > 1 {
-                            self.open("if nt == 0");
-                        }
-                        self.window_rows_in(r, o, &w);
-                        if r.col_tiles > 1 {
-                            self.close();
-                        }
-                    } else {
-                        self.open("if nt == 0");
-                        self.window_in(r, o, &w);
-                        self.close();
-                    }
-                }
-                Fill::Panel => {}
-            }
+        // A convolution's rows go first when its weights are resident: MTE1 gathers the first
+        // tile's window while the weights are still on their way (`conv_rows`).
+        let rows_first = conv_rows::rows_first(r);
+        // MTE2: the streamed operands, a resident one at its first use; rows that go first
+        // reuse no slot, so MTE2 copies them ahead without waiting for MTE1.
+        if !rows_first {
+            self.line("wait_flag MTE1, MTE2, 1");
         }
-        self.line("set_flag MTE2, MTE1, 0");
+        if rows_first {
+            self.copy_operand(r, false, None);
+            let signal = format!("set_flag MTE2, MTE1, {}", conv_rows::WEIGHTS_EVENT);
+            self.copy_operand(r, true, Some(&signal));
+            self.window_rows_ahead(r);
+        } else {
+            self.copy_operand(r, true, None);
+            self.copy_operand(r, false, None);
+            self.line("set_flag MTE2, MTE1, 0");
+        }
         // MTE1: fractals into L0A (zZ) and L0B (zN).
-        self.line("wait_flag MTE2, MTE1, 0");
+        if rows_first {
+            self.window_rows_wait(r);
+        } else {
+            self.line("wait_flag MTE2, MTE1, 0");
+        }
         self.line("wait_flag M, MTE1, 1");
-        let l0a = if r.a_l0 {
-            scale_off(&r.k_off, (t.tm * es) as i64)
-        } else {
-            self.slot("s6", t.tm * t.tk * es)
-        };
-        let l0b = self.slot("s6", t.tk * t.tn * es);
-        let f32 = if es == 4 { ", f32" } else { "" };
-        let view_base = |v: &View| v.at(es);
-        // A: per row of fractals m1, its k fractals.
-        let va = r.a.view.clone();
-        let base = view_base(&va);
-        let opened = if r.a_l0 { self.open_first_use() } else { 0 };
-        let m1 = self.var("m1");
-        self.open(format!("for {m1} in 0..{}", f(t.tm)));
-        let (src, stride, tr) = match va.inner {
-            Inner::K => (base.plus(&m1, fr as i64), va.held / FRACTAL, ""),
-            Inner::Other => (base.plus(&m1, (va.held * 16 * es) as i64), 1, ", transpose"),
-        };
-        self.line(format!(
-            "load2d l0a[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
-            l0a.clone().plus(&m1, (f(t.tk) * fr) as i64).text(),
-            va.buf,
-            src.text(),
-            f(t.tk),
-        ));
-        self.close();
-        self.free_var();
-        for _ in 0..opened {
-            self.close();
-        }
-        // B: per row of fractals k1, its n fractals; or the im2col rows of a window.
-        let vb = r.b.view.clone();
-        if let Fill::Window(w, _) = r.b.fill {
-            let st = &self.plan.stages[r.stage];
-            let channels = t.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
-            // The tile's first column, from the block's column group.
-            let mut n0 = Off::at(0).plus("s1", (self.t.ntb * self.t.last().tn * es) as i64);
-            if r.col_tiles > 1 {
-                n0 = n0.plus("nt", (t.tn * es) as i64);
-            }
-            if w.slide.is_some() {
-                n0 = n0.plus("o", (w.w * es) as i64);
-            }
+        if rows_first {
+            self.load_b(r);
+            let opened = self.open_resident(r);
             self.line(format!(
-                "load3d l0b[{}], {}[{}], c={channels}, cs={}, w={}, kh={}, kw={}, k={}, n={}{f32}",
-                l0b.text(),
-                vb.buf,
-                vb.slot.clone().sum(&n0).text(),
-                w.cs,
-                w.w,
-                w.kh,
-                w.kw,
-                t.tk,
-                t.tn,
+                "wait_flag MTE2, MTE1, {}",
+                conv_rows::WEIGHTS_EVENT
             ));
+            for _ in 0..opened {
+                self.close();
+            }
+            self.load_a(r);
         } else {
-            let base = view_base(&vb);
-            let k1 = self.var("k1");
-            self.open(format!("for {k1} in 0..{}", f(t.tk)));
-            let (src, stride, tr) = match vb.inner {
-                Inner::Other => (base.plus(&k1, fr as i64), vb.held / FRACTAL, ", transpose"),
-                Inner::K => (base.plus(&k1, (vb.held * 16 * es) as i64), 1, ""),
-            };
-            self.line(format!(
-                "load2d l0b[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
-                l0b.clone().plus(&k1, (f(t.tn) * fr) as i64).text(),
-                vb.buf,
-                src.text(),
-                f(t.tn),
-            ));
-            self.close();
-            self.free_var();
+            self.load_a(r);
+            self.load_b(r);
         }
-        self.line("set_flag MTE1, MTE2, 1");
+        if !rows_first {
+            self.line("set_flag MTE1, MTE2, 1");
+        }
         self.line("set_flag MTE1, M, 0");
         // M: the Cube.
         self.line("wait_flag MTE1, M, 0");
+        let (t, es) = (r.tiles, self.es);
+        let (l0a, l0b) = self.l0_slots(r);
         let l0c = self.slot("s7", t.tm * t.tn * 4);
         let src_f32 = if es == 4 { ", src_f32" } else { "" };
         let (tm, tn, tk) = (t.tm, t.tn, t.tk);
@@ -1281,6 +1192,174 @@ impl Emitter<'_> {
         self.line("add s4, s4, 1");
         if self.t.nbuf == 2 {
             self.line("sub s6, 1, s6");
+        }
+    }
+
+    /// Opens the conditions under which a resident operand is copied: the block's first
+    /// column tile (and first independent iteration); returns how many were opened.
+    fn open_resident(&mut self, r: &Run) -> usize {
+        let mut opened = 0;
+        if self.t.ob > 1 {
+            self.open("if o == 0");
+            opened += 1;
+        }
+        if r.col_tiles > 1 {
+            self.open("if nt == 0");
+            opened += 1;
+        }
+        opened
+    }
+
+    /// A step's operand (A or B) from GM into L1 on MTE2, where the step copies it; a
+    /// resident operand under [`Self::open_resident`]'s conditions, followed there by
+    /// `signal`.
+    fn copy_operand(&mut self, r: &Run, a_role: bool, signal: Option<&str>) {
+        let o = if a_role { &r.a } else { &r.b };
+        let tails: Vec<&Tail> = if a_role {
+            vec![&r.rows, &r.k]
+        } else {
+            vec![&r.k, &r.cols]
+        };
+        let copy = |e: &mut Self| {
+            e.tails(&tails, &mut |e, v| {
+                let (rows_v, cols_v, k_v) = if a_role {
+                    (v[0], 0, v[1])
+                } else {
+                    (0, v[1], v[0])
+                };
+                let region = e.operand_region(r, a_role, o, (rows_v, cols_v, k_v));
+                e.copy_in(&region);
+            });
+        };
+        match o.fill {
+            Fill::Stream if a_role && r.a_l0 => {
+                let opened = self.open_first_use();
+                copy(self);
+                for _ in 0..opened {
+                    self.close();
+                }
+            }
+            Fill::Stream => copy(self),
+            Fill::Resident => {
+                let opened = self.open_resident(r);
+                copy(self);
+                if let Some(line) = signal {
+                    self.line(line);
+                }
+                for _ in 0..opened {
+                    self.close();
+                }
+            }
+            Fill::Window(w, false) => self.window_in(r, o, &w),
+            Fill::Window(w, true) => {
+                if w.slide.is_some() {
+                    if r.col_tiles > 1 {
+                        self.open("if nt == 0");
+                    }
+                    self.window_rows_in(r, o, &w, conv_rows::rows_first(r));
+                    if r.col_tiles > 1 {
+                        self.close();
+                    }
+                } else {
+                    self.open("if nt == 0");
+                    self.window_in(r, o, &w);
+                    self.close();
+                }
+            }
+            Fill::Panel => {}
+        }
+    }
+
+    /// The step's slots in L0A and L0B.
+    fn l0_slots(&self, r: &Run) -> (Off, Off) {
+        let (t, es) = (r.tiles, self.es);
+        let l0a = if r.a_l0 {
+            scale_off(&r.k_off, (t.tm * es) as i64)
+        } else {
+            self.slot("s6", t.tm * t.tk * es)
+        };
+        (l0a, self.slot("s6", t.tk * t.tn * es))
+    }
+
+    /// MTE1: the step's A fractals into L0A (zZ), per row of fractals its k fractals.
+    fn load_a(&mut self, r: &Run) {
+        let (t, es) = (r.tiles, self.es);
+        let f = |x: u64| x / FRACTAL;
+        let fr = 256 * es;
+        let f32 = if es == 4 { ", f32" } else { "" };
+        let (l0a, _) = self.l0_slots(r);
+        let va = r.a.view.clone();
+        let base = va.at(es);
+        let opened = if r.a_l0 { self.open_first_use() } else { 0 };
+        let m1 = self.var("m1");
+        self.open(format!("for {m1} in 0..{}", f(t.tm)));
+        let (src, stride, tr) = match va.inner {
+            Inner::K => (base.plus(&m1, fr as i64), va.held / FRACTAL, ""),
+            Inner::Other => (base.plus(&m1, (va.held * 16 * es) as i64), 1, ", transpose"),
+        };
+        self.line(format!(
+            "load2d l0a[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
+            l0a.clone().plus(&m1, (f(t.tk) * fr) as i64).text(),
+            va.buf,
+            src.text(),
+            f(t.tk),
+        ));
+        self.close();
+        self.free_var();
+        for _ in 0..opened {
+            self.close();
+        }
+    }
+
+    /// MTE1: the step's B into L0B (zN): per row of fractals its n fractals, or the im2col
+    /// rows of a window.
+    fn load_b(&mut self, r: &Run) {
+        let (t, es) = (r.tiles, self.es);
+        let f = |x: u64| x / FRACTAL;
+        let fr = 256 * es;
+        let f32 = if es == 4 { ", f32" } else { "" };
+        let (_, l0b) = self.l0_slots(r);
+        let vb = r.b.view.clone();
+        if let Fill::Window(w, _) = r.b.fill {
+            let st = &self.plan.stages[r.stage];
+            let channels = t.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
+            // The tile's first column, from the block's column group.
+            let mut n0 = Off::at(0).plus("s1", (self.t.ntb * self.t.last().tn * es) as i64);
+            if r.col_tiles > 1 {
+                n0 = n0.plus("nt", (t.tn * es) as i64);
+            }
+            if w.slide.is_some() {
+                n0 = n0.plus("o", (w.w * es) as i64);
+            }
+            self.line(format!(
+                "load3d l0b[{}], {}[{}], c={channels}, cs={}, w={}, kh={}, kw={}, k={}, n={}{f32}",
+                l0b.text(),
+                vb.buf,
+                vb.slot.clone().sum(&n0).text(),
+                w.cs,
+                w.w,
+                w.kh,
+                w.kw,
+                t.tk,
+                t.tn,
+            ));
+        } else {
+            let base = vb.at(es);
+            let k1 = self.var("k1");
+            self.open(format!("for {k1} in 0..{}", f(t.tk)));
+            let (src, stride, tr) = match vb.inner {
+                Inner::Other => (base.plus(&k1, fr as i64), vb.held / FRACTAL, ", transpose"),
+                Inner::K => (base.plus(&k1, (vb.held * 16 * es) as i64), 1, ""),
+            };
+            self.line(format!(
+                "load2d l0b[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
+                l0b.clone().plus(&k1, (f(t.tn) * fr) as i64).text(),
+                vb.buf,
+                src.text(),
+                f(t.tn),
+            ));
+            self.close();
+            self.free_var();
         }
     }
 

@@ -10,7 +10,33 @@
 use super::copies::Off;
 use super::cube::{gm_type, Emitter, Tail};
 use super::epilogue::{Op, Operand};
+use super::tiles::VectorOps;
 use super::{FRACTAL, VECTOR_BYTES};
+
+/// How [`Emitter::vector_op`] covers a tile with each of `ops`, counted for the tiling's
+/// estimate.
+pub(crate) fn vector_ops<'a>(ops: impl IntoIterator<Item = &'a Op>) -> VectorOps {
+    let mut v = VectorOps::default();
+    let slow = |op: &str| ["vexp", "vln", "vrec", "vrsqrt", "vsqrt", "vdiv"].contains(&op) as usize;
+    for op in ops {
+        match *op {
+            Op::WithScalar { op, .. } | Op::Unary { op, .. } => v.whole[slow(op)] += 1,
+            Op::Dup { .. } => v.whole[0] += 1,
+            Op::Binary { op, a, b, .. } => {
+                let column = |o: Operand| matches!(o, Operand::Column(_));
+                let row = |o: Operand| matches!(o, Operand::Row(_));
+                if column(a) || column(b) {
+                    v.by_column[slow(op)] += 1;
+                } else if row(a) || row(b) {
+                    v.by_row[slow(op)] += 1;
+                } else {
+                    v.whole[slow(op)] += 1;
+                }
+            }
+        }
+    }
+    v
+}
 
 impl Emitter<'_> {
     /// Scalar inputs into registers, and the scalar-unit arithmetic on them.

@@ -103,6 +103,43 @@ pub struct UbNeeds {
     pub rows: u64,
     /// Bytes of scalars.
     pub scalar_bytes: u64,
+    /// The epilogue's Vector instructions on each tile.
+    pub ops: VectorOps,
+}
+
+/// A tile's Vector instructions by how they cover it (as `tile_ops::vector_op` emits them),
+/// each kind counted apart for the operations at the slow rate (index 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VectorOps {
+    /// Over the whole tile, in repeats of 256 bytes.
+    pub whole: [u64; 2],
+    /// Against an expanded row vector: one instruction per 16-column chunk.
+    pub by_row: [u64; 2],
+    /// Against a column vector: two instructions per 16-column chunk.
+    pub by_column: [u64; 2],
+}
+
+impl VectorOps {
+    /// Cycles of the Vector unit on one `tm × tn` f32 tile.
+    pub fn cycles(&self, mc: &sim::Machine, tm: u64, tn: u64) -> u64 {
+        let cost = |instrs: u64, repeats: u64, slow: usize| {
+            let per = if slow == 1 {
+                mc.vector_per_repeat_slow
+            } else {
+                mc.vector_per_repeat
+            };
+            instrs * mc.vector_startup + repeats * per
+        };
+        let whole = tm * tn * 4 / super::VECTOR_BYTES;
+        let chunks = tn / FRACTAL;
+        (0..2)
+            .map(|s| {
+                self.whole[s] * cost(whole.div_ceil(255), whole, s)
+                    + self.by_row[s] * cost(chunks, chunks * tm / 4, s)
+                    + self.by_column[s] * cost(2 * chunks, chunks * tm / 4, s)
+            })
+            .sum()
+    }
 }
 
 /// Bytes of each UB buffer a scaled operand streams through on its way to L1.
@@ -136,6 +173,8 @@ pub struct Tiles {
     pub nbuf: u64,
     /// Estimated cycles.
     pub estimate: u64,
+    /// Estimated GM bytes read (the results' writes are the same in every tiling).
+    pub gm_bytes: u64,
 }
 
 impl Tiles {
@@ -285,7 +324,7 @@ pub fn choose(
                             let l = t.last();
                             (
                                 !efficient(target, t, shape),
-                                t.estimate,
+                                cost(target, shape, t),
                                 u64::MAX - l.tm * l.tn * l.tk,
                             )
                         };
@@ -303,6 +342,25 @@ pub fn choose(
             shape.ub.tiles, shape.ub.columns, shape.ub.rows
         )
     })
+}
+
+/// What a tiling costs: its estimated cycles; for a convolution that slides its window over a
+/// block's output rows (`conv_rows`), plus the cycles its GM reads hold the GM bandwidth that
+/// every core shares. There the rows a block takes decide how many times the weights and the
+/// halo rows cross GM — each block reads all the weights and `kh − 1` rows again — so the
+/// split with the most blocks, often the fastest by a little, reads the most: conv2d_bn_relu
+/// on 28 blocks reads 64% more than on 14 for 16% fewer cycles. Charging the traffic at the
+/// machine's shared bandwidth chooses the split whose saved cycles outweigh the bandwidth its
+/// extra reads take from everything running beside it. The matrix products keep the estimate
+/// alone: for them the same charge trades many more cycles for less traffic (fewer blocks
+/// each streaming longer panels).
+fn cost(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
+    let slides = shape.stages.iter().any(|s| s.slide.is_some());
+    if slides {
+        t.estimate + t.gm_bytes / target.machine.gm_bandwidth.max(1)
+    } else {
+        t.estimate
+    }
 }
 
 /// The share of the cores' time the Cube must be busy for a tiling to count as efficient.
@@ -441,6 +499,7 @@ fn candidate(
         a_l0: Vec::new(),
         nbuf,
         estimate: 0,
+        gm_bytes: 0,
     };
     t.a_l0 = (0..shape.stages.len())
         .map(|i| {
@@ -449,7 +508,7 @@ fn candidate(
             a_l0_resident(target, shape, &t, i, (rows.div_ceil(st.tm), cols / st.tn))
         })
         .collect();
-    t.estimate = estimate(target, shape, &t);
+    (t.estimate, t.gm_bytes) = estimate(target, shape, &t);
     Some(t)
 }
 
@@ -479,8 +538,12 @@ fn sliding(s: &StageShape, t: &StageTiles, lt: StageTiles, ob: u64) -> Option<Sl
         .filter(|sl| conv_rows::applies(sl, ob, steps, row_tiles))
 }
 
-/// Estimated cycles of the whole kernel with tiling `t`.
-fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
+/// Estimated cycles of the whole kernel with tiling `t`, and the GM bytes it reads.
+///
+/// A block of several independent iterations whose one stage streams both operands from GM
+/// runs them as one pipeline (its flags are set once around them), so the first step's copies
+/// and the last tile's drain are counted once for the block; otherwise once per iteration.
+fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> (u64, u64) {
     let mc = &target.machine;
     let blocks = t.blocks(shape);
     let running = blocks.min(target.cores()).max(1);
@@ -495,7 +558,13 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         mc.cube_per_fractal
     };
     let f = |x: u64| x / FRACTAL;
+    let pipelined = t.ob > 1
+        && shape.stages.len() == 1
+        && shape.stages.iter().all(|s| !s.a_scaled && !s.b_scaled);
+    let iters = if pipelined { t.ob } else { 1 };
     let mut block = 0;
+    // GM bytes a block reads: once per block, and per independent iteration.
+    let (mut gm_block, mut gm_iter) = (0, 0);
     for (i, (s, st)) in shape.stages.iter().zip(&t.stages).enumerate() {
         let (rows, cols) = region(shape, t, i);
         let tiles = rows.div_ceil(st.tm) * cols / st.tn;
@@ -515,11 +584,20 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         } else {
             f(st.tk) * startup2 + a_bytes.div_ceil(gm_bw)
         };
+        let slide = sliding(s, st, t.last(), t.ob);
+        // A sliding window's rows: every row of the first iteration's window, then one row
+        // per iteration.
+        let row_copy = |rows: u64| {
+            let sl = slide.expect("a sliding window");
+            let (per, _) = s.window.expect("a window");
+            rows * startup2 + (st.tk.min(s.k).div_ceil(per) * rows * sl.copy * es).div_ceil(gm_bw)
+        };
         let b_copy = if s.b_in_l1 || s.b_scaled {
             0
         } else if let Some((per, cs)) = s.window {
             // A window the block's iterations share is copied once for all of them.
-            match sliding(s, st, t.last(), t.ob) {
+            match slide {
+                Some(sl) if pipelined => row_copy(sl.kh),
                 Some(sl) => {
                     let bytes = st.tk.min(s.k).div_ceil(per) * sl.gm_elements(t.ob) * es;
                     ((sl.kh + t.ob - 1) * startup2 + bytes.div_ceil(gm_bw)).div_ceil(t.ob)
@@ -532,70 +610,98 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
             f(st.tn) * startup2 + b_bytes.div_ceil(gm_bw)
         };
         // A step's MTE1 also waits for and signals MTE2 and the Cube (four flags). An A that
-        // stays in L0A (`t.a_l0`) is still counted at every step: what it saves matters most
-        // on small blocks, whose fill and drain this estimate leaves out, and counting it
-        // alone would favour fewer, larger blocks than are fastest.
-        let mte1 = f(st.tm) * target.startup(CopyPath::L1L0a)
-            + a_bytes.div_ceil(target.bandwidth(CopyPath::L1L0a))
-            + f(st.tk) * target.startup(CopyPath::L1L0b)
+        // stays in L0A (`t.a_l0`) is still counted at every step of a block whose fill and
+        // drain this estimate counts per iteration: what it saves matters most on small
+        // blocks, and counting it alone would favour fewer, larger blocks than are fastest.
+        // A window's B is one `load3d`.
+        let load_a = f(st.tm) * target.startup(CopyPath::L1L0a)
+            + a_bytes.div_ceil(target.bandwidth(CopyPath::L1L0a));
+        let b_loads = if s.window.is_some() { 1 } else { f(st.tk) };
+        let mte1 = load_a
+            + b_loads * target.startup(CopyPath::L1L0b)
             + b_bytes.div_ceil(target.bandwidth(CopyPath::L1L0b))
             + 4 * mc.sync_cost;
+        let mte1_later = if pipelined && t.a_l0.get(i).copied().unwrap_or(false) {
+            mte1 - load_a
+        } else {
+            mte1
+        };
         let cube = mc.cube_startup + per * f(st.tm) * f(st.tk) * f(st.tn);
         let c_bytes = st.tm * st.tn * 4;
-        let vectors = if i + 1 == shape.stages.len() {
-            shape.ub.tiles.saturating_sub(1) + shape.ub.init_tiles
-        } else {
-            0
-        };
-        let repeats = c_bytes / super::VECTOR_BYTES;
-        let vector = c_bytes.div_ceil(target.bandwidth(CopyPath::L0cUb))
-            + vectors * (mc.vector_startup + mc.vector_per_repeat * repeats);
+        let last = i + 1 == shape.stages.len();
+        // The drain waits for the Cube and MTE3 and signals them (four flags).
+        let vector = target.startup(CopyPath::L0cUb)
+            + c_bytes.div_ceil(target.bandwidth(CopyPath::L0cUb))
+            + 4 * mc.sync_cost
+            + if last {
+                shape.ub.ops.cycles(mc, st.tm, st.tn)
+            } else {
+                0
+            };
         let mte3 = f(st.tn) * target.startup(CopyPath::UbGm)
             + c_bytes.div_ceil(target.bandwidth(CopyPath::UbGm).min(gm_bw));
         let drain = vector + mte3;
         // A resident A crosses GM once per row panel.
         let resident = s.role == Role::Last && t.a_resident;
         let later_a = if resident { 0 } else { a_copy };
-        // A window's channels in one step are copied once for all the column tiles.
-        let later_b = if s.window.is_some() && steps == 1 {
-            0
-        } else {
-            b_copy
+        // A window's channels in one step are copied once for all the column tiles; a
+        // sliding window's next row once per iteration.
+        let later_b = match slide {
+            Some(_) if pipelined => row_copy(1).div_ceil(tiles * steps),
+            _ if s.window.is_some() && steps == 1 => 0,
+            _ => b_copy,
         };
         let ub_bw = target
             .bandwidth(CopyPath::GmUb)
             .min((mc.gm_bandwidth / running).max(1));
         // An accumulator that starts from GM crosses GM → UB on MTE2 once per tile; MTE2 also
         // waits for and signals MTE1 at every step.
-        let init = if i + 1 == shape.stages.len() && shape.ub.init_tiles > 0 {
+        let init = if last && shape.ub.init_tiles > 0 {
             target.startup(CopyPath::GmUb) + c_bytes.div_ceil(ub_bw)
         } else {
             0
         };
         let mte2 = init.div_ceil(steps.max(1)) + 2 * mc.sync_cost;
+        // The first step's copies; a block that slides its window reads the weights and the
+        // first window's rows at its own pace or at its share of what all the blocks read at
+        // once through the shared bandwidth, whichever is slower.
+        let first_copies = match slide {
+            Some(sl) if pipelined && !s.a_in_l1 && !matches!(s.gather, Some((true, _))) => {
+                let (per, _) = s.window.expect("a sliding window is a window");
+                let bytes = a_bytes + st.tk.min(s.k).div_ceil(per) * sl.kh * sl.copy * es;
+                let alone = (f(st.tk) + sl.kh) * startup2
+                    + bytes.div_ceil(target.bandwidth(CopyPath::GmL1));
+                alone.max((bytes * running).div_ceil(mc.gm_bandwidth.max(1)))
+            }
+            _ => a_copy + b_copy,
+        };
+        let n = tiles * iters;
         let run = if t.nbuf == 1 {
-            steps * (a_copy + b_copy + mte2 + mte1 + cube)
-                + (tiles - 1) * steps * (later_a + later_b + mte2 + mte1 + cube)
-                + tiles * drain
+            steps * (first_copies + mte2 + mte1 + cube)
+                + (n - 1) * steps * (later_a + later_b + mte2 + mte1_later + cube)
+                + n * drain
         } else {
-            let first = [cube, mte1, a_copy + b_copy + mte2]
+            let first = [cube, mte1, first_copies + mte2]
                 .into_iter()
                 .max()
                 .unwrap_or(0);
+            // The Vector unit and MTE3 drain one tile while the next is computed.
             let later = [
                 cube,
-                mte1,
+                mte1_later,
                 later_a + later_b + mte2,
-                drain.div_ceil(steps.max(1)),
+                vector.div_ceil(steps.max(1)),
+                mte3.div_ceil(steps.max(1)),
             ]
             .into_iter()
             .max()
             .unwrap_or(0);
             // After the last step's copies: its loads into L0, the Cube, the drain.
-            steps * first + (tiles - 1) * steps * later + mte1 + cube + drain
+            steps * first + (n - 1) * steps * later + mte1 + cube + drain
         };
         // A resident A that every independent iteration shares crosses GM once per block.
-        let run = if resident && shape.a_invariant {
+        let once = resident && shape.a_invariant;
+        let run = if once && !pipelined {
             run.saturating_sub(a_copy * (t.ob - 1) / t.ob.max(1))
         } else {
             run
@@ -605,8 +711,47 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
             + (s.b_scaled as u64) * cols * round_to(s.k, st.tk) * s.ko * 4;
         let pieces = if scaled > 0 { 4 * startup2 } else { 0 };
         block += run + scaled.div_ceil(ub_bw) + pieces;
+        // GM bytes: A's tiles (a resident panel once, an A kept in L0A at the first column
+        // tile), B's tiles or window rows, the accumulators' starts.
+        let kp = round_to(s.k, st.tk) * s.ko;
+        gm_block += scaled;
+        if s.a_in_l1 || s.a_scaled {
+        } else if resident {
+            let panel = rows * kp * es;
+            if once {
+                gm_block += panel;
+            } else {
+                gm_iter += panel;
+            }
+        } else if t.a_l0.get(i).copied().unwrap_or(false) {
+            let a = rows.div_ceil(st.tm) * steps * a_bytes;
+            if t.ob > 1 {
+                gm_block += a;
+            } else {
+                gm_iter += a;
+            }
+        } else {
+            gm_iter += tiles * steps * a_bytes;
+        }
+        if s.b_in_l1 || s.b_scaled {
+        } else if let Some((per, cs)) = s.window {
+            let channels = st.tk.min(s.k).div_ceil(per);
+            match slide {
+                Some(sl) => gm_block += channels * sl.gm_elements(t.ob) * es,
+                None if steps == 1 => gm_iter += channels * cs * es,
+                None => gm_iter += tiles * steps * channels * cs * es,
+            }
+        } else {
+            gm_iter += tiles * steps * b_bytes;
+        }
+        if last {
+            gm_iter += tiles * shape.ub.init_tiles.min(1) * c_bytes;
+        }
     }
-    waves * block * t.ob
+    let lt = t.last();
+    gm_block += shape.ub.columns * t.ntb * lt.tn * 4 + shape.ub.rows * lt.tm * 4;
+    let cycles = waves * block * (t.ob / iters);
+    (cycles, blocks * (gm_block + t.ob * gm_iter))
 }
 
 #[cfg(test)]
