@@ -114,6 +114,20 @@ impl Lanes {
     }
 }
 
+/// The opening of an `#if` whose true branch defines `name(ty m)`, whether any lane of the mask
+/// `m` (a vector of `bytes` bytes) is set: one `vptest` where the vectors are a whole AVX or
+/// SSE register. The caller writes the `#else` branch, a portable fallback.
+fn any_lanes_test(name: &str, ty: &str, bytes: usize) -> String {
+    let (guard, intrinsic, reg) = match bytes {
+        32 => ("__AVX__", "_mm256_testz_si256", "__m256i"),
+        16 => ("__SSE4_1__", "_mm_testz_si128", "__m128i"),
+        _ => return "#if 0\n".to_string(),
+    };
+    format!(
+        "#if defined({guard})\n#include <immintrin.h>\nstatic inline int {name}({ty} m) {{ return !{intrinsic}(({reg})m, ({reg})m); }}\n"
+    )
+}
+
 /// The vector typedefs and helpers for `w` lanes of 32 bits.
 pub(crate) fn prelude(w: usize) -> String {
     let bytes = 4 * w;
@@ -121,17 +135,7 @@ pub(crate) fn prelude(w: usize) -> String {
     let ors: Vec<String> = (0..words).map(|k| format!("w[{k}]")).collect();
     let splat_f: Vec<&str> = vec!["x"; w];
     let iota: Vec<String> = (0..w).map(|k| format!("{k}u")).collect();
-    // A mask test is one `vptest` where the vectors are a whole AVX or SSE register; the
-    // portable fallback ORs the mask's words.
-    let test = match bytes {
-        32 => format!(
-            "#if defined(__AVX__)\n#include <immintrin.h>\nstatic inline int pf_any_v{w}(pf_v{w}i m) {{ return !_mm256_testz_si256((__m256i)m, (__m256i)m); }}\n"
-        ),
-        16 => format!(
-            "#if defined(__SSE4_1__)\n#include <immintrin.h>\nstatic inline int pf_any_v{w}(pf_v{w}i m) {{ return !_mm_testz_si128((__m128i)m, (__m128i)m); }}\n"
-        ),
-        _ => "#if 0\n".to_string(),
-    };
+    let test = any_lanes_test(&format!("pf_any_v{w}"), &format!("pf_v{w}i"), bytes);
     format!(
         "\ntypedef float pf_v{w}f __attribute__((vector_size({bytes})));\n\
 typedef int32_t pf_v{w}i __attribute__((vector_size({bytes})));\n\
@@ -187,15 +191,7 @@ pub(crate) fn wide_prelude(w: usize) -> String {
     let bytes = 8 * w;
     let splat: Vec<&str> = vec!["x"; w];
     let splat = splat.join(", ");
-    let test = match bytes {
-        32 => format!(
-            "#if defined(__AVX__)\n#include <immintrin.h>\nstatic inline int pf_any_v{w}l(pf_v{w}l m) {{ return !_mm256_testz_si256((__m256i)m, (__m256i)m); }}\n"
-        ),
-        16 => format!(
-            "#if defined(__SSE4_1__)\n#include <immintrin.h>\nstatic inline int pf_any_v{w}l(pf_v{w}l m) {{ return !_mm_testz_si128((__m128i)m, (__m128i)m); }}\n"
-        ),
-        _ => "#if 0\n".to_string(),
-    };
+    let test = any_lanes_test(&format!("pf_any_v{w}l"), &format!("pf_v{w}l"), bytes);
     let ors: Vec<String> = (0..w).map(|k| format!("m[{k}]")).collect();
     format!(
         "\ntypedef double pf_v{w}d __attribute__((vector_size({bytes})));\n\
