@@ -139,6 +139,7 @@ fn kernel(
         out: String::new(),
         indent: 0,
         vars: Vec::new(),
+        scalars_pending: false,
     };
     e.program()?;
     Ok((e.out, estimate))
@@ -392,6 +393,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) indent: usize,
     /// Loop counters in scope.
     pub(crate) vars: Vec<String>,
+    /// Whether the scalars' copies are issued and their loads into registers are not yet
+    /// ([`Emitter::load_scalars`]).
+    pub(crate) scalars_pending: bool,
 }
 
 const RESERVED: [&str; 5] = ["l1_", "l0a", "l0b", "l0c", "ub_"];
@@ -559,6 +563,7 @@ impl Emitter<'_> {
             self.presets(&runs[0]);
         }
         if looped {
+            self.load_scalars();
             let o = self.var("o");
             self.open(format!("for {o} in 0..{ob}"));
         }
@@ -576,6 +581,7 @@ impl Emitter<'_> {
         if looped && alone {
             self.postwaits(&runs[0]);
         }
+        self.load_scalars();
         for _ in 0..panels {
             self.line("wait_flag MTE1, MTE3, 3");
         }
@@ -1011,20 +1017,23 @@ impl Emitter<'_> {
             r.tiles.tn,
             r.tiles.tk
         ));
+        // The slots are free from the start: the run's first tiles stream in while its scaled
+        // operands are still on their way to L1.
+        if sync {
+            self.presets(r);
+        }
         for (op, a_role) in [(&stage.a, true), (&stage.b, false)] {
             if let Some(f) = op.scale {
                 let o = if a_role { &r.a } else { &r.b };
                 self.prescale(r, o, a_role, f);
             }
         }
+        self.load_scalars();
         for _ in 0..r.reads {
             self.line("wait_flag MTE3, MTE1, 2");
         }
         if r.sink.is_some() {
             self.line("wait_flag MTE1, MTE3, 3");
-        }
-        if sync {
-            self.presets(r);
         }
         if r.row_tiles > 1 {
             self.vars.push("mt".into());
@@ -1188,21 +1197,33 @@ impl Emitter<'_> {
         let va = r.a.view.clone();
         let base = view_base(&va);
         let opened = if r.a_l0 { self.open_first_use() } else { 0 };
-        let m1 = self.var("m1");
-        self.open(format!("for {m1} in 0..{}", f(t.tm)));
-        let (src, stride, tr) = match va.inner {
-            Inner::K => (base.plus(&m1, fr as i64), va.held / FRACTAL, ""),
-            Inner::Other => (base.plus(&m1, (va.held * 16 * es) as i64), 1, ", transpose"),
+        let (m1_step, k1_stride, tr) = match va.inner {
+            Inner::K => (fr, va.held / FRACTAL, ""),
+            Inner::Other => (va.held * 16 * es, 1, ", transpose"),
         };
-        self.line(format!(
-            "load2d l0a[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
-            l0a.clone().plus(&m1, (f(t.tk) * fr) as i64).text(),
-            va.buf,
-            src.text(),
-            f(t.tk),
-        ));
-        self.close();
-        self.free_var();
+        if f(t.tk) == 1 {
+            // One fractal per row: the rows' fractals follow each other in L0A, one load.
+            self.line(format!(
+                "load2d l0a[{}], {}[{}], repeat={}, src_stride={}{tr}{f32}",
+                l0a.text(),
+                va.buf,
+                base.text(),
+                f(t.tm),
+                m1_step / fr,
+            ));
+        } else {
+            let m1 = self.var("m1");
+            self.open(format!("for {m1} in 0..{}", f(t.tm)));
+            self.line(format!(
+                "load2d l0a[{}], {}[{}], repeat={}, src_stride={k1_stride}{tr}{f32}",
+                l0a.clone().plus(&m1, (f(t.tk) * fr) as i64).text(),
+                va.buf,
+                base.plus(&m1, m1_step as i64).text(),
+                f(t.tk),
+            ));
+            self.close();
+            self.free_var();
+        }
         for _ in 0..opened {
             self.close();
         }
@@ -1233,21 +1254,33 @@ impl Emitter<'_> {
             ));
         } else {
             let base = view_base(&vb);
-            let k1 = self.var("k1");
-            self.open(format!("for {k1} in 0..{}", f(t.tk)));
-            let (src, stride, tr) = match vb.inner {
-                Inner::Other => (base.plus(&k1, fr as i64), vb.held / FRACTAL, ", transpose"),
-                Inner::K => (base.plus(&k1, (vb.held * 16 * es) as i64), 1, ""),
+            let (k1_step, n1_stride, tr) = match vb.inner {
+                Inner::Other => (fr, vb.held / FRACTAL, ", transpose"),
+                Inner::K => (vb.held * 16 * es, 1, ""),
             };
-            self.line(format!(
-                "load2d l0b[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
-                l0b.clone().plus(&k1, (f(t.tn) * fr) as i64).text(),
-                vb.buf,
-                src.text(),
-                f(t.tn),
-            ));
-            self.close();
-            self.free_var();
+            if f(t.tn) == 1 {
+                // One fractal per row of k: they follow each other in L0B, one load.
+                self.line(format!(
+                    "load2d l0b[{}], {}[{}], repeat={}, src_stride={}{tr}{f32}",
+                    l0b.text(),
+                    vb.buf,
+                    base.text(),
+                    f(t.tk),
+                    k1_step / fr,
+                ));
+            } else {
+                let k1 = self.var("k1");
+                self.open(format!("for {k1} in 0..{}", f(t.tk)));
+                self.line(format!(
+                    "load2d l0b[{}], {}[{}], repeat={}, src_stride={n1_stride}{tr}{f32}",
+                    l0b.clone().plus(&k1, (f(t.tn) * fr) as i64).text(),
+                    vb.buf,
+                    base.plus(&k1, k1_step as i64).text(),
+                    f(t.tn),
+                ));
+                self.close();
+                self.free_var();
+            }
         }
         self.line("set_flag MTE1, MTE2, 1");
         self.line("set_flag MTE1, M, 0");

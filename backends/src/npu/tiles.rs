@@ -600,10 +600,10 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
         } else {
             run
         };
-        // A scaled operand crosses GM → UB → L1 once per block, in four or more pieces.
+        // A scaled operand crosses GM → UB → L1 once per block, in two or more pieces.
         let scaled = (s.a_scaled as u64) * rows * round_to(s.k, st.tk) * s.ko * 4
             + (s.b_scaled as u64) * cols * round_to(s.k, st.tk) * s.ko * 4;
-        let pieces = if scaled > 0 { 4 * startup2 } else { 0 };
+        let pieces = if scaled > 0 { 2 * startup2 } else { 0 };
         block += run + scaled.div_ceil(ub_bw) + pieces;
     }
     waves * block * t.ob
