@@ -119,7 +119,11 @@ fn kernel(
     // tiling fits.
     let t = match tiles::choose(target, &shape, true, options.max_tile) {
         Ok(t) if options.double_buffer => t,
-        Ok(t) => Tiles { nbuf: 1, ..t },
+        Ok(t) => Tiles {
+            nbuf: 1,
+            nl1: 1,
+            ..t
+        },
         Err(_) => tiles::choose(target, &shape, false, options.max_tile).map_err(|why| {
             Error::NoTiling {
                 kernel: program.name.clone(),
@@ -543,6 +547,9 @@ impl Emitter<'_> {
         self.line("sub s1, s3, s1");
         self.line("mov s6, 0");
         self.line("mov s7, 0");
+        if self.t.nl1 > nbuf {
+            self.line("mov s29, 0");
+        }
         let once = runs
             .iter()
             .any(|r| matches!(r.b.fill, Fill::Window(_, true)));
@@ -748,10 +755,10 @@ impl Emitter<'_> {
                     _ if a_role => t.tm * t.tk * es,
                     _ => t.tk * t.tn * es,
                 };
-                let parity = if matches!(fill, Fill::Window(_, true)) {
-                    "s31"
-                } else {
-                    "s6"
+                let parity = match fill {
+                    Fill::Window(_, true) => "s31",
+                    Fill::Stream if self.t.nl1 > nbuf => "s29",
+                    _ => "s6",
                 };
                 let sliding = matches!(fill, Fill::Window(w, _) if w.slide.is_some());
                 let slot = if streamed && nbuf == 2 && !sliding {
@@ -819,7 +826,7 @@ impl Emitter<'_> {
                 .product();
             let kp_all = self.kp(r.stage) * ko;
             match r.a.fill {
-                Fill::Stream => a_l1 = a_l1.max(t.tm * t.tk * es * nbuf),
+                Fill::Stream => a_l1 = a_l1.max(t.tm * t.tk * es * self.t.nl1),
                 Fill::Resident => a_l1 = a_l1.max(self.region_other(r, true) * kp_all * es),
                 Fill::Panel if r.a.view.buf.starts_with("l1_s") => panels.push((
                     r.a.view.buf.clone(),
@@ -828,7 +835,7 @@ impl Emitter<'_> {
                 Fill::Panel | Fill::Window(..) => {}
             }
             match r.b.fill {
-                Fill::Stream => b_l1 = b_l1.max(t.tk * t.tn * es * nbuf),
+                Fill::Stream => b_l1 = b_l1.max(t.tk * t.tn * es * self.t.nl1),
                 Fill::Window(w, _) => {
                     b_l1 = b_l1.max(match w.slide {
                         Some((s, ob)) => s.bytes(ob, es),
@@ -976,6 +983,9 @@ impl Emitter<'_> {
 
     fn presets(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
+        for _ in self.t.nbuf..self.t.nl1 {
+            self.line("set_flag MTE1, MTE2, 1");
+        }
         for _ in 0..self.t.nbuf {
             self.line("set_flag MTE1, MTE2, 1");
             self.line("set_flag M, MTE1, 1");
@@ -990,6 +1000,9 @@ impl Emitter<'_> {
 
     fn postwaits(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
+        for _ in self.t.nbuf..self.t.nl1 {
+            self.line("wait_flag MTE1, MTE2, 1");
+        }
         for _ in 0..self.t.nbuf {
             self.line("wait_flag MTE1, MTE2, 1");
             self.line("wait_flag M, MTE1, 1");
@@ -1314,6 +1327,13 @@ impl Emitter<'_> {
         self.line("add s4, s4, 1");
         if self.t.nbuf == 2 {
             self.line("sub s6, 1, s6");
+        }
+        if self.t.nl1 > self.t.nbuf {
+            // The next L1 slot of the streamed operands, round the ring.
+            self.line("add s29, s29, 1");
+            self.open(format!("if s29 == {}", self.t.nl1));
+            self.line("mov s29, 0");
+            self.close();
         }
     }
 

@@ -134,6 +134,8 @@ pub struct Tiles {
     pub a_l0: Vec<bool>,
     /// Buffers per double-buffered tile: 2, or 1 without double buffering.
     pub nbuf: u64,
+    /// L1 slots of the operands streamed from GM ([`stream_slots`]): `nbuf`, or more.
+    pub nl1: u64,
     /// Estimated cycles.
     pub estimate: u64,
 }
@@ -432,6 +434,8 @@ fn candidate(
         && !last.a_scaled
         && (ob == 1 || shape.a_invariant)
         && a_panel + b_slot + panels <= l1;
+    let a_held = if a_resident { a_panel } else { 0 };
+    let nl1 = stream_slots(shape, &stages, (ntb, nbuf), (a_slot + b_slot, a_held + panels), l1);
     let mut t = Tiles {
         stages,
         ntb,
@@ -440,6 +444,7 @@ fn candidate(
         a_resident,
         a_l0: Vec::new(),
         nbuf,
+        nl1,
         estimate: 0,
     };
     t.a_l0 = (0..shape.stages.len())
@@ -451,6 +456,51 @@ fn candidate(
         .collect();
     t.estimate = estimate(target, shape, &t);
     Some(t)
+}
+
+/// The most L1 slots of the streamed operands.
+const MAX_STREAM_SLOTS: u64 = 8;
+
+/// L1 slots of the operands streamed from GM when double-buffered: two, or — when a stage
+/// reads a panel that the block writes into L1 first (a scaled operand, a stage's result) —
+/// as many as the block's steps up to [`MAX_STREAM_SLOTS`] that L1 holds besides `held`
+/// bytes. The Cube's first step waits for the panel; with more slots MTE2 streams the
+/// following steps' tiles meanwhile instead of waiting for the first ones to be used.
+/// `slots` is the bytes of `nbuf` slots of every streamed operand.
+fn stream_slots(
+    shape: &Shape,
+    stages: &[StageTiles],
+    (ntb, nbuf): (u64, u64),
+    (slots, held): (u64, u64),
+    l1: u64,
+) -> u64 {
+    let panel = shape
+        .stages
+        .iter()
+        .any(|s| s.a_in_l1 || s.b_in_l1 || s.a_scaled || s.b_scaled);
+    if nbuf < 2 || !panel || slots == 0 {
+        return nbuf;
+    }
+    let last = shape.stages[shape.stages.len() - 1];
+    let lt = stages[stages.len() - 1];
+    let kp_last = round16(last.k);
+    let group = ntb * lt.tn;
+    let steps = shape
+        .stages
+        .iter()
+        .zip(stages)
+        .map(|(s, t)| {
+            let (rows, cols) = match s.role {
+                Role::Last => (t.tm, group),
+                Role::FeedsA => (t.tm, kp_last),
+                Role::FeedsB => (kp_last, group),
+            };
+            rows.div_ceil(t.tm) * (cols / t.tn) * round_to(s.k, t.tk) / t.tk * s.ko
+        })
+        .max()
+        .unwrap_or(0);
+    let fit = l1.saturating_sub(held) / (slots / nbuf).max(1);
+    steps.min(MAX_STREAM_SLOTS).min(fit).max(nbuf)
 }
 
 /// The rows and columns a stage computes in a block: the last stage's row panel and column
