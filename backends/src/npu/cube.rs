@@ -37,7 +37,7 @@ use super::copies::{piece, Off};
 use super::epilogue::{self, Epilogue};
 use super::plan::{Addressing, Dim, Holding, Init, Inner, Plan, Source, Stage};
 use super::tiles::{self, Role, Shape, StageShape, StageTiles, Steps, Tiles, UbNeeds};
-use super::{conv_rows, Error, NpuTarget, Options, FRACTAL};
+use super::{conv_rows, tune, Error, NpuTarget, Options, FRACTAL};
 
 /// The kernel's name as the assembler reads it: letters, digits and `_`, not starting with a
 /// digit (C files name kernels after themselves: `2mm`).
@@ -117,36 +117,52 @@ fn kernel(
     // The tiles are chosen for double buffering even when it is off, so that the two compare
     // on the same tiling; a single-buffered search is the fallback when no double-buffered
     // tiling fits.
-    let t = match tiles::choose(target, &shape, true, options.max_tile) {
-        Ok(t) if options.double_buffer => t,
-        Ok(t) => Tiles {
-            nbuf: 1,
-            nl1: 1,
-            ..t
-        },
-        Err(_) => tiles::choose(target, &shape, false, options.max_tile).map_err(|why| {
-            Error::NoTiling {
-                kernel: program.name.clone(),
-                why,
-            }
-        })?,
+    let write = |t: &Tiles| -> Result<String, Error> {
+        let mut e = Emitter {
+            program,
+            plan,
+            ep: &ep,
+            shape: &shape,
+            t: t.clone(),
+            es: plan.operands.size(),
+            name: name.to_string(),
+            out: String::new(),
+            indent: 0,
+            vars: Vec::new(),
+            scalars_pending: false,
+        };
+        e.program()?;
+        Ok(e.out)
     };
-    let estimate = t.estimate;
-    let mut e = Emitter {
-        program,
-        plan,
-        ep: &ep,
-        shape: &shape,
-        t,
-        es: plan.operands.size(),
-        name: name.to_string(),
-        out: String::new(),
-        indent: 0,
-        vars: Vec::new(),
-        scalars_pending: false,
+    // The estimate that compares this kernel with other ways to run the program is the best
+    // one, whichever tiling the simulator prefers.
+    let (t, estimate) = match tiles::ranked(target, &shape, true, options.max_tile) {
+        Ok(ranked) => {
+            let estimate = ranked[0].estimate;
+            let t = tune::fastest(ranked, &shape, target, |t| write(t).ok());
+            let t = if options.double_buffer {
+                t
+            } else {
+                Tiles {
+                    nbuf: 1,
+                    nl1: 1,
+                    ..t
+                }
+            };
+            (t, estimate)
+        }
+        Err(_) => {
+            let t = tiles::choose(target, &shape, false, options.max_tile).map_err(|why| {
+                Error::NoTiling {
+                    kernel: program.name.clone(),
+                    why,
+                }
+            })?;
+            let estimate = t.estimate;
+            (t, estimate)
+        }
     };
-    e.program()?;
-    Ok((e.out, estimate))
+    Ok((write(&t)?, estimate))
 }
 
 /// The kernel as the tiling sees it.

@@ -251,11 +251,21 @@ pub fn choose(
     double_buffer: bool,
     max_tile: Option<(u64, u64, u64)>,
 ) -> Result<Tiles, String> {
+    ranked(target, shape, double_buffer, max_tile).map(|mut v| v.swap_remove(0))
+}
+
+/// Every tiling that fits, the cheapest first ([`choose`]'s order), or why none fits.
+pub fn ranked(
+    target: &NpuTarget,
+    shape: &Shape,
+    double_buffer: bool,
+    max_tile: Option<(u64, u64, u64)>,
+) -> Result<Vec<Tiles>, String> {
     let nbuf = if double_buffer { 2 } else { 1 };
     let (cap_m, cap_n, cap_k) = max_tile.unwrap_or((u64::MAX, u64::MAX, u64::MAX));
     let last = shape.stages[shape.stages.len() - 1];
     let (mp, np) = (round16(last.m), round16(last.n));
-    let mut best: Option<Tiles> = None;
+    let mut all: Vec<Tiles> = Vec::new();
     let tms: Vec<u64> = (1..=mp.min(MAX_TILE) / FRACTAL)
         .map(|d| d * FRACTAL)
         .filter(|&t| t <= cap_m && (t.is_power_of_two() || t == mp))
@@ -283,28 +293,29 @@ pub fn choose(
                         ) else {
                             continue;
                         };
-                        let key = |t: &Tiles| {
-                            let l = t.last();
-                            (
-                                !efficient(target, t, shape),
-                                t.estimate,
-                                u64::MAX - l.tm * l.tn * l.tk,
-                            )
-                        };
-                        if best.as_ref().is_none_or(|b| key(&t) < key(b)) {
-                            best = Some(t);
-                        }
+                        all.push(t);
                     }
                 }
             }
         }
     }
-    best.ok_or_else(|| {
-        format!(
+    if all.is_empty() {
+        return Err(format!(
             "even 16×16 tiles with {} UB tiles, {} column and {} row vectors overflow a memory",
             shape.ub.tiles, shape.ub.columns, shape.ub.rows
+        ));
+    }
+    let key = |t: &Tiles| {
+        let l = t.last();
+        (
+            !efficient(target, t, shape),
+            t.estimate,
+            u64::MAX - l.tm * l.tn * l.tk,
         )
-    })
+    };
+    // Stable: among equal keys the first found stays first, as a strict minimum keeps it.
+    all.sort_by_key(key);
+    Ok(all)
 }
 
 /// The share of the cores' time the Cube must be busy for a tiling to count as efficient.
