@@ -446,7 +446,13 @@ fn candidate(
         && (ob == 1 || shape.a_invariant)
         && a_panel + b_slot + panels <= l1;
     let a_held = if a_resident { a_panel } else { 0 };
-    let nl1 = stream_slots(shape, &stages, (ntb, nbuf), (a_slot + b_slot, a_held + panels), l1);
+    let nl1 = stream_slots(
+        shape,
+        &stages,
+        (ntb, nbuf),
+        (a_slot + b_slot, a_held + panels),
+        l1,
+    );
     let mut t = Tiles {
         stages,
         ntb,
