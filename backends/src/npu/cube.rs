@@ -1230,29 +1230,13 @@ impl Emitter<'_> {
             Inner::K => (fr, va.held / FRACTAL, ""),
             Inner::Other => (va.held * 16 * es, 1, ", transpose"),
         };
-        if f(t.tk) == 1 {
-            // One fractal per row: the rows' fractals follow each other in L0A, one load.
-            self.line(format!(
-                "load2d l0a[{}], {}[{}], repeat={}, src_stride={}{tr}{f32}",
-                l0a.text(),
-                va.buf,
-                base.text(),
-                f(t.tm),
-                m1_step / fr,
-            ));
-        } else {
-            let m1 = self.var("m1");
-            self.open(format!("for {m1} in 0..{}", f(t.tm)));
-            self.line(format!(
-                "load2d l0a[{}], {}[{}], repeat={}, src_stride={k1_stride}{tr}{f32}",
-                l0a.clone().plus(&m1, (f(t.tk) * fr) as i64).text(),
-                va.buf,
-                base.plus(&m1, m1_step as i64).text(),
-                f(t.tk),
-            ));
-            self.close();
-            self.free_var();
-        }
+        self.load_rows(
+            ("l0a", &l0a),
+            (&va.buf, &base),
+            (f(t.tm), m1_step, "m1"),
+            (f(t.tk), k1_stride),
+            &format!("{tr}{f32}"),
+        );
         for _ in 0..opened {
             self.close();
         }
@@ -1287,29 +1271,13 @@ impl Emitter<'_> {
                 Inner::Other => (fr, vb.held / FRACTAL, ", transpose"),
                 Inner::K => (vb.held * 16 * es, 1, ""),
             };
-            if f(t.tn) == 1 {
-                // One fractal per row of k: they follow each other in L0B, one load.
-                self.line(format!(
-                    "load2d l0b[{}], {}[{}], repeat={}, src_stride={}{tr}{f32}",
-                    l0b.text(),
-                    vb.buf,
-                    base.text(),
-                    f(t.tk),
-                    k1_step / fr,
-                ));
-            } else {
-                let k1 = self.var("k1");
-                self.open(format!("for {k1} in 0..{}", f(t.tk)));
-                self.line(format!(
-                    "load2d l0b[{}], {}[{}], repeat={}, src_stride={n1_stride}{tr}{f32}",
-                    l0b.clone().plus(&k1, (f(t.tn) * fr) as i64).text(),
-                    vb.buf,
-                    base.plus(&k1, k1_step as i64).text(),
-                    f(t.tn),
-                ));
-                self.close();
-                self.free_var();
-            }
+            self.load_rows(
+                ("l0b", &l0b),
+                (&vb.buf, &base),
+                (f(t.tk), k1_step, "k1"),
+                (f(t.tn), n1_stride),
+                &format!("{tr}{f32}"),
+            );
         }
         self.line("set_flag MTE1, MTE2, 1");
         self.line("set_flag MTE1, M, 0");
@@ -1351,6 +1319,39 @@ impl Emitter<'_> {
             self.line("mov s29, 0");
             self.close();
         }
+    }
+
+    /// `load2d` of `rows` rows of fractals from L1 into consecutive fractals of an L0 buffer:
+    /// row after row (`row_step` bytes apart in L1), each `per_row` fractals `stride` fractals
+    /// apart, in a loop over the rows (counter `var`); one load when a row is one fractal, as
+    /// the rows' fractals then follow each other in L0.
+    fn load_rows(
+        &mut self,
+        (l0, dst): (&str, &Off),
+        (buf, src): (&str, &Off),
+        (rows, row_step, var): (u64, u64, &str),
+        (per_row, stride): (u64, u64),
+        flags: &str,
+    ) {
+        let fr = 256 * self.es;
+        if per_row == 1 {
+            self.line(format!(
+                "load2d {l0}[{}], {buf}[{}], repeat={rows}, src_stride={}{flags}",
+                dst.text(),
+                src.text(),
+                row_step / fr,
+            ));
+            return;
+        }
+        let v = self.var(var);
+        self.open(format!("for {v} in 0..{rows}"));
+        self.line(format!(
+            "load2d {l0}[{}], {buf}[{}], repeat={per_row}, src_stride={stride}{flags}",
+            dst.clone().plus(&v, (per_row * fr) as i64).text(),
+            src.clone().plus(&v, row_step as i64).text(),
+        ));
+        self.close();
+        self.free_var();
     }
 
     /// The finished tile: L0C → UB, the epilogue, UB → GM (or into its L1 panel).
