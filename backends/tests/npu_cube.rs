@@ -86,6 +86,12 @@ fn f32_contractions_compute_on_the_cube_in_f32() {
     // C *= beta is the accumulator's start, copied into L0C; alpha scales A on its way in.
     assert!(asm.contains("copy_ub_to_cc"), "{asm}");
     assert!(asm.contains("vmuls.f32 ub_v"), "{asm}");
+    // While the scaled A is on its way into L1, B streams into a ring of L1 slots (`s29`),
+    // one per step of the block here, round the ring when the block has more steps.
+    assert!(asm.contains("l1_b[s29*"), "{asm}");
+    let longer = load(&kernel("gemm.pf"), &[("NI", 64), ("NJ", 128), ("NK", 400)]);
+    let asm = runs_like_the_interpreter(&longer, &target, &f32_options(true));
+    assert!(asm.contains("if s29 == 8"), "{asm}");
     // Without --npu-f32 the f64 kernel is refused.
     let e = npu::compile(&gemm, &target, &Options::default()).expect_err("f64");
     assert!(

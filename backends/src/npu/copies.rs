@@ -790,9 +790,11 @@ impl Emitter<'_> {
             Inner::Other => (region / FRACTAL, s_k, Tail::none(k_valid), other_valid),
         };
         let (pc, piece_bytes) = piece(held);
-        // At least four pieces where the operand has the chunks: the copies, the scaling
-        // and the copies to L1 of consecutive pieces overlap, and little is left to drain.
-        let pc = pc.min(n_chunks.div_ceil(4)).max(1);
+        // At least two pieces where the operand has the chunks: the copies, the scaling and
+        // the copies to L1 of consecutive pieces overlap, and what is left to drain overlaps
+        // the run's first tiles, whose slots are free from the start (`Emitter::run`); more
+        // pieces would only add copies to MTE2.
+        let pc = pc.min(n_chunks.div_ceil(2)).max(1);
         let chunk_bytes = held * 64;
         let pieces = n_chunks.div_ceil(pc);
         let gm = self.name(at.array);
@@ -848,6 +850,8 @@ impl Emitter<'_> {
                     });
                 }
             });
+            // The first piece is on its way behind the scalars while S waits for them.
+            self.load_scalars();
             self.line("set_flag MTE2, V, 3");
             self.line("wait_flag MTE2, V, 3");
             let repeats = count * chunk_bytes / VECTOR_BYTES;

@@ -37,7 +37,7 @@ use super::copies::{piece, Off};
 use super::epilogue::{self, Epilogue};
 use super::plan::{Addressing, Dim, Holding, Init, Inner, Plan, Source, Stage};
 use super::tiles::{self, Role, Shape, StageShape, StageTiles, Steps, Tiles, UbNeeds};
-use super::{conv_rows, Error, NpuTarget, Options, FRACTAL};
+use super::{conv_rows, tune, Error, NpuTarget, Options, FRACTAL};
 
 /// The kernel's name as the assembler reads it: letters, digits and `_`, not starting with a
 /// digit (C files name kernels after themselves: `2mm`).
@@ -117,31 +117,52 @@ fn kernel(
     // The tiles are chosen for double buffering even when it is off, so that the two compare
     // on the same tiling; a single-buffered search is the fallback when no double-buffered
     // tiling fits.
-    let t = match tiles::choose(target, &shape, true, options.max_tile) {
-        Ok(t) if options.double_buffer => t,
-        Ok(t) => Tiles { nbuf: 1, ..t },
-        Err(_) => tiles::choose(target, &shape, false, options.max_tile).map_err(|why| {
-            Error::NoTiling {
-                kernel: program.name.clone(),
-                why,
-            }
-        })?,
+    let write = |t: &Tiles| -> Result<String, Error> {
+        let mut e = Emitter {
+            program,
+            plan,
+            ep: &ep,
+            shape: &shape,
+            t: t.clone(),
+            es: plan.operands.size(),
+            name: name.to_string(),
+            out: String::new(),
+            indent: 0,
+            vars: Vec::new(),
+            scalars_pending: false,
+        };
+        e.program()?;
+        Ok(e.out)
     };
-    let estimate = t.estimate;
-    let mut e = Emitter {
-        program,
-        plan,
-        ep: &ep,
-        shape: &shape,
-        t,
-        es: plan.operands.size(),
-        name: name.to_string(),
-        out: String::new(),
-        indent: 0,
-        vars: Vec::new(),
+    // The estimate that compares this kernel with other ways to run the program is the best
+    // one, whichever tiling the simulator prefers.
+    let (t, estimate) = match tiles::ranked(target, &shape, true, options.max_tile) {
+        Ok(ranked) => {
+            let estimate = ranked[0].estimate;
+            let t = tune::fastest(ranked, &shape, target, |t| write(t).ok());
+            let t = if options.double_buffer {
+                t
+            } else {
+                Tiles {
+                    nbuf: 1,
+                    nl1: 1,
+                    ..t
+                }
+            };
+            (t, estimate)
+        }
+        Err(_) => {
+            let t = tiles::choose(target, &shape, false, options.max_tile).map_err(|why| {
+                Error::NoTiling {
+                    kernel: program.name.clone(),
+                    why,
+                }
+            })?;
+            let estimate = t.estimate;
+            (t, estimate)
+        }
     };
-    e.program()?;
-    Ok((e.out, estimate))
+    Ok((write(&t)?, estimate))
 }
 
 /// The kernel as the tiling sees it.
@@ -398,6 +419,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) indent: usize,
     /// Loop counters in scope.
     pub(crate) vars: Vec<String>,
+    /// Whether the scalars' copies are issued and their loads into registers are not yet
+    /// ([`Emitter::load_scalars`]).
+    pub(crate) scalars_pending: bool,
 }
 
 const RESERVED: [&str; 5] = ["l1_", "l0a", "l0b", "l0c", "ub_"];
@@ -545,6 +569,9 @@ impl Emitter<'_> {
         self.line("sub s1, s3, s1");
         self.line("mov s6, 0");
         self.line("mov s7, 0");
+        if self.t.nl1 > nbuf {
+            self.line("mov s29, 0");
+        }
         let once = runs
             .iter()
             .any(|r| matches!(r.b.fill, Fill::Window(_, true)));
@@ -565,6 +592,7 @@ impl Emitter<'_> {
             self.presets(&runs[0]);
         }
         if looped {
+            self.load_scalars();
             let o = self.var("o");
             self.open(format!("for {o} in 0..{ob}"));
         }
@@ -582,6 +610,7 @@ impl Emitter<'_> {
         if looped && alone {
             self.postwaits(&runs[0]);
         }
+        self.load_scalars();
         for _ in 0..panels {
             self.line("wait_flag MTE1, MTE3, 3");
         }
@@ -748,10 +777,10 @@ impl Emitter<'_> {
                     _ if a_role => t.tm * t.tk * es,
                     _ => t.tk * t.tn * es,
                 };
-                let parity = if matches!(fill, Fill::Window(_, true)) {
-                    "s31"
-                } else {
-                    "s6"
+                let parity = match fill {
+                    Fill::Window(_, true) => "s31",
+                    Fill::Stream if self.t.nl1 > nbuf => "s29",
+                    _ => "s6",
                 };
                 let sliding = matches!(fill, Fill::Window(w, _) if w.slide.is_some());
                 let slot = if streamed && nbuf == 2 && !sliding {
@@ -819,7 +848,7 @@ impl Emitter<'_> {
                 .product();
             let kp_all = self.kp(r.stage) * ko;
             match r.a.fill {
-                Fill::Stream => a_l1 = a_l1.max(t.tm * t.tk * es * nbuf),
+                Fill::Stream => a_l1 = a_l1.max(t.tm * t.tk * es * self.t.nl1),
                 Fill::Resident => a_l1 = a_l1.max(self.region_other(r, true) * kp_all * es),
                 Fill::Panel if r.a.view.buf.starts_with("l1_s") => panels.push((
                     r.a.view.buf.clone(),
@@ -828,7 +857,7 @@ impl Emitter<'_> {
                 Fill::Panel | Fill::Window(..) => {}
             }
             match r.b.fill {
-                Fill::Stream => b_l1 = b_l1.max(t.tk * t.tn * es * nbuf),
+                Fill::Stream => b_l1 = b_l1.max(t.tk * t.tn * es * self.t.nl1),
                 Fill::Window(w, _) => {
                     b_l1 = b_l1.max(match w.slide {
                         Some((s, ob)) => s.bytes(ob, es),
@@ -976,6 +1005,11 @@ impl Emitter<'_> {
 
     fn presets(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
+        // Rows that go first reuse no slot (see `step`), and neither do the ring's.
+        let ring = if conv_rows::rows_first(r) { 0 } else { self.t.nl1 };
+        for _ in self.t.nbuf..ring {
+            self.line("set_flag MTE1, MTE2, 1");
+        }
         for _ in 0..self.t.nbuf {
             if !conv_rows::rows_first(r) {
                 self.line("set_flag MTE1, MTE2, 1");
@@ -992,6 +1026,11 @@ impl Emitter<'_> {
 
     fn postwaits(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
+        // Rows that go first reuse no slot (see `step`), and neither do the ring's.
+        let ring = if conv_rows::rows_first(r) { 0 } else { self.t.nl1 };
+        for _ in self.t.nbuf..ring {
+            self.line("wait_flag MTE1, MTE2, 1");
+        }
         for _ in 0..self.t.nbuf {
             if !conv_rows::rows_first(r) {
                 self.line("wait_flag MTE1, MTE2, 1");
@@ -1021,20 +1060,23 @@ impl Emitter<'_> {
             r.tiles.tn,
             r.tiles.tk
         ));
+        // The slots are free from the start: the run's first tiles stream in while its scaled
+        // operands are still on their way to L1.
+        if sync {
+            self.presets(r);
+        }
         for (op, a_role) in [(&stage.a, true), (&stage.b, false)] {
             if let Some(f) = op.scale {
                 let o = if a_role { &r.a } else { &r.b };
                 self.prescale(r, o, a_role, f);
             }
         }
+        self.load_scalars();
         for _ in 0..r.reads {
             self.line("wait_flag MTE3, MTE1, 2");
         }
         if r.sink.is_some() {
             self.line("wait_flag MTE1, MTE3, 3");
-        }
-        if sync {
-            self.presets(r);
         }
         if r.row_tiles > 1 {
             self.vars.push("mt".into());
@@ -1193,6 +1235,46 @@ impl Emitter<'_> {
         if self.t.nbuf == 2 {
             self.line("sub s6, 1, s6");
         }
+        if self.t.nl1 > self.t.nbuf {
+            // The next L1 slot of the streamed operands, round the ring.
+            self.line("add s29, s29, 1");
+            self.open(format!("if s29 == {}", self.t.nl1));
+            self.line("mov s29, 0");
+            self.close();
+        }
+    }
+
+    /// `load2d` of `rows` rows of fractals from L1 into consecutive fractals of an L0 buffer:
+    /// row after row (`row_step` bytes apart in L1), each `per_row` fractals `stride` fractals
+    /// apart, in a loop over the rows (counter `var`); one load when a row is one fractal, as
+    /// the rows' fractals then follow each other in L0.
+    fn load_rows(
+        &mut self,
+        (l0, dst): (&str, &Off),
+        (buf, src): (&str, &Off),
+        (rows, row_step, var): (u64, u64, &str),
+        (per_row, stride): (u64, u64),
+        flags: &str,
+    ) {
+        let fr = 256 * self.es;
+        if per_row == 1 {
+            self.line(format!(
+                "load2d {l0}[{}], {buf}[{}], repeat={rows}, src_stride={}{flags}",
+                dst.text(),
+                src.text(),
+                row_step / fr,
+            ));
+            return;
+        }
+        let v = self.var(var);
+        self.open(format!("for {v} in 0..{rows}"));
+        self.line(format!(
+            "load2d {l0}[{}], {buf}[{}], repeat={per_row}, src_stride={stride}{flags}",
+            dst.clone().plus(&v, (per_row * fr) as i64).text(),
+            src.clone().plus(&v, row_step as i64).text(),
+        ));
+        self.close();
+        self.free_var();
     }
 
     /// Opens the conditions under which a resident operand is copied: the block's first
@@ -1291,21 +1373,17 @@ impl Emitter<'_> {
         let va = r.a.view.clone();
         let base = va.at(es);
         let opened = if r.a_l0 { self.open_first_use() } else { 0 };
-        let m1 = self.var("m1");
-        self.open(format!("for {m1} in 0..{}", f(t.tm)));
-        let (src, stride, tr) = match va.inner {
-            Inner::K => (base.plus(&m1, fr as i64), va.held / FRACTAL, ""),
-            Inner::Other => (base.plus(&m1, (va.held * 16 * es) as i64), 1, ", transpose"),
+        let (m1_step, k1_stride, tr) = match va.inner {
+            Inner::K => (fr, va.held / FRACTAL, ""),
+            Inner::Other => (va.held * 16 * es, 1, ", transpose"),
         };
-        self.line(format!(
-            "load2d l0a[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
-            l0a.clone().plus(&m1, (f(t.tk) * fr) as i64).text(),
-            va.buf,
-            src.text(),
-            f(t.tk),
-        ));
-        self.close();
-        self.free_var();
+        self.load_rows(
+            ("l0a", &l0a),
+            (&va.buf, &base),
+            (f(t.tm), m1_step, "m1"),
+            (f(t.tk), k1_stride),
+            &format!("{tr}{f32}"),
+        );
         for _ in 0..opened {
             self.close();
         }
@@ -1345,21 +1423,17 @@ impl Emitter<'_> {
             ));
         } else {
             let base = vb.at(es);
-            let k1 = self.var("k1");
-            self.open(format!("for {k1} in 0..{}", f(t.tk)));
-            let (src, stride, tr) = match vb.inner {
-                Inner::Other => (base.plus(&k1, fr as i64), vb.held / FRACTAL, ", transpose"),
-                Inner::K => (base.plus(&k1, (vb.held * 16 * es) as i64), 1, ""),
+            let (k1_step, n1_stride, tr) = match vb.inner {
+                Inner::Other => (fr, vb.held / FRACTAL, ", transpose"),
+                Inner::K => (vb.held * 16 * es, 1, ""),
             };
-            self.line(format!(
-                "load2d l0b[{}], {}[{}], repeat={}, src_stride={stride}{tr}{f32}",
-                l0b.clone().plus(&k1, (f(t.tn) * fr) as i64).text(),
-                vb.buf,
-                src.text(),
-                f(t.tn),
-            ));
-            self.close();
-            self.free_var();
+            self.load_rows(
+                ("l0b", &l0b),
+                (&vb.buf, &base),
+                (f(t.tk), k1_step, "k1"),
+                (f(t.tn), n1_stride),
+                &format!("{tr}{f32}"),
+            );
         }
     }
 

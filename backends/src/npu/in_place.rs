@@ -265,6 +265,10 @@ pub(crate) fn prep_kernel(
             r0 += n;
         }
     }
+    // The cut pieces first: blocks reach their code in program order and the earlier ones
+    // win the shared GM bandwidth, so the pieces with Vector work between their copies get
+    // their rows first and zero them while the plain copies still stream.
+    pieces.sort_by_key(|&(p, ..)| p.keep.is_none());
     let ub = pieces
         .iter()
         .map(|&(_, _, _, rs, _, n)| n * rs)

@@ -38,6 +38,7 @@ mod privatize;
 mod runner;
 mod tile_ops;
 pub mod tiles;
+mod tune;
 mod unfused;
 mod vector;
 

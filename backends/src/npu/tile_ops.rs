@@ -39,17 +39,30 @@ pub(crate) fn vector_ops<'a>(ops: impl IntoIterator<Item = &'a Op>) -> VectorOps
 }
 
 impl Emitter<'_> {
-    /// Scalar inputs into registers, and the scalar-unit arithmetic on them.
+    /// Copies the scalar inputs into UB; [`Self::load_scalars`] loads them into registers.
     pub(crate) fn scalars(&mut self) {
         if self.ep.scalars.is_empty() {
             return;
         }
-        self.line("// Scalars into registers.");
+        self.line("// Scalars into UB.");
         for (i, &(a, _)) in self.ep.scalars.iter().enumerate() {
             let name = self.name(a);
             self.line(format!("copy ub_s[{}], {name}[0], len=1", 32 * i));
         }
         self.line("set_flag MTE2, S, 0");
+        self.scalars_pending = true;
+    }
+
+    /// The scalars copied by [`Self::scalars`] into registers, and the scalar-unit arithmetic
+    /// on them, unless done already. S waits here for their copies, so this comes as late as
+    /// the first use allows: copies issued before it are queued on MTE2 behind the scalars'
+    /// and run while S waits. Never inside a loop.
+    pub(crate) fn load_scalars(&mut self) {
+        if !self.scalars_pending {
+            return;
+        }
+        self.scalars_pending = false;
+        self.line("// Scalars into registers.");
         self.line("wait_flag MTE2, S, 0");
         for (i, &(a, r)) in self.ep.scalars.iter().enumerate() {
             let ty = gm_type(self.program.array(a).elem);
@@ -77,6 +90,7 @@ impl Emitter<'_> {
         if self.ep.columns.is_empty() && self.ep.rows.is_empty() {
             return;
         }
+        self.load_scalars();
         if !self.ep.columns.is_empty() {
             self.line("// Per-column vectors of this column group into UB.");
             let tail = Tail {

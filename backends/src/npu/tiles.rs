@@ -171,6 +171,8 @@ pub struct Tiles {
     pub a_l0: Vec<bool>,
     /// Buffers per double-buffered tile: 2, or 1 without double buffering.
     pub nbuf: u64,
+    /// L1 slots of the operands streamed from GM ([`stream_slots`]): `nbuf`, or more.
+    pub nl1: u64,
     /// Estimated cycles.
     pub estimate: u64,
     /// Estimated GM bytes read (the results' writes are the same in every tiling).
@@ -288,11 +290,21 @@ pub fn choose(
     double_buffer: bool,
     max_tile: Option<(u64, u64, u64)>,
 ) -> Result<Tiles, String> {
+    ranked(target, shape, double_buffer, max_tile).map(|mut v| v.swap_remove(0))
+}
+
+/// Every tiling that fits, the cheapest first ([`choose`]'s order), or why none fits.
+pub fn ranked(
+    target: &NpuTarget,
+    shape: &Shape,
+    double_buffer: bool,
+    max_tile: Option<(u64, u64, u64)>,
+) -> Result<Vec<Tiles>, String> {
     let nbuf = if double_buffer { 2 } else { 1 };
     let (cap_m, cap_n, cap_k) = max_tile.unwrap_or((u64::MAX, u64::MAX, u64::MAX));
     let last = shape.stages[shape.stages.len() - 1];
     let (mp, np) = (round16(last.m), round16(last.n));
-    let mut best: Option<Tiles> = None;
+    let mut all: Vec<Tiles> = Vec::new();
     let tms: Vec<u64> = (1..=mp.min(MAX_TILE) / FRACTAL)
         .map(|d| d * FRACTAL)
         .filter(|&t| t <= cap_m && (t.is_power_of_two() || t == mp))
@@ -320,28 +332,29 @@ pub fn choose(
                         ) else {
                             continue;
                         };
-                        let key = |t: &Tiles| {
-                            let l = t.last();
-                            (
-                                !efficient(target, t, shape),
-                                cost(target, shape, t),
-                                u64::MAX - l.tm * l.tn * l.tk,
-                            )
-                        };
-                        if best.as_ref().is_none_or(|b| key(&t) < key(b)) {
-                            best = Some(t);
-                        }
+                        all.push(t);
                     }
                 }
             }
         }
     }
-    best.ok_or_else(|| {
-        format!(
+    if all.is_empty() {
+        return Err(format!(
             "even 16×16 tiles with {} UB tiles, {} column and {} row vectors overflow a memory",
             shape.ub.tiles, shape.ub.columns, shape.ub.rows
+        ));
+    }
+    let key = |t: &Tiles| {
+        let l = t.last();
+        (
+            !efficient(target, t, shape),
+            cost(target, shape, t),
+            u64::MAX - l.tm * l.tn * l.tk,
         )
-    })
+    };
+    // Stable: among equal keys the first found stays first, as a strict minimum keeps it.
+    all.sort_by_key(key);
+    Ok(all)
 }
 
 /// What a tiling costs: its estimated cycles; for a convolution that slides its window over a
@@ -355,11 +368,17 @@ pub fn choose(
 /// alone: for them the same charge trades many more cycles for less traffic (fewer blocks
 /// each streaming longer panels).
 fn cost(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
+    t.estimate + traffic_charge(target, shape, t)
+}
+
+/// What [`cost`] adds to a tiling's cycles for its GM reads (nothing outside convolutions
+/// that slide their window).
+pub(crate) fn traffic_charge(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
     let slides = shape.stages.iter().any(|s| s.slide.is_some());
     if slides {
-        t.estimate + t.gm_bytes / target.machine.gm_bandwidth.max(1)
+        t.gm_bytes / target.machine.gm_bandwidth.max(1)
     } else {
-        t.estimate
+        0
     }
 }
 
@@ -490,6 +509,14 @@ fn candidate(
         && !last.a_scaled
         && (ob == 1 || shape.a_invariant)
         && a_panel + b_slot + panels <= l1;
+    let a_held = if a_resident { a_panel } else { 0 };
+    let nl1 = stream_slots(
+        shape,
+        &stages,
+        (ntb, nbuf),
+        (a_slot + b_slot, a_held + panels),
+        l1,
+    );
     let mut t = Tiles {
         stages,
         ntb,
@@ -498,6 +525,7 @@ fn candidate(
         a_resident,
         a_l0: Vec::new(),
         nbuf,
+        nl1,
         estimate: 0,
         gm_bytes: 0,
     };
@@ -510,6 +538,51 @@ fn candidate(
         .collect();
     (t.estimate, t.gm_bytes) = estimate(target, shape, &t);
     Some(t)
+}
+
+/// The most L1 slots of the streamed operands.
+const MAX_STREAM_SLOTS: u64 = 8;
+
+/// L1 slots of the operands streamed from GM when double-buffered: two, or — when a stage
+/// reads a panel that the block writes into L1 first (a scaled operand, a stage's result) —
+/// as many as the block's steps up to [`MAX_STREAM_SLOTS`] that L1 holds besides `held`
+/// bytes. The Cube's first step waits for the panel; with more slots MTE2 streams the
+/// following steps' tiles meanwhile instead of waiting for the first ones to be used.
+/// `slots` is the bytes of `nbuf` slots of every streamed operand.
+fn stream_slots(
+    shape: &Shape,
+    stages: &[StageTiles],
+    (ntb, nbuf): (u64, u64),
+    (slots, held): (u64, u64),
+    l1: u64,
+) -> u64 {
+    let panel = shape
+        .stages
+        .iter()
+        .any(|s| s.a_in_l1 || s.b_in_l1 || s.a_scaled || s.b_scaled);
+    if nbuf < 2 || !panel || slots == 0 {
+        return nbuf;
+    }
+    let last = shape.stages[shape.stages.len() - 1];
+    let lt = stages[stages.len() - 1];
+    let kp_last = round16(last.k);
+    let group = ntb * lt.tn;
+    let steps = shape
+        .stages
+        .iter()
+        .zip(stages)
+        .map(|(s, t)| {
+            let (rows, cols) = match s.role {
+                Role::Last => (t.tm, group),
+                Role::FeedsA => (t.tm, kp_last),
+                Role::FeedsB => (kp_last, group),
+            };
+            rows.div_ceil(t.tm) * (cols / t.tn) * round_to(s.k, t.tk) / t.tk * s.ko
+        })
+        .max()
+        .unwrap_or(0);
+    let fit = l1.saturating_sub(held) / (slots / nbuf).max(1);
+    steps.min(MAX_STREAM_SLOTS).min(fit).max(nbuf)
 }
 
 /// The rows and columns a stage computes in a block: the last stage's row panel and column
@@ -706,10 +779,10 @@ fn estimate(target: &NpuTarget, shape: &Shape, t: &Tiles) -> (u64, u64) {
         } else {
             run
         };
-        // A scaled operand crosses GM → UB → L1 once per block, in four or more pieces.
+        // A scaled operand crosses GM → UB → L1 once per block, in two or more pieces.
         let scaled = (s.a_scaled as u64) * rows * round_to(s.k, st.tk) * s.ko * 4
             + (s.b_scaled as u64) * cols * round_to(s.k, st.tk) * s.ko * 4;
-        let pieces = if scaled > 0 { 4 * startup2 } else { 0 };
+        let pieces = if scaled > 0 { 2 * startup2 } else { 0 };
         block += run + scaled.div_ceil(ub_bw) + pieces;
         // GM bytes: A's tiles (a resident panel once, an A kept in L0A at the first column
         // tile), B's tiles or window rows, the accumulators' starts.
