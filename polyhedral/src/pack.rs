@@ -36,7 +36,14 @@
 //!
 //! Decisions are written into the tree as a mark above `M` per packed array
 //! ([`PackMark`]: the array, the layout and the reason), splitting `M`'s band where `M` is not
-//! its first member; the back end copies the box of the accesses below the mark.
+//! its first member; the back end copies a box that contains every element the accesses below
+//! the mark reach: where loop bounds depend on loops below `M` (triangles, tiles of the
+//! subscripts' iterators below `M`) it is the hull of their ranges, or the array's whole
+//! extent, which is the bounding box the working sets above measure. Only the elements of the
+//! box that exist are copied, and a written box copied back returns the elements the loops did
+//! not write unchanged. Code that goes back into a C file runs at the sizes it is built with,
+//! so there a box must not depend on them: every iterator of `T`'s subscripts that varies
+//! below `M` must be limited by a tile above it.
 //! A written array is packed below a loop that may run in parallel only when every such loop
 //! above `M` *owns* its part of the array: one dimension is subscripted by exactly the
 //! iterator the loop walks (or tiles), in every access below it, so different iterations
@@ -48,7 +55,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::pipeline::{Error, Pass, PassContext};
-use crate::program::{AffineExpr, ArrayId, ConstraintKind, Program, StmtId, Var};
+use crate::program::{AffineExpr, ArrayId, ConstraintKind, Program, SourceKind, StmtId, Var};
 use crate::schedule::tree::SKIPPED;
 use crate::schedule::{NodeKind, QuasiAffine, ScheduleTree};
 use crate::target::{MemoryKind, TargetDescription, Tlb};
@@ -429,50 +436,34 @@ impl<'a> Analysis<'a> {
         })
     }
 
-    /// Whether the loops below the slot that walk `t` have bounds in the loops above the slot
-    /// only, so that the box of `t`'s accesses is one expression of them per dimension: no
-    /// iterator of a subscript is tiled below the slot, and none is bounded by another
-    /// iterator that varies below the slot unless a tile above the slot limits it.
+    /// Whether the box of `t`'s accesses below the slot has extents that do not depend on the
+    /// program's sizes. The back end copies a box that contains every element the loops below
+    /// the slot reach (triangular bounds and tiles below the slot make it the hull of their
+    /// ranges, or the array's whole extent), and a buffer needs constant extents. A kernel's
+    /// sizes are constants, so its boxes always qualify; code that goes back into a C file
+    /// runs at whatever sizes the file is built with, so there every iterator the subscripts
+    /// of `t` use that still varies below the slot must be limited by a tile above it.
     fn box_expressible(&self, t: ArrayId, slot: &Slot) -> bool {
+        if !matches!(self.program.source, SourceKind::CScop { .. }) {
+            return true;
+        }
         slot.stmts.iter().all(|s| {
             let info = &self.stmts[s];
-            let st = &self.program.statements[s.index()];
             let ext = info.extents(slot.depth);
-            let mut used = vec![false; st.depth()];
-            for acc in st.reads.iter().chain(std::iter::once(&st.write)) {
-                if acc.array == t {
-                    for e in &acc.subscripts {
-                        for &(v, _) in e.terms() {
-                            if let Var::Iter(x) = v {
-                                used[x] = true;
-                            }
+            let above = &info.pins[..slot.depth.min(info.pins.len())];
+            self.accesses_of(t, *s).all(|acc| {
+                acc.subscripts.iter().all(|e| {
+                    e.terms().iter().all(|&(v, _)| match v {
+                        Var::Iter(x) => {
+                            ext[x] <= 1
+                                || above
+                                    .iter()
+                                    .any(|p| matches!(p, Pin::Tile(y, _) if *y == x))
                         }
-                    }
-                }
-            }
-            let tiled_below = info.pins[slot.depth.min(info.pins.len())..]
-                .iter()
-                .any(|p| matches!(p, Pin::Tile(x, _) if used[*x]));
-            // An iterator that a tile above the slot limits keeps the tile's width whatever
-            // bounds it beside (a triangle cut by a tile has the tile as its hull).
-            let tiled_above = |x: usize| {
-                info.pins[..slot.depth.min(info.pins.len())]
-                    .iter()
-                    .any(|p| matches!(p, Pin::Tile(y, _) if *y == x))
-            };
-            let coupled = st.domain.iter().any(|c| {
-                let iters: Vec<usize> = c
-                    .expr
-                    .terms()
-                    .iter()
-                    .filter_map(|&(v, _)| match v {
-                        Var::Iter(x) if ext[x] > 1 => Some(x),
-                        _ => None,
+                        Var::Param(_) => true,
                     })
-                    .collect();
-                iters.len() > 1 && iters.iter().any(|&x| used[x] && !tiled_above(x))
-            });
-            !tiled_below && !coupled
+                })
+            })
         })
     }
 
