@@ -30,8 +30,11 @@
 //!
 //! Working sets are boxes computed from the schedule: a member that is a statement's iterator
 //! pins it, a member `floor(x / T)` limits `x` to `T` values, and an iterator no member above
-//! has pinned spans its domain's range at the program's sizes. Statements under other
-//! schedules (skewed members, extension nodes) make their loops no candidates. No kernel is
+//! has pinned spans its domain's range at the program's sizes; a member that is a constant
+//! for a statement runs its instances in one iteration. Statements under other schedules
+//! (skewed members, the statements an extension node adds) make their loops, and the loops
+//! around an extension node, no candidates; the loops below it that run only the statements
+//! already there stay candidates. No kernel is
 //! recognised by its shape: the analysis sees loops, subscripts and sizes only.
 //!
 //! Decisions are written into the tree as a mark above `M` per packed array
@@ -141,6 +144,8 @@ struct Slot {
     stmts: Vec<StmtId>,
     /// Whether every statement below has simple functions (see the module docs).
     analyzable: bool,
+    /// Whether an extension node lies below the member.
+    extended: bool,
     /// The slots directly below (one member deeper, any band).
     children: Vec<usize>,
 }
@@ -152,6 +157,9 @@ enum Pin {
     Point(usize),
     /// The member is `floor((x + c) / size)`.
     Tile(usize, i64),
+    /// The member is a constant for the statement (its instances run in one iteration of
+    /// the loop, as a statement placed before or after a deeper nest does).
+    Const,
 }
 
 fn pin_of(f: &QuasiAffine) -> Option<Pin> {
@@ -166,6 +174,7 @@ fn pin_of(f: &QuasiAffine) -> Option<Pin> {
     };
     if f.floors.is_empty() {
         return match iter_terms(&f.affine).as_slice() {
+            [] => Some(Pin::Const),
             [(d, c)] if c.abs() == 1 => Some(Pin::Point(*d)),
             _ => None,
         };
@@ -216,6 +225,7 @@ impl StmtInfo {
             match *p {
                 Pin::Point(d) => ext[d] = 1,
                 Pin::Tile(d, size) => ext[d] = ext[d].min(size),
+                Pin::Const => {}
             }
         }
         ext
@@ -227,7 +237,7 @@ impl StmtInfo {
         match self.pins.get(depth) {
             Some(Pin::Point(d)) => ext[*d],
             Some(Pin::Tile(d, size)) => (ext[*d] + size - 1) / size,
-            None => 1,
+            Some(Pin::Const) | None => 1,
         }
     }
 }
@@ -320,7 +330,7 @@ impl<'a> Analysis<'a> {
         }
         for k in 0..a.slots.len() {
             let ok = a.slots[k].stmts.iter().all(|s| a.stmts.contains_key(s));
-            a.slots[k].analyzable = ok;
+            a.slots[k].analyzable = ok && !a.slots[k].extended;
         }
         a
     }
@@ -341,8 +351,17 @@ impl<'a> Analysis<'a> {
         let mut parallel = parallel;
         match &node.kind {
             NodeKind::Mark(m) if m == SKIPPED => return,
-            NodeKind::Extension(_) => {
-                blocked.extend(stmts.iter().copied());
+            NodeKind::Extension(e) => {
+                // The statements the extension adds run under its own schedule, and the loops
+                // around it run them too: neither can be analysed. The statements that were
+                // already below keep their members, so the loops below the extension that
+                // run only those stay candidates.
+                blocked.extend(e.stmts.iter().map(|(s, _)| *s));
+                let mut at = parent;
+                while let Some(k) = at {
+                    self.slots[k].extended = true;
+                    at = self.slots[k].parent;
+                }
             }
             NodeKind::Band(band) => {
                 let depth_above = parent.map_or(0, |p| self.slots[p].depth + 1);
@@ -360,6 +379,7 @@ impl<'a> Analysis<'a> {
                         parent,
                         stmts: stmts.clone(),
                         analyzable: false,
+                        extended: false,
                         children: Vec::new(),
                     });
                     if let Some(p) = parent {
@@ -519,6 +539,7 @@ impl<'a> Analysis<'a> {
             let (x, size) = match pin {
                 Pin::Point(x) => (x, None),
                 Pin::Tile(x, size) => (x, Some(size)),
+                Pin::Const => return false,
             };
             if *pin_kind.get_or_insert(size) != size {
                 return false;
@@ -1045,6 +1066,7 @@ mod tests {
         let i = QuasiAffine::var(Var::Iter(1));
         assert_eq!(pin_of(&i), Some(Pin::Point(1)));
         assert_eq!(pin_of(&i.floor_div(32).unwrap()), Some(Pin::Tile(1, 32)));
+        assert_eq!(pin_of(&QuasiAffine::constant(0)), Some(Pin::Const));
         let skew = i.add(&QuasiAffine::var(Var::Iter(0)));
         assert_eq!(pin_of(&skew), None);
     }
