@@ -539,8 +539,8 @@ impl Region {
     /// tile below the region's top) contributes the hull of its range over theirs, a loop the
     /// subscripts do not use needs no range at all, and a dimension whose range still has no
     /// lowest value outside the region or no constant width is the array's whole extent
-    /// (when that is a constant and `whole` allows it: not for a box written inside a
-    /// parallel loop, whose part of the array is all its copy-out may touch). The box may
+    /// (when that is a constant and `whole` allows it: not for a box inside a parallel loop,
+    /// which must stay within the part of the array that loop's iteration owns). The box may
     /// hold elements the region never touches; a written box copied back returns them
     /// unchanged.
     pub(crate) fn covering_box(

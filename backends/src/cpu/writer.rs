@@ -1040,7 +1040,9 @@ impl<'a> Writer<'a> {
         let (lower, extent) = if nested {
             region.enclosing_box(program, id, &fixed)
         } else {
-            region.covering_box(program, id, &fixed, !(written && in_parallel))
+            // Inside a parallel loop a box must not reach another iteration's elements: those
+            // may be written meanwhile, and a written box's copy-out would overwrite them.
+            region.covering_box(program, id, &fixed, !in_parallel)
         }
         .ok_or("the accesses have no box of constant size")?;
         let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
