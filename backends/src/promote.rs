@@ -38,6 +38,13 @@
 //!
 //! Subscripts must be affine in the loop variables (no floor division of a region loop) and
 //! loop bounds must not depend on other loops of the region, or the array is not promoted.
+//!
+//! - **Packed boxes** (CPU, [`Region::covering_box`]). A packed buffer needs a box that
+//!   contains every element its region reaches, not the exact hull: where the hull above has
+//!   no constant width (a triangle's bound on a loop of the region, a tile loop whose bounds
+//!   are floor divisions), loops the subscripts do not use are ignored, and a dimension whose
+//!   range is still unknown is the array's whole extent. The copies move only the elements of
+//!   the box that exist, so the box may hold elements the region never touches.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -304,11 +311,14 @@ impl Linear {
 }
 
 /// The ranges of the loop variables of one access, innermost last; `None` when a loop's trip
-/// count has no constant bound, `Some(None)` when a loop never runs.
+/// count has no constant bound, `Some(None)` when a loop never runs. With `partial`, a loop
+/// whose trip count has no constant bound is left out of the ranges instead (an expression
+/// over its variable then keeps the variable: its range is unknown).
 fn loop_spans(
     loops: &[(String, AstExpr, AstExpr)],
     values: Option<&[i64]>,
     fixed: &BTreeMap<String, i64>,
+    partial: bool,
 ) -> Option<Option<BTreeMap<String, Span>>> {
     let mut env: BTreeMap<String, Span> = BTreeMap::new();
     for (v, lower, upper) in loops {
@@ -331,7 +341,12 @@ fn loop_spans(
                 }
             }
         }
-        let (lo, width) = best?;
+        let Some((lo, width)) = best else {
+            if partial {
+                continue;
+            }
+            return None;
+        };
         if width < 0 {
             return Some(None);
         }
@@ -515,45 +530,101 @@ impl Region {
         array: ArrayId,
         fixed: &BTreeMap<String, i64>,
     ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
+        self.hull(program, array, fixed, None)
+    }
+
+    /// A box that contains every element of `array` the region reaches, for copies that move
+    /// exactly the elements of the box that exist: [`Region::enclosing_box`] where it is
+    /// defined; otherwise, a loop whose bounds depend on loops of the region (a triangle, a
+    /// tile below the region's top) contributes the hull of its range over theirs, a loop the
+    /// subscripts do not use needs no range at all, and a dimension whose range still has no
+    /// lowest value outside the region or no constant width is the array's whole extent
+    /// (when that is a constant and `whole` allows it: not for a box inside a parallel loop,
+    /// which must stay within the part of the array that loop's iteration owns). The box may
+    /// hold elements the region never touches; a written box copied back returns them
+    /// unchanged.
+    pub(crate) fn covering_box(
+        &self,
+        program: &Program,
+        array: ArrayId,
+        fixed: &BTreeMap<String, i64>,
+        whole: bool,
+    ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
+        self.hull(program, array, fixed, Some(whole))
+    }
+
+    fn hull(
+        &self,
+        program: &Program,
+        array: ArrayId,
+        fixed: &BTreeMap<String, i64>,
+        whole: Option<bool>,
+    ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
+        let cover = whole.is_some();
         let rank = program.array(array).shape.len();
         let values = self.values.as_deref();
-        let mut ranges: Vec<Vec<Span>> = Vec::new();
+        // Per access and dimension, the range; `None` where it is unknown (`cover` only).
+        let mut ranges: Vec<Vec<Option<Span>>> = Vec::new();
         for (_, subs, _, loops) in self.enclosed.iter().filter(|(a, ..)| *a == array) {
-            let Some(env) = loop_spans(loops, values, fixed)? else {
+            let Some(env) = loop_spans(loops, values, fixed, cover)? else {
                 continue;
             };
             let mut r = Vec::new();
             for e in subs {
-                let span = Linear::folded(e, values, fixed)?.span(&env);
-                if span.lo.vars.keys().any(|v| self.inner.contains(v)) {
+                let span = Linear::folded(e, values, fixed)
+                    .map(|l| l.span(&env))
+                    .filter(|s| !s.lo.vars.keys().any(|v| self.inner.contains(v)));
+                if span.is_none() && !cover {
                     return None;
                 }
                 r.push(span);
             }
             ranges.push(r);
         }
-        let first = ranges.first()?;
+        if ranges.is_empty() {
+            return None;
+        }
         let mut lower = Vec::with_capacity(rank);
         let mut extent = Vec::with_capacity(rank);
         for d in 0..rank {
-            let base = &first[d].lo;
-            let mut lo_off = i64::MAX;
-            let mut hi_off = i64::MIN;
-            for r in &ranges {
-                let diff = r[d].lo.minus(base);
-                if !diff.is_constant() {
-                    return None;
+            match Self::dimension_hull(&ranges, d) {
+                Some((lo, ext)) => {
+                    lower.push(lo);
+                    extent.push(ext);
                 }
-                lo_off = lo_off.min(diff.constant);
-                hi_off = hi_off.max(diff.constant + r[d].width);
+                None if whole == Some(true) => {
+                    let whole =
+                        AstExpr::from_affine(&program.array(array).shape[d], &|_| AstExpr::Int(0));
+                    let n = evaluate(&whole, values, fixed)?;
+                    lower.push(AstExpr::Int(0));
+                    extent.push(n.max(1));
+                }
+                None => return None,
             }
-            lower.push(AstExpr::plus(
-                base.to_expr_without(&BTreeSet::new()),
-                AstExpr::Int(base.constant + lo_off),
-            ));
-            extent.push(hi_off - lo_off + 1);
         }
         Some((lower, extent))
+    }
+
+    /// The hull of dimension `d` of the accesses' ranges: every range known, and each one's
+    /// lowest value a constant away from the first one's.
+    fn dimension_hull(ranges: &[Vec<Option<Span>>], d: usize) -> Option<(AstExpr, i64)> {
+        let base = &ranges[0][d].as_ref()?.lo;
+        let mut lo_off = i64::MAX;
+        let mut hi_off = i64::MIN;
+        for r in ranges {
+            let span = r[d].as_ref()?;
+            let diff = span.lo.minus(base);
+            if !diff.is_constant() {
+                return None;
+            }
+            lo_off = lo_off.min(diff.constant);
+            hi_off = hi_off.max(diff.constant + span.width);
+        }
+        let lower = AstExpr::plus(
+            base.to_expr_without(&BTreeSet::new()),
+            AstExpr::Int(base.constant + lo_off),
+        );
+        Some((lower, hi_off - lo_off + 1))
     }
 
     /// The affine forms of every access of `array` (one per subscript), when all are affine in

@@ -230,3 +230,51 @@ fn generated_c_passes_address_and_undefined_behaviour_sanitizers() {
         assert!(report.comparison.passed(), "{}", report.to_text(&p));
     }
 }
+
+/// Wraps the body of the first loop over `var` in pack marks for `arrays` (identity layouts).
+fn pack_inside_loop(ast: &mut Ast, var: &str, arrays: &[&str]) -> bool {
+    match ast {
+        Ast::Block(items) => items.iter_mut().any(|a| pack_inside_loop(a, var, arrays)),
+        Ast::For { var: v, body, .. } if v == var => {
+            for a in arrays {
+                let mark = polyhedral::pack::PackMark {
+                    array: a.to_string(),
+                    layout: vec![0, 1],
+                    owned: false,
+                    reason: "test".into(),
+                };
+                let inner = std::mem::replace(&mut **body, Ast::Block(Vec::new()));
+                **body = Ast::Mark {
+                    name: mark.name(),
+                    body: Box::new(inner),
+                };
+            }
+            true
+        }
+        Ast::For { body, .. } | Ast::Mark { body, .. } => pack_inside_loop(body, var, arrays),
+        Ast::If { then, .. } => pack_inside_loop(then, var, arrays),
+        Ast::User { .. } => false,
+    }
+}
+
+#[test]
+fn packed_boxes_cover_triangles_inside_the_region() {
+    // Below `i`, `j` runs to `i` and `k` to `j`: the ranges of `j` and `k` have no constant
+    // width, so the boxes of `X` and of the written `L` take those dimensions whole.
+    let p = common::triangular();
+    let mut ast = original_ast(&p).unwrap();
+    assert!(pack_inside_loop(&mut ast, "i", &["L", "X"]));
+    let sequential = Options {
+        openmp: false,
+        ..options()
+    };
+    let text = cpu::Writer::new(&p, &sequential).write(&ast).unwrap();
+    assert!(text.contains("L_packed[1][6]"), "{text}");
+    assert!(text.contains("X_packed[1][6]"), "{text}");
+    assert!(!text.contains("not packed"), "{text}");
+    let report = cpu::check(&p, &ast, &sequential, 5).unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.comparison.passed(), "{}", report.to_text(&p));
+    for a in &report.comparison.arrays {
+        assert_eq!(a.max_abs, 0.0, "{}", report.to_text(&p));
+    }
+}

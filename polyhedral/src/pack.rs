@@ -30,13 +30,23 @@
 //!
 //! Working sets are boxes computed from the schedule: a member that is a statement's iterator
 //! pins it, a member `floor(x / T)` limits `x` to `T` values, and an iterator no member above
-//! has pinned spans its domain's range at the program's sizes. Statements under other
-//! schedules (skewed members, extension nodes) make their loops no candidates. No kernel is
+//! has pinned spans its domain's range at the program's sizes; a member that is a constant
+//! for a statement runs its instances in one iteration. Statements under other schedules
+//! (skewed members, the statements an extension node adds) make their loops, and the loops
+//! around an extension node, no candidates; the loops below it that run only the statements
+//! already there stay candidates. No kernel is
 //! recognised by its shape: the analysis sees loops, subscripts and sizes only.
 //!
 //! Decisions are written into the tree as a mark above `M` per packed array
 //! ([`PackMark`]: the array, the layout and the reason), splitting `M`'s band where `M` is not
-//! its first member; the back end copies the box of the accesses below the mark.
+//! its first member; the back end copies a box that contains every element the accesses below
+//! the mark reach: where loop bounds depend on loops below `M` (triangles, tiles of the
+//! subscripts' iterators below `M`) it is the hull of their ranges, or the array's whole
+//! extent, which is the bounding box the working sets above measure. Only the elements of the
+//! box that exist are copied, and a written box copied back returns the elements the loops did
+//! not write unchanged. Code that goes back into a C file runs at the sizes it is built with,
+//! so there a box must not depend on them: every iterator of `T`'s subscripts that varies
+//! below `M` must be limited by a tile above it.
 //! A written array is packed below a loop that may run in parallel only when every such loop
 //! above `M` *owns* its part of the array: one dimension is subscripted by exactly the
 //! iterator the loop walks (or tiles), in every access below it, so different iterations
@@ -48,7 +58,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use crate::pipeline::{Error, Pass, PassContext};
-use crate::program::{AffineExpr, ArrayId, ConstraintKind, Program, StmtId, Var};
+use crate::program::{AffineExpr, ArrayId, ConstraintKind, Program, SourceKind, StmtId, Var};
 use crate::schedule::tree::SKIPPED;
 use crate::schedule::{NodeKind, QuasiAffine, ScheduleTree};
 use crate::target::{MemoryKind, TargetDescription, Tlb};
@@ -134,6 +144,8 @@ struct Slot {
     stmts: Vec<StmtId>,
     /// Whether every statement below has simple functions (see the module docs).
     analyzable: bool,
+    /// Whether an extension node lies below the member.
+    extended: bool,
     /// The slots directly below (one member deeper, any band).
     children: Vec<usize>,
 }
@@ -145,6 +157,9 @@ enum Pin {
     Point(usize),
     /// The member is `floor((x + c) / size)`.
     Tile(usize, i64),
+    /// The member is a constant for the statement (its instances run in one iteration of
+    /// the loop, as a statement placed before or after a deeper nest does).
+    Const,
 }
 
 fn pin_of(f: &QuasiAffine) -> Option<Pin> {
@@ -159,6 +174,7 @@ fn pin_of(f: &QuasiAffine) -> Option<Pin> {
     };
     if f.floors.is_empty() {
         return match iter_terms(&f.affine).as_slice() {
+            [] => Some(Pin::Const),
             [(d, c)] if c.abs() == 1 => Some(Pin::Point(*d)),
             _ => None,
         };
@@ -209,6 +225,7 @@ impl StmtInfo {
             match *p {
                 Pin::Point(d) => ext[d] = 1,
                 Pin::Tile(d, size) => ext[d] = ext[d].min(size),
+                Pin::Const => {}
             }
         }
         ext
@@ -220,7 +237,7 @@ impl StmtInfo {
         match self.pins.get(depth) {
             Some(Pin::Point(d)) => ext[*d],
             Some(Pin::Tile(d, size)) => (ext[*d] + size - 1) / size,
-            None => 1,
+            Some(Pin::Const) | None => 1,
         }
     }
 }
@@ -313,7 +330,7 @@ impl<'a> Analysis<'a> {
         }
         for k in 0..a.slots.len() {
             let ok = a.slots[k].stmts.iter().all(|s| a.stmts.contains_key(s));
-            a.slots[k].analyzable = ok;
+            a.slots[k].analyzable = ok && !a.slots[k].extended;
         }
         a
     }
@@ -334,8 +351,17 @@ impl<'a> Analysis<'a> {
         let mut parallel = parallel;
         match &node.kind {
             NodeKind::Mark(m) if m == SKIPPED => return,
-            NodeKind::Extension(_) => {
-                blocked.extend(stmts.iter().copied());
+            NodeKind::Extension(e) => {
+                // The statements the extension adds run under its own schedule, and the loops
+                // around it run them too: neither can be analysed. The statements that were
+                // already below keep their members, so the loops below the extension that
+                // run only those stay candidates.
+                blocked.extend(e.stmts.iter().map(|(s, _)| *s));
+                let mut at = parent;
+                while let Some(k) = at {
+                    self.slots[k].extended = true;
+                    at = self.slots[k].parent;
+                }
             }
             NodeKind::Band(band) => {
                 let depth_above = parent.map_or(0, |p| self.slots[p].depth + 1);
@@ -353,6 +379,7 @@ impl<'a> Analysis<'a> {
                         parent,
                         stmts: stmts.clone(),
                         analyzable: false,
+                        extended: false,
                         children: Vec::new(),
                     });
                     if let Some(p) = parent {
@@ -429,50 +456,34 @@ impl<'a> Analysis<'a> {
         })
     }
 
-    /// Whether the loops below the slot that walk `t` have bounds in the loops above the slot
-    /// only, so that the box of `t`'s accesses is one expression of them per dimension: no
-    /// iterator of a subscript is tiled below the slot, and none is bounded by another
-    /// iterator that varies below the slot unless a tile above the slot limits it.
+    /// Whether the box of `t`'s accesses below the slot has extents that do not depend on the
+    /// program's sizes. The back end copies a box that contains every element the loops below
+    /// the slot reach (triangular bounds and tiles below the slot make it the hull of their
+    /// ranges, or the array's whole extent), and a buffer needs constant extents. A kernel's
+    /// sizes are constants, so its boxes always qualify; code that goes back into a C file
+    /// runs at whatever sizes the file is built with, so there every iterator the subscripts
+    /// of `t` use that still varies below the slot must be limited by a tile above it.
     fn box_expressible(&self, t: ArrayId, slot: &Slot) -> bool {
+        if !matches!(self.program.source, SourceKind::CScop { .. }) {
+            return true;
+        }
         slot.stmts.iter().all(|s| {
             let info = &self.stmts[s];
-            let st = &self.program.statements[s.index()];
             let ext = info.extents(slot.depth);
-            let mut used = vec![false; st.depth()];
-            for acc in st.reads.iter().chain(std::iter::once(&st.write)) {
-                if acc.array == t {
-                    for e in &acc.subscripts {
-                        for &(v, _) in e.terms() {
-                            if let Var::Iter(x) = v {
-                                used[x] = true;
-                            }
+            let above = &info.pins[..slot.depth.min(info.pins.len())];
+            self.accesses_of(t, *s).all(|acc| {
+                acc.subscripts.iter().all(|e| {
+                    e.terms().iter().all(|&(v, _)| match v {
+                        Var::Iter(x) => {
+                            ext[x] <= 1
+                                || above
+                                    .iter()
+                                    .any(|p| matches!(p, Pin::Tile(y, _) if *y == x))
                         }
-                    }
-                }
-            }
-            let tiled_below = info.pins[slot.depth.min(info.pins.len())..]
-                .iter()
-                .any(|p| matches!(p, Pin::Tile(x, _) if used[*x]));
-            // An iterator that a tile above the slot limits keeps the tile's width whatever
-            // bounds it beside (a triangle cut by a tile has the tile as its hull).
-            let tiled_above = |x: usize| {
-                info.pins[..slot.depth.min(info.pins.len())]
-                    .iter()
-                    .any(|p| matches!(p, Pin::Tile(y, _) if *y == x))
-            };
-            let coupled = st.domain.iter().any(|c| {
-                let iters: Vec<usize> = c
-                    .expr
-                    .terms()
-                    .iter()
-                    .filter_map(|&(v, _)| match v {
-                        Var::Iter(x) if ext[x] > 1 => Some(x),
-                        _ => None,
+                        Var::Param(_) => true,
                     })
-                    .collect();
-                iters.len() > 1 && iters.iter().any(|&x| used[x] && !tiled_above(x))
-            });
-            !tiled_below && !coupled
+                })
+            })
         })
     }
 
@@ -528,6 +539,7 @@ impl<'a> Analysis<'a> {
             let (x, size) = match pin {
                 Pin::Point(x) => (x, None),
                 Pin::Tile(x, size) => (x, Some(size)),
+                Pin::Const => return false,
             };
             if *pin_kind.get_or_insert(size) != size {
                 return false;
@@ -1054,6 +1066,7 @@ mod tests {
         let i = QuasiAffine::var(Var::Iter(1));
         assert_eq!(pin_of(&i), Some(Pin::Point(1)));
         assert_eq!(pin_of(&i.floor_div(32).unwrap()), Some(Pin::Tile(1, 32)));
+        assert_eq!(pin_of(&QuasiAffine::constant(0)), Some(Pin::Const));
         let skew = i.add(&QuasiAffine::var(Var::Iter(0)));
         assert_eq!(pin_of(&skew), None);
     }

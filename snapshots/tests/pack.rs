@@ -63,3 +63,24 @@ fn packing_decisions_of_the_dense_kernels() {
         insta::assert_snapshot!(format!("pack_{}", snapshot_name(&path)), report);
     }
 }
+
+/// Post-tiling fusion pulls the initialisation of `C` into each tile of the contraction with an
+/// extension node; the loops below it that run only the contraction are still analysed, and
+/// pack what the same loops pack without fusion.
+#[test]
+fn loops_below_an_extension_are_packed() {
+    let path = kernels()
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "contract3d.pf"))
+        .expect("contract3d.pf is a kernel");
+    let program = load(&path);
+    let fused = Options {
+        post_tiling_fusion: true,
+        ..Options::default()
+    };
+    let c = compile(&program, &cpu::description(), &fused).unwrap();
+    let plain = compile(&program, &cpu::description(), &Options::default()).unwrap();
+    let decisions = pack::describe(&c.tree);
+    assert!(decisions.contains("pack B layout [1, 2, 0]"), "{decisions}");
+    assert_eq!(decisions, pack::describe(&plain.tree));
+}

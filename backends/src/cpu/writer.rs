@@ -1030,13 +1030,21 @@ impl<'a> Writer<'a> {
         // Code that goes back into its C file runs at whatever sizes the file is built with, so
         // the box must not depend on them.
         let region = crate::promote::Region::new(program, body, !self.in_source);
-        let (lower, extent) = region
-            .enclosing_box(program, id, &Default::default())
-            .ok_or("the accesses have no box of constant size")?;
         let written = region.all.iter().any(|(a, _, w)| *a == id && *w);
         if written && in_parallel && !mark.owned {
             return Err("written inside a parallel loop".into());
         }
+        // A nested box is read from and written into the buffer around it, so it must not
+        // reach past that buffer's box: it is the exact hull of the accesses.
+        let fixed = Default::default();
+        let (lower, extent) = if nested {
+            region.enclosing_box(program, id, &fixed)
+        } else {
+            // Inside a parallel loop a box must not reach another iteration's elements: those
+            // may be written meanwhile, and a written box's copy-out would overwrite them.
+            region.covering_box(program, id, &fixed, !in_parallel)
+        }
+        .ok_or("the accesses have no box of constant size")?;
         let bytes = extent.iter().product::<i64>() * value_bytes(array.elem);
         if bytes > PACKED_BYTES {
             return Err(format!(
