@@ -98,3 +98,62 @@ fn a_tile_no_lane_needs_skips_the_block_and_still_matches() {
     let running = run(0..1);
     assert!(skipping < running, "{skipping} vs {running} instructions");
 }
+
+/// A regression kernel of `tests/regressions/`.
+fn regression(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/regressions")
+        .join(name)
+}
+
+/// f16 functions run in f16 lanes: every element equals the interpreter's bit for bit (the
+/// comparison's f16 tolerance would hide a wrong rounding), with lanes leaving the loop at
+/// different iterations, tails, and tiles where the block under the branch is skipped.
+#[test]
+fn f16_functions_match_the_interpreter_bit_for_bit() {
+    let without_tanh = std::env::temp_dir().join(format!(
+        "f16_function_lanes_without_tanh_{}.pf",
+        std::process::id()
+    ));
+    let text = std::fs::read_to_string(regression("f16_function_lanes.pf")).unwrap();
+    let changed = text.replace(" - tanh(x)", "");
+    assert_ne!(changed, text);
+    std::fs::write(&without_tanh, changed).unwrap();
+    for path in [regression("f16_orbit_lanes.pf"), without_tanh.clone()] {
+        for sizes in [[5, 37], [4, 3], [9, 130], [40, 77]] {
+            let program = load_at(&path, &sizes);
+            for (machine, target) in [("default", NpuTarget::default()), ("2 cores", two_cores())] {
+                for seed in [1, 7] {
+                    let what = format!("{} at {sizes:?} on {machine}, seed {seed}", path.display());
+                    let checked = npu::check(&program, &target, &Options::default(), seed, false)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let mut expected = interp::random_inputs(&program, seed);
+                    interp::run(&program, &mut expected).unwrap();
+                    for (id, got) in &checked.outputs {
+                        let want = expected.array(*id);
+                        assert_eq!(got.len(), want.len(), "{what}");
+                        for (k, (g, w)) in got.iter().zip(want).enumerate() {
+                            assert!(
+                                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                                "{what}: element {k} is {g}, the interpreter's {w}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+    std::fs::remove_file(&without_tanh).unwrap();
+}
+
+#[test]
+fn tanh_of_f16_is_refused_on_the_vector_unit() {
+    let program = load_at(&regression("f16_function_lanes.pf"), &[5, 37]);
+    let e = npu::compile(&program, &NpuTarget::default(), &Options::default())
+        .expect_err("f16 tanh is refused")
+        .to_string();
+    assert!(
+        e.contains("not supported on npu yet") && e.contains("`tanh` of f16"),
+        "{e}"
+    );
+}

@@ -634,8 +634,13 @@ impl Writer<'_> {
         // The tile's first element in a 4-byte array (s2, s3 per row) and a 2-byte one (s4, s5).
         lines.push(format!("mul s2, s0, {}", t.rows * w * 4));
         lines.push(format!("mul s3, s0, {}", t.rows * 4));
-        lines.push(format!("mul s4, s0, {}", t.rows * w * 2));
-        lines.push(format!("mul s5, s0, {}", t.rows * 2));
+        let half = std::iter::once(&self.shape.stmt.write)
+            .chain(&self.shape.stmt.reads)
+            .any(|a| self.program.array(a.array).elem == ScalarType::F16);
+        if half {
+            lines.push(format!("mul s4, s0, {}", t.rows * w * 2));
+            lines.push(format!("mul s5, s0, {}", t.rows * 2));
+        }
         lines.push("wait_flag V, MTE2, 0".into());
         for (r, l) in self.shape.loads.iter().enumerate() {
             let (_, arr, ty) = self.read_array(r);
