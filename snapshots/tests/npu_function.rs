@@ -119,7 +119,11 @@ fn f16_functions_match_the_interpreter_bit_for_bit() {
     let changed = text.replace(" - tanh(x)", "");
     assert_ne!(changed, text);
     std::fs::write(&without_tanh, changed).unwrap();
-    for path in [regression("f16_orbit_lanes.pf"), without_tanh.clone()] {
+    for path in [
+        regression("f16_orbit_lanes.pf"),
+        regression("f16_mixed_function_lanes.pf"),
+        without_tanh.clone(),
+    ] {
         for sizes in [[5, 37], [4, 3], [9, 130], [40, 77]] {
             let program = load_at(&path, &sizes);
             for (machine, target) in [("default", NpuTarget::default()), ("2 cores", two_cores())] {
