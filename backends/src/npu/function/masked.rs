@@ -835,13 +835,7 @@ impl<'a> Lowering<'a> {
             (MathFn::Log, Ty::F32 | Ty::F16) => "vln",
             (MathFn::Abs, _) => "vabs",
             (MathFn::Tanh, Ty::F32) => return Ok(self.tanh(src, out)),
-            (MathFn::Tanh, Ty::F16) => {
-                return Err(Error::NotYet(
-                    "`tanh` of f16 values on the Vector unit (its `exp` formula is not \
-                     rounded as the interpreter's f16 `tanh`)"
-                        .into(),
-                ))
-            }
+            (MathFn::Tanh, Ty::F16) => return Ok(self.tanh_f16(src, out)),
             _ => {
                 return Err(Error::NotYet(format!(
                     "`{}` on the Vector unit",
@@ -857,6 +851,100 @@ impl<'a> Lowering<'a> {
             src,
         });
         Ok(dst)
+    }
+
+    /// `tanh` of f16 lanes, computed in f32 and rounded to f16 once: below |u| = 0.5 its Taylor
+    /// polynomial to u^13 (the `exp` formula cancels there), from 0.5 on the `exp` formula.
+    /// Run on every one of the 65536 f16 values as the Vector unit computes them, both give
+    /// the interpreter's f16 `tanh` (f64, rounded once) bit for bit, the polynomial up to
+    /// |u| = 0.625 and the formula from 0.4; a test checks all of them on the simulator.
+    fn tanh_f16(&mut self, u: Buf, out: &mut Vec<Line>) -> Buf {
+        let f = Kind::Lanes(Ty::F32);
+        let x = self.alloc(f);
+        out.push(Line::Conv {
+            from: Ty::F16,
+            to: Ty::F32,
+            dst: x,
+            src: u,
+        });
+        let bin = |this: &mut Self, out: &mut Vec<Line>, op: &'static str, a: Buf, b: Buf| {
+            let dst = this.alloc(f);
+            out.push(Line::Bin {
+                op,
+                ty: Ty::F32,
+                dst,
+                a,
+                b,
+            });
+            dst
+        };
+        let s = bin(self, out, "vmul", x, x);
+        let mut acc = self.constant(Ty::F32, TANH_SERIES[TANH_SERIES.len() - 1]);
+        for c in TANH_SERIES[..TANH_SERIES.len() - 1].iter().rev() {
+            let p = bin(self, out, "vmul", acc, s);
+            acc = self.alloc(f);
+            out.push(Line::Scalar {
+                op: "vadds",
+                ty: Ty::F32,
+                dst: acc,
+                src: p,
+                value: Ty::F32.round(*c),
+            });
+        }
+        let t = bin(self, out, "vmul", s, acc);
+        let t = bin(self, out, "vmul", x, t);
+        let poly = bin(self, out, "vadd", x, t);
+        let formula = self.tanh(x, out);
+        let a = self.alloc(f);
+        out.push(Line::Unary {
+            op: "vabs",
+            ty: Ty::F32,
+            dst: a,
+            src: x,
+        });
+        let half = self.constant(Ty::F32, 0.5);
+        let near = self.alloc(Kind::Mask);
+        out.push(Line::Cmp {
+            cmp: "lt",
+            ty: Ty::F32,
+            dst: near,
+            a,
+            b: half,
+        });
+        let r = self.alloc(f);
+        out.push(Line::Select {
+            ty: Ty::F32,
+            dst: r,
+            a: poly,
+            b: formula,
+            mask: near,
+        });
+        let rounded = self.alloc(Kind::Lanes(Ty::F16));
+        out.push(Line::Conv {
+            from: Ty::F32,
+            to: Ty::F16,
+            dst: rounded,
+            src: r,
+        });
+        // ±0 keeps its sign (the polynomial gives +0 for -0).
+        let zero = self.constant(Ty::F32, 0.0);
+        let at_zero = self.alloc(Kind::Mask);
+        out.push(Line::Cmp {
+            cmp: "eq",
+            ty: Ty::F32,
+            dst: at_zero,
+            a: x,
+            b: zero,
+        });
+        let dst = self.alloc(Kind::Lanes(Ty::F16));
+        out.push(Line::Select {
+            ty: Ty::F16,
+            dst,
+            a: u,
+            b: rounded,
+            mask: at_zero,
+        });
+        dst
     }
 
     /// `tanh u = 1 - 2 / (exp(2u) + 1)`: ±1 where `exp` overflows or vanishes, within a few
@@ -897,6 +985,16 @@ impl<'a> Lowering<'a> {
         step(self, &scalar("vadds", nq, 1.0))
     }
 }
+
+/// The coefficients of u^3, u^5, … u^13 in the Taylor series of `tanh u` at 0 (after u).
+const TANH_SERIES: [f64; 6] = [
+    -1.0 / 3.0,
+    2.0 / 15.0,
+    -17.0 / 315.0,
+    62.0 / 2835.0,
+    -1382.0 / 155925.0,
+    21844.0 / 6081075.0,
+];
 
 /// The sizes the instructions of a tile use.
 #[derive(Clone, Copy, Debug)]
