@@ -98,3 +98,100 @@ fn a_tile_no_lane_needs_skips_the_block_and_still_matches() {
     let running = run(0..1);
     assert!(skipping < running, "{skipping} vs {running} instructions");
 }
+
+/// A regression kernel of `tests/regressions/`.
+fn regression(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/regressions")
+        .join(name)
+}
+
+/// f16 functions run in f16 lanes: every element equals the interpreter's bit for bit (the
+/// comparison's f16 tolerance would hide a wrong rounding), with lanes leaving the loop at
+/// different iterations, tails, and tiles where the block under the branch is skipped.
+#[test]
+fn f16_functions_match_the_interpreter_bit_for_bit() {
+    for path in [
+        regression("f16_orbit_lanes.pf"),
+        regression("f16_mixed_function_lanes.pf"),
+        regression("f16_function_lanes.pf"),
+    ] {
+        for sizes in [[5, 37], [4, 3], [9, 130], [40, 77]] {
+            let program = load_at(&path, &sizes);
+            for (machine, target) in [("default", NpuTarget::default()), ("2 cores", two_cores())] {
+                for seed in [1, 7] {
+                    let what = format!("{} at {sizes:?} on {machine}, seed {seed}", path.display());
+                    let checked = npu::check(&program, &target, &Options::default(), seed, false)
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let mut expected = interp::random_inputs(&program, seed);
+                    interp::run(&program, &mut expected).unwrap();
+                    for (id, got) in &checked.outputs {
+                        let want = expected.array(*id);
+                        assert_eq!(got.len(), want.len(), "{what}");
+                        for (k, (g, w)) in got.iter().zip(want).enumerate() {
+                            assert!(
+                                g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+                                "{what}: element {k} is {g}, the interpreter's {w}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The value of the f16 with bit pattern `bits`.
+fn f16_value(bits: u16) -> f64 {
+    let sign = if bits >> 15 == 1 { -1.0 } else { 1.0 };
+    let exp = (bits >> 10 & 0x1f) as i32;
+    let frac = (bits & 0x3ff) as f64;
+    sign * match exp {
+        0 => frac * f64::powi(2.0, -24),
+        31 if frac == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1024.0 + frac) * f64::powi(2.0, e - 25),
+    }
+}
+
+/// `tanh` of f16 lanes (a polynomial near 0, the `exp` formula elsewhere, in f32) on every
+/// one of the 65536 f16 values, on the simulator: the interpreter's f16 `tanh` bit for bit.
+#[test]
+fn tanh_of_every_f16_matches_the_interpreter_bit_for_bit() {
+    let path = std::env::temp_dir().join(format!("f16_tanh_{}.pf", std::process::id()));
+    std::fs::write(
+        &path,
+        "fn th(a: f16) -> f16 { return tanh(a); }\n\
+         kernel f16_tanh<N = 256, M = 256>(A: f16[N, M]) -> (R: f16[N, M]) {\n\
+         R(i, j) = th(A(i, j));\n}\n",
+    )
+    .unwrap();
+    let program = load_at(&path, &[256, 256]);
+    std::fs::remove_file(&path).unwrap();
+    let target = NpuTarget::default();
+    let asm = npu::compile(&program, &target, &Options::default()).unwrap();
+    let mut inputs = interp::random_inputs(&program, 1);
+    let a = program.array_by_name("A").unwrap();
+    let r = program.array_by_name("R").unwrap();
+    let all: Vec<f64> = (0..=u16::MAX).map(f16_value).collect();
+    inputs.arrays[a.0 as usize].copy_from_slice(&all);
+    let mut expected = inputs.clone();
+    interp::run(&program, &mut expected).unwrap();
+    let kernels = sim::load_all("f16_tanh.npuasm", &asm, &target.machine).unwrap();
+    let mut tensors = BTreeMap::new();
+    tensors.insert(
+        "A".to_string(),
+        Tensor::new(sim::DType::F16, vec![256, 256], all.iter().copied()),
+    );
+    let outcome = sim::simulate_all(&kernels, &tensors, &SimOptions::default()).unwrap();
+    let got = &outcome.outputs["R"].data;
+    let want = expected.array(r);
+    for (k, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()),
+            "tanh of {}: {g}, the interpreter's {w}",
+            all[k]
+        );
+    }
+    assert_eq!(got.len(), 65536);
+}

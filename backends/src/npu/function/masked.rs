@@ -1,7 +1,8 @@
 //! The masked form of a vectorised statement body, with the functions it calls inlined, as
 //! Vector instructions over one tile of lanes in UB.
 //!
-//! Every value of type f32 or i32 is a buffer of one element per lane; every `bool` value and
+//! Every value of type f16, f32 or i32 is a buffer of one element per lane (an f16 repeat covers
+//! 128 lanes, so f16 instructions run half the repeats); every `bool` value and
 //! every mask is a buffer of one bit per lane, as `vcmp` writes it and `vsel` reads it. Mask
 //! logic works on the bits as i32 words (`vand`, `vor`, and `!m` as `-1 - m` with `vsub`), over
 //! whole 256-byte chunks; the bits past the tile's lanes are never read. Instructions run on
@@ -15,6 +16,11 @@
 //! or a loop on a uniform condition is lowered as a masked one (its condition is then the same
 //! in every lane, so the masks are all or nothing), which keeps every value on the Vector unit.
 //! Constants are filled once, before the tiles ([`Lowering::setup`]).
+//!
+//! f16 values stay in f16 lanes: the Vector unit computes + − × ÷ in f32 and rounds to f16, and
+//! f32's 24 bits are at least 2·11 + 2, so that double rounding is the correctly rounded result
+//! the interpreter computes; its f16 `exp`, `ln`, `sqrt`, `rsqrt` are f64 rounded once, as the
+//! interpreter's.
 
 use std::collections::HashMap;
 
@@ -33,6 +39,7 @@ pub(crate) struct Buf(pub usize);
 /// Element type of a lane buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Ty {
+    F16,
     F32,
     I32,
 }
@@ -40,21 +47,40 @@ pub(crate) enum Ty {
 impl Ty {
     pub(crate) fn name(self) -> &'static str {
         match self {
+            Ty::F16 => "f16",
             Ty::F32 => "f32",
             Ty::I32 => "i32",
+        }
+    }
+
+    /// Bytes of one element.
+    pub(crate) fn bytes(self) -> u64 {
+        match self {
+            Ty::F16 => 2,
+            Ty::F32 | Ty::I32 => 4,
+        }
+    }
+
+    /// `v` rounded to this type, as the interpreter rounds it.
+    pub(crate) fn round(self, v: f64) -> f64 {
+        match self {
+            Ty::F16 => polyhedral::interp::round(ScalarType::F16, v),
+            Ty::F32 => v as f32 as f64,
+            Ty::I32 => v as i64 as i32 as f64,
         }
     }
 
     /// A constant as an operand of an instruction of this type.
     pub(crate) fn literal(self, v: f64) -> String {
         match self {
-            Ty::F32 => format_float(v),
+            Ty::F16 | Ty::F32 => format_float(v),
             Ty::I32 => format!("{}", v as i64),
         }
     }
 
     pub(crate) fn of(t: ScalarType) -> Option<Ty> {
         match t {
+            ScalarType::F16 => Some(Ty::F16),
             ScalarType::F32 => Some(Ty::F32),
             ScalarType::I32 => Some(Ty::I32),
             _ => None,
@@ -117,8 +143,10 @@ pub(crate) enum Line {
         b: Buf,
         mask: Buf,
     },
-    /// i32 → f32.
+    /// `vconv.FROM.TO`: i32 → f16 / f32, f16 ↔ f32.
     Conv {
+        from: Ty,
+        to: Ty,
         dst: Buf,
         src: Buf,
     },
@@ -228,10 +256,7 @@ impl<'a> Lowering<'a> {
 
     /// A buffer holding `value` in every lane, filled before the tiles.
     pub(crate) fn constant(&mut self, ty: Ty, value: f64) -> Buf {
-        let value = match ty {
-            Ty::F32 => value as f32 as f64,
-            Ty::I32 => value as i64 as i32 as f64,
-        };
+        let value = ty.round(value);
         let key = (Some(ty), value.to_bits());
         if let Some(b) = self.consts.get(&key) {
             return *b;
@@ -636,9 +661,15 @@ impl<'a> Lowering<'a> {
                 let src = inst.get(*a)?;
                 match (from, *to) {
                     (x, y) if x == y => src,
-                    (ScalarType::I32, ScalarType::F32) => {
+                    // Exact (f16 → f32) or rounded once to nearest even, as the interpreter
+                    // rounds the value to the target type.
+                    (
+                        ScalarType::I32 | ScalarType::F16 | ScalarType::F32,
+                        ScalarType::F16 | ScalarType::F32,
+                    ) => {
+                        let (from, to) = (lanes(kind_of(from)?)?, lanes(kind)?);
                         let dst = self.alloc(kind);
-                        out.push(Line::Conv { dst, src });
+                        out.push(Line::Conv { from, to, dst, src });
                         dst
                     }
                     (x, y) => {
@@ -713,7 +744,7 @@ impl<'a> Lowering<'a> {
                 "vadds",
                 x,
                 match ty {
-                    Ty::F32 => -(c as f32) as f64,
+                    Ty::F16 | Ty::F32 => -ty.round(c),
                     Ty::I32 => (c as i64 as i32).wrapping_neg() as f64,
                 },
             )),
@@ -797,12 +828,14 @@ impl<'a> Lowering<'a> {
             )));
         }
         let unary = match (m, ty) {
-            (MathFn::Sqrt, Ty::F32) => "vsqrt",
-            (MathFn::Rsqrt, Ty::F32) => "vrsqrt",
-            (MathFn::Exp, Ty::F32) => "vexp",
-            (MathFn::Log, Ty::F32) => "vln",
+            // f16: computed in f64 and rounded once, as the interpreter computes them.
+            (MathFn::Sqrt, Ty::F32 | Ty::F16) => "vsqrt",
+            (MathFn::Rsqrt, Ty::F32 | Ty::F16) => "vrsqrt",
+            (MathFn::Exp, Ty::F32 | Ty::F16) => "vexp",
+            (MathFn::Log, Ty::F32 | Ty::F16) => "vln",
             (MathFn::Abs, _) => "vabs",
             (MathFn::Tanh, Ty::F32) => return Ok(self.tanh(src, out)),
+            (MathFn::Tanh, Ty::F16) => return Ok(self.tanh_f16(src, out)),
             _ => {
                 return Err(Error::NotYet(format!(
                     "`{}` on the Vector unit",
@@ -818,6 +851,100 @@ impl<'a> Lowering<'a> {
             src,
         });
         Ok(dst)
+    }
+
+    /// `tanh` of f16 lanes, computed in f32 and rounded to f16 once: below |u| = 0.5 its Taylor
+    /// polynomial to u^13 (the `exp` formula cancels there), from 0.5 on the `exp` formula.
+    /// Run on every one of the 65536 f16 values as the Vector unit computes them, both give
+    /// the interpreter's f16 `tanh` (f64, rounded once) bit for bit, the polynomial up to
+    /// |u| = 0.625 and the formula from 0.4; a test checks all of them on the simulator.
+    fn tanh_f16(&mut self, u: Buf, out: &mut Vec<Line>) -> Buf {
+        let f = Kind::Lanes(Ty::F32);
+        let x = self.alloc(f);
+        out.push(Line::Conv {
+            from: Ty::F16,
+            to: Ty::F32,
+            dst: x,
+            src: u,
+        });
+        let bin = |this: &mut Self, out: &mut Vec<Line>, op: &'static str, a: Buf, b: Buf| {
+            let dst = this.alloc(f);
+            out.push(Line::Bin {
+                op,
+                ty: Ty::F32,
+                dst,
+                a,
+                b,
+            });
+            dst
+        };
+        let s = bin(self, out, "vmul", x, x);
+        let mut acc = self.constant(Ty::F32, TANH_SERIES[TANH_SERIES.len() - 1]);
+        for c in TANH_SERIES[..TANH_SERIES.len() - 1].iter().rev() {
+            let p = bin(self, out, "vmul", acc, s);
+            acc = self.alloc(f);
+            out.push(Line::Scalar {
+                op: "vadds",
+                ty: Ty::F32,
+                dst: acc,
+                src: p,
+                value: Ty::F32.round(*c),
+            });
+        }
+        let t = bin(self, out, "vmul", s, acc);
+        let t = bin(self, out, "vmul", x, t);
+        let poly = bin(self, out, "vadd", x, t);
+        let formula = self.tanh(x, out);
+        let a = self.alloc(f);
+        out.push(Line::Unary {
+            op: "vabs",
+            ty: Ty::F32,
+            dst: a,
+            src: x,
+        });
+        let half = self.constant(Ty::F32, 0.5);
+        let near = self.alloc(Kind::Mask);
+        out.push(Line::Cmp {
+            cmp: "lt",
+            ty: Ty::F32,
+            dst: near,
+            a,
+            b: half,
+        });
+        let r = self.alloc(f);
+        out.push(Line::Select {
+            ty: Ty::F32,
+            dst: r,
+            a: poly,
+            b: formula,
+            mask: near,
+        });
+        let rounded = self.alloc(Kind::Lanes(Ty::F16));
+        out.push(Line::Conv {
+            from: Ty::F32,
+            to: Ty::F16,
+            dst: rounded,
+            src: r,
+        });
+        // ±0 keeps its sign (the polynomial gives +0 for -0).
+        let zero = self.constant(Ty::F32, 0.0);
+        let at_zero = self.alloc(Kind::Mask);
+        out.push(Line::Cmp {
+            cmp: "eq",
+            ty: Ty::F32,
+            dst: at_zero,
+            a: x,
+            b: zero,
+        });
+        let dst = self.alloc(Kind::Lanes(Ty::F16));
+        out.push(Line::Select {
+            ty: Ty::F16,
+            dst,
+            a: u,
+            b: rounded,
+            mask: at_zero,
+        });
+        dst
     }
 
     /// `tanh u = 1 - 2 / (exp(2u) + 1)`: ±1 where `exp` overflows or vanishes, within a few
@@ -859,6 +986,16 @@ impl<'a> Lowering<'a> {
     }
 }
 
+/// The coefficients of u^3, u^5, … u^13 in the Taylor series of `tanh u` at 0 (after u).
+const TANH_SERIES: [f64; 6] = [
+    -1.0 / 3.0,
+    2.0 / 15.0,
+    -17.0 / 315.0,
+    62.0 / 2835.0,
+    -1382.0 / 155925.0,
+    21844.0 / 6081075.0,
+];
+
 /// The sizes the instructions of a tile use.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Geometry {
@@ -886,6 +1023,11 @@ pub(crate) fn emit(
     let pad = "    ".repeat(indent);
     let r = geo.repeats;
     let mr = geo.mask_repeats;
+    // Repeats of an instruction on `ty`: an f16 repeat holds 128 lanes.
+    let rt = |ty: &Ty| match ty {
+        Ty::F16 => r.div_ceil(2),
+        Ty::F32 | Ty::I32 => r,
+    };
     let count = |mask: Buf, reg: usize, out: &mut Vec<String>| {
         out.push(format!("{pad}set_flag V, S, {TEST_EVENT}"));
         out.push(format!("{pad}wait_flag V, S, {TEST_EVENT}"));
@@ -898,18 +1040,20 @@ pub(crate) fn emit(
     for l in lines {
         match l {
             Line::Bin { op, ty, dst, a, b } => out.push(format!(
-                "{pad}{op}.{} {}[0], {}[0], {}[0], repeat={r}",
+                "{pad}{op}.{} {}[0], {}[0], {}[0], repeat={}",
                 ty.name(),
                 name(*dst),
                 name(*a),
-                name(*b)
+                name(*b),
+                rt(ty)
             )),
             Line::Cmp { cmp, ty, dst, a, b } => out.push(format!(
-                "{pad}vcmp.{cmp}.{} {}[0], {}[0], {}[0], repeat={r}",
+                "{pad}vcmp.{cmp}.{} {}[0], {}[0], {}[0], repeat={}",
                 ty.name(),
                 name(*dst),
                 name(*a),
-                name(*b)
+                name(*b),
+                rt(ty)
             )),
             Line::Scalar {
                 op,
@@ -918,23 +1062,26 @@ pub(crate) fn emit(
                 src,
                 value,
             } => out.push(format!(
-                "{pad}{op}.{} {}[0], {}[0], {}, repeat={r}",
+                "{pad}{op}.{} {}[0], {}[0], {}, repeat={}",
                 ty.name(),
                 name(*dst),
                 name(*src),
-                ty.literal(*value)
+                ty.literal(*value),
+                rt(ty)
             )),
             Line::Unary { op, ty, dst, src } => out.push(format!(
-                "{pad}{op}.{} {}[0], {}[0], repeat={r}",
+                "{pad}{op}.{} {}[0], {}[0], repeat={}",
                 ty.name(),
                 name(*dst),
-                name(*src)
+                name(*src),
+                rt(ty)
             )),
             Line::Dup { ty, dst, value } => out.push(format!(
-                "{pad}vdup.{} {}[0], {}, repeat={r}",
+                "{pad}vdup.{} {}[0], {}, repeat={}",
                 ty.name(),
                 name(*dst),
-                ty.literal(*value)
+                ty.literal(*value),
+                rt(ty)
             )),
             Line::Select {
                 ty,
@@ -943,15 +1090,19 @@ pub(crate) fn emit(
                 b,
                 mask,
             } => out.push(format!(
-                "{pad}vsel.{} {}[0], {}[0], {}[0], {}[0], repeat={r}",
+                "{pad}vsel.{} {}[0], {}[0], {}[0], {}[0], repeat={}",
                 ty.name(),
                 name(*dst),
                 name(*a),
                 name(*b),
-                name(*mask)
+                name(*mask),
+                rt(ty)
             )),
-            Line::Conv { dst, src } => out.push(format!(
-                "{pad}vconv.i32.f32 {}[0], {}[0], repeat={r}",
+            // A conversion's repeat holds the lanes of its wider type, 64 here.
+            Line::Conv { from, to, dst, src } => out.push(format!(
+                "{pad}vconv.{}.{} {}[0], {}[0], repeat={r}",
+                from.name(),
+                to.name(),
                 name(*dst),
                 name(*src)
             )),

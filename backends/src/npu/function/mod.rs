@@ -95,16 +95,16 @@ fn shape(program: &Program) -> Result<Shape<'_>, Error> {
     if depth == 0 || stmt.reduction.is_some() {
         return Err(not_yet(program, "a statement that is not element-wise"));
     }
-    // Lanes are f32 or i32 (f64 ones narrowed to f32 by the options beforehand).
+    // Lanes are f16, f32 or i32 (f64 ones narrowed to f32 by the options beforehand).
     if let Some(a) = std::iter::once(&stmt.write)
         .chain(&stmt.reads)
         .map(|a| program.array(a.array))
-        .find(|a| !matches!(a.elem, ScalarType::F32 | ScalarType::I32))
+        .find(|a| Ty::of(a.elem).is_none())
     {
         return Err(not_yet(
             program,
             format!(
-                "`{}` is {} (lanes are f32 or i32; f64 with `--npu-f32`)",
+                "`{}` is {} (lanes are f16, f32 or i32; f64 with `--npu-f32`)",
                 a.name, a.elem
             ),
         ));
@@ -122,7 +122,7 @@ fn shape(program: &Program) -> Result<Shape<'_>, Error> {
     {
         return Err(not_yet(
             program,
-            "a result that is not an f32 or i32 array indexed by the iterators in order",
+            "a result that is not an f16, f32 or i32 array indexed by the iterators in order",
         ));
     }
     let params = program.param_values();
@@ -348,7 +348,12 @@ fn choose_tile(
     low: &Lowering,
     target: &NpuTarget,
 ) -> Result<Tile, Error> {
-    let pitch = shape.width.div_ceil(8) * 8;
+    // Rows start on 32-byte blocks in every buffer: 8 lanes of f32 / i32, 16 of f16.
+    let half = std::iter::once(&shape.stmt.write)
+        .chain(&shape.stmt.reads)
+        .any(|a| program.array(a.array).elem == ScalarType::F16);
+    let block = if half { 16 } else { 8 };
+    let pitch = shape.width.div_ceil(block) * block;
     if pitch.div_ceil(LANES) > MAX_REPEATS {
         return Err(not_yet(
             program,
@@ -406,6 +411,15 @@ struct Writer<'a> {
     masks: Masks,
     stored: Buf,
     cores: u64,
+}
+
+/// Repeats of an instruction on `ty` over the lanes of `repeats` f32 / i32 repeats: an f16
+/// repeat holds 128 lanes.
+fn repeats_of(repeats: u64, ty: Ty) -> u64 {
+    match ty {
+        Ty::F16 => repeats.div_ceil(2),
+        Ty::F32 | Ty::I32 => repeats,
+    }
 }
 
 fn name(b: Buf) -> String {
@@ -498,10 +512,11 @@ impl Writer<'_> {
             .filter(|r| matches!(self.shape.loads[*r], Load::Column | Load::Scalar(_)))
             .collect();
         for &r in &once {
-            let (_, arr, _) = self.read_array(r);
+            let (_, arr, ty) = self.read_array(r);
+            let eb = ty.bytes();
             let (off, bytes) = match self.shape.loads[r] {
-                Load::Scalar(off) => (off * 4, 4),
-                _ => (0, w * 4),
+                Load::Scalar(off) => (off * eb as i64, eb),
+                _ => (0, w * eb),
             };
             out.push(format!(
                 "copy_pad fs{r}[0], {arr}[{off}], n_burst=1, bytes={bytes}, src_stride={bytes}, dst_stride={}",
@@ -520,15 +535,16 @@ impl Writer<'_> {
                     out.push(format!("vbrcb.{} fb{r}[0], fs{r}[0], repeat=1", ty.name()));
                     out.push(format!(
                         "vor.{t} {dst}[0], fb{r}[0], fb{r}[0], repeat={}, blk=(1, 0, 0), rep=(8, 0, 0)",
-                        geo.repeats,
+                        repeats_of(geo.repeats, ty),
                         t = ty.name()
                     ));
                 }
                 _ => {
                     for row in 0..t.rows {
                         out.push(format!(
-                            "vor.{t} {dst}[{}], fs{r}[0], fs{r}[0], repeat={row_repeats}",
-                            row * p * 4,
+                            "vor.{t} {dst}[{}], fs{r}[0], fs{r}[0], repeat={}",
+                            row * p * ty.bytes(),
+                            repeats_of(row_repeats, ty),
                             t = ty.name()
                         ));
                     }
@@ -615,24 +631,34 @@ impl Writer<'_> {
         let (w, p) = (self.shape.width, t.pitch);
         let pad = "    ".repeat(indent);
         let mut lines: Vec<String> = Vec::new();
+        // The tile's first element in a 4-byte array (s2, s3 per row) and a 2-byte one (s4, s5).
         lines.push(format!("mul s2, s0, {}", t.rows * w * 4));
         lines.push(format!("mul s3, s0, {}", t.rows * 4));
+        let half = std::iter::once(&self.shape.stmt.write)
+            .chain(&self.shape.stmt.reads)
+            .any(|a| self.program.array(a.array).elem == ScalarType::F16);
+        if half {
+            lines.push(format!("mul s4, s0, {}", t.rows * w * 2));
+            lines.push(format!("mul s5, s0, {}", t.rows * 2));
+        }
         lines.push("wait_flag V, MTE2, 0".into());
         for (r, l) in self.shape.loads.iter().enumerate() {
-            let (_, arr, _) = self.read_array(r);
+            let (_, arr, ty) = self.read_array(r);
+            let eb = ty.bytes();
+            let (at, at_row) = if eb == 2 { ("s4", "s5") } else { ("s2", "s3") };
             match l {
                 Load::Rows => lines.push(format!(
-                    "copy_pad {}[0], {arr}[s2], n_burst={rows}, bytes={}, src_stride={}, dst_stride={}",
+                    "copy_pad {}[0], {arr}[{at}], n_burst={rows}, bytes={}, src_stride={}, dst_stride={}",
                     name(self.reads[r]),
-                    w * 4,
-                    w * 4,
-                    p * 4
+                    w * eb,
+                    w * eb,
+                    p * eb
                 )),
                 Load::PerRow => lines.push(format!(
-                    "copy_pad fs{r}[0], {arr}[s3], n_burst=1, bytes={}, src_stride={}, dst_stride={}",
-                    rows * 4,
-                    rows * 4,
-                    (rows * 4).div_ceil(32) * 32
+                    "copy_pad fs{r}[0], {arr}[{at_row}], n_burst=1, bytes={}, src_stride={}, dst_stride={}",
+                    rows * eb,
+                    rows * eb,
+                    (rows * eb).div_ceil(32) * 32
                 )),
                 _ => {}
             }
@@ -654,10 +680,11 @@ impl Writer<'_> {
             ));
             for row in 0..rows {
                 lines.push(format!(
-                    "vor.{t} {dst}[{}], fb{r}[{}], fb{r}[{}], repeat={row_repeats}, blk=(1, 0, 0), rep=(8, 0, 0)",
-                    row * p * 4,
+                    "vor.{t} {dst}[{}], fb{r}[{}], fb{r}[{}], repeat={}, blk=(1, 0, 0), rep=(8, 0, 0)",
+                    row * p * ty.bytes(),
                     row * 32,
                     row * 32,
+                    repeats_of(row_repeats, ty),
                     t = ty.name()
                 ));
             }
@@ -672,13 +699,16 @@ impl Writer<'_> {
         lines.push("set_flag V, MTE2, 0".into());
         lines.push("set_flag V, MTE3, 3".into());
         lines.push("wait_flag V, MTE3, 3".into());
+        let result = self.program.array(self.shape.stmt.write.array);
+        let eb = Ty::of(result.elem).map_or(4, Ty::bytes);
         lines.push(format!(
-            "copy_pad {}[s2], {}[0], n_burst={rows}, bytes={}, src_stride={}, dst_stride={}",
-            self.program.array(self.shape.stmt.write.array).name,
+            "copy_pad {}[{}], {}[0], n_burst={rows}, bytes={}, src_stride={}, dst_stride={}",
+            result.name,
+            if eb == 2 { "s4" } else { "s2" },
             name(self.stored),
-            w * 4,
-            p * 4,
-            w * 4
+            w * eb,
+            p * eb,
+            w * eb
         ));
         lines.push("set_flag MTE3, V, 2".into());
         out.extend(lines.into_iter().map(|l| format!("{pad}{l}")));
