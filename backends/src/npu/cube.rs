@@ -1005,8 +1005,12 @@ impl Emitter<'_> {
 
     fn presets(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
-        // Rows that go first reuse no slot (see `step`), and neither do the ring's.
-        let ring = if conv_rows::rows_first(r) { 0 } else { self.t.nl1 };
+        // A convolution's rows that go first wait for no slot (see `step`): no ring either.
+        let ring = if conv_rows::rows_first(r) {
+            0
+        } else {
+            self.t.nl1
+        };
         for _ in self.t.nbuf..ring {
             self.line("set_flag MTE1, MTE2, 1");
         }
@@ -1026,8 +1030,12 @@ impl Emitter<'_> {
 
     fn postwaits(&mut self, r: &Run) {
         let init = r.role == Role::Last && matches!(self.plan.last().init, Init::Gm(_));
-        // Rows that go first reuse no slot (see `step`), and neither do the ring's.
-        let ring = if conv_rows::rows_first(r) { 0 } else { self.t.nl1 };
+        // A convolution's rows that go first wait for no slot (see `step`): no ring either.
+        let ring = if conv_rows::rows_first(r) {
+            0
+        } else {
+            self.t.nl1
+        };
         for _ in self.t.nbuf..ring {
             self.line("wait_flag MTE1, MTE2, 1");
         }
