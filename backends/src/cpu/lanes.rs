@@ -144,18 +144,29 @@ typedef uint32_t pf_v{w}u __attribute__((vector_size({bytes})));\n\
 static inline pf_v{w}f pf_splat_v{w}f(float x) {{ return (pf_v{w}f){{{}}}; }}\n\
 static inline pf_v{w}i pf_splat_v{w}i(int32_t x) {{ return (pf_v{w}i){{{}}}; }}\n\
 static inline pf_v{w}i pf_lin_v{w}i(int32_t x, int32_t s)\n{{\n    pf_v{w}u k = {{{}}};\n    return (pf_v{w}i)((pf_v{w}u)pf_splat_v{w}i(x) + k * (uint32_t)s);\n}}\n\
-static inline pf_v{w}i pf_sel_v{w}i(pf_v{w}i m, pf_v{w}i a, pf_v{w}i b) {{ return (m & a) | (~m & b); }}\n\
-static inline pf_v{w}f pf_sel_v{w}f(pf_v{w}i m, pf_v{w}f a, pf_v{w}f b)\n{{\n    return (pf_v{w}f)((m & (pf_v{w}i)a) | (~m & (pf_v{w}i)b));\n}}\n\
-static inline pf_v{w}f pf_fmin_v{w}f(pf_v{w}f a, pf_v{w}f b) {{ return pf_sel_v{w}f((a < b) | (b != b), a, b); }}\n\
-static inline pf_v{w}f pf_fmax_v{w}f(pf_v{w}f a, pf_v{w}f b) {{ return pf_sel_v{w}f((a > b) | (b != b), a, b); }}\n\
-typedef struct {{ pf_v{w}f v[2]; }} pf_v{w}fx2;\n\
-typedef struct {{ pf_v{w}i v[2]; }} pf_v{w}ix2;\n\
-typedef struct {{ pf_v{w}f v[4]; }} pf_v{w}fx4;\n\
-typedef struct {{ pf_v{w}i v[4]; }} pf_v{w}ix4;\n",
+{}",
         ors.join(" | "),
         splat_f.join(", "),
         splat_f.join(", "),
         iota.join(", "),
+        selects_and_groups(w, 'f', 'i'),
+    )
+}
+
+/// Selects by mask, `fmin`/`fmax` and the structs of 2 and 4 vectors for `w` lanes of the
+/// float vector type `pf_vW{float}` and its mask type `pf_vW{mask}`.
+fn selects_and_groups(w: usize, float: char, mask: char) -> String {
+    let (fs, ms) = (format!("v{w}{float}"), format!("v{w}{mask}"));
+    let (f, m) = (format!("pf_{fs}"), format!("pf_{ms}"));
+    format!(
+        "static inline {m} pf_sel_{ms}({m} m, {m} a, {m} b) {{ return (m & a) | (~m & b); }}\n\
+static inline {f} pf_sel_{fs}({m} m, {f} a, {f} b)\n{{\n    return ({f})((m & ({m})a) | (~m & ({m})b));\n}}\n\
+static inline {f} pf_fmin_{fs}({f} a, {f} b) {{ return pf_sel_{fs}((a < b) | (b != b), a, b); }}\n\
+static inline {f} pf_fmax_{fs}({f} a, {f} b) {{ return pf_sel_{fs}((a > b) | (b != b), a, b); }}\n\
+typedef struct {{ {f} v[2]; }} {f}x2;\n\
+typedef struct {{ {m} v[2]; }} {m}x2;\n\
+typedef struct {{ {f} v[4]; }} {f}x4;\n\
+typedef struct {{ {m} v[4]; }} {m}x4;\n"
     )
 }
 
@@ -199,15 +210,9 @@ typedef int64_t pf_v{w}l __attribute__((vector_size({bytes})));\n\
 {test}#else\nstatic inline int pf_any_v{w}l(pf_v{w}l m) {{ return ({}) != 0; }}\n#endif\n\
 static inline pf_v{w}d pf_splat_v{w}d(double x) {{ return (pf_v{w}d){{{splat}}}; }}\n\
 static inline pf_v{w}l pf_splat_v{w}l(int64_t x) {{ return (pf_v{w}l){{{splat}}}; }}\n\
-static inline pf_v{w}l pf_sel_v{w}l(pf_v{w}l m, pf_v{w}l a, pf_v{w}l b) {{ return (m & a) | (~m & b); }}\n\
-static inline pf_v{w}d pf_sel_v{w}d(pf_v{w}l m, pf_v{w}d a, pf_v{w}d b)\n{{\n    return (pf_v{w}d)((m & (pf_v{w}l)a) | (~m & (pf_v{w}l)b));\n}}\n\
-static inline pf_v{w}d pf_fmin_v{w}d(pf_v{w}d a, pf_v{w}d b) {{ return pf_sel_v{w}d((a < b) | (b != b), a, b); }}\n\
-static inline pf_v{w}d pf_fmax_v{w}d(pf_v{w}d a, pf_v{w}d b) {{ return pf_sel_v{w}d((a > b) | (b != b), a, b); }}\n\
-typedef struct {{ pf_v{w}d v[2]; }} pf_v{w}dx2;\n\
-typedef struct {{ pf_v{w}l v[2]; }} pf_v{w}lx2;\n\
-typedef struct {{ pf_v{w}d v[4]; }} pf_v{w}dx4;\n\
-typedef struct {{ pf_v{w}l v[4]; }} pf_v{w}lx4;\n",
+{}",
         ors.join(" | "),
+        selects_and_groups(w, 'd', 'l'),
     )
 }
 
