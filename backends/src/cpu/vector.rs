@@ -765,17 +765,25 @@ impl Emitter<'_> {
 
     /// `phi = input` for the joins, in the phis' form, in every copy.
     fn assign_joins(&mut self, joins: &[Join], input: usize, indent: usize) {
+        self.write_joins(joins, indent, |e, j, c| e.as_class(j.inputs[input], c));
+    }
+
+    /// `phi = value(join, class)` for the joins, in every copy of each phi (the value is
+    /// computed with [`Self::copy`] set to the copy), all values read before any phi is written.
+    fn write_joins(
+        &mut self,
+        joins: &[Join],
+        indent: usize,
+        value: impl Fn(&mut Self, &Join, Class) -> String,
+    ) {
         let mut items = Vec::new();
         for j in joins {
             let c = self.class(j.phi);
             let ty = c_type(self.lanes, self.ty(j.phi), c);
             for g in self.copies_of(c) {
                 self.copy = g;
-                items.push((
-                    self.name(j.phi),
-                    ty.clone(),
-                    self.as_class(j.inputs[input], c),
-                ));
+                let v = value(self, j, c);
+                items.push((self.name(j.phi), ty.clone(), v));
             }
         }
         self.copy = 0;
@@ -845,24 +853,16 @@ impl Emitter<'_> {
                 self.copy = 0;
                 self.region(wr, then, *then_mask, indent);
                 self.region(wr, otherwise, *else_mask, indent);
-                let mut items = Vec::new();
-                for j in joins {
-                    let c = self.class(j.phi);
-                    let ty = c_type(self.lanes, self.ty(j.phi), c);
-                    for g in self.copies_of(c) {
-                        self.copy = g;
-                        let v = if c == Class::Varying {
-                            let (a, b) = (self.vec(j.inputs[0]), self.vec(j.inputs[1]));
-                            let tm = self.mask(*then_mask);
-                            self.select(self.ty(j.phi), &tm, &a, &b)
-                        } else {
-                            self.name(j.inputs[0])
-                        };
-                        items.push((self.name(j.phi), ty.clone(), v));
+                let then_mask = *then_mask;
+                self.write_joins(joins, indent, |e, j, c| {
+                    if c == Class::Varying {
+                        let (a, b) = (e.vec(j.inputs[0]), e.vec(j.inputs[1]));
+                        let tm = e.mask(then_mask);
+                        e.select(e.ty(j.phi), &tm, &a, &b)
+                    } else {
+                        e.name(j.inputs[0])
                     }
-                }
-                self.copy = 0;
-                self.write_parallel(items, indent);
+                });
             }
             MNode::UniformLoop {
                 phis,

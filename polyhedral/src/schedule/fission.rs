@@ -48,7 +48,6 @@ pub fn split_innermost_loops(
     if band.kind == BandKind::Tile {
         return Ok(schedule.clone());
     }
-    let statements = schedule.dims[inner].exprs.len();
     let mut out = with_scalar_dim(schedule, inner, band);
     let mut changed = false;
     for nest in schedule.nests_at(inner) {
@@ -82,7 +81,6 @@ pub fn split_innermost_loops(
     if !changed {
         return Ok(schedule.clone());
     }
-    debug_assert_eq!(out.dims[inner].exprs.len(), statements);
     let flags = coincident_dims(program, deps, &out)?;
     for (d, f) in out.dims.iter_mut().zip(flags) {
         d.coincident = f;
