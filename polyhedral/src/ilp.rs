@@ -96,6 +96,14 @@ impl Row {
         }
     }
 
+    /// How many variables have a non-zero coefficient.
+    fn variables(&self) -> usize {
+        match self {
+            Row::Narrow(r) => r[1..].iter().filter(|a| **a != 0).count(),
+            Row::Wide(r) => r[1..].iter().filter(|a| !Zero::is_zero(*a)).count(),
+        }
+    }
+
     /// Whether the row's constant is divisible by its only non-zero coefficient `a > 0` on
     /// variable `v`: then `a·x_v + b ≥ 0` is the integral lower bound `x_v ≥ −b/a`.
     fn integral_lower_bound(&self) -> Option<(usize, BigInt)> {
@@ -134,6 +142,58 @@ pub struct Problem {
 }
 
 const DEFAULT_NODE_LIMIT: usize = 5_000;
+
+/// Inequalities past which [`Problem::solve`] generates them as they are needed rather than
+/// putting all of them in the tableau (every pivot touches every row).
+const GENERATED_ROWS_FROM: usize = 200;
+
+/// A rational point as integers over one common denominator, for testing rows exactly.
+struct ScaledPoint {
+    den: BigInt,
+    nums: Vec<BigInt>,
+    narrow: Option<(i64, Vec<i64>)>,
+}
+
+impl ScaledPoint {
+    fn of(point: &[BigRational]) -> ScaledPoint {
+        let den = point
+            .iter()
+            .fold(<BigInt as One>::one(), |d, x| d.lcm(x.denom()));
+        let nums: Vec<BigInt> = point
+            .iter()
+            .map(|x| x.numer() * (&den / x.denom()))
+            .collect();
+        let narrow = ToPrimitive::to_i64(&den).zip(
+            nums.iter()
+                .map(ToPrimitive::to_i64)
+                .collect::<Option<Vec<i64>>>(),
+        );
+        ScaledPoint { den, nums, narrow }
+    }
+
+    /// Whether `row[0] + Σ row[1 + v]·x_v ≥ 0` holds at the point.
+    fn satisfies(&self, row: &Row) -> bool {
+        if let (Row::Narrow(r), Some((den, nums))) = (row, &self.narrow) {
+            let sum = r[1..]
+                .iter()
+                .zip(nums)
+                .try_fold(i128::from(r[0]) * i128::from(*den), |acc, (&a, &x)| {
+                    acc.checked_add(i128::from(a) * i128::from(x))
+                });
+            if let Some(sum) = sum {
+                return sum >= 0;
+            }
+        }
+        let r = row
+            .entries::<BigInt>()
+            .expect("big integers hold every entry");
+        let sum = r[1..]
+            .iter()
+            .zip(&self.nums)
+            .fold(&r[0] * &self.den, |acc, (a, x)| acc + a * x);
+        sum.sign() != num_bigint::Sign::Minus
+    }
+}
 
 impl Problem {
     /// A problem over `n` integer variables without constraints.
@@ -190,7 +250,7 @@ impl Problem {
 
     /// The lexicographic minimum over the integer points (rational variables excepted).
     pub fn lexmin(&self) -> Result<LexMin, Error> {
-        self.branch_and_bound(true)
+        self.solve(true)
     }
 
     /// The lexicographic minimum of the rational relaxation.
@@ -200,12 +260,12 @@ impl Problem {
 
     /// Whether the problem has no point with integral integer variables.
     pub fn is_empty(&self) -> Result<bool, Error> {
-        Ok(matches!(self.branch_and_bound(false)?, LexMin::Empty))
+        Ok(matches!(self.solve(false)?, LexMin::Empty))
     }
 
     /// Any point with integral integer variables (a lexicographic minimum when one exists).
     pub fn find_point(&self) -> Result<Option<Vec<BigRational>>, Error> {
-        match self.branch_and_bound(false)? {
+        match self.solve(false)? {
             LexMin::Point(p) => Ok(Some(p)),
             _ => Ok(None),
         }
@@ -227,6 +287,62 @@ impl Problem {
                 .fold(<BigInt as Zero>::zero(), |g, a| Integer::gcd(&g, a));
             integral && !Zero::is_zero(&g) && !Zero::is_zero(&(&r[0] % &g))
         })
+    }
+
+    /// Solves with the inequalities generated as they are needed when there are many: the
+    /// bounds of single variables first, then, round by round, every inequality the answer of
+    /// the round violates. The answers agree with the whole system's: the subsystem's
+    /// feasible set contains the whole one, so its empty set, its lexicographic minimum when
+    /// that satisfies every inequality, and any of its points that does are the whole
+    /// system's as well. A round whose relaxation is unbounded (the missing inequalities may
+    /// bound it) or that exhausts its node limit falls back to the whole system.
+    fn solve(&self, lex: bool) -> Result<LexMin, Error> {
+        if self.ineqs.len() <= GENERATED_ROWS_FROM {
+            return self.branch_and_bound(lex);
+        }
+        let mut active: Vec<bool> = self.ineqs.iter().map(|r| r.variables() <= 1).collect();
+        loop {
+            let sub = Problem {
+                ineqs: self
+                    .ineqs
+                    .iter()
+                    .zip(&active)
+                    .filter(|(_, &a)| a)
+                    .map(|(r, _)| r.clone())
+                    .collect(),
+                ..self.clone_without_ineqs()
+            };
+            let point = match sub.branch_and_bound(lex) {
+                Ok(LexMin::Point(p)) => p,
+                Ok(LexMin::Empty) => return Ok(LexMin::Empty),
+                Ok(LexMin::Unbounded) | Err(Error::NodeLimit(_)) => {
+                    return self.branch_and_bound(lex)
+                }
+                Err(e) => return Err(e),
+            };
+            let scaled = ScaledPoint::of(&point);
+            let mut added = false;
+            for (r, a) in self.ineqs.iter().zip(active.iter_mut()) {
+                if !*a && !scaled.satisfies(r) {
+                    *a = true;
+                    added = true;
+                }
+            }
+            if !added {
+                return Ok(LexMin::Point(point));
+            }
+        }
+    }
+
+    /// The problem with its equalities and variables but no inequalities.
+    fn clone_without_ineqs(&self) -> Problem {
+        Problem {
+            n: self.n,
+            rational: self.rational.clone(),
+            ineqs: Vec::new(),
+            eqs: self.eqs.clone(),
+            node_limit: self.node_limit,
+        }
     }
 
     /// Depth-first branch and bound. With `lex`, nodes are solved for their relaxed lexmin and

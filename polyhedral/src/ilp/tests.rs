@@ -215,3 +215,41 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// Past [`GENERATED_ROWS_FROM`] inequalities the rows enter the tableau as they are
+    /// violated; the answers are those of the whole system and of enumeration.
+    /// Most rows hold at the origin, so most systems have points and their lexmin is cut
+    /// by a few of the rows.
+    #[test]
+    fn generated_rows_agree_with_the_whole_system(
+        loose in prop::collection::vec(row(3, 24), GENERATED_ROWS_FROM..GENERATED_ROWS_FROM + 40),
+        tight in prop::collection::vec(row(3, 8), 0..3),
+        eqs in prop::collection::vec(row(3, 4), 0..2),
+    ) {
+        let ineqs: Vec<Vec<i64>> = loose
+            .into_iter()
+            .map(|mut r| {
+                r[0] = r[0].abs();
+                r
+            })
+            .chain(tight)
+            .collect();
+        let (p, all) = boxed(3, 3, &ineqs, &eqs);
+        let whole = p.branch_and_bound(true).unwrap();
+        prop_assert_eq!(p.lexmin().unwrap(), whole);
+        check(3, 3, ineqs, eqs.clone())?;
+        if let Some(x) = p.find_point().unwrap() {
+            for r in &all {
+                let s = x.iter().zip(&r[1..]).fold(q(r[0]), |s, (v, &a)| s + v * q(a));
+                prop_assert!(s >= q(0));
+            }
+            for r in &eqs {
+                let s = x.iter().zip(&r[1..]).fold(q(r[0]), |s, (v, &a)| s + v * q(a));
+                prop_assert_eq!(s, q(0));
+            }
+        }
+    }
+}
