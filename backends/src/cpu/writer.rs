@@ -1164,6 +1164,20 @@ impl<'a> Writer<'a> {
     /// program's sizes, to pay for starting a parallel region (see
     /// [`Options::min_parallel_work`]).
     pub(super) fn worth_parallel(&self, for_loop: &Ast) -> bool {
+        if self.options.min_parallel_work == 0 {
+            return true;
+        }
+        // A loop of one iteration gives the second thread nothing to do, however much work
+        // that iteration holds (the one tile of a wavefront's narrow diagonals).
+        if let Ast::For {
+            lower, upper, step, ..
+        } = for_loop
+        {
+            let (lo, hi) = self.bounds_at_midpoints(lower, upper);
+            if hi < lo + (*step).max(1) {
+                return false;
+            }
+        }
         let params = self.program.param_values();
         let mut bindings = self.midpoints.clone();
         ast::estimate_work(for_loop, &params, &mut bindings)
