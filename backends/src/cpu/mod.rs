@@ -12,6 +12,7 @@
 //! rounded where the interpreter rounds; transcendental functions in `double`) and has no
 //! undefined behaviour for any input, which the tests check with `-fsanitize=address,undefined`.
 
+mod accumulate;
 mod body;
 mod helpers;
 mod lanes;
