@@ -12,6 +12,7 @@
 //! rounded where the interpreter rounds; transcendental functions in `double`) and has no
 //! undefined behaviour for any input, which the tests check with `-fsanitize=address,undefined`.
 
+mod accumulate;
 mod body;
 mod helpers;
 mod lanes;
@@ -171,6 +172,8 @@ pub struct Options {
     /// this many statement instances at the program's sizes (estimated with
     /// [`polyhedral::ast::estimate_work`]); below that, starting the threads costs more than
     /// they save, and the loop runs sequentially (an inner parallel loop may take its place).
+    /// Nor does a loop that runs a single iteration there (the middle execution of the
+    /// loops around it). 0 makes every parallel loop `omp parallel for`.
     pub min_parallel_work: u64,
     /// OpenMP threads: a `num_threads(N)` clause on every parallel loop, and `OMP_NUM_THREADS`
     /// for the runner; `None` leaves the OpenMP default (every core).

@@ -32,6 +32,7 @@ use polyhedral::program::{
 };
 use polyhedral::register_tile::RegisterTileMark;
 
+use super::accumulate::Accumulator;
 use super::body::{value_type, BodyContext};
 use super::helpers::Helper;
 use super::names::Scope;
@@ -73,6 +74,10 @@ pub struct Writer<'a> {
     /// Function-level vectorization: the vector variants written so far (`None` when scalar
     /// functions are not vectorised).
     pub(super) vector: Option<VectorState>,
+    /// The array elements held in locals in the loop being written, and that loop (see
+    /// [`super::accumulate`]).
+    pub(super) accumulators: Vec<Accumulator>,
+    accumulating: Option<*const Ast>,
 }
 
 /// A temporary living in one iteration of a parallel loop: the array, its box's lowest
@@ -147,6 +152,8 @@ impl<'a> Writer<'a> {
             tile_locals: HashMap::new(),
             locals: Vec::new(),
             vector: None,
+            accumulators: Vec::new(),
+            accumulating: None,
         }
         .with_vectors()
     }
@@ -212,6 +219,8 @@ impl<'a> Writer<'a> {
             tile_locals: HashMap::new(),
             locals: Vec::new(),
             vector: None,
+            accumulators: Vec::new(),
+            accumulating: None,
         }
     }
 
@@ -766,6 +775,23 @@ impl<'a> Writer<'a> {
                 let lo = self.ast_expr(lower);
                 let c = self.loop_var(var);
                 let hi = self.ast_expr(upper);
+                let here = Some(ast as *const Ast);
+                if pragma.is_none() && !body.contains_loop() && self.accumulating != here {
+                    let held = self.loop_accumulators(ast, &c);
+                    if !held.is_empty() {
+                        let outer = std::mem::replace(&mut self.accumulating, here);
+                        self.write_with_accumulators(
+                            out,
+                            ast,
+                            held,
+                            (&lo, &hi),
+                            indent,
+                            in_parallel,
+                        );
+                        self.accumulating = outer;
+                        return;
+                    }
+                }
                 let _ = writeln!(
                     out,
                     "{pad}for (int64_t {c} = {lo}; {c} <= {hi}; {c} += {step}) {{"
@@ -1164,6 +1190,20 @@ impl<'a> Writer<'a> {
     /// program's sizes, to pay for starting a parallel region (see
     /// [`Options::min_parallel_work`]).
     pub(super) fn worth_parallel(&self, for_loop: &Ast) -> bool {
+        if self.options.min_parallel_work == 0 {
+            return true;
+        }
+        // A loop of one iteration gives the second thread nothing to do, however much work
+        // that iteration holds (the one tile of a wavefront's narrow diagonals).
+        if let Ast::For {
+            lower, upper, step, ..
+        } = for_loop
+        {
+            let (lo, hi) = self.bounds_at_midpoints(lower, upper);
+            if hi < lo + (*step).max(1) {
+                return false;
+            }
+        }
         let params = self.program.param_values();
         let mut bindings = self.midpoints.clone();
         ast::estimate_work(for_loop, &params, &mut bindings)
@@ -1250,14 +1290,14 @@ impl<'a> Writer<'a> {
             for &d in &layout {
                 let _ = write!(text, "[{} - {}]", subs[d], lows[d]);
             }
-            return text;
+            return self.accumulated(text);
         }
         let mut text = name;
         for sub in &access.subscripts {
             let e = AstExpr::from_affine(sub, &|d| args[d].clone());
             let _ = write!(text, "[{}]", self.ast_expr(&e));
         }
-        text
+        self.accumulated(text)
     }
 
     /// One statement instance: `A[i][j] = value;`.
