@@ -389,6 +389,59 @@ fn an_in_place_product_reads_a_copy_taken_before_it() {
 }
 
 #[test]
+fn zero_rows_past_a_one_step_reduction_are_written_once_per_block() {
+    // trmm's reduction (120) is one step of 128 (40: one of 48), so every L1 slot of A and B
+    // holds the same zero rows after it: MTE3 writes them once, at the block's start, from UB
+    // zeros, and MTE2 copies only data (a whole chunk past the data: its data rows only).
+    let target = NpuTarget::default();
+    for (sizes, tails) in [
+        (&[("M", 120), ("N", 140)][..], false),
+        (&[("M", 40), ("N", 47)], true),
+        (&[("M", 16), ("N", 33)], true),
+    ] {
+        let program = load(&kernel("trmm.pf"), sizes);
+        let asm = runs_like_the_interpreter(&program, &target, &f32_options(true));
+        let main = &asm[asm
+            .find("\nkernel trmm ")
+            .expect("the contraction's kernel")..];
+        // The step of the reduction from the header's "tiles M×N×K".
+        let tiles = main.split("tiles ").nth(1).expect("the tiles");
+        let tk: u64 = tiles
+            .split(['×', ',', '\n'])
+            .nth(2)
+            .expect("the step")
+            .parse()
+            .unwrap();
+        let m = sizes[0].1 as u64;
+        let once = tk >= m.div_ceil(16) * 16 && m % 16 != 0;
+        assert_eq!(
+            main.contains("// Zero rows past the reduction, once"),
+            once,
+            "{main}"
+        );
+        let zeroed_l1 = main
+            .lines()
+            .filter(|l| l.trim_start().starts_with("copy_pad l1_") && l.contains("bytes=0"))
+            .count();
+        assert!(tails || !once || zeroed_l1 == 0, "{main}");
+    }
+}
+
+#[test]
+fn the_accumulator_start_follows_the_first_steps_operands() {
+    // gemm's C *= beta starts each tile's accumulator: MTE2 copies the step's B first, the
+    // accumulator's tile (a shorter way to the Cube than `load2d`) after it.
+    let program = load(&kernel("gemm.pf"), &[("NI", 64), ("NJ", 80), ("NK", 120)]);
+    let asm = runs_like_the_interpreter(&program, &NpuTarget::default(), &f32_options(true));
+    let first = |what: &str| {
+        asm.lines()
+            .position(|l| l.trim_start().starts_with("copy") && l.contains(what))
+            .unwrap_or_else(|| panic!("no copy into {what}:\n{asm}"))
+    };
+    assert!(first("l1_b[") < first("ub_i0["), "{asm}");
+}
+
+#[test]
 fn an_in_place_recurrence_is_refused_with_its_reason() {
     let program = load(&kernel("lu.pf"), &[]);
     let e = npu::compile(&program, &NpuTarget::default(), &f32_options(true))

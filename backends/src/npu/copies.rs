@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 use super::cube::{Emitter, Run, RunOperand, Tail, Window};
 use super::epilogue;
-use super::plan::{Factor, Inner};
+use super::plan::{Factor, Init, Inner};
 use super::tiles::{self, Role};
 use super::{FRACTAL, VECTOR_BYTES};
 
@@ -173,8 +173,10 @@ impl Emitter<'_> {
                 self.gathered_copy(r, full, part);
             }
         }
-        // Rows past the data in every data chunk, then whole chunks past the data.
-        if r.valid_rows < r.tile_rows && data_chunks > 0 {
+        // Rows past the data in every data chunk, then whole chunks past the data (up to the
+        // rows written once at the block's start where those are).
+        let prefilled = self.prefilled.contains(&r.dst);
+        if r.valid_rows < r.tile_rows && data_chunks > 0 && !prefilled {
             let dst = r.at.clone().add(r.valid_rows as i64 * chunk_bytes);
             self.zeros(
                 r,
@@ -190,7 +192,7 @@ impl Emitter<'_> {
                 r,
                 &dst,
                 chunks - data_chunks,
-                r.tile_rows * chunk_bytes as u64 / 32,
+                if prefilled { r.valid_rows } else { r.tile_rows } * chunk_bytes as u64 / 32,
                 chunk_stride,
             );
         }
@@ -624,6 +626,26 @@ impl Emitter<'_> {
         ));
         self.line("set_flag V, MTE2, 2");
         self.line("set_flag V, M, 0");
+    }
+
+    /// The accumulator's start ([`Self::init_tile`]) inside the tile's first reduction step,
+    /// after that step's operand copies: MTE2 copies the operands the Cube waits for longest
+    /// first, and the tile's last data to arrive is the small accumulator tile, whose path to
+    /// the Cube (the prologue, `copy_ub_to_cc`) is shorter than the operands' `load2d`.
+    pub(crate) fn init_after_first_step(&mut self, r: &Run) {
+        let st = &self.plan.stages[r.stage];
+        if r.role != Role::Last || !matches!(st.init, Init::Gm(_)) {
+            return;
+        }
+        let steps =
+            self.kp(r.stage) / r.tiles.tk * st.k_outer.iter().map(|c| c.extent).product::<u64>();
+        if steps > 1 {
+            self.open("if s4 == 0");
+        }
+        self.init_tile(r);
+        if steps > 1 {
+            self.close();
+        }
     }
 
     /// A stage's result tile into its L1 panel.
