@@ -428,17 +428,34 @@ fn zero_rows_past_a_one_step_reduction_are_written_once_per_block() {
 }
 
 #[test]
-fn the_accumulator_start_follows_the_first_steps_operands() {
-    // gemm's C *= beta starts each tile's accumulator: MTE2 copies the step's B first, the
-    // accumulator's tile (a shorter way to the Cube than `load2d`) after it.
-    let program = load(&kernel("gemm.pf"), &[("NI", 64), ("NJ", 80), ("NK", 120)]);
-    let asm = runs_like_the_interpreter(&program, &NpuTarget::default(), &f32_options(true));
-    let first = |what: &str| {
-        asm.lines()
-            .position(|l| l.trim_start().starts_with("copy") && l.contains(what))
-            .unwrap_or_else(|| panic!("no copy into {what}:\n{asm}"))
-    };
-    assert!(first("l1_b[") < first("ub_i0["), "{asm}");
+fn the_accumulator_start_follows_a_one_step_reductions_operands() {
+    // gemm's C *= beta starts each tile's accumulator. When the reduction is one step, MTE2
+    // copies the step's B first and the accumulator's tile (a shorter way to the Cube than
+    // `load2d`) after it; with more steps, before them (a step's copy may wait for its slot).
+    let mut seen = Vec::new();
+    for sizes in [&[][..], &[("NI", 64), ("NJ", 80), ("NK", 1000)]] {
+        let program = load(&kernel("gemm.pf"), sizes);
+        let asm = runs_like_the_interpreter(&program, &NpuTarget::default(), &f32_options(true));
+        let tiles = asm.split("tiles ").nth(1).expect("the tiles");
+        let mut dims = tiles.split(['×', ',', '\n']);
+        let k: i64 = asm
+            .split(" on the Cube")
+            .next()
+            .and_then(|h| h.rsplit('×').next())
+            .expect("the reduction")
+            .parse()
+            .unwrap();
+        let tk: i64 = dims.nth(2).expect("the step").parse().unwrap();
+        let one_step = tk >= (k + 15) / 16 * 16;
+        let first = |what: &str| {
+            asm.lines()
+                .position(|l| l.trim_start().starts_with("copy") && l.contains(what))
+                .unwrap_or_else(|| panic!("no copy into {what}:\n{asm}"))
+        };
+        assert_eq!(first("l1_b[") < first("ub_i0["), one_step, "{asm}");
+        seen.push(one_step);
+    }
+    assert!(seen.contains(&true) && seen.contains(&false), "{seen:?}");
 }
 
 #[test]

@@ -628,23 +628,26 @@ impl Emitter<'_> {
         self.line("set_flag V, M, 0");
     }
 
-    /// The accumulator's start ([`Self::init_tile`]) inside the tile's first reduction step,
-    /// after that step's operand copies: MTE2 copies the operands the Cube waits for longest
-    /// first, and the tile's last data to arrive is the small accumulator tile, whose path to
-    /// the Cube (the prologue, `copy_ub_to_cc`) is shorter than the operands' `load2d`.
-    pub(crate) fn init_after_first_step(&mut self, r: &Run) {
+    /// Whether the tile's accumulator starts from GM ([`Self::init_tile`]) and, then, whether
+    /// that start goes after the operand copies of a reduction of one step
+    /// ([`Self::init_after_operands`]) rather than before the step.
+    pub(crate) fn init_placement(&self, r: &Run) -> Option<bool> {
         let st = &self.plan.stages[r.stage];
         if r.role != Role::Last || !matches!(st.init, Init::Gm(_)) {
-            return;
+            return None;
         }
-        let steps =
-            self.kp(r.stage) / r.tiles.tk * st.k_outer.iter().map(|c| c.extent).product::<u64>();
-        if steps > 1 {
-            self.open("if s4 == 0");
-        }
-        self.init_tile(r);
-        if steps > 1 {
-            self.close();
+        let one_step = self.kp(r.stage) == r.tiles.tk && st.k_outer.is_empty();
+        Some(one_step && !super::conv_rows::rows_first(r))
+    }
+
+    /// The accumulator's start after the operand copies of a one-step reduction: MTE2 copies
+    /// first the operands the Cube waits for longest, and the tile's last data to arrive is
+    /// the small accumulator tile, whose way to the Cube (the prologue, `copy_ub_to_cc`) is
+    /// shorter than the operands' `load2d`. With more steps the start stays ahead of them:
+    /// there a step's copy may wait for its slot, and the start must not wait behind it.
+    pub(crate) fn init_after_operands(&mut self, r: &Run) {
+        if self.init_placement(r) == Some(true) {
+            self.init_tile(r);
         }
     }
 

@@ -1134,7 +1134,7 @@ impl Emitter<'_> {
     /// One tile: the accumulator's start, the steps, the drain.
     fn tile(&mut self, r: &Run) {
         let st = &self.plan.stages[r.stage];
-        if r.role == Role::Last && matches!(st.init, Init::Gm(_)) && conv_rows::rows_first(r) {
+        if self.init_placement(r) == Some(false) {
             self.init_tile(r);
         }
         self.line("mov s4, 0");
@@ -1191,7 +1191,7 @@ impl Emitter<'_> {
             self.copy_operand(r, true, None);
             self.copy_operand(r, false, None);
             self.line("set_flag MTE2, MTE1, 0");
-            self.init_after_first_step(r);
+            self.init_after_operands(r);
         }
         // MTE1: fractals into L0A (zZ) and L0B (zN).
         if rows_first {
