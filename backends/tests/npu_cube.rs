@@ -413,7 +413,7 @@ fn zero_rows_past_a_one_step_reduction_are_written_once_per_block() {
             .parse()
             .unwrap();
         let m = sizes[0].1 as u64;
-        let once = tk >= m.div_ceil(16) * 16 && m % 16 != 0;
+        let once = tk >= m.div_ceil(16) * 16 && !m.is_multiple_of(16);
         assert_eq!(
             main.contains("// Zero rows past the reduction, once"),
             once,
