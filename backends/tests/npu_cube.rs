@@ -389,6 +389,76 @@ fn an_in_place_product_reads_a_copy_taken_before_it() {
 }
 
 #[test]
+fn zero_rows_past_a_one_step_reduction_are_written_once_per_block() {
+    // trmm's reduction (120) is one step of 128 (40: one of 48), so every L1 slot of A and B
+    // holds the same zero rows after it: MTE3 writes them once, at the block's start, from UB
+    // zeros, and MTE2 copies only data (a whole chunk past the data: its data rows only).
+    let target = NpuTarget::default();
+    for (sizes, tails) in [
+        (&[("M", 120), ("N", 140)][..], false),
+        (&[("M", 40), ("N", 47)], true),
+        (&[("M", 16), ("N", 33)], true),
+    ] {
+        let program = load(&kernel("trmm.pf"), sizes);
+        let asm = runs_like_the_interpreter(&program, &target, &f32_options(true));
+        let main = &asm[asm
+            .find("\nkernel trmm ")
+            .expect("the contraction's kernel")..];
+        // The step of the reduction from the header's "tiles M×N×K".
+        let tiles = main.split("tiles ").nth(1).expect("the tiles");
+        let tk: u64 = tiles
+            .split(['×', ',', '\n'])
+            .nth(2)
+            .expect("the step")
+            .parse()
+            .unwrap();
+        let m = sizes[0].1 as u64;
+        let once = tk >= m.div_ceil(16) * 16 && !m.is_multiple_of(16);
+        assert_eq!(
+            main.contains("// Zero rows past the reduction, once"),
+            once,
+            "{main}"
+        );
+        let zeroed_l1 = main
+            .lines()
+            .filter(|l| l.trim_start().starts_with("copy_pad l1_") && l.contains("bytes=0"))
+            .count();
+        assert!(tails || !once || zeroed_l1 == 0, "{main}");
+    }
+}
+
+#[test]
+fn the_accumulator_start_follows_a_one_step_reductions_operands() {
+    // gemm's C *= beta starts each tile's accumulator. When the reduction is one step, MTE2
+    // copies the step's B first and the accumulator's tile (a shorter way to the Cube than
+    // `load2d`) after it; with more steps, before them (a step's copy may wait for its slot).
+    let mut seen = Vec::new();
+    for sizes in [&[][..], &[("NI", 64), ("NJ", 80), ("NK", 1000)]] {
+        let program = load(&kernel("gemm.pf"), sizes);
+        let asm = runs_like_the_interpreter(&program, &NpuTarget::default(), &f32_options(true));
+        let tiles = asm.split("tiles ").nth(1).expect("the tiles");
+        let mut dims = tiles.split(['×', ',', '\n']);
+        let k: i64 = asm
+            .split(" on the Cube")
+            .next()
+            .and_then(|h| h.rsplit('×').next())
+            .expect("the reduction")
+            .parse()
+            .unwrap();
+        let tk: i64 = dims.nth(2).expect("the step").parse().unwrap();
+        let one_step = tk >= (k + 15) / 16 * 16;
+        let first = |what: &str| {
+            asm.lines()
+                .position(|l| l.trim_start().starts_with("copy") && l.contains(what))
+                .unwrap_or_else(|| panic!("no copy into {what}:\n{asm}"))
+        };
+        assert_eq!(first("l1_b[") < first("ub_i0["), one_step, "{asm}");
+        seen.push(one_step);
+    }
+    assert!(seen.contains(&true) && seen.contains(&false), "{seen:?}");
+}
+
+#[test]
 fn an_in_place_recurrence_is_refused_with_its_reason() {
     let program = load(&kernel("lu.pf"), &[]);
     let e = npu::compile(&program, &NpuTarget::default(), &f32_options(true))

@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 use super::cube::{Emitter, Run, RunOperand, Tail, Window};
 use super::epilogue;
-use super::plan::{Factor, Inner};
+use super::plan::{Factor, Init, Inner};
 use super::tiles::{self, Role};
 use super::{FRACTAL, VECTOR_BYTES};
 
@@ -173,8 +173,10 @@ impl Emitter<'_> {
                 self.gathered_copy(r, full, part);
             }
         }
-        // Rows past the data in every data chunk, then whole chunks past the data.
-        if r.valid_rows < r.tile_rows && data_chunks > 0 {
+        // Rows past the data in every data chunk, then whole chunks past the data (up to the
+        // rows written once at the block's start where those are).
+        let prefilled = self.prefilled.contains(&r.dst);
+        if r.valid_rows < r.tile_rows && data_chunks > 0 && !prefilled {
             let dst = r.at.clone().add(r.valid_rows as i64 * chunk_bytes);
             self.zeros(
                 r,
@@ -190,7 +192,7 @@ impl Emitter<'_> {
                 r,
                 &dst,
                 chunks - data_chunks,
-                r.tile_rows * chunk_bytes as u64 / 32,
+                if prefilled { r.valid_rows } else { r.tile_rows } * chunk_bytes as u64 / 32,
                 chunk_stride,
             );
         }
@@ -624,6 +626,29 @@ impl Emitter<'_> {
         ));
         self.line("set_flag V, MTE2, 2");
         self.line("set_flag V, M, 0");
+    }
+
+    /// Whether the tile's accumulator starts from GM ([`Self::init_tile`]) and, then, whether
+    /// that start goes after the operand copies of a reduction of one step
+    /// ([`Self::init_after_operands`]) rather than before the step.
+    pub(crate) fn init_placement(&self, r: &Run) -> Option<bool> {
+        let st = &self.plan.stages[r.stage];
+        if r.role != Role::Last || !matches!(st.init, Init::Gm(_)) {
+            return None;
+        }
+        let one_step = self.kp(r.stage) == r.tiles.tk && st.k_outer.is_empty();
+        Some(one_step && !super::conv_rows::rows_first(r))
+    }
+
+    /// The accumulator's start after the operand copies of a one-step reduction: MTE2 copies
+    /// first the operands the Cube waits for longest, and the tile's last data to arrive is
+    /// the small accumulator tile, whose way to the Cube (the prologue, `copy_ub_to_cc`) is
+    /// shorter than the operands' `load2d`. With more steps the start stays ahead of them:
+    /// there a step's copy may wait for its slot, and the start must not wait behind it.
+    pub(crate) fn init_after_operands(&mut self, r: &Run) {
+        if self.init_placement(r) == Some(true) {
+            self.init_tile(r);
+        }
     }
 
     /// A stage's result tile into its L1 panel.

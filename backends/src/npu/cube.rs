@@ -130,6 +130,8 @@ fn kernel(
             indent: 0,
             vars: Vec::new(),
             scalars_pending: false,
+            prefilled: Vec::new(),
+            prefill_waited: false,
         };
         e.program()?;
         Ok(e.out)
@@ -422,6 +424,10 @@ pub(crate) struct Emitter<'a> {
     /// Whether the scalars' copies are issued and their loads into registers are not yet
     /// ([`Emitter::load_scalars`]).
     pub(crate) scalars_pending: bool,
+    /// Buffers whose zero rows past the reduction are written once ([`super::prefill`]).
+    pub(crate) prefilled: Vec<String>,
+    /// Whether MTE1 has waited for those rows ([`Emitter::wait_zero_rows`]).
+    pub(crate) prefill_waited: bool,
 }
 
 const RESERVED: [&str; 5] = ["l1_", "l0a", "l0b", "l0c", "ub_"];
@@ -580,6 +586,7 @@ impl Emitter<'_> {
         }
         self.scalars();
         self.vectors();
+        self.prefill_zero_rows(&runs);
         let panels = runs.iter().map(|r| r.reads).sum::<usize>();
         for _ in 0..panels {
             self.line("set_flag MTE1, MTE3, 3");
@@ -1026,6 +1033,7 @@ impl Emitter<'_> {
             }
             self.line("set_flag MTE3, V, 0");
         }
+        self.wait_zero_rows();
     }
 
     fn postwaits(&mut self, r: &Run) {
@@ -1126,7 +1134,7 @@ impl Emitter<'_> {
     /// One tile: the accumulator's start, the steps, the drain.
     fn tile(&mut self, r: &Run) {
         let st = &self.plan.stages[r.stage];
-        if r.role == Role::Last && matches!(st.init, Init::Gm(_)) {
+        if self.init_placement(r) == Some(false) {
             self.init_tile(r);
         }
         self.line("mov s4, 0");
@@ -1183,6 +1191,7 @@ impl Emitter<'_> {
             self.copy_operand(r, true, None);
             self.copy_operand(r, false, None);
             self.line("set_flag MTE2, MTE1, 0");
+            self.init_after_operands(r);
         }
         // MTE1: fractals into L0A (zZ) and L0B (zN).
         if rows_first {

@@ -34,6 +34,7 @@ mod epilogue;
 mod function;
 mod in_place;
 pub mod plan;
+mod prefill;
 mod privatize;
 mod runner;
 mod tile_ops;
