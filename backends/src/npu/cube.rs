@@ -132,6 +132,7 @@ fn kernel(
             scalars_pending: false,
             prefilled: Vec::new(),
             prefill_waited: false,
+            vectors_late: false,
         };
         e.program()?;
         Ok(e.out)
@@ -428,6 +429,9 @@ pub(crate) struct Emitter<'a> {
     pub(crate) prefilled: Vec<String>,
     /// Whether MTE1 has waited for those rows ([`Emitter::wait_zero_rows`]).
     pub(crate) prefill_waited: bool,
+    /// Whether the epilogue's vectors are copied at the first step, after the operands it
+    /// copies ([`Emitter::step`]), rather than before the block's loop.
+    pub(crate) vectors_late: bool,
 }
 
 const RESERVED: [&str; 5] = ["l1_", "l0a", "l0b", "l0c", "ub_"];
@@ -585,7 +589,12 @@ impl Emitter<'_> {
             self.line("mov s31, 0");
         }
         self.scalars();
-        self.vectors();
+        // A convolution whose rows go first copies its vectors after its first window and
+        // weights: the first tile's Cube work waits for those, only its drain for these.
+        self.vectors_late = ob > 1 && runs.len() == 1 && conv_rows::rows_first(&runs[0]);
+        if !self.vectors_late {
+            self.vectors();
+        }
         self.prefill_zero_rows(&runs);
         let panels = runs.iter().map(|r| r.reads).sum::<usize>();
         for _ in 0..panels {
@@ -919,7 +928,7 @@ impl Emitter<'_> {
             self.line(format!("buffer ub_c{i} : UB, {}", group * 4));
         }
         for i in 0..self.ep.row_vectors {
-            self.line(format!("buffer ub_r{i} : UB, {}", lt.tm * 64));
+            self.line(format!("buffer ub_r{i} : UB, {}", lt.tm * lt.tn * 4));
         }
         for i in 0..self.ep.rows.len() {
             self.line(format!("buffer ub_rs{i} : UB, {}", round16(lt.tm) * 4));
@@ -1186,6 +1195,14 @@ impl Emitter<'_> {
             self.copy_operand(r, false, None);
             let signal = format!("set_flag MTE2, MTE1, {}", conv_rows::WEIGHTS_EVENT);
             self.copy_operand(r, true, Some(&signal));
+            if self.vectors_late {
+                self.vectors_late = false;
+                let opened = self.open_resident(r);
+                self.vectors();
+                for _ in 0..opened {
+                    self.close();
+                }
+            }
             self.window_rows_ahead(r);
         } else {
             self.copy_operand(r, true, None);

@@ -4,8 +4,8 @@
 //! Each statement's body is lowered bottom-up into operations on `tm × tn` f32 tiles (the
 //! accumulator's copy from L0C — or from GM, for the prologue — the arrays earlier statements
 //! wrote, and temporaries), on per-column vectors (broadcast down the rows), on per-row
-//! vectors (held expanded, 16 copies of each row's value, so that a fractal row of a tile
-//! meets its value lane by lane) and on scalars (registers filled once per block, or
+//! vectors (held expanded to a whole tile, each row's value in the 16 lanes of its row in every
+//! chunk, so that a tile meets its values lane by lane) and on scalars (registers filled once per block, or
 //! constants). Arithmetic on per-row vectors and scalars alone is hoisted: it runs once per
 //! block on the expanded vectors. A temporary is used exactly once (the body is a tree), so an
 //! operation writes over its first temporary operand instead of taking a new tile; the

@@ -3,9 +3,10 @@
 //! prologue's and epilogue's operations on the result tiles in UB.
 //!
 //! A tile is `[tn/16][tm][16]` f32 (L0C's nZ order): a whole-tile operation runs over it in
-//! repeats of 256 bytes; a per-row vector is held expanded, `[tm][16]`, so that it meets each
-//! 16-column chunk of a tile lane by lane; a per-column vector is broadcast down the rows with
-//! a block stride of 0.
+//! repeats of 256 bytes; a per-row vector is held expanded to a whole tile, each row's value
+//! in all 16 lanes of every chunk, so that an operation against it is one run of repeats over
+//! the tile like any other; a per-column vector is broadcast down the rows with a block stride
+//! of 0.
 
 use super::copies::Off;
 use super::cube::{gm_type, Emitter, Tail};
@@ -24,11 +25,8 @@ pub(crate) fn vector_ops<'a>(ops: impl IntoIterator<Item = &'a Op>) -> VectorOps
             Op::Dup { .. } => v.whole[0] += 1,
             Op::Binary { op, a, b, .. } => {
                 let column = |o: Operand| matches!(o, Operand::Column(_));
-                let row = |o: Operand| matches!(o, Operand::Row(_));
                 if column(a) || column(b) {
                     v.by_column[slow(op)] += 1;
-                } else if row(a) || row(b) {
-                    v.by_row[slow(op)] += 1;
                 } else {
                     v.whole[slow(op)] += 1;
                 }
@@ -107,7 +105,7 @@ impl Emitter<'_> {
             }
         }
         if !self.ep.rows.is_empty() {
-            self.line("// Per-row vectors of this row panel, each row's value 16 times.");
+            self.line("// Per-row vectors of this row panel, each row's value in all 16 lanes of every chunk.");
             let tail = Tail {
                 conds: vec![format!("s0 == {}", mt - 1)],
                 full: lt.tm,
@@ -125,7 +123,7 @@ impl Emitter<'_> {
             self.line("wait_flag MTE2, V, 1");
             for i in 0..self.ep.rows.len() {
                 // A broadcast fills one 32-byte block (8 lanes) per row value, blocks 2 apart:
-                // two of them, one block apart, give every row its 16 lanes.
+                // two of them, one block apart, give every row of the first chunk its 16 lanes.
                 for half in 0..2 {
                     self.line(format!(
                         "vbrcb.f32 ub_r{i}[{}], ub_rs{i}[0], repeat={}, blk=2, rep=16",
@@ -136,6 +134,16 @@ impl Emitter<'_> {
             }
             for op in self.ep.row_ops.clone() {
                 self.vector_op(&op, "ub_t", &Off::at(0));
+            }
+            // The first chunk of every row vector into the tile's other chunks.
+            for i in 0..self.ep.row_vectors {
+                for chunk in 1..lt.tn / FRACTAL {
+                    self.line(format!(
+                        "copy ub_r{i}[{}], ub_r{i}[0], len={}",
+                        chunk * lt.tm * 64,
+                        lt.tm * 2
+                    ));
+                }
             }
         }
         if !self.ep.columns.is_empty() {
@@ -149,8 +157,11 @@ impl Emitter<'_> {
     pub(crate) fn vector_op(&mut self, op: &Op, prefix: &str, slot: &Off) {
         let lt = self.t.last();
         let (tm, tn) = (lt.tm, lt.tn);
+        // A row vector is held as a whole tile, so every operation without a column vector
+        // runs over the tile's bytes; one on row vectors alone, over their first chunk (the
+        // others are copies of it).
         let tile_repeats = tm * tn * 4 / VECTOR_BYTES;
-        let row_repeats = tm * 16 * 4 / VECTOR_BYTES;
+        let chunk_repeats = tm * 16 * 4 / VECTOR_BYTES;
         let buf = |o: Operand, at: &Off| -> String {
             match o {
                 Operand::Tile(i) => format!("{prefix}{i}[{}]", slot.clone().sum(at).text()),
@@ -158,11 +169,10 @@ impl Emitter<'_> {
                 Operand::Column(i) => format!("ub_c{i}[{}]", at.text()),
             }
         };
-        let is_row = |o: Operand| matches!(o, Operand::Row(_));
         // Whole-buffer operations in chunks of at most 255 repeats.
         let whole = |e: &mut Self, dst: Operand, text: &dyn Fn(&Off) -> String| {
-            let repeats = if is_row(dst) {
-                row_repeats
+            let repeats = if matches!(dst, Operand::Row(_)) {
+                chunk_repeats
             } else {
                 tile_repeats
             };
@@ -195,9 +205,7 @@ impl Emitter<'_> {
                 format!("{op}.f32 {}, {}", buf(dst, off), buf(src, off))
             }),
             Op::Binary { op, dst, a, b }
-                if !matches!(a, Operand::Column(_))
-                    && !matches!(b, Operand::Column(_))
-                    && (is_row(dst) || (!is_row(a) && !is_row(b))) =>
+                if !matches!(a, Operand::Column(_)) && !matches!(b, Operand::Column(_)) =>
             {
                 whole(self, dst, &|off| {
                     format!(
@@ -207,28 +215,6 @@ impl Emitter<'_> {
                         buf(b, off)
                     )
                 })
-            }
-            Op::Binary { op, dst, a, b } if is_row(a) || is_row(b) => {
-                // A row vector against each 16-column chunk of the tile: tm rows of 16,
-                // contiguous in both.
-                let n1 = self.var("n1");
-                self.open(format!("for {n1} in 0..{}", tn / FRACTAL));
-                let chunk = Off::at(0).plus(&n1, (tm * 64) as i64);
-                let operand = |o: Operand| {
-                    if is_row(o) {
-                        buf(o, &Off::at(0))
-                    } else {
-                        buf(o, &chunk)
-                    }
-                };
-                self.line(format!(
-                    "{op}.f32 {}, {}, {}, repeat={row_repeats}",
-                    operand(dst),
-                    operand(a),
-                    operand(b)
-                ));
-                self.close();
-                self.free_var();
             }
             Op::Binary { op, dst, a, b } => {
                 // A column vector broadcast down the rows: per 16-column block, the 8 left and

@@ -99,7 +99,7 @@ pub struct UbNeeds {
     pub init_tiles: u64,
     /// f32 per-column vectors (each `ntb · tn` elements).
     pub columns: u64,
-    /// Expanded f32 per-row vectors (each `tm × 16` elements, staged through `tm` more).
+    /// Expanded f32 per-row vectors (each a `tm × tn` tile, staged through `tm` more).
     pub rows: u64,
     /// Bytes of scalars.
     pub scalar_bytes: u64,
@@ -111,10 +111,8 @@ pub struct UbNeeds {
 /// each kind counted apart for the operations at the slow rate (index 1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VectorOps {
-    /// Over the whole tile, in repeats of 256 bytes.
+    /// Over the whole tile (against a row vector too), in repeats of 256 bytes.
     pub whole: [u64; 2],
-    /// Against an expanded row vector: one instruction per 16-column chunk.
-    pub by_row: [u64; 2],
     /// Against a column vector: two instructions per 16-column chunk.
     pub by_column: [u64; 2],
 }
@@ -135,7 +133,6 @@ impl VectorOps {
         (0..2)
             .map(|s| {
                 self.whole[s] * cost(whole.div_ceil(255), whole, s)
-                    + self.by_row[s] * cost(chunks, chunks * tm / 4, s)
                     + self.by_column[s] * cost(2 * chunks, chunks * tm / 4, s)
             })
             .sum()
@@ -460,7 +457,7 @@ fn candidate(
         + shape.ub.tiles.saturating_sub(1) * tile
         + shape.ub.init_tiles * tile
         + shape.ub.columns * group * 4
-        + shape.ub.rows * lt.tm * (FRACTAL + 1) * 4
+        + shape.ub.rows * lt.tm * (lt.tn + 1) * 4
         + shape.ub.scalar_bytes
         + if scaled { 2 * PIECE_BYTES } else { 0 };
     if ub > target.capacity(Mem::Ub) {
