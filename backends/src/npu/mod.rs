@@ -27,6 +27,7 @@
 //!   races and deadlocks.
 
 mod band;
+mod buffers;
 mod conv_rows;
 mod copies;
 mod cube;
