@@ -142,6 +142,43 @@ fn tile_of(tree: &ScheduleTree, path: &[usize], stmt: StmtId, d: usize) -> Optio
     })
 }
 
+/// The iterators the member functions `functions` (outermost first) of `stmt` walk, when a
+/// register tile fits them: every function is one iterator, the statement writes an element
+/// of an array (not a scalar) that the outermost and the innermost iterators subscript in one
+/// different dimension each and the iterators between do not subscript (so the element stays
+/// the same while they run).
+pub(crate) fn accumulated(
+    program: &Program,
+    stmt: StmtId,
+    functions: &[QuasiAffine],
+) -> Option<Vec<usize>> {
+    let n = functions.len();
+    if n < 3 {
+        return None;
+    }
+    let iters = functions
+        .iter()
+        .map(iterator_of)
+        .collect::<Option<Vec<_>>>()?;
+    let s = &program.statements[stmt.index()];
+    if program.array(s.write.array).shape.is_empty() {
+        return None;
+    }
+    let dims_of = |d: usize| -> Vec<usize> {
+        (0..s.write.subscripts.len())
+            .filter(|&k| {
+                s.write.subscripts[k]
+                    .terms()
+                    .iter()
+                    .any(|&(v, _)| v == Var::Iter(d))
+            })
+            .collect()
+    };
+    let (row_dims, col_dims) = (dims_of(iters[0]), dims_of(iters[n - 1]));
+    let held = iters[1..n - 1].iter().all(|&d| dims_of(d).is_empty());
+    (held && row_dims.len() == 1 && col_dims.len() == 1 && row_dims != col_dims).then_some(iters)
+}
+
 /// The register tiles of a tree: (path of the band, mark name).
 pub fn decide(
     program: &Program,
@@ -174,35 +211,11 @@ pub fn decide(
         let Some(functions) = band.functions(*stmt) else {
             continue;
         };
-        let Some(iters) = functions
-            .iter()
-            .map(iterator_of)
-            .collect::<Option<Vec<_>>>()
-        else {
+        let Some(iters) = accumulated(program, *stmt, functions) else {
             continue;
         };
         let s = &program.statements[stmt.index()];
         let written = program.array(s.write.array);
-        if written.shape.is_empty() {
-            continue;
-        }
-        // The written element must stay the same while the members between rows and columns
-        // run, and rows and columns must reach different dimensions of it.
-        let dims_of = |d: usize| -> Vec<usize> {
-            (0..s.write.subscripts.len())
-                .filter(|&k| {
-                    s.write.subscripts[k]
-                        .terms()
-                        .iter()
-                        .any(|&(v, _)| v == Var::Iter(d))
-                })
-                .collect()
-        };
-        let (row_dims, col_dims) = (dims_of(iters[0]), dims_of(iters[n - 1]));
-        let held = iters[1..n - 1].iter().all(|&d| dims_of(d).is_empty());
-        if !held || row_dims.len() != 1 || col_dims.len() != 1 || row_dims == col_dims {
-            continue;
-        }
         let lanes = unit.lanes(written.elem);
         let row_tile = tile_of(tree, &path, *stmt, iters[0]);
         let col_tile = tile_of(tree, &path, *stmt, iters[n - 1]);

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use backends::cpu;
 use polyhedral::pack;
 use polyhedral::pipeline::{compile, Options};
+use polyhedral::schedule::tile_size::TileSizes;
 use snapshots::{kernels, load, load_small, packing_target, snapshot_name};
 
 const KERNELS: &[&str] = &[
@@ -66,7 +67,9 @@ fn packing_decisions_of_the_dense_kernels() {
 
 /// Post-tiling fusion pulls the initialisation of `C` into each tile of the contraction with an
 /// extension node; the loops below it that run only the contraction are still analysed, and
-/// pack what the same loops pack without fusion.
+/// pack what the same loops pack without fusion. The tiles are fixed to ones that tile the
+/// `k` loop (the search leaves it whole at the default sizes), so that `B` is reused across
+/// a loop below the extension.
 #[test]
 fn loops_below_an_extension_are_packed() {
     let path = kernels()
@@ -74,12 +77,18 @@ fn loops_below_an_extension_are_packed() {
         .find(|p| p.file_name().is_some_and(|n| n == "contract3d.pf"))
         .expect("contract3d.pf is a kernel");
     let program = load(&path);
+    let tiles = TileSizes::Fixed(vec![32, 128, 2]);
     let fused = Options {
         post_tiling_fusion: true,
+        tiling: tiles.clone(),
         ..Options::default()
     };
     let c = compile(&program, &cpu::description(), &fused).unwrap();
-    let plain = compile(&program, &cpu::description(), &Options::default()).unwrap();
+    let plain = Options {
+        tiling: tiles,
+        ..Options::default()
+    };
+    let plain = compile(&program, &cpu::description(), &plain).unwrap();
     let decisions = pack::describe(&c.tree);
     assert!(decisions.contains("pack B layout [1, 2, 0]"), "{decisions}");
     assert_eq!(decisions, pack::describe(&plain.tree));

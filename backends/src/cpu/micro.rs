@@ -14,8 +14,11 @@
 //! Written as: `L` by steps of `rows`; inside, `V` by blocks of `cols` (a new loop outside the
 //! `Mi`: the band is permutable, so blocking `V` and moving the block loop outwards keeps every
 //! dependence), each block copying its box of every written array into an aligned local
-//! buffer, running the `Mi` around a `#pragma omp simd` loop over the block's `cols` columns
-//! with the `rows` rows jammed into it, and copying the buffer back; the columns left over run
+//! buffer (copies without bounds checks: the box is exactly the elements the block writes),
+//! running the `Mi` around a loop over the block's `cols` columns with the `rows` rows jammed
+//! into it, fully unrolled (`#pragma GCC unroll`) so that the C compiler holds the buffer in
+//! vector registers across the `Mi` (it does not for an `omp simd` loop), and copying the
+//! buffer back; the columns left over run
 //! the `Mi` around the jammed rows once more, and the rows left over one at a time as before.
 //! `L` carries no dependence (it is coincident), so jamming its iterations interleaves
 //! instances that touch different elements; every element still sees its updates in the same
@@ -343,7 +346,14 @@ impl Writer<'_> {
             reason: String::new(),
         };
         match self.pack_box(&mark, tile, in_parallel, true) {
-            Ok(packed) => self.write_packed(out, packed, tile, indent, in_parallel),
+            Ok(mut packed) => {
+                // The tile runs whole blocks of rows and columns of the written element
+                // (see [`Writer::micro_kernel`]): its box is exactly the elements it writes.
+                packed.inside = true;
+                let outer = std::mem::replace(&mut self.in_register_tile, true);
+                self.write_packed(out, packed, tile, indent, in_parallel);
+                self.in_register_tile = outer;
+            }
             Err(why) => {
                 let pad = "    ".repeat(indent);
                 let _ = writeln!(

@@ -78,6 +78,9 @@ pub struct Writer<'a> {
     /// [`super::accumulate`]).
     pub(super) accumulators: Vec<Accumulator>,
     accumulating: Option<*const Ast>,
+    /// Inside a register tile's accumulated block: its column loop (constant trip count) is
+    /// unrolled rather than `omp simd` (see [`super::micro`]).
+    pub(super) in_register_tile: bool,
 }
 
 /// A temporary living in one iteration of a parallel loop: the array, its box's lowest
@@ -105,6 +108,8 @@ pub(super) struct Packed {
     /// The array dimension each buffer dimension stores.
     layout: Vec<usize>,
     written: bool,
+    /// Whether every element of the box lies in the array (the copies need no bounds).
+    pub(super) inside: bool,
 }
 
 /// The C type elements of `ty` are stored in.
@@ -154,6 +159,7 @@ impl<'a> Writer<'a> {
             vector: None,
             accumulators: Vec::new(),
             accumulating: None,
+            in_register_tile: false,
         }
         .with_vectors()
     }
@@ -221,6 +227,7 @@ impl<'a> Writer<'a> {
             vector: None,
             accumulators: Vec::new(),
             accumulating: None,
+            in_register_tile: false,
         }
     }
 
@@ -754,7 +761,13 @@ impl<'a> Writer<'a> {
                     (false, true) => Some("simd"),
                     (false, false) => None,
                 };
-                if let Some(p) = pragma {
+                if pragma == Some("simd") && self.in_register_tile {
+                    // GCC keeps the accumulators of a fully unrolled column loop in vector
+                    // registers across the loops around it, but not those of an `omp simd`
+                    // loop, which it reloads and stores in every iteration.
+                    let (l, u) = self.bounds_at_midpoints(lower, upper);
+                    let _ = writeln!(out, "{pad}#pragma GCC unroll {}", (u - l + 1).max(1));
+                } else if let Some(p) = pragma {
                     let threads = match self.options.threads {
                         Some(n) if parallel => format!(" num_threads({n})"),
                         _ => String::new(),
@@ -1083,6 +1096,7 @@ impl<'a> Writer<'a> {
             extent,
             layout: mark.layout.clone(),
             written,
+            inside: false,
         })
     }
 
@@ -1104,6 +1118,7 @@ impl<'a> Writer<'a> {
             extent,
             layout,
             written,
+            inside,
         } = packed;
         let array = self.program.array(id);
         let global = self.arrays[id.index()].clone();
@@ -1152,10 +1167,18 @@ impl<'a> Writer<'a> {
             for d in 0..vars.len() {
                 let p = "    ".repeat(indent + 1 + d);
                 let (v, lo, hi) = (&vars[d], &lows[d], &highs[d]);
-                let _ = writeln!(
-                    out,
-                    "{p}for (int64_t {v} = ({lo} > 0 ? {lo} : 0); {v} < {hi}; {v} += 1) {{"
-                );
+                let _ = if inside {
+                    let ext = extent[d];
+                    writeln!(
+                        out,
+                        "{p}for (int64_t {v} = {lo}; {v} < {lo} + {ext}; {v} += 1) {{"
+                    )
+                } else {
+                    writeln!(
+                        out,
+                        "{p}for (int64_t {v} = ({lo} > 0 ? {lo} : 0); {v} < {hi}; {v} += 1) {{"
+                    )
+                };
             }
             let _ = writeln!(out, "{}{stmt}", "    ".repeat(indent + 1 + vars.len()));
             for d in (0..vars.len()).rev() {

@@ -131,6 +131,7 @@ pub(super) fn predict_with(
     levels: &[Level],
     memo: &mut Memo,
 ) -> Prediction {
+    let sizes = &model.slot_sizes(sizes)[..];
     let mut misses = vec![0.0; levels.len()];
     let mut arrays: Vec<(ArrayId, Vec<f64>)> = model
         .groups

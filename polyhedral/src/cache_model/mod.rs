@@ -31,7 +31,7 @@ mod shape;
 mod tests;
 
 pub use eval::{predict, Prediction};
-pub use nest::Model;
+pub use nest::{Model, RegisterBlocking};
 pub use report::report;
 pub use search::{search_band, BandSearch, Candidate, COARSE, PARALLEL_TILE, RULE_MARGIN};
 

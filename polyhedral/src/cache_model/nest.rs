@@ -24,9 +24,11 @@ use num_rational::Rational64;
 use num_traits::Zero;
 
 use crate::program::{AffineExpr, ArrayId, Program, Var};
+use crate::register_tile;
 use crate::schedule::expr::QuasiAffine;
 use crate::schedule::intra_tile::invert;
 use crate::schedule::pluto::{Band, BandKind, DimKind, PlutoSchedule};
+use crate::target::VectorUnit;
 
 use super::shape::domain_shape;
 use super::Unsupported;
@@ -129,6 +131,37 @@ pub struct Model {
     pub(crate) middle: Vec<f64>,
     /// The tile size of every slot, as the schedule has it.
     pub sizes: Vec<i64>,
+    /// The register tile the band's point loops get, if any: its rows and columns are tile
+    /// loops whose sizes follow from the band's (see [`Model::slot_sizes`]).
+    pub(crate) register: Option<RegisterBlocking>,
+}
+
+/// A register tile ([`crate::register_tile`]) inside the tiles of a band: the band members of
+/// its rows and its columns, and the vector unit and lanes its shape comes from. Between its
+/// copies the accumulators stay in registers while the members between rows and columns run,
+/// so the code walks blocks of `rows × cols` elements with those members inside them.
+#[derive(Clone, Debug)]
+pub struct RegisterBlocking {
+    pub rows: usize,
+    pub cols: usize,
+    pub unit: VectorUnit,
+    pub lanes: i64,
+}
+
+impl Model {
+    /// The size of every slot for the band sizes `sizes`: those, then (with a register tile)
+    /// the tile's rows and columns, the shape [`register_tile::shape`] picks for tiles of
+    /// these sizes.
+    pub fn slot_sizes(&self, sizes: &[i64]) -> Vec<i64> {
+        let mut all = sizes.to_vec();
+        if let Some(r) = &self.register {
+            let at = |k: usize| sizes.get(k).copied();
+            let (rows, vectors) =
+                register_tile::shape(&r.unit, r.lanes, at(r.rows), at(r.cols)).unwrap_or((1, 1));
+            all.extend([rows, vectors * r.lanes]);
+        }
+        all
+    }
 }
 
 impl Model {
@@ -174,12 +207,15 @@ impl Model {
 
     /// The model of `schedule` (not yet tiled) with `band` tiled: tile loops in the band's
     /// order, member `k`'s size in slot `k`, then the point loops in `order` (indices into the
-    /// band), as tiling and the intra-tile permutation will leave them.
+    /// band), as tiling and the intra-tile permutation will leave them. With a register tile,
+    /// its row and column blocks come between (slots `band.len` and `band.len + 1`), and the
+    /// point loops of the other members run outside its rows and columns.
     pub fn with_band_tiled(
         program: &Program,
         schedule: &PlutoSchedule,
         band: &Band,
         order: &[usize],
+        register: Option<RegisterBlocking>,
     ) -> Result<Model, Unsupported> {
         let plain = |d: usize| -> Result<Position, Unsupported> {
             let dim = &schedule.dims[d];
@@ -212,13 +248,35 @@ impl Model {
                 entries,
             });
         }
-        for &k in order {
+        let mut points = order.to_vec();
+        if let Some(r) = &register {
+            for (slot, k) in [(band.len, r.rows), (band.len + 1, r.cols)] {
+                let entries = schedule.dims[band.start + k]
+                    .exprs
+                    .iter()
+                    .map(|e| match classify(e, None)?.0 {
+                        Entry::Affine(phi) => Ok(Entry::Tile { phi, slot }),
+                        other => Ok(other),
+                    })
+                    .collect::<Result<Vec<_>, Unsupported>>()?;
+                positions.push(Position {
+                    kind: DimKind::Loop,
+                    entries,
+                });
+            }
+            points.retain(|&k| k != r.rows && k != r.cols);
+            points.extend([r.rows, r.cols]);
+        }
+        for &k in &points {
             positions.push(plain(band.start + k)?);
         }
         for d in band.start + band.len..schedule.dims.len() {
             positions.push(plain(d)?);
         }
-        build(program, positions, vec![1; band.len])
+        let slots = band.len + if register.is_some() { 2 } else { 0 };
+        let mut model = build(program, positions, vec![1; slots])?;
+        model.register = register;
+        Ok(model)
     }
 }
 
@@ -432,6 +490,7 @@ fn build(
         root,
         middle,
         sizes,
+        register: None,
     })
 }
 

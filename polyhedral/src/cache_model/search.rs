@@ -6,27 +6,33 @@
 //! [`COARSE`] (and the member's whole range, which leaves it untiled), within the limits the
 //! rest of the pipeline sets: the member that will run innermost and vectorized gets a whole
 //! number of the vector unit's tile length (long vector loops that start on aligned
-//! boundaries, which the model does not see), and the parallel member that will be the outermost tile loop
-//! at most [`PARALLEL_TILE`] so that threads get even shares. The coarse grid is searched
+//! boundaries, which the model does not see), the parallel member that will be the outermost tile loop
+//! at most [`PARALLEL_TILE`] so that threads get even shares, and, where the point band gets
+//! a register tile, the members its accumulators stay in registers across at least as many
+//! iterations as the vectorized loop (the copies of the accumulators around them, one load
+//! and one store each, which the model does not count as misses, stay a small part of the
+//! multiply-adds). With a register tile the model walks the point band as the code does:
+//! blocks of the tile's rows and columns, the members between inside them. The coarse grid is searched
 //! exhaustively when it has at most [`EXHAUSTIVE`] points, otherwise one member at a time
 //! until no member improves, from the best uniform size and from the capacity rule's sizes;
 //! then the best candidate is refined with
 //! finer steps ([`FINE_STEPS`]) until no neighbour is cheaper. Between candidates of equal cost
 //! the larger tile wins (fewer loop iterations around it). The capacity rule's sizes
-//! ([`crate::schedule::tile_size`]) stay unless the best candidate beats them by
+//! ([`crate::schedule::tile_size`], the register tile's limit applied) stay unless the best candidate beats them by
 //! [`RULE_MARGIN`].
 
 use std::collections::HashMap;
 
 use crate::deps::Dependences;
-use crate::program::Program;
+use crate::program::{Program, StmtId};
+use crate::register_tile;
 use crate::schedule::intra_tile::predicted_innermost;
 use crate::schedule::pluto::{Band, Error, PlutoSchedule};
 use crate::schedule::tile_size::rule_sizes;
 use crate::target::TargetDescription;
 
 use super::eval::{predict_with, Memo, Prediction};
-use super::nest::{Model, Role};
+use super::nest::{Model, RegisterBlocking, Role};
 use super::{levels, Level};
 
 /// The sizes the coarse search tries for a member.
@@ -95,14 +101,31 @@ pub fn search_band(
     };
     let mut order: Vec<usize> = (0..band.len).filter(|&k| Some(k) != innermost).collect();
     order.extend(innermost);
-    let Ok(model) = Model::with_band_tiled(program, schedule, band, &order) else {
+    let register = register_blocking(program, schedule, band, &order, target);
+    // The members a register tile's accumulators stay in registers across.
+    let held: Vec<usize> = register
+        .as_ref()
+        .map(|r| {
+            let ends = [r.rows, r.cols];
+            order
+                .iter()
+                .copied()
+                .filter(|k| !ends.contains(k))
+                .collect()
+        })
+        .unwrap_or_default();
+    let Ok(model) = Model::with_band_tiled(program, schedule, band, &order, register) else {
         return Ok(None);
     };
     // Each member's extent: the largest range of its coordinate over the statements.
     let mut extents = vec![1i64; band.len];
     for s in &model.stmts {
         for role in &s.roles {
+            // (The register tile's slots follow the band's.)
             if let Role::Tile { coord, slot } = *role {
+                if slot >= band.len {
+                    continue;
+                }
                 let (lo, hi) = s.ranges[coord];
                 extents[slot] = extents[slot].max((hi - lo + 1.0) as i64);
             }
@@ -122,6 +145,11 @@ pub fn search_band(
                 if let Some(len) = vector_length {
                     limit.lo = len.min(whole);
                     limit.multiple = len;
+                }
+            }
+            if held.contains(&k) {
+                if let Some(unit) = target.vector {
+                    limit.lo = limit.lo.max(unit.tile_iterations.min(whole));
                 }
             }
             if Some(k) == parallel && target.has_parallel_units() {
@@ -165,7 +193,17 @@ pub fn search_band(
         memo: Memo::default(),
     };
     // The capacity rule's sizes are a candidate too, and where the descent starts from.
-    let rule = rule_sizes(program, deps, schedule, band, target)?;
+    let rule: Vec<i64> = rule_sizes(program, deps, schedule, band, target)?
+        .into_iter()
+        .enumerate()
+        .map(|(k, t)| {
+            if held.contains(&k) {
+                t.max(limits[k].lo)
+            } else {
+                t
+            }
+        })
+        .collect();
     search.try_sizes(&rule);
     let points: usize = grid.iter().map(Vec::len).product();
     if points <= EXHAUSTIVE {
@@ -200,6 +238,40 @@ pub fn search_band(
         levels,
         model,
     }))
+}
+
+/// The register tile the band's point loops will get ([`crate::register_tile`]): where the
+/// band is permutable, the first and the last member of `order` (the point loops' order) are
+/// coincident, and a statement of the band accumulates into an element those two subscript
+/// and the members between do not. Its shape depends on the tile sizes, so the model holds
+/// the vector unit that gives it.
+fn register_blocking(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    order: &[usize],
+    target: &TargetDescription,
+) -> Option<RegisterBlocking> {
+    let unit = target.vector.filter(|u| u.registers >= 4)?;
+    let (&rows, &cols) = (order.first()?, order.last()?);
+    let coincident = |k: usize| schedule.dims[band.start + k].coincident;
+    if !band.permutable || order.len() < 3 || !coincident(rows) || !coincident(cols) {
+        return None;
+    }
+    let stmt = (0..program.statements.len()).find(|&s| {
+        let functions: Vec<_> = order
+            .iter()
+            .map(|&k| schedule.dims[band.start + k].exprs[s].clone())
+            .collect();
+        register_tile::accumulated(program, StmtId(s as u32), &functions).is_some()
+    })?;
+    let written = program.statements[stmt].write.array;
+    Some(RegisterBlocking {
+        rows,
+        cols,
+        unit,
+        lanes: unit.lanes(program.array(written).elem),
+    })
 }
 
 /// The sizes a member may take: from `lo` to `hi`, multiples of `multiple` (or `hi`, which

@@ -165,7 +165,7 @@ fn a_transpose_misses_once_per_line_while_a_column_of_b_stays_cached() {
 fn a_tiled_transpose_misses_once_per_line_in_a_small_cache() {
     let p = transpose();
     let schedule = loops(2);
-    let model = Model::with_band_tiled(&p, &schedule, &schedule.bands[0], &[0, 1]).unwrap();
+    let model = Model::with_band_tiled(&p, &schedule, &schedule.bands[0], &[0, 1], None).unwrap();
     // 8 × 8 tiles: 32 lines of A and 32 of B per tile, no line shared between tiles; one row
     // of a tile (4 lines of A, 8 of B) keeps B's tile column cached in 64 lines.
     let levels = [fully_associative(64)];
