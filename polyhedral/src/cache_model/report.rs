@@ -5,8 +5,10 @@
 //! The search is run again on the schedule before tiling, exactly as the tiling pass ran it:
 //! a band's two columns are the kernel's misses with that band tiled and the others not, as
 //! the search compared its candidates. The kernel's misses at the end are those of the final
-//! schedule (every band tiled and permuted as the pipeline left it). All are from cold caches,
-//! on one thread.
+//! schedule (every band tiled and permuted as the pipeline left it), whose model has no
+//! register tiles: where the kernel's one tile band gets a register tile, they are the
+//! search's figures for the chosen tiles instead, which walk the register tile as the code
+//! runs it. All are from cold caches, on one thread.
 
 use std::fmt::Write;
 
@@ -58,7 +60,7 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         })
         .collect();
     let _ = writeln!(out, "caches: {}", described.join(", "));
-    let chosen = predict(&model, &model.sizes, &levels);
+    let mut chosen = predict(&model, &model.sizes, &levels);
     let mut tile_bands: Vec<Band> = compiled
         .tiled
         .bands
@@ -67,6 +69,7 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         .copied()
         .collect();
     tile_bands.sort_by_key(|b| b.start);
+    let single_band = tile_bands.len() == 1;
     let mut before = 0;
     for tile_band in tile_bands {
         // Tiling put `before` tile dimensions ahead of this band's: its band started there.
@@ -118,6 +121,11 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
              compared them:"
         );
         let mine = predict(&search.model, &actual, &levels);
+        if single_band && by_model && search.model.register.is_some() {
+            // The final schedule's model has no register tiles; the search's walks this one
+            // as the code runs it, and with one tile band it is the whole kernel's.
+            chosen = mine.clone();
+        }
         let other = if by_model {
             let what = if search.kept_rule {
                 "the model's best"
