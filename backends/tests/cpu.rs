@@ -279,18 +279,6 @@ fn packed_boxes_cover_triangles_inside_the_region() {
     }
 }
 
-/// A kernel of `kernels/`, at small sizes.
-fn kernel_file(file: &str, sizes: &[(&str, i64)]) -> Program {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../kernels")
-        .join(file);
-    let options = frontend::Options {
-        sizes: sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
-        ..frontend::Options::default()
-    };
-    frontend::load(&path, &options).unwrap_or_else(|e| panic!("{}", e.render(false)))
-}
-
 /// An innermost loop that reduces into one element holds it in a local; one that also reads
 /// other elements of that array (trmm's `B[k][j]` beside `B[i][j]`) does not. Both compute
 /// what the interpreter computes, bit for bit, in the original order.
@@ -304,7 +292,7 @@ fn reductions_hold_their_element_only_when_alone_in_the_loop() {
         ("gemm.pf", &[("NI", 9), ("NJ", 7), ("NK", 5)][..], true),
         ("trmm.pf", &[("M", 9), ("N", 7)][..], false),
     ] {
-        let p = kernel_file(file, sizes);
+        let p = common::kernel_file(file, sizes);
         let ast = original_ast(&p).unwrap();
         let text = cpu::Writer::new(&p, &sequential).write(&ast).unwrap();
         assert_eq!(text.contains("_acc"), held, "{file}:\n{text}");

@@ -4,22 +4,10 @@
 //! compared with the interpreter. Reductions keep the interpreter's order, so f32 kernels agree
 //! exactly; f64 kernels computed in f32 agree within f32's tolerance.
 
-use std::path::Path;
+mod common;
 
 use backends::npu::{self, NpuCheck, NpuTarget, Options};
 use polyhedral::Program;
-
-/// A kernel of `kernels/` with some sizes changed.
-fn kernel(file: &str, sizes: &[(&str, i64)]) -> Program {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../kernels")
-        .join(file);
-    let options = frontend::Options {
-        sizes: sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
-        ..frontend::Options::default()
-    };
-    frontend::load(&path, &options).unwrap_or_else(|e| panic!("{}", e.render(false)))
-}
 
 /// A kernel from its text.
 fn source(text: &str) -> Program {
@@ -86,7 +74,7 @@ fn assert_exact(program: &Program, checked: &NpuCheck) {
 #[test]
 fn softmax_layernorm_and_blur_agree_exactly_at_their_sizes() {
     for file in ["softmax.pf", "layernorm.pf", "blur_unsharp.pf"] {
-        let program = kernel(file, &[]);
+        let program = common::kernel_file(file, &[]);
         let target = NpuTarget::default();
         let double = run(&program, &target, &Options::default());
         assert_exact(&program, &double);
@@ -98,7 +86,7 @@ fn softmax_layernorm_and_blur_agree_exactly_at_their_sizes() {
 
 #[test]
 fn jacobi2d_runs_in_f32_with_a_barrier_between_its_stages() {
-    let program = kernel("jacobi2d.pf", &[]);
+    let program = common::kernel_file("jacobi2d.pf", &[]);
     let checked = run(&program, &NpuTarget::default(), &f32_options());
     // Each time step is two stages separated (and followed) by sync_all.
     assert_eq!(checked.asm.matches("sync_all").count(), 2);
@@ -129,14 +117,14 @@ fn row_and_column_tails_stay_inside_the_arrays() {
         ("blur_unsharp.pf", vec![("H", 5), ("W", 7)]),
         ("blur_unsharp.pf", vec![("H", 300), ("W", 100)]),
     ] {
-        let program = kernel(file, &sizes);
+        let program = common::kernel_file(file, &sizes);
         for options in [Options::default(), single(&Options::default())] {
             let checked = run(&program, &NpuTarget::default(), &options);
             assert_exact(&program, &checked);
         }
     }
     for n in [3, 10, 45] {
-        let program = kernel("jacobi2d.pf", &[("N", n), ("TSTEPS", 3)]);
+        let program = common::kernel_file("jacobi2d.pf", &[("N", n), ("TSTEPS", 3)]);
         run(&program, &NpuTarget::default(), &f32_options());
     }
 }
@@ -144,7 +132,7 @@ fn row_and_column_tails_stay_inside_the_arrays() {
 #[test]
 fn temporaries_that_never_leave_a_tile_have_no_gm_tensor() {
     let softmax = npu::compile(
-        &kernel("softmax.pf", &[]),
+        &common::kernel_file("softmax.pf", &[]),
         &NpuTarget::default(),
         &Options::default(),
     )
@@ -158,7 +146,7 @@ fn temporaries_that_never_leave_a_tile_have_no_gm_tensor() {
         ["param X : f32[256, 512] in", "param Y : f32[256, 512] out"]
     );
     let blur = npu::compile(
-        &kernel("blur_unsharp.pf", &[]),
+        &common::kernel_file("blur_unsharp.pf", &[]),
         &NpuTarget::default(),
         &Options::default(),
     )
@@ -241,7 +229,7 @@ fn selects_on_comparisons_take_a_mask() {
 #[test]
 fn tiles_shrink_to_fit_a_smaller_unified_buffer() {
     let target = machine_with("mem.UB.capacity = 262144", "mem.UB.capacity = 32768");
-    let program = kernel("softmax.pf", &[("N", 64), ("M", 512)]);
+    let program = common::kernel_file("softmax.pf", &[("N", 64), ("M", 512)]);
     let checked = run(&program, &target, &Options::default());
     let ub = checked
         .report
@@ -251,7 +239,7 @@ fn tiles_shrink_to_fit_a_smaller_unified_buffer() {
         .expect("UB is reported");
     assert!(ub.peak <= 32768, "{ub:?}");
     let e = npu::compile(
-        &kernel("softmax.pf", &[("N", 4), ("M", 8192)]),
+        &common::kernel_file("softmax.pf", &[("N", 4), ("M", 8192)]),
         &target,
         &Options::default(),
     )
@@ -263,7 +251,7 @@ fn tiles_shrink_to_fit_a_smaller_unified_buffer() {
 fn double_buffering_overlaps_copies_with_the_vector_unit() {
     // Several tiles per core: the next tile's rows arrive while the Vector unit works.
     let target = machine_with("cores = 32", "cores = 2");
-    let program = kernel("layernorm.pf", &[("N", 64)]);
+    let program = common::kernel_file("layernorm.pf", &[("N", 64)]);
     let double = run(&program, &target, &Options::default());
     let once = run(&program, &target, &single(&Options::default()));
     assert!(

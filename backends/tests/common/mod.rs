@@ -502,3 +502,15 @@ pub fn all() -> Vec<Program> {
         i32_ops(),
     ]
 }
+
+/// A kernel of `kernels/` with some sizes changed.
+pub fn kernel_file(file: &str, sizes: &[(&str, i64)]) -> Program {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kernels")
+        .join(file);
+    let options = frontend::Options {
+        sizes: sizes.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+        ..frontend::Options::default()
+    };
+    frontend::load(&path, &options).unwrap_or_else(|e| panic!("{}", e.render(false)))
+}
