@@ -468,6 +468,20 @@ impl<'a> Lowering<'a> {
         }
     }
 
+    /// `src`'s lanes converted from `from` to `to`, in a new buffer.
+    fn conv(&mut self, from: Ty, to: Ty, src: Buf, out: &mut Vec<Line>) -> Buf {
+        let dst = self.alloc(Kind::Lanes(to));
+        out.push(Line::Conv { from, to, dst, src });
+        dst
+    }
+
+    /// The mask of the lanes where `a cmp b` holds, for lanes of type `ty`.
+    fn compare(&mut self, cmp: &'static str, ty: Ty, a: Buf, b: Buf, out: &mut Vec<Line>) -> Buf {
+        let dst = self.alloc(Kind::Mask);
+        out.push(Line::Cmp { cmp, ty, dst, a, b });
+        dst
+    }
+
     fn copy(&mut self, k: Kind, dst: Buf, src: Buf, out: &mut Vec<Line>) {
         out.push(match k {
             Kind::Lanes(ty) => Line::Bin {
@@ -668,9 +682,7 @@ impl<'a> Lowering<'a> {
                         ScalarType::F16 | ScalarType::F32,
                     ) => {
                         let (from, to) = (lanes(kind_of(from)?)?, lanes(kind)?);
-                        let dst = self.alloc(kind);
-                        out.push(Line::Conv { from, to, dst, src });
-                        dst
+                        self.conv(from, to, src, out)
                     }
                     (x, y) => {
                         return Err(Error::NotYet(format!(
@@ -705,16 +717,7 @@ impl<'a> Lowering<'a> {
             _ => None,
         };
         if let Some(cmp) = cmp {
-            let ty = lanes(operand)?;
-            let dst = self.alloc(Kind::Mask);
-            out.push(Line::Cmp {
-                cmp,
-                ty,
-                dst,
-                a: x,
-                b: y,
-            });
-            return Ok(dst);
+            return Ok(self.compare(cmp, lanes(operand)?, x, y, out));
         }
         if matches!(op, BinaryOp::And | BinaryOp::Or) {
             let dst = self.alloc(Kind::Mask);
@@ -860,13 +863,7 @@ impl<'a> Lowering<'a> {
     /// |u| = 0.625 and the formula from 0.4; a test checks all of them on the simulator.
     fn tanh_f16(&mut self, u: Buf, out: &mut Vec<Line>) -> Buf {
         let f = Kind::Lanes(Ty::F32);
-        let x = self.alloc(f);
-        out.push(Line::Conv {
-            from: Ty::F16,
-            to: Ty::F32,
-            dst: x,
-            src: u,
-        });
+        let x = self.conv(Ty::F16, Ty::F32, u, out);
         let bin = |this: &mut Self, out: &mut Vec<Line>, op: &'static str, a: Buf, b: Buf| {
             let dst = this.alloc(f);
             out.push(Line::Bin {
@@ -903,47 +900,15 @@ impl<'a> Lowering<'a> {
             src: x,
         });
         let half = self.constant(Ty::F32, 0.5);
-        let near = self.alloc(Kind::Mask);
-        out.push(Line::Cmp {
-            cmp: "lt",
-            ty: Ty::F32,
-            dst: near,
-            a,
-            b: half,
-        });
+        let near = self.compare("lt", Ty::F32, a, half, out);
         let r = self.alloc(f);
-        out.push(Line::Select {
-            ty: Ty::F32,
-            dst: r,
-            a: poly,
-            b: formula,
-            mask: near,
-        });
-        let rounded = self.alloc(Kind::Lanes(Ty::F16));
-        out.push(Line::Conv {
-            from: Ty::F32,
-            to: Ty::F16,
-            dst: rounded,
-            src: r,
-        });
+        self.select(f, r, near, poly, formula, out);
+        let rounded = self.conv(Ty::F32, Ty::F16, r, out);
         // ±0 keeps its sign (the polynomial gives +0 for -0).
         let zero = self.constant(Ty::F32, 0.0);
-        let at_zero = self.alloc(Kind::Mask);
-        out.push(Line::Cmp {
-            cmp: "eq",
-            ty: Ty::F32,
-            dst: at_zero,
-            a: x,
-            b: zero,
-        });
+        let at_zero = self.compare("eq", Ty::F32, x, zero, out);
         let dst = self.alloc(Kind::Lanes(Ty::F16));
-        out.push(Line::Select {
-            ty: Ty::F16,
-            dst,
-            a: u,
-            b: rounded,
-            mask: at_zero,
-        });
+        self.select(Kind::Lanes(Ty::F16), dst, at_zero, u, rounded, out);
         dst
     }
 
