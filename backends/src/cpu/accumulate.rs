@@ -36,19 +36,19 @@ impl Writer<'_> {
         let Ast::For { body, .. } = for_loop else {
             return Vec::new();
         };
-        let users: Vec<_> = match body.as_ref() {
-            Ast::User { stmt, args } => vec![(*stmt, args.clone())],
-            Ast::Block(items) => {
-                let mut users = Vec::new();
-                for item in items {
-                    let Ast::User { stmt, args } = item else {
-                        return Vec::new();
-                    };
-                    users.push((*stmt, args.clone()));
-                }
-                users
-            }
-            _ => return Vec::new(),
+        let items = match body.as_ref() {
+            Ast::Block(items) => items.as_slice(),
+            one => std::slice::from_ref(one),
+        };
+        let users: Option<Vec<_>> = items
+            .iter()
+            .map(|item| match item {
+                Ast::User { stmt, args } => Some((*stmt, args)),
+                _ => None,
+            })
+            .collect();
+        let Some(users) = users else {
+            return Vec::new();
         };
         let program = self.program;
         // Every access of the loop's statements: (array, element text, written).
@@ -85,7 +85,8 @@ impl Writer<'_> {
     }
 
     /// Writes `for_loop` with `accumulators` held in locals: `lo` and `hi` are the C texts of
-    /// its bounds, `head` its `for (…) {` line.
+    /// its bounds. The loop itself is written by [`Writer::write_node`], which finds
+    /// [`Writer::holding`] set and leaves the accumulators to this function.
     pub(super) fn write_with_accumulators(
         &mut self,
         out: &mut String,
@@ -103,6 +104,7 @@ impl Writer<'_> {
         }
         let n = accumulators.len();
         self.accumulators.extend(accumulators);
+        self.holding = true;
         self.write_node(out, for_loop, indent + 1, in_parallel);
         let held = self.accumulators.split_off(self.accumulators.len() - n);
         for a in &held {

@@ -74,10 +74,11 @@ pub struct Writer<'a> {
     /// Function-level vectorization: the vector variants written so far (`None` when scalar
     /// functions are not vectorised).
     pub(super) vector: Option<VectorState>,
-    /// The array elements held in locals in the loop being written, and that loop (see
+    /// The array elements held in locals in the loop being written (see
     /// [`super::accumulate`]).
     pub(super) accumulators: Vec<Accumulator>,
-    accumulating: Option<*const Ast>,
+    /// Set just before the loop whose accumulators were opened around it is written.
+    pub(super) holding: bool,
     /// Inside a register tile's accumulated block: its column loop (constant trip count) is
     /// unrolled rather than `omp simd` (see [`super::micro`]).
     pub(super) in_register_tile: bool,
@@ -158,7 +159,7 @@ impl<'a> Writer<'a> {
             locals: Vec::new(),
             vector: None,
             accumulators: Vec::new(),
-            accumulating: None,
+            holding: false,
             in_register_tile: false,
         }
         .with_vectors()
@@ -226,7 +227,7 @@ impl<'a> Writer<'a> {
             locals: Vec::new(),
             vector: None,
             accumulators: Vec::new(),
-            accumulating: None,
+            holding: false,
             in_register_tile: false,
         }
     }
@@ -788,20 +789,18 @@ impl<'a> Writer<'a> {
                 let lo = self.ast_expr(lower);
                 let c = self.loop_var(var);
                 let hi = self.ast_expr(upper);
-                let here = Some(ast as *const Ast);
-                if pragma.is_none() && !body.contains_loop() && self.accumulating != here {
-                    let held = self.loop_accumulators(ast, &c);
-                    if !held.is_empty() {
-                        let outer = std::mem::replace(&mut self.accumulating, here);
+                let held = std::mem::take(&mut self.holding);
+                if pragma.is_none() && !body.contains_loop() && !held {
+                    let accumulators = self.loop_accumulators(ast, &c);
+                    if !accumulators.is_empty() {
                         self.write_with_accumulators(
                             out,
                             ast,
-                            held,
+                            accumulators,
                             (&lo, &hi),
                             indent,
                             in_parallel,
                         );
-                        self.accumulating = outer;
                         return;
                     }
                 }
