@@ -60,7 +60,8 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         })
         .collect();
     let _ = writeln!(out, "caches: {}", described.join(", "));
-    let mut chosen = predict(&model, &model.sizes, &levels);
+    // With a register tile on the kernel's one tile band, the search's walk of it (below).
+    let mut register_aware: Option<Prediction> = None;
     let mut tile_bands: Vec<Band> = compiled
         .tiled
         .bands
@@ -124,7 +125,7 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         if single_band && by_model && search.model.register.is_some() {
             // The final schedule's model has no register tiles; the search's walks this one
             // as the code runs it, and with one tile band it is the whole kernel's.
-            chosen = mine.clone();
+            register_aware = Some(mine.clone());
         }
         let other = if by_model {
             let what = if search.kept_rule {
@@ -138,6 +139,7 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         };
         table(&mut out, &levels, &actual, &mine, other.as_ref());
     }
+    let chosen = register_aware.unwrap_or_else(|| predict(&model, &model.sizes, &levels));
     let _ = writeln!(out, "predicted misses of the kernel:");
     let mut header = format!("  {:<6} {:>14}", "level", "total");
     for (a, _) in &chosen.arrays {
