@@ -259,6 +259,71 @@ fn compile_emits_every_stage() {
     }
 }
 
+/// An LU factorisation with a scalar accumulator, used by two loop nests (as in PolyBench's
+/// `ludcmp`).
+const SCALAR_TEMPORARY: &str = "#define N 23
+void lu_with_a_scalar(double A[N][N], double b[N], double y[N])
+{
+  int i, j, k;
+  double w;
+#pragma scop
+  for (i = 0; i < N; i++) {
+    for (j = 0; j < i; j++) {
+      w = A[i][j];
+      for (k = 0; k < j; k++)
+        w -= A[i][k] * A[k][j];
+      A[i][j] = w / (A[j][j] + 3.0);
+    }
+    for (j = i; j < N; j++) {
+      w = A[i][j];
+      for (k = 0; k < i; k++)
+        w -= A[i][k] * A[k][j];
+      A[i][j] = w;
+    }
+  }
+  for (i = 0; i < N; i++) {
+    w = b[i];
+    for (j = 0; j < i; j++)
+      w -= A[i][j] * y[j];
+    y[i] = w;
+  }
+#pragma endscop
+}
+";
+
+#[test]
+fn scalar_temporaries_are_expanded_per_loop_nest() {
+    let file = source("lu_with_a_scalar.c", SCALAR_TEMPORARY);
+    let file = file.to_str().unwrap();
+    let program = polyfuse(&["compile", file, "--emit", "program"]);
+    assert!(program.status.success(), "{}", stderr(&program));
+    let text = stdout(&program);
+    // The factorisation's copy spans the two `j` loops (`j < i` and `j >= i`); the forward
+    // substitution gets its own.
+    assert!(text.contains("w_x: f64[N, N] temporary"), "{text}");
+    assert!(text.contains("w_x_2: f64[N] temporary"), "{text}");
+    assert!(
+        text.contains("S1: w_x[i, j] = w_x[i, j] - A[i, k] * A[k, j]"),
+        "{text}"
+    );
+    // No anti or output dependence on the scalar is left.
+    let deps = polyfuse(&["compile", file, "--emit", "deps"]);
+    assert!(deps.status.success(), "{}", stderr(&deps));
+    assert!(!stdout(&deps).contains(" on w,"), "{}", stdout(&deps));
+    for target in ["cpu", "gpu"] {
+        let o = polyfuse(&["run", file, "--target", target, "--gpu-f32"]);
+        if target == "gpu" && !o.status.success() && stderr(&o).contains("no GPU adapter") {
+            continue;
+        }
+        assert!(o.status.success(), "{target}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("result: matches the interpreter"),
+            "{target}: {}",
+            stdout(&o)
+        );
+    }
+}
+
 #[test]
 fn compile_emits_the_cache_model() {
     let o = polyfuse(&["compile", "kernels/gemm.pf", "--emit", "cache-model"]);

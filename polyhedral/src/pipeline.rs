@@ -20,7 +20,7 @@
 
 use crate::ast::Ast;
 use crate::deps::{compute_dependences, Dependences};
-use crate::expand::{expand_for_parallelism, Expansion};
+use crate::expand::{expand_for_parallelism, expand_temporaries, Expansion};
 use crate::fusion::post_tiling::PostTilingFusion;
 use crate::pack::Pack;
 use crate::program::Program;
@@ -49,7 +49,7 @@ pub struct Options {
     /// whose vector unit runs the innermost loop of one thread.
     pub fission: bool,
     /// Expand arrays whose reuse keeps an outermost loop sequential (see [`crate::expand`]),
-    /// on targets with parallel units, within the capacity of the target's outermost cache
+    /// and temporaries along the loops their values live in, on targets with parallel units, within the capacity of the target's outermost cache
     /// (or of its global memory, when it has no cache).
     pub expand: bool,
     /// Run post-tiling fusion ([`crate::fusion::post_tiling`]) after the other tree passes:
@@ -226,6 +226,15 @@ pub fn compile(
             }
             deps = compute_dependences(&p).map_err(|e| Error::Deps(e.to_string()))?;
             expansions = e;
+            expanded = Some(p);
+        }
+        let current = expanded.as_ref().unwrap_or(program);
+        if let Some((p, e)) = expand_temporaries(current, &deps, budget) {
+            if options.verify {
+                p.verify().map_err(|e| Error::Deps(e.to_string()))?;
+            }
+            deps = compute_dependences(&p).map_err(|e| Error::Deps(e.to_string()))?;
+            expansions.extend(e);
             expanded = Some(p);
         }
     }

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use polyhedral::interp::Memory;
-use polyhedral::program::ScalarType;
+use polyhedral::program::{ArrayRole, Program, ScalarType};
 use polyhedral::target::{
     MemoryKind, MemoryTree, ParallelLevel, TargetDescription, Tlb, VectorUnit,
 };
@@ -143,6 +143,19 @@ pub fn packing_target() -> TargetDescription {
         }),
         ..tiny_target()
     }
+}
+
+/// The bits of the arrays of `program` that are seen outside a run (every array but its
+/// temporaries), as `memory` holds them: `memory` may hold more arrays after them (those a
+/// compiled program added).
+pub fn observable_bits(program: &Program, memory: &Memory) -> Vec<Vec<u64>> {
+    program
+        .arrays
+        .iter()
+        .zip(&memory.arrays)
+        .filter(|(a, _)| a.role != ArrayRole::Temporary)
+        .map(|(_, values)| values.iter().map(|x| x.to_bits()).collect())
+        .collect()
 }
 
 /// Every array's elements as bit patterns, for exact comparison.

@@ -28,6 +28,10 @@
 
 use std::collections::BTreeSet;
 
+mod temporaries;
+
+pub use temporaries::expand_temporaries;
+
 use crate::deps::{Dependences, Level};
 use crate::program::{
     Access, AffineExpr, Array, ArrayId, ArrayRole, Constraint, ConstraintKind, Expr, ExprArena,
