@@ -7,9 +7,11 @@
 //! within the tile, `q = c − s0`. A tile is inside the band, outside it, or cut by it; the cut
 //! ones are the few values of `q` near the band's edges, each written row by row (runs of rows
 //! cut alike in one multi-burst copy). The register `s30` holds `q`. Every written element is
-//! in the band and in the bounding box; the elements of the band's edge rows start on UB's
-//! 32-byte grid, since a cut tile row starts at its first column (the band has no lower
-//! edge: [`crate::npu::plan`] refuses the others).
+//! in the band and in the bounding box. A cut row's elements in a chunk of 16 columns are one
+//! run; when it starts off UB's 32-byte grid (a lower edge: rows that start past the chunk's
+//! first column), the scalar unit first moves the run's head — its elements up to the next
+//! 32-byte block — back onto the block's start, over elements outside the band that no one
+//! writes out, once the Vector unit has finished writing the tile (`pipe_barrier V`).
 
 use std::fmt::Write as _;
 
@@ -86,7 +88,7 @@ impl Emitter<'_> {
     }
 
     /// The elements `(r, c)` of a tile (`rows × cols` valid, `held` rows in UB) that `keep`
-    /// holds, row by row and chunk by chunk, each row's kept elements a prefix of the chunk;
+    /// holds, row by row and chunk by chunk, each row's kept elements one run of the chunk;
     /// consecutive rows kept alike are one copy.
     #[allow(clippy::too_many_arguments)]
     fn copy_cut(
@@ -100,29 +102,37 @@ impl Emitter<'_> {
         stride: i64,
         keep: impl Fn(i64, i64) -> bool,
     ) {
+        /// f32 elements of a 32-byte block.
+        const BLOCK: i64 = 8;
         let chunks = cols.div_ceil(FRACTAL) as i64;
+        let mut waited = false;
         for ch in 0..chunks {
             let width = (cols as i64 - ch * 16).min(16);
-            // Per row: the kept elements of the chunk, a prefix of it.
-            let kept: Vec<i64> = (0..rows as i64)
-                .map(|r| (0..width).take_while(|&c| keep(r, ch * 16 + c)).count() as i64)
+            // Per row: the kept run `[start, end)` of the chunk.
+            let runs: Vec<(i64, i64)> = (0..rows as i64)
+                .map(|r| {
+                    let start = (0..width).find(|&c| keep(r, ch * 16 + c)).unwrap_or(width);
+                    let end =
+                        start + (start..width).take_while(|&c| keep(r, ch * 16 + c)).count() as i64;
+                    (start, end)
+                })
                 .collect();
-            debug_assert!(
-                (0..rows as i64).all(|r| (kept[r as usize]..width).all(|c| !keep(r, ch * 16 + c)))
-            );
+            debug_assert!((0..rows as i64).all(|r| {
+                let (a, b) = runs[r as usize];
+                (0..width).all(|c| keep(r, ch * 16 + c) == (a..b).contains(&c))
+            }));
+            let row_src = |r: usize| src.clone().add(ch * held as i64 * CHUNK + r as i64 * CHUNK);
             let mut r0 = 0usize;
-            while r0 < kept.len() {
-                let len = kept[r0];
+            while r0 < runs.len() {
+                let (start, end) = runs[r0];
                 let mut r1 = r0 + 1;
-                while r1 < kept.len() && kept[r1] == len {
+                while r1 < runs.len() && runs[r1] == runs[r0] {
                     r1 += 1;
                 }
-                if len > 0 {
-                    let n = r1 - r0;
-                    let d = dst.clone().add(r0 as i64 * stride + ch * CHUNK);
-                    let s = src
-                        .clone()
-                        .add(ch * held as i64 * CHUNK + r0 as i64 * CHUNK);
+                let n = r1 - r0;
+                let copy = |e: &mut Self, from: i64, at: i64, len: i64| {
+                    let d = dst.clone().add(r0 as i64 * stride + ch * CHUNK + at * 4);
+                    let s = row_src(r0).add(from * 4);
                     let mut l = format!(
                         "copy_pad {gm}[{}], {ub}[{}], bytes={}",
                         d.text(),
@@ -132,7 +142,33 @@ impl Emitter<'_> {
                     if n > 1 {
                         let _ = write!(l, ", n_burst={n}, src_stride={CHUNK}, dst_stride={stride}");
                     }
-                    self.line(l);
+                    e.line(l);
+                };
+                if start < end {
+                    let block = start / BLOCK * BLOCK;
+                    let head_end = if start == block {
+                        start
+                    } else {
+                        (block + BLOCK).min(end)
+                    };
+                    if head_end > start {
+                        if !waited {
+                            self.line("pipe_barrier V");
+                            waited = true;
+                        }
+                        for r in r0..r1 {
+                            for c in start..head_end {
+                                let from = row_src(r).add(c * 4);
+                                let to = row_src(r).add((block + c - start) * 4);
+                                self.line(format!("ld.f32 f31, {ub}[{}]", from.text()));
+                                self.line(format!("st.f32 {ub}[{}], f31", to.text()));
+                            }
+                        }
+                        copy(self, block, start, head_end - start);
+                    }
+                    if head_end < end {
+                        copy(self, head_end, head_end, end - head_end);
+                    }
                 }
                 r0 = r1;
             }

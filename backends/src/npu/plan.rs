@@ -675,13 +675,6 @@ fn stage(program: &Program, c: &Contraction, before: Vec<StmtId>) -> Result<Stag
             ))
         })?)
     };
-    if band.is_some_and(|b| b.lo.is_some()) {
-        return Err(Error::NotYet(format!(
-            "statement {} writes each row of its result from the diagonal on ({}); rows that start past a tile's first column are not written out yet",
-            stmt.name,
-            program.display_domain(stmt)
-        )));
-    }
     let write_dom = dom.over(&write_iters);
     // The accumulator's start.
     let mut zero = false;

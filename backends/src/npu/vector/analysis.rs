@@ -10,8 +10,8 @@
 //!
 //! with every iterator either the row, the column (or reduced) iterator, or an outermost
 //! **sequential** iterator that no subscript mentions (a time loop, at most one level). Reads
-//! are tiles `Y[r + a, c + b]`, per-row vectors `Y[r + a]`, per-column vectors `Y[c + b]` and
-//! scalars. Statements below the sequential loop each have a loop nest of their own (the
+//! are tiles `Y[r + a, c + b]` or transposed tiles `Y[c + b, r + a]`, per-row vectors
+//! `Y[r + a]`, per-column vectors `Y[c + b]` and scalars. Statements below the sequential loop each have a loop nest of their own (the
 //! original order runs them one after the other, whole), so every dependence between two of
 //! them goes forward in statement order; a statement that reads the array it writes at another
 //! element (a recurrence along its own loops) is refused.
@@ -33,6 +33,8 @@ pub(crate) enum At {
     Row { row: i64 },
     /// `X[c + col]`
     Col { col: i64 },
+    /// `X[c + col, r + row]`: a tile read across its array's rows (a read only)
+    Transposed { row: i64, col: i64 },
     /// `X[]`
     Scalar,
 }
@@ -41,7 +43,7 @@ impl At {
     /// The row offset of a tile or per-row access.
     pub(crate) fn row(self) -> i64 {
         match self {
-            At::Tile { row, .. } | At::Row { row } => row,
+            At::Tile { row, .. } | At::Row { row } | At::Transposed { row, .. } => row,
             At::Col { .. } | At::Scalar => 0,
         }
     }
@@ -239,11 +241,14 @@ fn statement(
             [Some((r, a)), Some((c, b))] if *r == row && Some(*c) == col => {
                 At::Tile { row: *a, col: *b }
             }
+            [Some((c, b)), Some((r, a))] if *r == row && Some(*c) == col => {
+                At::Transposed { row: *a, col: *b }
+            }
             [Some((r, a))] if *r == row => At::Row { row: *a },
             [Some((c, b))] if Some(*c) == col => At::Col { col: *b },
             _ => {
                 return Err(not_yet(format!(
-                    "it reads {}; the Vector unit reads tiles Y[r + a, c + b], per-row vectors Y[r + a], per-column vectors Y[c + b] and scalars",
+                    "it reads {}; the Vector unit reads tiles Y[r + a, c + b] and Y[c + b, r + a], per-row vectors Y[r + a], per-column vectors Y[c + b] and scalars",
                     element(acc)
                 )))
             }

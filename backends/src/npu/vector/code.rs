@@ -99,6 +99,7 @@ impl<'a> StageCode<'a> {
                 Form::Splat => REPEAT,
                 // A bit per lane of a full or block layout, in chunks of whole blocks.
                 Form::Mask => (rows(b.rows) * pitch.max(32)).div_ceil(REPEAT) * 8,
+                Form::Gather => super::transpose::gather_bytes(rows(b.rows), width),
             };
             // Every buffer, and so every copy, starts on a 32-byte block.
             let size = size.div_ceil(32) * 32;
@@ -149,7 +150,7 @@ impl<'a> StageCode<'a> {
             Form::Full => self.pitch,
             Form::Block => 32,
             Form::Compact => 4,
-            Form::Col | Form::Splat | Form::Mask => 0,
+            Form::Col | Form::Splat | Form::Mask | Form::Gather => 0,
         }
     }
 
@@ -158,16 +159,16 @@ impl<'a> StageCode<'a> {
     }
 
     /// Byte offset of an operand's first row.
-    fn base(&self, o: Opnd) -> u64 {
+    pub(super) fn base(&self, o: Opnd) -> u64 {
         o.row as u64 * self.unit(self.form(o))
     }
 
     /// Rows of an operation at tile height `n`.
-    fn rows(n: u64, rows: (i64, i64)) -> u64 {
+    pub(super) fn rows(n: u64, rows: (i64, i64)) -> u64 {
         (n as i64 + rows.1 - rows.0).max(0) as u64
     }
 
-    fn vcost(&self, op: &str, repeats: u64) -> u64 {
+    pub(super) fn vcost(&self, op: &str, repeats: u64) -> u64 {
         let m = &self.target.machine;
         let slow = matches!(op, "vexp" | "vln" | "vsqrt" | "vrsqrt" | "vrec" | "vdiv");
         let per = if slow {
@@ -303,6 +304,7 @@ impl<'a> StageCode<'a> {
                 mask,
                 rows,
             } => self.masked("vsel", *mask, &[*dst, *a, *b], Self::rows(n, *rows), out),
+            VOp::Pack { dst, src, rows } => self.pack(*dst, *src, *rows, n, out),
             VOp::Broadcast { dst, src, rows } => {
                 let repeats = Self::rows(n, *rows).div_ceil(8);
                 let mut cycles = 0;
@@ -545,6 +547,9 @@ impl<'a> StageCode<'a> {
     ) -> u64 {
         let array = &self.program.array(t.array).name;
         let form = self.low.buffers[t.buf].form;
+        if form == Form::Gather {
+            return self.gather(t, n, tile, slot, out);
+        }
         let row_bytes = self.gm_row_bytes(t);
         let r0 = self.stage.rows.0;
         // GM bytes of the first element, for tile 0, and per tile.

@@ -10,7 +10,9 @@
 //!   and row shifts stay 32-byte aligned;
 //! - **compact**: one element per row, as GM holds per-row vectors and reductions write them;
 //! - **column**: the stage's columns once (per-column vectors);
-//! - **splat**: one repeat of one scalar, for the operations that have no scalar form.
+//! - **splat**: one repeat of one scalar, for the operations that have no scalar form;
+//! - **gather**: a transposed tile as MTE2 gathers it, per group of 8 rows the stage's
+//!   columns, one 32-byte block each holding the group's rows (see [`super::transpose`]).
 //!
 //! Each statement writes a buffer of its own over its needed rows; subexpressions go to
 //! temporaries, reused once dead. A reduction folds the columns chunk by chunk onto the
@@ -41,6 +43,7 @@ pub(crate) enum Form {
     Splat,
     /// One bit per lane of a comparison over rows of the stage's full or block layout.
     Mask,
+    Gather,
 }
 
 #[derive(Clone, Debug)]
@@ -104,6 +107,12 @@ pub(crate) enum VOp {
         src: Opnd,
         rows: (i64, i64),
     },
+    /// Full `dst` ← the rows of gathered `src`.
+    Pack {
+        dst: Opnd,
+        src: Opnd,
+        rows: (i64, i64),
+    },
     /// Blocks `dst` ← compact `src`.
     Broadcast {
         dst: Opnd,
@@ -140,7 +149,8 @@ impl VOp {
             | VOp::Unary { dst, src, .. }
             | VOp::Compact { dst, src, .. }
             | VOp::Reduce { dst, src, .. }
-            | VOp::Broadcast { dst, src, .. } => vec![*dst, *src],
+            | VOp::Broadcast { dst, src, .. }
+            | VOp::Pack { dst, src, .. } => vec![*dst, *src],
             VOp::Dup { dst, .. } => vec![*dst],
         }
     }
@@ -294,7 +304,7 @@ pub(crate) fn lower(
 
 fn write_col(at: At) -> i64 {
     match at {
-        At::Tile { col, .. } | At::Col { col } => col,
+        At::Tile { col, .. } | At::Col { col } | At::Transposed { col, .. } => col,
         At::Row { .. } | At::Scalar => 0,
     }
 }
@@ -348,6 +358,7 @@ impl Lowering<'_> {
         let mut tiles: Vec<((ArrayId, i64), (i64, i64))> = Vec::new();
         let mut rows: Vec<(ArrayId, (i64, i64))> = Vec::new();
         let mut cols: Vec<(ArrayId, i64)> = Vec::new();
+        let mut transposed: Vec<((ArrayId, i64), (i64, i64))> = Vec::new();
         let hull = |x: (i64, i64), y: (i64, i64)| (x.0.min(y.0), x.1.max(y.1));
         for (k, s) in stage.stmts.iter().enumerate() {
             let (lo, hi) = stage.need[k];
@@ -370,6 +381,15 @@ impl Lowering<'_> {
                     At::Col { col } => {
                         if !cols.contains(&(r.array, col)) {
                             cols.push((r.array, col));
+                        }
+                    }
+                    At::Transposed { col, .. } => {
+                        match transposed
+                            .iter_mut()
+                            .find(|(key, _)| *key == (r.array, col))
+                        {
+                            Some((_, h)) => *h = hull(*h, span),
+                            None => transposed.push(((r.array, col), span)),
                         }
                     }
                     At::Scalar => {}
@@ -396,6 +416,29 @@ impl Lowering<'_> {
                 col: c0 + col,
             });
             tile_bufs.push(buf);
+        }
+        let mut transposed_bufs = Vec::new();
+        for &((a, col), span) in &transposed {
+            super::transpose::check(program, stage, a, col, span)?;
+            let name = format!("{}_t{}", program.array(a).name, shift_name(col));
+            let gathered = self.buffer(&format!("{name}_in"), Form::Gather, span, double);
+            let buf = self.buffer(&name, Form::Full, span, false);
+            self.out.loads.push(Transfer {
+                array: a,
+                buf: gathered,
+                buf_row: 0,
+                rows: span,
+                col: c0 + col,
+            });
+            self.out.ops.push(VOp::Pack {
+                dst: Opnd { buf, row: 0 },
+                src: Opnd {
+                    buf: gathered,
+                    row: 0,
+                },
+                rows: span,
+            });
+            transposed_bufs.push(buf);
         }
         let mut row_bufs = Vec::new();
         for &(a, span) in &rows {
@@ -460,6 +503,13 @@ impl Lowering<'_> {
                             .position(|(key, _)| *key == (r.array, col))
                             .unwrap_or(0);
                         at(tile_bufs[i], tiles[i].1)
+                    }
+                    At::Transposed { col, .. } => {
+                        let i = transposed
+                            .iter()
+                            .position(|(key, _)| *key == (r.array, col))
+                            .unwrap_or(0);
+                        at(transposed_bufs[i], transposed[i].1)
                     }
                     At::Row { .. } => {
                         let i = rows.iter().position(|(a, _)| *a == r.array).unwrap_or(0);

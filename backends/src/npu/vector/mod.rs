@@ -21,6 +21,7 @@ mod lower;
 mod scalars;
 mod stages;
 mod tiles;
+mod transpose;
 
 use polyhedral::contraction::contractions;
 use polyhedral::Program;
