@@ -1351,7 +1351,7 @@ impl Emitter<'_> {
                 Inner::K => (vb.held * 16 * es, 1, ""),
             };
             self.load_rows(
-                ("l0b", &l0b),
+                ("l0b", l0b),
                 (&vb.buf, &base),
                 (f(t.tk), k1_step, "k1"),
                 (f(t.tn), n1_stride),
