@@ -608,7 +608,11 @@ impl Emitter<'_> {
             self.presets(&runs[0]);
         }
         if looped {
-            self.load_scalars();
+            // A convolution whose vectors come late loads its scalars there, once the first
+            // window's copies are issued.
+            if !self.vectors_late {
+                self.load_scalars();
+            }
             let o = self.var("o");
             self.open(format!("for {o} in 0..{ob}"));
         }
@@ -987,7 +991,9 @@ impl Emitter<'_> {
                 self.prescale(r, o, a_role, f);
             }
         }
-        self.load_scalars();
+        if !self.vectors_late {
+            self.load_scalars();
+        }
         for _ in 0..r.reads {
             self.line("wait_flag MTE3, MTE1, 2");
         }
@@ -1083,18 +1089,7 @@ impl Emitter<'_> {
             self.line("wait_flag MTE1, MTE2, 1");
         }
         if rows_first {
-            self.copy_operand(r, false, None);
-            let signal = format!("set_flag MTE2, MTE1, {}", conv_rows::WEIGHTS_EVENT);
-            self.copy_operand(r, true, Some(&signal));
-            if self.vectors_late {
-                self.vectors_late = false;
-                let opened = self.open_resident(r);
-                self.vectors();
-                for _ in 0..opened {
-                    self.close();
-                }
-            }
-            self.window_rows_ahead(r);
+            self.rows_first_copies(r);
         } else {
             self.copy_operand(r, true, None);
             self.copy_operand(r, false, None);
@@ -1103,30 +1098,15 @@ impl Emitter<'_> {
         }
         // MTE1: fractals into L0A (zZ) and L0B (zN).
         if rows_first {
-            self.window_rows_wait(r);
+            self.rows_first_loads(r);
         } else {
             self.line("wait_flag MTE2, MTE1, 0");
-        }
-        self.line("wait_flag M, MTE1, 1");
-        if rows_first {
-            self.load_b(r);
-            let opened = self.open_resident(r);
-            self.line(format!(
-                "wait_flag MTE2, MTE1, {}",
-                conv_rows::WEIGHTS_EVENT
-            ));
-            for _ in 0..opened {
-                self.close();
-            }
-            self.load_a(r);
-        } else {
+            self.line("wait_flag M, MTE1, 1");
             self.load_a(r);
             self.load_b(r);
-        }
-        if !rows_first {
             self.line("set_flag MTE1, MTE2, 1");
+            self.line("set_flag MTE1, M, 0");
         }
-        self.line("set_flag MTE1, M, 0");
         // M: the Cube.
         self.line("wait_flag MTE1, M, 0");
         let (t, es) = (r.tiles, self.es);
@@ -1147,13 +1127,20 @@ impl Emitter<'_> {
         } else {
             "init"
         };
+        let parts = self.weight_parts(r);
         self.open("if s4 == 0");
         self.line("wait_flag V, M, 0");
-        self.line(mmad(first));
+        match &parts {
+            Some(p) => self.mmad_parts(r, p, first),
+            None => self.line(mmad(first)),
+        }
         self.indent -= 1;
         self.line("} else {");
         self.indent += 1;
-        self.line(mmad("acc"));
+        match &parts {
+            Some(p) => self.mmad_parts(r, p, "acc"),
+            None => self.line(mmad("acc")),
+        }
         self.close();
         self.line("set_flag M, MTE1, 1");
         self.line("add s4, s4, 1");
@@ -1173,7 +1160,7 @@ impl Emitter<'_> {
     /// row after row (`row_step` bytes apart in L1), each `per_row` fractals `stride` fractals
     /// apart, in a loop over the rows (counter `var`); one load when a row is one fractal, as
     /// the rows' fractals then follow each other in L0.
-    fn load_rows(
+    pub(crate) fn load_rows(
         &mut self,
         (l0, dst): (&str, &Off),
         (buf, src): (&str, &Off),
@@ -1204,7 +1191,7 @@ impl Emitter<'_> {
 
     /// Opens the conditions under which a resident operand is copied: the block's first
     /// column tile (and first independent iteration); returns how many were opened.
-    fn open_resident(&mut self, r: &Run) -> usize {
+    pub(crate) fn open_resident(&mut self, r: &Run) -> usize {
         let mut opened = 0;
         if self.t.ob > 1 {
             self.open("if o == 0");
@@ -1220,7 +1207,7 @@ impl Emitter<'_> {
     /// A step's operand (A or B) from GM into L1 on MTE2, where the step copies it; a
     /// resident operand under [`Self::open_resident`]'s conditions, followed there by
     /// `signal`.
-    fn copy_operand(&mut self, r: &Run, a_role: bool, signal: Option<&str>) {
+    pub(crate) fn copy_operand(&mut self, r: &Run, a_role: bool, signal: Option<&str>) {
         let o = if a_role { &r.a } else { &r.b };
         let tails: Vec<&Tail> = if a_role {
             vec![&r.rows, &r.k]
@@ -1278,7 +1265,7 @@ impl Emitter<'_> {
     }
 
     /// The step's slots in L0A and L0B.
-    fn l0_slots(&self, r: &Run) -> (Off, Off) {
+    pub(crate) fn l0_slots(&self, r: &Run) -> (Off, Off) {
         let (t, es) = (r.tiles, self.es);
         let l0a = if r.a_l0 {
             scale_off(&r.k_off, (t.tm * es) as i64)
@@ -1289,7 +1276,16 @@ impl Emitter<'_> {
     }
 
     /// MTE1: the step's A fractals into L0A (zZ), per row of fractals its k fractals.
-    fn load_a(&mut self, r: &Run) {
+    pub(crate) fn load_a(&mut self, r: &Run) {
+        let opened = if r.a_l0 { self.open_first_use() } else { 0 };
+        self.load_a_here(r);
+        for _ in 0..opened {
+            self.close();
+        }
+    }
+
+    /// [`Self::load_a`] without the conditions of an A that stays in L0A.
+    pub(crate) fn load_a_here(&mut self, r: &Run) {
         let (t, es) = (r.tiles, self.es);
         let f = |x: u64| x / FRACTAL;
         let fr = 256 * es;
@@ -1297,7 +1293,6 @@ impl Emitter<'_> {
         let (l0a, _) = self.l0_slots(r);
         let va = r.a.view.clone();
         let base = va.at(es);
-        let opened = if r.a_l0 { self.open_first_use() } else { 0 };
         let (m1_step, k1_stride, tr) = match va.inner {
             Inner::K => (fr, va.held / FRACTAL, ""),
             Inner::Other => (va.held * 16 * es, 1, ", transpose"),
@@ -1309,25 +1304,28 @@ impl Emitter<'_> {
             (f(t.tk), k1_stride),
             &format!("{tr}{f32}"),
         );
-        for _ in 0..opened {
-            self.close();
-        }
     }
 
     /// MTE1: the step's B into L0B (zN): per row of fractals its n fractals, or the im2col
     /// rows of a window.
-    fn load_b(&mut self, r: &Run) {
+    pub(crate) fn load_b(&mut self, r: &Run) {
+        let (_, l0b) = self.l0_slots(r);
+        self.load_b_at(r, &l0b, 0);
+    }
+
+    /// [`Self::load_b`] into `l0b`, of the tile `cols` columns past the step's.
+    pub(crate) fn load_b_at(&mut self, r: &Run, l0b: &Off, cols: u64) {
         let (t, es) = (r.tiles, self.es);
         let f = |x: u64| x / FRACTAL;
         let fr = 256 * es;
         let f32 = if es == 4 { ", f32" } else { "" };
-        let (_, l0b) = self.l0_slots(r);
         let vb = r.b.view.clone();
         if let Fill::Window(w, _) = r.b.fill {
             let st = &self.plan.stages[r.stage];
             let channels = t.tk.min(st.k.extent()).div_ceil(w.kh * w.kw);
             // The tile's first column, from the block's column group.
-            let mut n0 = Off::at(0).plus("s1", (self.t.ntb * self.t.last().tn * es) as i64);
+            let mut n0 =
+                Off::at((cols * es) as i64).plus("s1", (self.t.ntb * self.t.last().tn * es) as i64);
             if r.col_tiles > 1 {
                 n0 = n0.plus("nt", (t.tn * es) as i64);
             }
@@ -1353,7 +1351,7 @@ impl Emitter<'_> {
                 Inner::K => (vb.held * 16 * es, 1, ""),
             };
             self.load_rows(
-                ("l0b", &l0b),
+                ("l0b", l0b),
                 (&vb.buf, &base),
                 (f(t.tk), k1_step, "k1"),
                 (f(t.tn), n1_stride),
