@@ -168,7 +168,7 @@ impl<'a> Writer<'a> {
     /// Turns on function-level vectorization when the options ask for it and the target has
     /// vectors of at least two 32-bit lanes.
     fn with_vectors(mut self) -> Self {
-        let unit = super::description().vector;
+        let unit = self.options.description().vector;
         let lanes = unit.map_or(0, |v| v.bytes as usize / 4);
         let registers = unit.map_or(0, |v| v.registers);
         if self.options.vectorize_functions && lanes >= 2 && !self.program.functions.is_empty() {
@@ -944,7 +944,7 @@ impl<'a> Writer<'a> {
         {
             return None;
         }
-        let rows = i64::from(super::description().vector?.registers / 4);
+        let rows = i64::from(self.options.cpu.vector_registers / 4);
         let (lo, hi) = self.bounds_at_midpoints(lower, upper);
         if rows < 2 || hi - lo + 1 < rows {
             return None;
