@@ -34,6 +34,7 @@ use polyhedral::pack::PackMark;
 use polyhedral::program::ArrayId;
 use polyhedral::register_tile::RegisterTileMark;
 
+use super::micro_vector::VectorTile;
 use super::writer::{jam, Writer};
 use crate::promote::{accesses, expr_vars, Linear};
 
@@ -317,7 +318,19 @@ impl Writer<'_> {
             "{pad}        for (; {jb} <= {jh} - {}; {jb} += {c}) {{",
             c - 1
         );
-        self.write_accumulated(out, written, &tile, indent + 3, in_parallel);
+        let vector = VectorTile {
+            rows: r,
+            cols: c,
+            row_var,
+            col_var,
+            first_col: jb.clone(),
+            middle: &middle,
+            stmts,
+            written,
+        };
+        if !self.write_vector_tile(out, &vector, indent + 3) {
+            self.write_accumulated(out, written, &tile, indent + 3, in_parallel);
+        }
         let _ = writeln!(out, "{pad}        }}");
         self.write_node(out, &rest, indent + 2, in_parallel);
         let _ = writeln!(out, "{pad}    }}");

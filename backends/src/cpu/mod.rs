@@ -17,6 +17,7 @@ mod body;
 mod helpers;
 mod lanes;
 mod micro;
+mod micro_vector;
 pub mod models;
 mod names;
 mod runner;
