@@ -88,3 +88,28 @@ fn cache_model_reports() {
         insta::assert_snapshot!(format!("cache_model_{}", snapshot_name(&path)), report);
     }
 }
+
+/// The AVX-512 model's tree and C of the matrix products: register tiles of 64-byte vectors
+/// (4 × 32 doubles in 16 of its 32 registers).
+#[test]
+fn wide_vector_register_tiles() {
+    let model = cpu::models::X86_64_V4;
+    for name in ["gemm.pf", "gemm.c", "2mm.c"] {
+        let path = kernel(name);
+        let program = load(&path);
+        let c = compile(&program, &cpu::description_for(&model), &Options::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let snap = format!("{}_{}", snapshot_name(&path), model.name);
+        insta::assert_snapshot!(format!("tree_{snap}"), c.tree.display(&c.program));
+        let options = cpu::Options::for_model(model);
+        let code = match program.source {
+            SourceKind::CScop { .. } => {
+                let source = std::fs::read_to_string(&path).unwrap();
+                cpu::replace_scop(&c.program, &c.ast, &source, &options)
+            }
+            SourceKind::Kernel => cpu::Writer::new(&c.program, &options).write(&c.ast),
+        }
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        insta::assert_snapshot!(format!("c_{snap}"), code);
+    }
+}
