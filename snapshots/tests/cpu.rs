@@ -14,14 +14,10 @@ use polyhedral::pipeline::{compile, Options};
 use polyhedral::schedule::pluto::Fusion;
 use snapshots::{kernels, load_small, packing_target, tiny_target};
 
-/// Two threads, and every parallel loop parallel whatever its work, so that the OpenMP code
-/// paths run at these small sizes.
-fn cpu_options() -> cpu::Options {
-    model_options(cpu::CpuModel::default())
-}
-
-/// [`cpu_options`] for the CPU model `model`. Its code runs on every host: where the host
-/// lacks the model's vectors, the C compiler splits them into the host's.
+/// The options of CPU model `model` with two threads, and every parallel loop parallel
+/// whatever its work, so that the OpenMP code paths run at these small sizes. Its code runs on
+/// every host: where the host lacks the model's vectors, the C compiler splits them into the
+/// host's.
 fn model_options(model: cpu::CpuModel) -> cpu::Options {
     cpu::Options::for_model(model).with(|o| {
         o.threads = Some(2);

@@ -18,7 +18,11 @@
 //! running the `Mi` around a loop over the block's `cols` columns with the `rows` rows jammed
 //! into it, fully unrolled (`#pragma GCC unroll`) so that the C compiler holds the buffer in
 //! vector registers across the `Mi` (it does not for an `omp simd` loop), and copying the
-//! buffer back; the columns left over run
+//! buffer back. Where the CPU model has vectors of the written element type and the
+//! statements are arithmetic on contiguous and column-invariant operands, the block is
+//! written in vector form instead ([`super::micro_vector`]): vector variables for the
+//! buffer, so that the registers hold them whatever the C compiler's vectorizer decides.
+//! The columns left over run
 //! the `Mi` around the jammed rows once more, and the rows left over one at a time as before.
 //! `L` carries no dependence (it is coincident), so jamming its iterations interleaves
 //! instances that touch different elements; every element still sees its updates in the same
