@@ -301,12 +301,8 @@ fn parse_tile(text: &str) -> Result<i64, String> {
 
 fn parse_cpu(text: &str) -> Result<backends::cpu::CpuModel, String> {
     use backends::cpu::CpuModel;
-    CpuModel::find(text.trim()).ok_or_else(|| {
-        format!(
-            "unknown CPU `{text}` (known: {})",
-            CpuModel::names()
-        )
-    })
+    CpuModel::find(text.trim())
+        .ok_or_else(|| format!("unknown CPU `{text}` (known: {})", CpuModel::names()))
 }
 
 fn parse_size(text: &str) -> Result<(String, i64), String> {

@@ -139,8 +139,7 @@ fn optimized_c_of_every_kernel_passes_the_sanitizers() {
             let what = format!("{} on {} ({})", path.display(), target.name, model.name);
             let c = compile(&program, &target, &Options::default())
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let report =
-                cpu::check_transformed(&program, &c.program, &c.ast, &sanitized(model), 4)
+            let report = cpu::check_transformed(&program, &c.program, &c.ast, &sanitized(model), 4)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert!(
                 report.comparison.passed(),

@@ -306,7 +306,11 @@ impl Writer<'_> {
                 continue;
             };
             let inner = "    ".repeat(indent + depth);
-            let (v, lo, hi) = (self.loop_var(var), self.ast_expr(lower), self.ast_expr(upper));
+            let (v, lo, hi) = (
+                self.loop_var(var),
+                self.ast_expr(lower),
+                self.ast_expr(upper),
+            );
             let _ = writeln!(
                 out,
                 "{inner}for (int64_t {v} = {lo}; {v} <= {hi}; {v} += {step}) {{"
@@ -340,10 +344,7 @@ impl Writer<'_> {
                             }
                         })
                         .collect();
-                    let ctx = BodyContext::Statement {
-                        args: &args,
-                        reads,
-                    };
+                    let ctx = BodyContext::Statement { args: &args, reads };
                     let value = self.vector_expr(*stmt, s.body, operands, ty, &ctx);
                     let _ = writeln!(out, "{inner}{} = {value};", acc(r, v));
                 }

@@ -123,7 +123,18 @@ mod tests {
         let host = CpuModel::host();
         // The default is chosen even where /proc/cpuinfo lacks its features.
         assert!(host.runs_natively() || host == X86_64_V3);
-        assert!(X86_64_V4.vector_bytes > X86_64_V3.vector_bytes);
-        assert!(X86_64_V4.vector_registers > X86_64_V3.vector_registers);
+    }
+
+    #[test]
+    fn descriptions_take_the_models_vector_units() {
+        for model in MODELS {
+            let unit = super::super::description_for(&model).vector.unwrap();
+            assert_eq!(unit.bytes, model.vector_bytes);
+            assert_eq!(unit.registers, model.vector_registers);
+        }
+        assert_eq!(
+            super::super::description(),
+            super::super::description_for(&X86_64_V3)
+        );
     }
 }
