@@ -49,17 +49,27 @@ fn optimized_trees_and_c_of_the_textbook_kernels() {
         let c = optimized(&program, Fusion::SmartFuse);
         let snap = snapshot_name(&path);
         insta::assert_snapshot!(format!("tree_{snap}"), c.tree.display(&c.program));
-        let options = cpu::Options::default();
-        let code = match program.source {
-            SourceKind::CScop { .. } => {
-                let source = std::fs::read_to_string(&path).unwrap();
-                cpu::replace_scop(&c.program, &c.ast, &source, &options)
-            }
-            SourceKind::Kernel => cpu::Writer::new(&c.program, &options).write(&c.ast),
-        }
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let code = c_code(&path, &program, &c, &cpu::Options::default());
         insta::assert_snapshot!(format!("c_{snap}"), code);
     }
+}
+
+/// The C the CPU target writes for `c` with `options`: for C input, the file at `path` with
+/// its SCoP replaced.
+fn c_code(
+    path: &std::path::Path,
+    program: &polyhedral::Program,
+    c: &Compiled,
+    options: &cpu::Options,
+) -> String {
+    match program.source {
+        SourceKind::CScop { .. } => {
+            let source = std::fs::read_to_string(path).unwrap();
+            cpu::replace_scop(&c.program, &c.ast, &source, options)
+        }
+        SourceKind::Kernel => cpu::Writer::new(&c.program, options).write(&c.ast),
+    }
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 #[test]
@@ -101,15 +111,7 @@ fn wide_vector_register_tiles() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let snap = format!("{}_{}", snapshot_name(&path), model.name);
         insta::assert_snapshot!(format!("tree_{snap}"), c.tree.display(&c.program));
-        let options = cpu::Options::for_model(model);
-        let code = match program.source {
-            SourceKind::CScop { .. } => {
-                let source = std::fs::read_to_string(&path).unwrap();
-                cpu::replace_scop(&c.program, &c.ast, &source, &options)
-            }
-            SourceKind::Kernel => cpu::Writer::new(&c.program, &options).write(&c.ast),
-        }
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let code = c_code(&path, &program, &c, &cpu::Options::for_model(model));
         insta::assert_snapshot!(format!("c_{snap}"), code);
     }
 }
