@@ -18,15 +18,18 @@
 //! Loads and stores go through a vector type aligned as its element and allowed to alias it
 //! (`pf_f64x8_u`), so they need no proof of alignment and break no aliasing rule.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use polyhedral::ast::{Ast, AstExpr};
-use polyhedral::program::{Access, ArrayId, BinaryOp, Expr, ExprId, ScalarType, StmtId, UnaryOp};
+use polyhedral::program::{
+    Access, ArrayId, BinaryOp, Expr, ExprId, ScalarType, StmtId, UnaryOp, Var,
+};
 
 use super::body::BodyContext;
 use super::helpers::Helper;
 use super::writer::{shift, Writer};
-use crate::promote::Linear;
+use crate::promote::{expr_vars, Linear};
 
 /// A register tile's full tile, as [`Writer::write_vector_tile`] needs it.
 pub(super) struct VectorTile<'t> {
@@ -123,12 +126,12 @@ impl Writer<'_> {
             .map(|r| {
                 let uses_col = r.subscripts.iter().any(|sub| {
                     sub.terms().iter().any(|&(v, _)| match v {
-                        polyhedral::program::Var::Iter(d) => {
-                            let mut vars = std::collections::BTreeSet::new();
-                            crate::promote::expr_vars(&args[d], &mut vars);
+                        Var::Iter(d) => {
+                            let mut vars = BTreeSet::new();
+                            expr_vars(&args[d], &mut vars);
                             vars.contains(tile.col_var)
                         }
-                        polyhedral::program::Var::Param(_) => false,
+                        Var::Param(_) => false,
                     })
                 });
                 if r.array == tile.written {
@@ -257,6 +260,19 @@ impl Writer<'_> {
         };
         let mut plans = Vec::new();
         for (stmt, args) in &users {
+            // An iterator's value in the body is a scalar: it must not be the columns'.
+            let s = &self.program.statements[stmt.index()];
+            let column_value = (0..s.exprs.len()).any(|i| match &s.exprs[ExprId(i as u32)] {
+                Expr::Iter(d) => {
+                    let mut vars = BTreeSet::new();
+                    expr_vars(&args[*d], &mut vars);
+                    vars.contains(tile.col_var)
+                }
+                _ => false,
+            });
+            if column_value {
+                return false;
+            }
             let Some(operands) = self.operands(*stmt, args, tile, ty) else {
                 return false;
             };
