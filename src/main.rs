@@ -169,6 +169,11 @@ struct OptimizeArgs {
     /// OpenMP threads of the generated code (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
+    /// CPU: the CPU to optimize for: x86-64-v3 (AVX2: 32-byte vectors, 16 registers; the
+    /// default), x86-64-v4 (AVX-512: 64-byte vectors, 32 registers) or native (the one of this
+    /// machine).
+    #[arg(long, value_name = "NAME", value_parser = parse_cpu)]
+    cpu: Option<backends::cpu::CpuModel>,
     /// CPU: do not pack arrays into contiguous buffers.
     #[arg(long)]
     no_pack: bool,
@@ -231,6 +236,7 @@ impl OptimizeArgs {
             threads: self.threads.map(|n| n as usize),
             no_promote: self.no_promote,
             no_register_tile: self.no_register_tile,
+            cpu: self.cpu.unwrap_or_default(),
             no_vectorize_functions: self.no_vectorize_functions,
             adapter: self.adapter.clone(),
             no_double_buffer: self.no_double_buffer,
@@ -291,6 +297,12 @@ fn parse_tile(text: &str) -> Result<i64, String> {
             "tile sizes must be positive integers, found `{text}`"
         )),
     }
+}
+
+fn parse_cpu(text: &str) -> Result<backends::cpu::CpuModel, String> {
+    use backends::cpu::CpuModel;
+    CpuModel::find(text.trim())
+        .ok_or_else(|| format!("unknown CPU `{text}` (known: {})", CpuModel::names()))
 }
 
 fn parse_size(text: &str) -> Result<(String, i64), String> {

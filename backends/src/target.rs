@@ -49,6 +49,8 @@ pub struct TargetOptions {
     pub no_promote: bool,
     /// CPU: no unroll-and-jam of point loops into register tiles.
     pub no_register_tile: bool,
+    /// CPU: the CPU model to optimize for (its vector unit and C compiler flags).
+    pub cpu: cpu::CpuModel,
     /// CPU: scalar functions run one element at a time, not vectorised.
     pub no_vectorize_functions: bool,
     /// GPU: part of the name of the adapter to run on.

@@ -303,3 +303,52 @@ fn reductions_hold_their_element_only_when_alone_in_the_loop() {
         }
     }
 }
+
+/// A register tile's full tiles are vector code where every value that changes with the
+/// column is a contiguous load (gemm: `pf_acc` vectors), and keep their scalar buffer where
+/// the body uses the column index itself as a value; both compute what the interpreter
+/// computes, bit for bit, with either CPU model.
+#[test]
+fn register_tiles_are_vectors_only_where_columns_are_loaded() {
+    let sources = [
+        ("C(i, j) +=! A(i, k) * B(k, j);", true),
+        ("C(i, j) +=! A(i, k) * B(k, j) + j;", false),
+    ];
+    for (body, vectors) in sources {
+        let text = format!(
+            "kernel k<M = 20, N = 70, K = 9>(A: f64[M, K], B: f64[K, N]) -> (C: f64[M, N]) {{\n    {body}\n}}\n"
+        );
+        let file = frontend::SourceFile::new("k.pf", text.as_str());
+        let program = frontend::parse(&file, frontend::Language::Kernel, &Default::default())
+            .unwrap_or_else(|e| panic!("{body}: {e:?}"));
+        for model in cpu::models::MODELS {
+            let options = Options::for_model(model).with(|o| o.threads = Some(2));
+            let pipeline = polyhedral::pipeline::Options {
+                tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![8, 64, 4]),
+                ..Default::default()
+            };
+            let c =
+                polyhedral::pipeline::compile(&program, &cpu::description_for(&model), &pipeline)
+                    .unwrap_or_else(|e| panic!("{body}: {e}"));
+            let code = cpu::Writer::new(&c.program, &options)
+                .write(&c.ast)
+                .unwrap();
+            assert!(
+                code.contains("register tile"),
+                "{body} ({}):\n{code}",
+                model.name
+            );
+            assert_eq!(
+                code.contains("pf_acc"),
+                vectors,
+                "{body} ({}):\n{code}",
+                model.name
+            );
+            let report = cpu::check_transformed(&program, &c.program, &c.ast, &options, 5)
+                .unwrap_or_else(|e| panic!("{e}"));
+            for a in &report.comparison.arrays {
+                assert_eq!(a.max_abs, 0.0, "{}", report.to_text(&program));
+            }
+        }
+    }
+}

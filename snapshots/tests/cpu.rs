@@ -14,14 +14,28 @@ use polyhedral::pipeline::{compile, Options};
 use polyhedral::schedule::pluto::Fusion;
 use snapshots::{kernels, load_small, packing_target, tiny_target};
 
-/// Two threads, and every parallel loop parallel whatever its work, so that the OpenMP code
-/// paths run at these small sizes.
-fn cpu_options() -> cpu::Options {
-    cpu::Options {
-        threads: Some(2),
-        min_parallel_work: 0,
-        ..cpu::Options::default()
+/// The options of CPU model `model` with two threads, and every parallel loop parallel
+/// whatever its work, so that the OpenMP code paths run at these small sizes. Its code runs on
+/// every host: where the host lacks the model's vectors, the C compiler splits them into the
+/// host's.
+fn model_options(model: cpu::CpuModel) -> cpu::Options {
+    cpu::Options::for_model(model).with(|o| {
+        o.threads = Some(2);
+        o.min_parallel_work = 0;
+    })
+}
+
+/// The AVX-512 model, with a line saying whether this host runs its vectors as such.
+fn wide_model() -> cpu::CpuModel {
+    let model = cpu::models::X86_64_V4;
+    if !model.runs_natively() {
+        println!(
+            "{}: this host lacks {}; its code runs with the host's narrower vectors",
+            model.name,
+            model.features.join("/")
+        );
     }
+    model
 }
 
 #[test]
@@ -29,19 +43,23 @@ fn every_kernel_every_strategy_runs_on_the_cpu_like_the_interpreter() {
     for path in kernels() {
         let program = load_small(&path);
         for fuse in [Fusion::NoFuse, Fusion::SmartFuse, Fusion::MaxFuse] {
+            let default = cpu::CpuModel::default();
+            let wide = wide_model();
             let runs = [
-                (cpu::description(), true),
-                (cpu::description(), false),
-                (tiny_target(), true),
-                (packing_target(), true),
-                (packing_target(), false),
+                (cpu::description(), true, default),
+                (cpu::description(), false, default),
+                (cpu::description_for(&wide), true, wide),
+                (tiny_target(), true, default),
+                (packing_target(), true, default),
+                (packing_target(), false, default),
             ];
-            for (target, pack) in runs {
+            for (target, pack, model) in runs {
                 let what = format!(
-                    "{} {} on {}{}",
+                    "{} {} on {} ({}){}",
                     path.display(),
                     fuse.name(),
                     target.name,
+                    model.name,
                     if pack { "" } else { " unpacked" }
                 );
                 eprintln!("{what}");
@@ -53,7 +71,7 @@ fn every_kernel_every_strategy_runs_on_the_cpu_like_the_interpreter() {
                 let c =
                     compile(&program, &target, &options).unwrap_or_else(|e| panic!("{what}: {e}"));
                 let report =
-                    cpu::check_transformed(&program, &c.program, &c.ast, &cpu_options(), 3)
+                    cpu::check_transformed(&program, &c.program, &c.ast, &model_options(model), 3)
                         .unwrap_or_else(|e| panic!("{what}: {e}"));
                 assert!(
                     report.comparison.passed(),
@@ -105,17 +123,23 @@ fn optimized_c_of_every_kernel_passes_the_sanitizers() {
         println!("skipped: the sanitizer runtime is not usable here: {reason}");
         return;
     }
-    let options = cpu::Options {
-        cflags: SANITIZE.iter().map(|s| s.to_string()).collect(),
-        ..cpu_options()
+    let sanitized = |model| {
+        model_options(model).with(|o| o.cflags = SANITIZE.iter().map(|s| s.to_string()).collect())
     };
+    let (default, wide) = (cpu::CpuModel::default(), wide_model());
     for path in kernels() {
         let program = load_small(&path);
-        for target in [tiny_target(), cpu::description(), packing_target()] {
-            let what = format!("{} on {}", path.display(), target.name);
+        let runs = [
+            (tiny_target(), default),
+            (cpu::description(), default),
+            (cpu::description_for(&wide), wide),
+            (packing_target(), default),
+        ];
+        for (target, model) in runs {
+            let what = format!("{} on {} ({})", path.display(), target.name, model.name);
             let c = compile(&program, &target, &Options::default())
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let report = cpu::check_transformed(&program, &c.program, &c.ast, &options, 4)
+            let report = cpu::check_transformed(&program, &c.program, &c.ast, &sanitized(model), 4)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert!(
                 report.comparison.passed(),
@@ -181,11 +205,13 @@ fn source_to_source_output_prints_what_the_original_prints() {
         let program = frontend::load(&path, &options).unwrap();
         let source = std::fs::read_to_string(&path).unwrap();
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-        for (target, fuse) in [
-            (tiny_target(), Fusion::SmartFuse),
-            (cpu::description(), Fusion::MaxFuse),
-            (tiny_target(), Fusion::NoFuse),
-            (packing_target(), Fusion::SmartFuse),
+        let (default, wide) = (cpu::CpuModel::default(), wide_model());
+        for (target, fuse, model) in [
+            (tiny_target(), Fusion::SmartFuse, default),
+            (cpu::description(), Fusion::MaxFuse, default),
+            (cpu::description_for(&wide), Fusion::SmartFuse, wide),
+            (tiny_target(), Fusion::NoFuse, default),
+            (packing_target(), Fusion::SmartFuse, default),
         ] {
             let c = compile(
                 &program,
@@ -196,7 +222,7 @@ fn source_to_source_output_prints_what_the_original_prints() {
                 },
             )
             .unwrap();
-            let replaced = cpu::replace_scop(&c.program, &c.ast, &source, &cpu_options())
+            let replaced = cpu::replace_scop(&c.program, &c.ast, &source, &model_options(model))
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let optimized = dir.path().join(format!("{stem}.opt.c"));
             std::fs::write(&optimized, &replaced).unwrap();

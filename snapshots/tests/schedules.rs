@@ -49,17 +49,27 @@ fn optimized_trees_and_c_of_the_textbook_kernels() {
         let c = optimized(&program, Fusion::SmartFuse);
         let snap = snapshot_name(&path);
         insta::assert_snapshot!(format!("tree_{snap}"), c.tree.display(&c.program));
-        let options = cpu::Options::default();
-        let code = match program.source {
-            SourceKind::CScop { .. } => {
-                let source = std::fs::read_to_string(&path).unwrap();
-                cpu::replace_scop(&c.program, &c.ast, &source, &options)
-            }
-            SourceKind::Kernel => cpu::Writer::new(&c.program, &options).write(&c.ast),
-        }
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let code = c_code(&path, &program, &c, &cpu::Options::default());
         insta::assert_snapshot!(format!("c_{snap}"), code);
     }
+}
+
+/// The C the CPU target writes for `c` with `options`: for C input, the file at `path` with
+/// its SCoP replaced.
+fn c_code(
+    path: &std::path::Path,
+    program: &polyhedral::Program,
+    c: &Compiled,
+    options: &cpu::Options,
+) -> String {
+    match program.source {
+        SourceKind::CScop { .. } => {
+            let source = std::fs::read_to_string(path).unwrap();
+            cpu::replace_scop(&c.program, &c.ast, &source, options)
+        }
+        SourceKind::Kernel => cpu::Writer::new(&c.program, options).write(&c.ast),
+    }
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 #[test]
@@ -86,5 +96,22 @@ fn cache_model_reports() {
         let report = polyhedral::cache_model::report(&c, &cpu::description())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         insta::assert_snapshot!(format!("cache_model_{}", snapshot_name(&path)), report);
+    }
+}
+
+/// The AVX-512 model's tree and C of the matrix products: register tiles of 64-byte vectors
+/// (4 × 32 doubles in 16 of its 32 registers).
+#[test]
+fn wide_vector_register_tiles() {
+    let model = cpu::models::X86_64_V4;
+    for name in ["gemm.pf", "gemm.c", "2mm.c"] {
+        let path = kernel(name);
+        let program = load(&path);
+        let c = compile(&program, &cpu::description_for(&model), &Options::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let snap = format!("{}_{}", snapshot_name(&path), model.name);
+        insta::assert_snapshot!(format!("tree_{snap}"), c.tree.display(&c.program));
+        let code = c_code(&path, &program, &c, &cpu::Options::for_model(model));
+        insta::assert_snapshot!(format!("c_{snap}"), code);
     }
 }

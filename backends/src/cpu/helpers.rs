@@ -7,6 +7,9 @@
 //! `INT32_MIN / -1` wraps. Float-to-integer conversion truncates and saturates, NaN giving 0,
 //! as Rust's `as` does.
 //!
+//! `pf_f64x8` and the other vector types hold a register tile's vectors; their `_u` forms
+//! load and store them at any element-aligned address (see [`super::micro_vector`]).
+//!
 //! `pf_f32` rounds a `double` to `float` as the cast does, behind an empty `asm` that keeps the
 //! rounding: GCC 12's SLP vectorizer drops a `(double)(float)x` round trip on lanes it permutes
 //! (a loop over `A[K - 1 - j]` unrolled into a vector), which would keep the unrounded value.
@@ -39,6 +42,10 @@ pub(crate) enum Helper {
     H2F,
     F2H,
     F16R,
+    VecF32x8,
+    VecF32x16,
+    VecF64x4,
+    VecF64x8,
 }
 
 impl Helper {
@@ -109,6 +116,18 @@ impl Helper {
             }
             Helper::F16R => {
                 "static inline float pf_f16r(double x) { return pf_h2f(pf_f2h(x)); }\n"
+            }
+            Helper::VecF32x8 => {
+                "typedef float pf_f32x8 __attribute__((vector_size(32)));\ntypedef float pf_f32x8_u __attribute__((vector_size(32), aligned(4), may_alias));\n"
+            }
+            Helper::VecF32x16 => {
+                "typedef float pf_f32x16 __attribute__((vector_size(64)));\ntypedef float pf_f32x16_u __attribute__((vector_size(64), aligned(4), may_alias));\n"
+            }
+            Helper::VecF64x4 => {
+                "typedef double pf_f64x4 __attribute__((vector_size(32)));\ntypedef double pf_f64x4_u __attribute__((vector_size(32), aligned(8), may_alias));\n"
+            }
+            Helper::VecF64x8 => {
+                "typedef double pf_f64x8 __attribute__((vector_size(64)));\ntypedef double pf_f64x8_u __attribute__((vector_size(64), aligned(8), may_alias));\n"
             }
         }
     }

@@ -18,7 +18,11 @@
 //! running the `Mi` around a loop over the block's `cols` columns with the `rows` rows jammed
 //! into it, fully unrolled (`#pragma GCC unroll`) so that the C compiler holds the buffer in
 //! vector registers across the `Mi` (it does not for an `omp simd` loop), and copying the
-//! buffer back; the columns left over run
+//! buffer back. Where the CPU model has vectors of the written element type and the
+//! statements are arithmetic on contiguous and column-invariant operands, the block is
+//! written in vector form instead ([`super::micro_vector`]): vector variables for the
+//! buffer, so that the registers hold them whatever the C compiler's vectorizer decides.
+//! The columns left over run
 //! the `Mi` around the jammed rows once more, and the rows left over one at a time as before.
 //! `L` carries no dependence (it is coincident), so jamming its iterations interleaves
 //! instances that touch different elements; every element still sees its updates in the same
@@ -34,6 +38,7 @@ use polyhedral::pack::PackMark;
 use polyhedral::program::ArrayId;
 use polyhedral::register_tile::RegisterTileMark;
 
+use super::micro_vector::VectorTile;
 use super::writer::{jam, Writer};
 use crate::promote::{accesses, expr_vars, Linear};
 
@@ -317,7 +322,19 @@ impl Writer<'_> {
             "{pad}        for (; {jb} <= {jh} - {}; {jb} += {c}) {{",
             c - 1
         );
-        self.write_accumulated(out, written, &tile, indent + 3, in_parallel);
+        let vector = VectorTile {
+            rows: r,
+            cols: c,
+            row_var,
+            col_var,
+            first_col: jb.clone(),
+            middle: &middle,
+            stmts,
+            written,
+        };
+        if !self.write_vector_tile(out, &vector, indent + 3) {
+            self.write_accumulated(out, written, &tile, indent + 3, in_parallel);
+        }
         let _ = writeln!(out, "{pad}        }}");
         self.write_node(out, &rest, indent + 2, in_parallel);
         let _ = writeln!(out, "{pad}    }}");

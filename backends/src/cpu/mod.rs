@@ -17,6 +17,8 @@ mod body;
 mod helpers;
 mod lanes;
 mod micro;
+mod micro_vector;
+pub mod models;
 mod names;
 mod runner;
 mod scop;
@@ -24,6 +26,7 @@ mod syntax;
 mod vector;
 mod writer;
 
+pub use models::CpuModel;
 pub use runner::{check, check_transformed, run, CheckReport, CpuRun};
 pub use scop::replace_scop;
 pub use writer::Writer;
@@ -40,12 +43,18 @@ use crate::target::{self as table, RunOutput, Source, Target, TargetOptions};
 
 /// The machine the CPU target optimizes for, as the middle end sees it: a 32 KiB 8-way L1
 /// data cache, a 1 MiB 16-way L2 and a shared 32 MiB 16-way L3, all with 64-byte lines, threads
-/// sharing memory, 256-bit vectors. The miss penalties (the next level's latency beyond this
-/// one's, in cycles) are typical of current x86 server cores. Fixed rather than read from the
-/// build machine, so that generated code does not depend on where it was generated. The data
-/// TLB holds 64 translations of 4 KiB pages, and the vector unit has 16 registers, as on current
-/// x86 cores with AVX2.
+/// sharing memory, and the vector unit of the default [`CpuModel`] (256-bit vectors, 16
+/// registers, as on current x86 cores with AVX2; [`description_for`] gives the others). The
+/// miss penalties (the next level's latency beyond this one's, in cycles) are typical of
+/// current x86 server cores. Fixed rather than read from the build machine, so that generated
+/// code does not depend on where it was generated. The data TLB holds 64 translations of 4 KiB
+/// pages.
 pub fn description() -> TargetDescription {
+    description_for(&CpuModel::default())
+}
+
+/// The description of [`description`] with the vector unit of `model`.
+pub fn description_for(model: &CpuModel) -> TargetDescription {
     let cache = |ways, miss_penalty_cycles| CacheGeometry {
         line_bytes: 64,
         ways,
@@ -60,9 +69,9 @@ pub fn description() -> TargetDescription {
         memory,
         parallel: vec![ParallelLevel::Threads { count: None }],
         vector: Some(VectorUnit {
-            bytes: 32,
+            bytes: model.vector_bytes,
             tile_iterations: 128,
-            registers: 16,
+            registers: model.vector_registers,
         }),
         tlb: Some(Tlb {
             entries: 64,
@@ -82,12 +91,11 @@ pub struct Cpu;
 
 impl Cpu {
     fn options(options: &TargetOptions) -> Options {
-        Options {
-            threads: options.threads,
-            register_tile: !options.no_register_tile,
-            vectorize_functions: !options.no_vectorize_functions,
-            ..Options::default()
-        }
+        Options::for_model(options.cpu).with(|o| {
+            o.threads = options.threads;
+            o.register_tile = !options.no_register_tile;
+            o.vectorize_functions = !options.no_vectorize_functions;
+        })
     }
 }
 
@@ -104,8 +112,8 @@ impl Target for Cpu {
         Some("c")
     }
 
-    fn description(&self, _: &TargetOptions) -> Option<TargetDescription> {
-        Some(description())
+    fn description(&self, options: &TargetOptions) -> Option<TargetDescription> {
+        Some(description_for(&options.cpu))
     }
 
     fn write(
@@ -180,7 +188,7 @@ pub struct Options {
     pub threads: Option<usize>,
     /// Unroll a loop that carries no dependence around a vectorized innermost loop and jam
     /// the copies into that loop (a register tile: one vector operand reused by several rows),
-    /// by a quarter of the vector registers of [`description`].
+    /// by a quarter of the vector registers of `cpu`.
     pub register_tile: bool,
     /// Whether loops that call scalar functions run them vectorised (see [`vector`]): the
     /// default; off, the functions run one element at a time.
@@ -188,6 +196,34 @@ pub struct Options {
     /// Vectorise even the bodies that the C compiler vectorises by itself
     /// ([`polyhedral::vectorize::profit`]), which otherwise stay scalar.
     pub vectorize_plain_functions: bool,
+    /// The CPU the code is for: its vector unit sizes vectors and register tiles, and its
+    /// flags are among `cflags` ([`Options::for_model`]).
+    pub cpu: CpuModel,
+}
+
+impl Options {
+    /// The default options for `model`: its C compiler flags added.
+    pub fn for_model(model: CpuModel) -> Options {
+        let mut options = Options {
+            cpu: model,
+            ..Options::default()
+        };
+        options
+            .cflags
+            .extend(model.cflags.iter().map(|f| f.to_string()));
+        options
+    }
+
+    /// These options changed by `change`.
+    pub fn with(mut self, change: impl FnOnce(&mut Options)) -> Options {
+        change(&mut self);
+        self
+    }
+
+    /// The target description the code is written for.
+    pub fn description(&self) -> TargetDescription {
+        description_for(&self.cpu)
+    }
 }
 
 impl Default for Options {
@@ -203,6 +239,7 @@ impl Default for Options {
             register_tile: true,
             vectorize_functions: true,
             vectorize_plain_functions: false,
+            cpu: CpuModel::default(),
         }
     }
 }

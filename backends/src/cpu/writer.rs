@@ -168,7 +168,7 @@ impl<'a> Writer<'a> {
     /// Turns on function-level vectorization when the options ask for it and the target has
     /// vectors of at least two 32-bit lanes.
     fn with_vectors(mut self) -> Self {
-        let unit = super::description().vector;
+        let unit = self.options.description().vector;
         let lanes = unit.map_or(0, |v| v.bytes as usize / 4);
         let registers = unit.map_or(0, |v| v.registers);
         if self.options.vectorize_functions && lanes >= 2 && !self.program.functions.is_empty() {
@@ -944,7 +944,7 @@ impl<'a> Writer<'a> {
         {
             return None;
         }
-        let rows = i64::from(super::description().vector?.registers / 4);
+        let rows = i64::from(self.options.cpu.vector_registers / 4);
         let (lo, hi) = self.bounds_at_midpoints(lower, upper);
         if rows < 2 || hi - lo + 1 < rows {
             return None;
@@ -1283,6 +1283,16 @@ impl<'a> Writer<'a> {
         }
     }
 
+    /// The array dimension each dimension of the tile-local or packed buffer of `array` in
+    /// scope stores, outermost first; `None` when the array is accessed in place.
+    pub(super) fn local_layout(&self, array: ArrayId) -> Option<&[usize]> {
+        self.locals
+            .iter()
+            .rev()
+            .find(|(a, _, _, _)| *a == array)
+            .map(|(_, _, _, layout)| layout.as_slice())
+    }
+
     /// The C text of an array element accessed by a statement instance.
     pub(super) fn element(
         &mut self,
@@ -1384,7 +1394,7 @@ pub(super) fn jam(body: &Ast, var: &str, rows: i64) -> Ast {
 }
 
 /// `e` with `var` replaced by `var + by`.
-fn shift(e: &AstExpr, var: &str, by: i64) -> AstExpr {
+pub(super) fn shift(e: &AstExpr, var: &str, by: i64) -> AstExpr {
     match e {
         AstExpr::Var(v) if v == var => AstExpr::plus(e.clone(), AstExpr::Int(by)),
         AstExpr::Int(_) | AstExpr::Var(_) | AstExpr::Param(_) => e.clone(),

@@ -2,8 +2,9 @@
 //! it comes from), built four ways and timed in one run:
 //!
 //! - the original with `gcc -O3 -march=native` (the baseline every speedup is against);
-//! - polyfuse's source-to-source output (`polyfuse compile K.c --target cpu`) with
-//!   `gcc -O3 -march=native -fopenmp`;
+//! - polyfuse's source-to-source output (`polyfuse compile K.c --target cpu --cpu M`, M the
+//!   CPU model of this machine: [`tools::host_cpu`]) with `gcc -O3 -march=native -fopenmp`
+//!   and the model's flags (`-mprefer-vector-width=512` for AVX-512);
 //! - the original with Polly, sequential (`clang -O3 -march=native -mllvm -polly`) and
 //!   parallel (`-mllvm -polly-parallel -fopenmp`), a clang with Polly installed if missing.
 //!
@@ -119,6 +120,8 @@ struct Bench {
     gcc: Toolchain,
     gcc_openmp: Toolchain,
     polly: Option<tools::Polly>,
+    /// The CPU model polyfuse optimizes for (this machine's).
+    cpu: tools::HostCpu,
 }
 
 pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
@@ -151,13 +154,17 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
             None
         }
     };
+    let cpu = tools::host_cpu();
+    let mut openmp = vec!["-fopenmp"];
+    openmp.extend(cpu.cflags);
     let bench = Bench {
         polyfuse: build_polyfuse()?,
         polybench,
         work,
         gcc: Toolchain::new("gcc", &[]),
-        gcc_openmp: Toolchain::new("gcc", &["-fopenmp"]),
+        gcc_openmp: Toolchain::new("gcc", &openmp),
         polly,
+        cpu,
         settings,
     };
     let s = &bench.settings;
@@ -183,6 +190,14 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
         polly: bench.polly.as_ref().map(|p| p.sequential.cc.clone()),
         compile_limit: s.compile_limit,
         passive: !s.active_wait,
+        cpu: {
+            let c = &bench.cpu;
+            let flags = match c.cflags {
+                [] => String::new(),
+                flags => format!("; its output built with `{}`", flags.join(" ")),
+            };
+            format!("`--cpu {}` ({}{flags})", c.name, c.about)
+        },
     };
     let mut text = table::table(&rows, &setup);
     if let Some(g) = gemm {
@@ -246,7 +261,7 @@ impl Bench {
             let mut cmd = Command::new(&self.polyfuse);
             cmd.arg("compile")
                 .arg(&kernel.source)
-                .args(["--target", "cpu", "--threads"])
+                .args(["--target", "cpu", "--cpu", self.cpu.name, "--threads"])
                 .arg(self.settings.threads.to_string())
                 .arg("-I")
                 .arg(self.polybench.utilities())

@@ -177,6 +177,8 @@ pub(crate) struct Setup {
     pub(crate) compile_limit: u64,
     /// Whether OpenMP threads waited passively.
     pub(crate) passive: bool,
+    /// The CPU model polyfuse optimized for, with its vector unit.
+    pub(crate) cpu: String,
 }
 
 pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
@@ -188,8 +190,9 @@ pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
     let mut out = format!(
         "PolyBench/C 4.2.1 at {dataset}; median of {} interleaved runs; polyfuse's output \
          and Polly parallel on {} thread(s). Times with the speedup over `gcc -O3 \
-         -march=native` of the same run; compile is polyfuse's wall time, source to source.\n\n",
-        setup.runs, setup.threads
+         -march=native` of the same run; compile is polyfuse's wall time, source to source; \
+         polyfuse's CPU description: {}.\n\n",
+        setup.runs, setup.threads, setup.cpu
     );
     if let Some(polly) = &setup.polly {
         out += &format!("Polly: {polly}. ");
@@ -361,6 +364,7 @@ mod tests {
             polly: None,
             compile_limit: 60,
             passive: true,
+            cpu: "`--cpu x86-64-v3` (AVX2)".into(),
         }
     }
 

@@ -168,3 +168,37 @@ pub(crate) fn openblas(work: &Path) -> Result<Toolchain, String> {
     tools.libs.push("-lopenblas".into());
     Ok(tools)
 }
+
+/// The CPU model polyfuse optimizes for in the benchmark (its `--cpu`), and the C compiler
+/// flags its output is built with beside `-march=native`.
+pub(crate) struct HostCpu {
+    pub(crate) name: &'static str,
+    pub(crate) about: &'static str,
+    pub(crate) cflags: &'static [&'static str],
+}
+
+/// The model of this machine, as `polyfuse compile --cpu native` picks it (the models are
+/// `backends::cpu::models`): AVX-512 (x86-64-v4) where `/proc/cpuinfo` lists its features,
+/// AVX2 (x86-64-v3) otherwise.
+pub(crate) fn host_cpu() -> HostCpu {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags: Vec<&str> = cpuinfo
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "flags"))
+        .map(|(_, v)| v.split_whitespace().collect())
+        .unwrap_or_default();
+    let wide = ["avx512f", "avx512bw", "avx512dq", "avx512vl"];
+    if wide.iter().all(|f| flags.contains(f)) {
+        HostCpu {
+            name: "x86-64-v4",
+            about: "AVX-512: 64-byte vectors, 32 vector registers",
+            cflags: &["-mprefer-vector-width=512"],
+        }
+    } else {
+        HostCpu {
+            name: "x86-64-v3",
+            about: "AVX2: 32-byte vectors, 16 vector registers",
+            cflags: &[],
+        }
+    }
+}
