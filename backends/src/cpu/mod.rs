@@ -196,22 +196,17 @@ pub struct Options {
     /// Vectorise even the bodies that the C compiler vectorises by itself
     /// ([`polyhedral::vectorize::profit`]), which otherwise stay scalar.
     pub vectorize_plain_functions: bool,
-    /// The CPU the code is for: its vector unit sizes vectors and register tiles, and its
-    /// flags are among `cflags` ([`Options::for_model`]).
+    /// The CPU the code is for: its vector unit sizes vectors and register tiles.
     pub cpu: CpuModel,
 }
 
 impl Options {
-    /// The default options for `model`: its C compiler flags added.
+    /// The default options for `model`.
     pub fn for_model(model: CpuModel) -> Options {
-        let mut options = Options {
+        Options {
             cpu: model,
             ..Options::default()
-        };
-        options
-            .cflags
-            .extend(model.cflags.iter().map(|f| f.to_string()));
-        options
+        }
     }
 
     /// These options changed by `change`.

@@ -20,9 +20,6 @@ pub struct CpuModel {
     pub vector_bytes: u32,
     /// Architectural vector registers.
     pub vector_registers: u32,
-    /// C compiler flags beside `-march=native` that make it use vectors of `vector_bytes`
-    /// where it vectorizes by itself.
-    pub cflags: &'static [&'static str],
     /// The host CPU features (`/proc/cpuinfo` flags) the model's vectors need to run as
     /// such.
     pub features: &'static [&'static str],
@@ -34,7 +31,6 @@ pub const X86_64_V3: CpuModel = CpuModel {
     about: "AVX2: 32-byte vectors, 16 vector registers",
     vector_bytes: 32,
     vector_registers: 16,
-    cflags: &[],
     features: &["avx2", "fma"],
 };
 
@@ -44,7 +40,6 @@ pub const X86_64_V4: CpuModel = CpuModel {
     about: "AVX-512: 64-byte vectors, 32 vector registers",
     vector_bytes: 64,
     vector_registers: 32,
-    cflags: &["-mprefer-vector-width=512"],
     features: &["avx512f", "avx512bw", "avx512dq", "avx512vl"],
 };
 

@@ -3,8 +3,7 @@
 //!
 //! - the original with `gcc -O3 -march=native` (the baseline every speedup is against);
 //! - polyfuse's source-to-source output (`polyfuse compile K.c --target cpu --cpu M`, M the
-//!   CPU model of this machine: [`tools::host_cpu`]) with `gcc -O3 -march=native -fopenmp`
-//!   and the model's flags (`-mprefer-vector-width=512` for AVX-512);
+//!   CPU model of this machine: [`tools::host_cpu`]) with `gcc -O3 -march=native -fopenmp`;
 //! - the original with Polly, sequential (`clang -O3 -march=native -mllvm -polly`) and
 //!   parallel (`-mllvm -polly-parallel -fopenmp`), a clang with Polly installed if missing.
 //!
@@ -155,8 +154,7 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
         }
     };
     let cpu = tools::host_cpu();
-    let mut openmp = vec!["-fopenmp"];
-    openmp.extend(cpu.cflags);
+    let openmp = ["-fopenmp"];
     let bench = Bench {
         polyfuse: build_polyfuse()?,
         polybench,
@@ -192,11 +190,7 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
         passive: !s.active_wait,
         cpu: {
             let c = &bench.cpu;
-            let flags = match c.cflags {
-                [] => String::new(),
-                flags => format!("; its output built with `{}`", flags.join(" ")),
-            };
-            format!("`--cpu {}` ({}{flags})", c.name, c.about)
+            format!("`--cpu {}` ({})", c.name, c.about)
         },
     };
     let mut text = table::table(&rows, &setup);

@@ -169,12 +169,10 @@ pub(crate) fn openblas(work: &Path) -> Result<Toolchain, String> {
     Ok(tools)
 }
 
-/// The CPU model polyfuse optimizes for in the benchmark (its `--cpu`), and the C compiler
-/// flags its output is built with beside `-march=native`.
+/// The CPU model polyfuse optimizes for in the benchmark (its `--cpu`).
 pub(crate) struct HostCpu {
     pub(crate) name: &'static str,
     pub(crate) about: &'static str,
-    pub(crate) cflags: &'static [&'static str],
 }
 
 /// The model of this machine, as `polyfuse compile --cpu native` picks it (the models are
@@ -192,13 +190,11 @@ pub(crate) fn host_cpu() -> HostCpu {
         HostCpu {
             name: "x86-64-v4",
             about: "AVX-512: 64-byte vectors, 32 vector registers",
-            cflags: &["-mprefer-vector-width=512"],
         }
     } else {
         HostCpu {
             name: "x86-64-v3",
             about: "AVX2: 32-byte vectors, 16 vector registers",
-            cflags: &[],
         }
     }
 }
