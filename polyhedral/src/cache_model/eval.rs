@@ -193,6 +193,10 @@ pub(super) fn predict_with(
     }
 }
 
+/// A reuse's footprint: how many levels below a loop's body it lies and, in a sequence, the
+/// first and the last child that use the reused array.
+type SpanKey = (usize, Option<(usize, usize)>);
+
 /// A cache level in the units the walk needs.
 struct Cache {
     lines: f64,
@@ -370,15 +374,14 @@ impl Walk<'_> {
                         .collect();
                     // Miss probabilities per depth of the footprint the reuse spans (and, in a
                     // sequence, per children that use the array first and last).
-                    let mut by_span: HashMap<(usize, Option<(usize, usize)>), Vec<f64>> =
-                        HashMap::new();
+                    let mut by_span: HashMap<SpanKey, Vec<f64>> = HashMap::new();
                     for (a, &events) in f.arrays.iter().zip(&events) {
                         if events <= 0.0 {
                             continue;
                         }
                         let (depth, span) = last_use(f, a.group);
                         let users = span.sequence.as_ref().and_then(|s| s.users(a.group));
-                        if !by_span.contains_key(&(depth, users)) {
+                        let probabilities = by_span.entry((depth, users)).or_insert_with(|| {
                             let carried = Carried {
                                 body: f,
                                 depth,
@@ -386,11 +389,8 @@ impl Walk<'_> {
                                 moves: &own.moves,
                                 line: self.line,
                             };
-                            let runs = reuse_distance(&carried, span, users);
-                            let p = self.probabilities(&runs);
-                            by_span.insert((depth, users), p);
-                        }
-                        let probabilities = &by_span[&(depth, users)];
+                            self.probabilities(&reuse_distance(&carried, span, users))
+                        });
                         for (m, p) in self.misses[a.group].iter_mut().zip(probabilities.iter()) {
                             *m += events * p;
                         }
