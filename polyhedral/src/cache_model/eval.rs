@@ -16,7 +16,10 @@
 //! array `X` one execution touches. Of the `E(b)·D(b, X)` first touches of a line within an
 //! execution of a loop's body `b`, all but the loop's own `E(u)·D(u, X)` reuse a line an earlier
 //! iteration of the loop touched; their stack distance is the footprint of one iteration of the
-//! body (every line touched between two consecutive uses). In a sequence, a child's first
+//! body (every line touched between two consecutive uses), with the lines of arrays that
+//! change from one iteration to the next counted as far as the tail of one iteration and the
+//! head of the next touch them (see `reuse_distance`: for a body that is a sequence, as far as
+//! the children after the reuse's last user and before its first user touch them). In a sequence, a child's first
 //! touches of lines an earlier child touched reuse them across the children in between, at
 //! stack distances between the two children's footprints (a producer and a consumer walking the
 //! same data in the same order meet after `(1 − t)` of one's footprint and `t` of the other's,
@@ -190,6 +193,10 @@ pub(super) fn predict_with(
     }
 }
 
+/// A reuse's footprint: how many levels below a loop's body it lies and, in a sequence, the
+/// first and the last child that use the reused array.
+type SpanKey = (usize, Option<(usize, usize)>);
+
 /// A cache level in the units the walk needs.
 struct Cache {
     lines: f64,
@@ -246,6 +253,44 @@ struct Foot {
     arrays: Vec<ArrayFoot>,
     /// For a loop, the footprint of one iteration of it (of a full tile).
     iteration: Option<Box<Foot>>,
+    /// For a loop, how far each array's box moves from one iteration to the next and from the
+    /// first iteration to the last, in bytes: `(group, step, first to last)`.
+    moves: Vec<(usize, f64, f64)>,
+    /// For a sequence, what its children touch.
+    sequence: Option<Box<Children>>,
+}
+
+/// The lines of each array (by group) a sequence's children touch: `prefix[j]` those of
+/// children `0..=j` together, `suffix[j]` those of children `j..`; `tail[j]` the share of child
+/// `j`'s own lines that it touches after a point drawn uniformly from its run.
+#[derive(Clone, Debug)]
+struct Children {
+    prefix: Vec<Vec<f64>>,
+    suffix: Vec<Vec<f64>>,
+    tail: Vec<Vec<f64>>,
+    touches: Vec<Vec<bool>>,
+}
+
+impl Children {
+    /// The first and the last child that touch `group`.
+    fn users(&self, group: usize) -> Option<(usize, usize)> {
+        let first = self.touches.iter().position(|t| t[group])?;
+        let last = self.touches.iter().rposition(|t| t[group])?;
+        Some((first, last))
+    }
+
+    /// The lines of `group` touched from a point within child `last` to the end of the
+    /// sequence, and from its start to a point within child `first`.
+    fn tail_and_head(&self, group: usize, (first, last): (usize, usize)) -> (f64, f64) {
+        let suffix = |j: usize| self.suffix.get(j).map_or(0.0, |l| l[group]);
+        let prefix = |j: Option<usize>| j.map_or(0.0, |j| self.prefix[j][group]);
+        // The lines child `last` touches that no later child touches again, of which the part
+        // after the point is seen; symmetrically for the head, the part before the point.
+        let tail = suffix(last + 1) + self.tail[last][group] * (suffix(last) - suffix(last + 1));
+        let before = prefix(first.checked_sub(1));
+        let head = before + self.tail[first][group] * (prefix(Some(first)) - before);
+        (tail, head)
+    }
 }
 
 impl Foot {
@@ -289,12 +334,15 @@ impl Walk<'_> {
                     variants = self.fix(s, *position, variants);
                 }
                 let feet: Vec<Foot> = variants.iter().map(|v| self.visit(*body, v)).collect();
+                own.moves = self.moves(*position, &stmts, blocks);
                 // The loop's reuse: first touches in its iterations beyond its own, shared among
                 // the variants of the body in proportion to their first touches.
-                let mut firsts: Vec<f64> = vec![0.0; self.model.groups.len()];
+                let groups = self.model.groups.len();
+                let (mut firsts, mut execs) = (vec![0.0; groups], vec![0.0; groups]);
                 for f in &feet {
                     for a in &f.arrays {
                         firsts[a.group] += a.execs * a.lines;
+                        execs[a.group] += a.execs;
                     }
                 }
                 for f in &feet {
@@ -310,31 +358,39 @@ impl Walk<'_> {
                             mine - outer * mine / firsts[a.group]
                         })
                         .collect();
-                    let reused: Vec<(usize, f64)> = f
+                    // Per array, the share of an iteration's lines the iteration before it
+                    // touched: the reuses over the first touches of the iterations that follow
+                    // another (all but the first of every execution of the loop).
+                    let shares: Vec<(usize, f64)> = f
                         .arrays
                         .iter()
                         .zip(&events)
                         .map(|(a, e)| {
-                            let first = a.execs * a.lines;
-                            let share = if first > 0.0 { e / first } else { 0.0 };
+                            let starts = own.array(a.group).map_or(0.0, |o| o.execs);
+                            let later = a.execs * a.lines * (1.0 - starts / execs[a.group]);
+                            let share = if later > 0.0 { e / later } else { 0.0 };
                             (a.group, share.clamp(0.0, 1.0))
                         })
                         .collect();
-                    // Miss probabilities per depth of the footprint the reuse spans.
-                    let mut by_depth: Vec<Option<Vec<f64>>> = Vec::new();
+                    // Miss probabilities per depth of the footprint the reuse spans (and, in a
+                    // sequence, per children that use the array first and last).
+                    let mut by_span: HashMap<SpanKey, Vec<f64>> = HashMap::new();
                     for (a, &events) in f.arrays.iter().zip(&events) {
                         if events <= 0.0 {
                             continue;
                         }
                         let (depth, span) = last_use(f, a.group);
-                        if by_depth.len() <= depth {
-                            by_depth.resize(depth + 1, None);
-                        }
-                        if by_depth[depth].is_none() {
-                            let runs = reuse_distance(span, &reused);
-                            by_depth[depth] = Some(self.probabilities(&runs));
-                        }
-                        let probabilities = by_depth[depth].as_ref().expect("just computed");
+                        let users = span.sequence.as_ref().and_then(|s| s.users(a.group));
+                        let probabilities = by_span.entry((depth, users)).or_insert_with(|| {
+                            let carried = Carried {
+                                body: f,
+                                depth,
+                                shares: &shares,
+                                moves: &own.moves,
+                                line: self.line,
+                            };
+                            self.probabilities(&reuse_distance(&carried, span, users))
+                        });
                         for (m, p) in self.misses[a.group].iter_mut().zip(probabilities.iter()) {
                             *m += events * p;
                         }
@@ -345,11 +401,37 @@ impl Walk<'_> {
             Node::Sequence { children, .. } => {
                 let children = children.clone();
                 let feet: Vec<Foot> = children.iter().map(|&c| self.visit(c, blocks)).collect();
+                let groups = self.model.groups.len();
+                let lines_of = |f: &Foot| -> Vec<f64> {
+                    let mut lines = vec![0.0; groups];
+                    for a in &f.arrays {
+                        lines[a.group] = a.lines;
+                    }
+                    lines
+                };
+                let mut spans = Children {
+                    prefix: Vec::with_capacity(children.len()),
+                    suffix: vec![Vec::new(); children.len()],
+                    tail: feet
+                        .iter()
+                        .map(|f| (0..groups).map(|g| tail_share(f, g)).collect())
+                        .collect(),
+                    touches: feet
+                        .iter()
+                        .map(|f| (0..groups).map(|g| f.array(g).is_some()).collect())
+                        .collect(),
+                };
+                let mut suffix_stmts: Vec<usize> = Vec::new();
+                for (j, &c) in children.iter().enumerate().rev() {
+                    suffix_stmts.extend(self.model.nodes[c].stmts());
+                    spans.suffix[j] = lines_of(&self.footprint(&suffix_stmts, blocks));
+                }
                 let mut prefix_stmts: Vec<usize> = Vec::new();
                 let mut before = Foot::default();
                 for (j, &c) in children.iter().enumerate() {
                     prefix_stmts.extend(self.model.nodes[c].stmts());
                     let after = self.footprint(&prefix_stmts, blocks);
+                    spans.prefix.push(lines_of(&after));
                     for a in &feet[j].arrays {
                         let Some(b) = before.array(a.group) else {
                             continue;
@@ -376,9 +458,45 @@ impl Walk<'_> {
                     }
                     before = after;
                 }
+                own.sequence = Some(Box::new(spans));
             }
         }
         own
+    }
+
+    /// Per array the loop at `position` moves: how many bytes its box moves from one iteration
+    /// of the loop to the next and from the first to the last, in the block `blocks` (before
+    /// the loop is fixed), as the first access of the loop's statements to it moves.
+    fn moves(&self, position: usize, stmts: &[usize], blocks: &[Block]) -> Vec<(usize, f64, f64)> {
+        let mut out = Vec::new();
+        for (g, group) in self.model.groups.iter().enumerate() {
+            let pitches = pitches(&group.extents, group.elem_bytes);
+            let Some((m, (c, step, span))) = group.members.iter().find_map(|m| {
+                let b = &blocks[m.stmt];
+                if !stmts.contains(&m.stmt) || b.count <= 0.0 {
+                    return None;
+                }
+                let width = |c: usize| b.hi[c] - b.lo[c];
+                match self.model.stmts[m.stmt].roles[position] {
+                    Role::Point(c) => Some((m, (c, 1.0, width(c)))),
+                    Role::Tile { coord: c, slot } => {
+                        let t = self.sizes.get(slot).copied().unwrap_or(1).max(1) as f64;
+                        Some((m, (c, t, ((width(c) + 1.0) / t).ceil().max(1.0) * t - t)))
+                    }
+                    Role::Scalar(_) | Role::Fixed => None,
+                }
+            }) else {
+                continue;
+            };
+            let bytes: f64 = m
+                .subscripts
+                .iter()
+                .zip(&pitches)
+                .map(|((coeffs, _), pitch)| coeffs[c] * pitch)
+                .sum();
+            out.push((g, bytes * step, bytes * span));
+        }
+        out
     }
 
     /// The miss probability in each counted cache of a reuse across the lines `runs`.
@@ -580,37 +698,133 @@ fn last_use(body: &Foot, group: usize) -> (usize, &Foot) {
     (depth, at)
 }
 
-/// The lines touched between two uses of a line that a loop reuses from one iteration to the
-/// next, for a body of footprint `body` in which `reused` gives each array's share of first
-/// touches that reuse the previous iteration's lines: between the use in one iteration and the
-/// next, the tail of the first iteration and the head of the next run. An array the loop
-/// reuses counts once; so does one that changes from iteration to iteration but whose lines
-/// the body's own loop walks through (the tail sees part, the head the rest); one that changes
-/// but that every iteration of the body's loop uses (a block reused within the body) is seen
-/// whole in both, and counts twice.
-fn reuse_distance(body: &Foot, reused: &[(usize, f64)]) -> Vec<Runs> {
-    let mut runs = body.runs();
-    let Some(iteration) = &body.iteration else {
-        return runs;
+/// The share of a footprint's lines of `group` touched after a point drawn uniformly from its
+/// run (and, the same, before it). In a loop of `n` iterations each touching a share `f` of
+/// them, the point falls in one iteration: the lines that every iteration touches are seen
+/// again in the ones after it (`(n − 1)/n` of the time) or in the rest of its own; the lines
+/// the iterations walk through are seen half. A single statement's lines count half.
+fn tail_share(foot: &Foot, group: usize) -> f64 {
+    let Some(all) = foot.array(group).filter(|a| a.lines > 0.0) else {
+        return 0.0;
     };
-    for a in &body.arrays {
-        if a.lines <= 0.0 {
+    let Some((iteration, one)) = foot
+        .iteration
+        .as_ref()
+        .and_then(|i| i.array(group).map(|one| (i, one)))
+    else {
+        return 0.5;
+    };
+    let f = (one.lines / all.lines).clamp(0.0, 1.0);
+    let n = if all.execs > 0.0 {
+        (one.execs / all.execs).max(1.0)
+    } else {
+        1.0
+    };
+    f * ((n - 1.0) / n + tail_share(iteration, group) / n) + (1.0 - f) / 2.0
+}
+
+/// A reuse a loop carries from one iteration to the next: the footprint of the loop's body,
+/// how many levels below it the footprint the reuse spans lies, the share of each array's
+/// lines an iteration shares with the one before, and how the loop moves each array.
+struct Carried<'a> {
+    body: &'a Foot,
+    depth: usize,
+    shares: &'a [(usize, f64)],
+    moves: &'a [(usize, f64, f64)],
+    line: f64,
+}
+
+/// The lines touched between two uses of a line that a loop reuses from one iteration to the
+/// next, where `span` (the body, or a footprint `carried.depth` levels below it whose every
+/// execution uses all the line's array touches) is the footprint around each use: between
+/// the use in the last execution of `span` in one iteration and the first execution in the
+/// next, the tail of the first and the head of the second run.
+///
+/// An array the two executions share counts once. One that differs between them counts its
+/// lines in the tail and in the head: when `span` is a loop whose iterations walk through the
+/// array, the tail sees part and the head the rest (once in all); when every iteration of it
+/// uses the array whole, both see it whole (twice). When `span` is a sequence (`users`: the
+/// first and the last child using the reused line's array), the tail runs from within the
+/// last of them to the end and the head from the start to within the first: an array that
+/// changes is seen in the tail as far as the children from there on touch it and in the head
+/// as far as the children up to there do (a row read by one nest and written back by a later
+/// one is seen whole in the tail, and in part again in the next iteration's head).
+///
+/// The two executions share an array's lines as far as the loop's iterations share them and,
+/// below the loop, the loops between it and `span` (which go back from their last iteration to
+/// their first) leave the array in place. The lines seen again lie next to the others when the
+/// array's box moves by no more than its length (a row, then the next row), else at a set of
+/// their own.
+fn reuse_distance(carried: &Carried<'_>, span: &Foot, users: Option<(usize, usize)>) -> Vec<Runs> {
+    let mut runs: Vec<Runs> = Vec::new();
+    for a in &span.arrays {
+        let g = a.group;
+        let seen = if let Some(iteration) = &span.iteration {
+            iteration
+                .array(g)
+                .map_or(0.0, |i| (i.lines / a.lines).clamp(0.0, 1.0))
+        } else if let (Some(children), Some(users)) = (&span.sequence, users) {
+            let (tail, head) = children.tail_and_head(g, users);
+            ((tail + head) / a.lines - 1.0).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let mut share = carried
+            .shares
+            .iter()
+            .find(|(s, _)| *s == g)
+            .map_or(0.0, |(_, r)| *r);
+        // The loops between the carrying loop and the span: `shift` is how far the array's box
+        // moves from the last execution of `span` in one iteration to the first in the next.
+        let mut shift = carried
+            .moves
+            .iter()
+            .find(|(s, ..)| *s == g)
+            .map_or(0.0, |m| m.1);
+        let mut at = carried.body;
+        for _ in 0..carried.depth {
+            let (Some(outer), Some(inner)) = (at.array(g), span.array(g)) else {
+                break;
+            };
+            // A box walked over `outer / inner` of its length returns to overlap its start by
+            // what the two ends share.
+            if inner.lines > 0.0 {
+                share *= (2.0 - outer.lines / inner.lines).clamp(0.0, 1.0);
+            }
+            shift -= at.moves.iter().find(|(s, ..)| *s == g).map_or(0.0, |m| m.2);
+            let Some(next) = &at.iteration else {
+                break;
+            };
+            at = next;
+        }
+        let again = (1.0 - share) * seen;
+        if a.lines <= 0.0 || again <= 0.0 {
+            runs.extend(a.runs.iter().cloned());
             continue;
         }
-        let share = reused
-            .iter()
-            .find(|(g, _)| *g == a.group)
-            .map_or(0.0, |(_, r)| *r);
-        let throughout = iteration
-            .array(a.group)
-            .map_or(0.0, |i| (i.lines / a.lines).clamp(0.0, 1.0));
-        let again = (1.0 - share) * throughout;
-        if again > 0.0 {
-            runs.extend(a.runs.iter().map(|r| Runs {
-                count: r.count * again,
-                lines: r.lines,
-                layout: if again > 0.9 { r.layout.clone() } else { None },
-            }));
+        match a.runs.as_slice() {
+            [one]
+                if one.count <= 1.0
+                    && one.layout.as_ref().is_some_and(|(l, bytes)| {
+                        l.is_empty() && shift.abs() <= bytes + carried.line
+                    }) =>
+            {
+                let bytes = one.layout.as_ref().map_or(0.0, |(_, b)| *b);
+                let longer = bytes * (1.0 + again);
+                runs.push(Runs {
+                    count: one.count,
+                    lines: one.lines * (1.0 + again),
+                    layout: Some((Vec::new(), longer)),
+                });
+            }
+            _ => {
+                runs.extend(a.runs.iter().cloned());
+                runs.extend(a.runs.iter().map(|r| Runs {
+                    count: r.count * again,
+                    lines: r.lines,
+                    layout: if again > 0.9 { r.layout.clone() } else { None },
+                }));
+            }
         }
     }
     runs
@@ -929,11 +1143,23 @@ fn random_loads(cache: &Cache, r: &Runs) -> Vec<f64> {
     let s = cache.sets;
     let q = (r.lines / s).floor();
     let frac = r.lines / s - q;
-    let n = r.count.max(0.0).round();
-    let mut pmf = vec![0.0; k + 2];
-    pmf[0] = 1.0;
-    shift(&mut pmf, n * q);
-    add_binomial(&mut pmf, n, frac);
+    // A fractional count of runs is a run more with the fraction's probability.
+    let count = r.count.max(0.0);
+    let whole = count.floor();
+    let with = |n: f64| {
+        let mut pmf = vec![0.0; k + 2];
+        pmf[0] = 1.0;
+        shift(&mut pmf, n * q);
+        add_binomial(&mut pmf, n, frac);
+        pmf
+    };
+    let more = count - whole;
+    let mut pmf = with(whole);
+    if more > 1e-9 {
+        for (x, y) in pmf.iter_mut().zip(with(whole + 1.0)) {
+            *x = (1.0 - more) * *x + more * y;
+        }
+    }
     pmf
 }
 

@@ -15,13 +15,13 @@ use crate::schedule::pluto::{Band, BandKind, DimKind, PlutoSchedule, ScheduleDim
 
 /// Line size of the simulated caches: the arrays (16-byte aligned, rows of whole lines) start
 /// every row on a line boundary, as the model assumes of 16-byte lines.
-const LINE: u64 = 16;
+pub(super) const LINE: u64 = 16;
 
-fn it(d: usize) -> AffineExpr {
+pub(super) fn it(d: usize) -> AffineExpr {
     AffineExpr::var(Var::Iter(d))
 }
 
-fn access(a: u32, subs: Vec<AffineExpr>) -> Access {
+pub(super) fn access(a: u32, subs: Vec<AffineExpr>) -> Access {
     Access {
         array: ArrayId(a),
         subscripts: subs,
@@ -132,7 +132,7 @@ fn matmul_trace(n: u64, t: [u64; 3], base: [u64; 3]) -> Vec<u64> {
 }
 
 /// The misses of an LRU cache of `sets` sets of `ways` lines of [`LINE`] bytes on `trace`.
-fn lru_misses(trace: &[u64], sets: u64, ways: usize) -> u64 {
+pub(super) fn lru_misses(trace: &[u64], sets: u64, ways: usize) -> u64 {
     let mut content: Vec<Vec<u64>> = vec![Vec::new(); sets as usize];
     let mut misses = 0;
     for &address in trace {
@@ -174,7 +174,7 @@ fn stack_distances(trace: &[u64]) -> Vec<Option<usize>> {
         .collect()
 }
 
-fn level(sets: u64, ways: u32) -> Level {
+pub(super) fn level(sets: u64, ways: u32) -> Level {
     Level {
         name: format!("{sets} x {ways}"),
         bytes: sets * u64::from(ways) * LINE,
@@ -195,9 +195,9 @@ fn tiled_matmul(n: i64) -> Model {
 /// Placements of the three arrays the simulation averages over: the model takes different
 /// arrays to lie at independent random sets, so the simulated misses are the mean over
 /// placements whose relative offsets (in lines, modulo any cache's sets) vary.
-const PLACEMENTS: u64 = 16;
+pub(super) const PLACEMENTS: u64 = 16;
 
-fn bases(k: u64) -> [u64; 3] {
+pub(super) fn bases(k: u64) -> [u64; 3] {
     // A fixed pseudo-random sequence of line offsets below 4096 lines.
     let mut x = k.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     [0, 1, 2].map(|a| {

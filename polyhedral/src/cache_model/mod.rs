@@ -22,6 +22,8 @@
 
 mod eval;
 #[cfg(test)]
+mod lru_sequence_tests;
+#[cfg(test)]
 mod lru_tests;
 mod nest;
 mod report;

@@ -15,7 +15,7 @@
 //! blocks of the tile's rows and columns, the members between inside them. The coarse grid is searched
 //! exhaustively when it has at most [`EXHAUSTIVE`] points, otherwise one member at a time
 //! until no member improves, from the best uniform size and from the capacity rule's sizes;
-//! then the best candidate is refined with
+//! then the best candidate and the capacity rule's sizes are refined with
 //! finer steps ([`FINE_STEPS`]) until no neighbour is cheaper. Between candidates of equal cost
 //! the larger tile wins (fewer loop iterations around it). The capacity rule's sizes
 //! ([`crate::schedule::tile_size`], the register tile's limit applied) stay unless the best candidate beats them by
@@ -212,7 +212,10 @@ pub fn search_band(
     } else {
         search.descend(&grid, &rule);
     }
-    search.refine();
+    // The misses of a register-tiled band change by steps with the register tile's shape, so
+    // the sizes around the rule's can beat those around the coarse grid's best.
+    search.refine(search.best_sizes());
+    search.refine(rule.clone());
     let incumbent = predict_with(&model, &rule, &levels, &mut search.memo);
     let incumbent = Candidate {
         cost: incumbent.cost(&levels),
@@ -394,25 +397,31 @@ impl Search<'_> {
         }
     }
 
-    /// Hill climbing from the best candidate with finer steps.
-    fn refine(&mut self) {
+    /// Hill climbing with finer steps from `start`.
+    fn refine(&mut self, start: Vec<i64>) {
+        let mut at = start;
+        let mut cost = self.try_sizes(&at);
         for step in FINE_STEPS {
             for _ in 0..16 {
-                let start = self.best_sizes();
-                for k in 0..start.len() {
+                let before = at.clone();
+                for k in 0..before.len() {
                     let limit = self.limits[k];
                     let step = step.max(limit.multiple);
-                    for t in [start[k] - step, start[k] + step] {
+                    for t in [before[k] - step, before[k] + step] {
                         let t = (t / step) * step;
                         if !limit.allows(t) {
                             continue;
                         }
-                        let mut sizes = start.clone();
+                        let mut sizes = before.clone();
                         sizes[k] = t;
-                        self.try_sizes(&sizes);
+                        let c = self.try_sizes(&sizes);
+                        if c < cost {
+                            cost = c;
+                            at = sizes;
+                        }
                     }
                 }
-                if self.best_sizes() == start {
+                if at == before {
                     break;
                 }
             }
