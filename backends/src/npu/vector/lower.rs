@@ -309,9 +309,23 @@ fn write_col(at: At) -> i64 {
     }
 }
 
+/// An array read at a column shift, and the span of rows the stage reads of it.
+type ShiftedRows = ((ArrayId, i64), (i64, i64));
+
 impl Lowering<'_> {
     /// A new buffer named after `what`; a name already taken (an array read both as per-row
     /// and as per-column vectors) gets a numbered suffix.
+    /// A copy of the rows `rows` of `array` from column `col` on into `buf` from its first row.
+    fn load_rows(&mut self, array: ArrayId, buf: usize, rows: (i64, i64), col: i64) {
+        self.out.loads.push(Transfer {
+            array,
+            buf,
+            buf_row: 0,
+            rows,
+            col,
+        });
+    }
+
     fn buffer(&mut self, what: &str, form: Form, rows: (i64, i64), double: bool) -> usize {
         let base = format!("{}{what}", self.prefix);
         let taken = |name: &str| self.out.buffers.iter().any(|b| b.name == name);
@@ -355,10 +369,10 @@ impl Lowering<'_> {
         let stage = self.stage;
         let program = self.program;
         // Hulls of the rows each (array, pattern) is read at.
-        let mut tiles: Vec<((ArrayId, i64), (i64, i64))> = Vec::new();
+        let mut tiles: Vec<ShiftedRows> = Vec::new();
         let mut rows: Vec<(ArrayId, (i64, i64))> = Vec::new();
         let mut cols: Vec<(ArrayId, i64)> = Vec::new();
-        let mut transposed: Vec<((ArrayId, i64), (i64, i64))> = Vec::new();
+        let mut transposed: Vec<ShiftedRows> = Vec::new();
         let hull = |x: (i64, i64), y: (i64, i64)| (x.0.min(y.0), x.1.max(y.1));
         for (k, s) in stage.stmts.iter().enumerate() {
             let (lo, hi) = stage.need[k];
@@ -408,13 +422,7 @@ impl Lowering<'_> {
             self.check_cols(a, c0 + col)?;
             let name = format!("{}{}", program.array(a).name, shift_name(col));
             let buf = self.buffer(&name, Form::Full, span, double);
-            self.out.loads.push(Transfer {
-                array: a,
-                buf,
-                buf_row: 0,
-                rows: span,
-                col: c0 + col,
-            });
+            self.load_rows(a, buf, span, c0 + col);
             tile_bufs.push(buf);
         }
         let mut transposed_bufs = Vec::new();
@@ -423,13 +431,7 @@ impl Lowering<'_> {
             let name = format!("{}_t{}", program.array(a).name, shift_name(col));
             let gathered = self.buffer(&format!("{name}_in"), Form::Gather, span, double);
             let buf = self.buffer(&name, Form::Full, span, false);
-            self.out.loads.push(Transfer {
-                array: a,
-                buf: gathered,
-                buf_row: 0,
-                rows: span,
-                col: c0 + col,
-            });
+            self.load_rows(a, gathered, span, c0 + col);
             self.out.ops.push(VOp::Pack {
                 dst: Opnd { buf, row: 0 },
                 src: Opnd {
@@ -446,13 +448,7 @@ impl Lowering<'_> {
             let name = program.array(a).name.clone();
             let compact = self.buffer(&format!("{name}_in"), Form::Compact, span, double);
             let blocks = self.buffer(&name, Form::Block, span, false);
-            self.out.loads.push(Transfer {
-                array: a,
-                buf: compact,
-                buf_row: 0,
-                rows: span,
-                col: 0,
-            });
+            self.load_rows(a, compact, span, 0);
             self.out.ops.push(VOp::Broadcast {
                 dst: Opnd {
                     buf: blocks,
@@ -489,6 +485,9 @@ impl Lowering<'_> {
                     vals.push(None);
                     continue;
                 }
+                let shifted = |list: &[ShiftedRows], key: (ArrayId, i64)| {
+                    list.iter().position(|(k, _)| *k == key).unwrap_or(0)
+                };
                 let at = |buf: usize, span: (i64, i64)| Val::Buf {
                     at: Opnd {
                         buf,
@@ -498,17 +497,11 @@ impl Lowering<'_> {
                 };
                 vals.push(Some(match r.at {
                     At::Tile { col, .. } => {
-                        let i = tiles
-                            .iter()
-                            .position(|(key, _)| *key == (r.array, col))
-                            .unwrap_or(0);
+                        let i = shifted(&tiles, (r.array, col));
                         at(tile_bufs[i], tiles[i].1)
                     }
                     At::Transposed { col, .. } => {
-                        let i = transposed
-                            .iter()
-                            .position(|(key, _)| *key == (r.array, col))
-                            .unwrap_or(0);
+                        let i = shifted(&transposed, (r.array, col));
                         at(transposed_bufs[i], transposed[i].1)
                     }
                     At::Row { .. } => {
