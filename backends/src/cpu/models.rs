@@ -73,7 +73,11 @@ impl CpuModel {
 
     /// Whether the machine polyfuse runs on has every feature the model's vectors need.
     pub fn runs_natively(&self) -> bool {
-        let flags = host_flags();
+        self.runs_with(&host_flags())
+    }
+
+    /// Whether a CPU with the feature flags `flags` has every feature the model's vectors need.
+    fn runs_with(&self, flags: &[String]) -> bool {
         self.features.iter().all(|f| flags.iter().any(|h| h == f))
     }
 
@@ -84,7 +88,7 @@ impl CpuModel {
             .iter()
             .rev()
             .copied()
-            .find(|m| m.features.iter().all(|f| flags.iter().any(|h| h == f)))
+            .find(|m| m.runs_with(&flags))
             .unwrap_or_default()
     }
 }
