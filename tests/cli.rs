@@ -629,6 +629,27 @@ fn the_accelerator_compiles_runs_and_refuses_with_one_line() {
     let e = stderr(&o);
     assert!(e.contains("not supported on npu: f64"), "{e}");
     assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+
+    // A group over three dimensions whose body uses an inner iterator's value is not
+    // flattened to rows and columns for the Vector unit: refused, not miscompiled.
+    let k = source(
+        "inner_iterator_value.pf",
+        "kernel k<N = 3, M = 4>(A: f32[N, N]) -> (O: f32[M, N, M]) {\n\
+         \x20   O(i, j, k) = f32(k) where i in 0:M, j in 0:N, k in 0:M;\n\
+         \x20   T2(i, j) +=! A(k, j) where i in 0:M;\n}\n",
+    );
+    let o = polyfuse(&[
+        "run",
+        k.to_str().unwrap(),
+        "--target",
+        "npu",
+        "--fuse",
+        "nofuse",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(e.contains("not supported on npu yet"), "{e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "{e}");
 }
 
 #[test]

@@ -362,7 +362,18 @@ impl Writer<'_> {
                         .collect();
                     let ctx = BodyContext::Statement { args: &args, reads };
                     let value = self.vector_expr(*stmt, s.body, operands, ty, &ctx);
-                    let _ = writeln!(out, "{inner}{} = {value};", acc(r, v));
+                    if self.vector_shape(*stmt, s.body, operands, ty) == Some(true) {
+                        let _ = writeln!(out, "{inner}{} = {value};", acc(r, v));
+                    } else {
+                        // A value the same for every column: broadcast to all lanes.
+                        let splat = vec!["pf_s"; lanes as usize].join(", ");
+                        let scalar = super::body::value_type(ty);
+                        let _ = writeln!(
+                            out,
+                            "{inner}{{ const {scalar} pf_s = {value}; {} = ({vec_ty}){{{splat}}}; }}",
+                            acc(r, v)
+                        );
+                    }
                 }
             }
         }

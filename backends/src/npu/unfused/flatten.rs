@@ -2,7 +2,8 @@
 //! Vector unit's form ([`crate::npu::vector`]), for the groups the unfused lowering cuts out
 //! of a Cube kernel's epilogue (conv → BN → ReLU over `[channel, y, x]`).
 //!
-//! A group is flattened when its statements are element-wise (no reduction) over the same
+//! A group is flattened when its statements are element-wise (no reduction, no inner
+//! iterator used as a value) over the same
 //! depth `d ≥ 3`, every inner iterator `1..d` runs over a whole box `0..n_k`, and every array
 //! is read or written either at exactly `[i0, i1, …]` with extents `[E, n_1, …]` (row-major, so
 //! `[i0, i1 · n_2 ·… + …]` is the same element of the array seen as `[E, n_1 · n_2 ·…]`) or
@@ -11,7 +12,7 @@
 //! arrays keep their bytes, so the GM tensors other kernels declare with the original shape
 //! are the same tensors.
 
-use polyhedral::program::{Access, AffineExpr, Constraint, ConstraintKind, Var};
+use polyhedral::program::{Access, AffineExpr, Constraint, ConstraintKind, Expr, ExprId, Var};
 use polyhedral::Program;
 
 /// `program` over `[i0, c]`, or `None` when it is not of the form above.
@@ -27,6 +28,13 @@ pub(super) fn flatten(program: &Program) -> Option<Program> {
     let mut whole: Vec<Option<bool>> = vec![None; program.arrays.len()];
     for s in &program.statements {
         if s.depth() != d || s.reduction.is_some() {
+            return None;
+        }
+        // The value of an inner iterator is not a function of the flattened column alone
+        // without a division: such bodies are not flattened.
+        let inner_value =
+            (0..s.exprs.len()).any(|e| matches!(s.exprs[ExprId(e as u32)], Expr::Iter(k) if k > 0));
+        if inner_value {
             return None;
         }
         let extents = box_extents(&s.domain, d, &params)?;
