@@ -8,7 +8,9 @@
 //!   sizes the cache model's search finds cheapest ([`crate::cache_model::search_band`]),
 //!   when they beat the capacity rule's below by a clear margin;
 //! - **caches without it**, or a schedule the model does not cover: with two or more caches,
-//!   the cache rule of [`hierarchy_sizes`]; with one, the uniform rule on it;
+//!   the cache rule of [`hierarchy_sizes`] (for a time-skewed band whose blocks move too far
+//!   from one time step to the next, the densest tile that fits the second cache,
+//!   [`skewed_sizes`]); with one, the uniform rule on it;
 //! - **workgroups** (a GPU): the largest uniform power of two for which the band's parallel
 //!   members fit the workgroup's invocation limits (in all and per dimension), the tile's
 //!   footprint fits the workgroup memory and, where the machine caps the loop iterations of
@@ -22,7 +24,7 @@
 
 use crate::cache_model::{search_band, PARALLEL_TILE};
 use crate::deps::Dependences;
-use crate::program::{AffineExpr, ConstraintKind, Program, StmtId};
+use crate::program::{AffineExpr, ConstraintKind, Program, StmtId, Var};
 use crate::sets::{Map, Set, Tuple};
 use crate::target::TargetDescription;
 
@@ -156,7 +158,9 @@ fn uniform_sizes(
 /// member gets the largest power of two up to 256 for which the whole tile fits `l2` bytes,
 /// which amortises bringing that block into the closest cache; when the outermost member is
 /// parallel, at most [`PARALLEL_TILE`], so that threads get equal shares of it. When not even
-/// middle tiles of 2 fit `l1`, the band gets the uniform rule instead.
+/// middle tiles of 2 fit `l1`, the band gets the uniform rule instead. Where the outermost
+/// member skews the middle ones and the L1 block would keep less than [`MIN_KEPT`] of its data
+/// from one step of it to the next, the sizes come from [`skewed_sizes`].
 fn hierarchy_sizes(
     program: &Program,
     schedule: &PlutoSchedule,
@@ -169,6 +173,13 @@ fn hierarchy_sizes(
     let n = band.len;
     let outer = (0..n).find(|&k| k != v).unwrap_or(0);
     let middle: Vec<usize> = (0..n).filter(|&k| k != v && k != outer).collect();
+    // A parallel outermost member is shared among threads tile by tile: keep its tiles small
+    // enough that a loop of a few hundred iterations splits evenly.
+    let cap = if schedule.dims[band.start + outer].coincident {
+        PARALLEL_TILE
+    } else {
+        TILE_SIZES[0]
+    };
     let mut sizes = vec![1i64; n];
     sizes[v] = vector.max(1);
     let mut t_mid = None;
@@ -181,6 +192,27 @@ fn hierarchy_sizes(
             break;
         }
     }
+    // Where the outermost member skews the middle ones, their block moves at every step of
+    // it: the L1 rule pays only while consecutive blocks share most of their data.
+    let skews = middle_skews(program, schedule, band, outer, &middle);
+    let kept = |t: i64| -> f64 {
+        skews
+            .iter()
+            .map(|&s| (t - s).max(0) as f64 / t as f64)
+            .product()
+    };
+    if skews.iter().any(|&s| s > 0) && t_mid.is_none_or(|t| kept(t) < MIN_KEPT) {
+        let shape = SkewedShape {
+            v,
+            outer,
+            middle: &middle,
+            vector,
+            cap,
+        };
+        if let Some(sizes) = skewed_sizes(program, schedule, band, &shape, l2)? {
+            return Ok(sizes);
+        }
+    }
     // Not even the smallest middle block fits the L1 cache: there is no reuse there for
     // long vector tiles to exploit.
     let Some(t_mid) = t_mid else {
@@ -189,13 +221,6 @@ fn hierarchy_sizes(
     for &k in &middle {
         sizes[k] = t_mid;
     }
-    // A parallel outermost member is shared among threads tile by tile: keep its tiles small
-    // enough that a loop of a few hundred iterations splits evenly.
-    let cap = if schedule.dims[band.start + outer].coincident {
-        PARALLEL_TILE
-    } else {
-        TILE_SIZES[0]
-    };
     for t in TILE_SIZES.into_iter().filter(|&t| t <= cap) {
         sizes[outer] = t;
         if footprint(program, schedule, band, &sizes)? <= l2 {
@@ -204,6 +229,160 @@ fn hierarchy_sizes(
     }
     sizes[outer] = 1;
     Ok(sizes)
+}
+
+/// The members of a band [`skewed_sizes`] sizes: the one that runs innermost and vectorized
+/// (`v`, `vector` iterations), the outermost one (at most `cap`) and those between.
+struct SkewedShape<'a> {
+    v: usize,
+    outer: usize,
+    middle: &'a [usize],
+    vector: i64,
+    cap: i64,
+}
+
+/// How far one step of the outermost member `outer` of `band` moves the block of each of
+/// `members` along it, the most over the statements: the coefficient of an iterator of the
+/// outermost member's loop function in the member's, over its coefficient there (2 for
+/// `2t + i` under `t`; 0 where the member does not use those iterators).
+fn middle_skews(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    outer: usize,
+    members: &[usize],
+) -> Vec<i64> {
+    members
+        .iter()
+        .map(|&k| {
+            (0..program.statements.len())
+                .filter_map(|si| {
+                    let phi = |k: usize| schedule.dims[band.start + k].exprs[si].as_affine();
+                    let (o, m) = (phi(outer)?, phi(k)?);
+                    o.terms()
+                        .iter()
+                        .filter(|(x, _)| matches!(x, Var::Iter(_)))
+                        .map(|&(x, c)| {
+                            let c = c.abs();
+                            (m.coeff(x).abs() + c - 1) / c
+                        })
+                        .max()
+                })
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// The least share of its data a middle block must keep from one step of the outermost
+/// member to the next for the L1 rule of [`hierarchy_sizes`] to hold in a skewed band.
+const MIN_KEPT: f64 = 0.5;
+
+/// Tile sizes for a band whose outermost member skews the members inside it (see
+/// [`skewed_by`]). There, one iteration of the outermost member reuses the block of the
+/// previous one only where the two overlap: the block moves by the skew at every step, and a
+/// middle block the size of the skew (the L1 rule of [`hierarchy_sizes`]: 2 × 2 columns for
+/// a three-dimensional stencil) shares only its halo with the next. The reuse that remains
+/// is the tile's over its whole extent along the outermost member: its footprint comes from
+/// the next level once and serves all its instances. So the outermost and the middle members
+/// (uniform) get the sizes with the most instances per byte of footprint among those whose
+/// footprint fits `l2` bytes, the larger tile between equals; the member `v` gets `vector`
+/// iterations as in [`hierarchy_sizes`]. `None` when no candidate fits.
+fn skewed_sizes(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    shape: &SkewedShape,
+    l2: u64,
+) -> Result<Option<Vec<i64>>, Error> {
+    let mut sizes = vec![1i64; band.len];
+    sizes[shape.v] = shape.vector.max(1);
+    // (instances per byte, instances, sizes)
+    let mut best: Option<(f64, f64, Vec<i64>)> = None;
+    // Footprints grow with every size: from the smallest sizes up, each row of the search
+    // ends at its first size that does not fit, and the search at a row whose first does not.
+    for t_mid in TILE_SIZES.into_iter().rev() {
+        for &k in shape.middle {
+            sizes[k] = t_mid;
+        }
+        let mut fitted = false;
+        for t_out in TILE_SIZES.into_iter().rev().filter(|&t| t <= shape.cap) {
+            sizes[shape.outer] = t_out;
+            let bytes = footprint(program, schedule, band, &sizes)?;
+            if bytes > l2 {
+                break;
+            }
+            fitted = true;
+            let instances = tile_instances(program, schedule, band, shape.outer, &sizes)?;
+            let density = instances / bytes.max(1) as f64;
+            let better = match &best {
+                None => true,
+                Some((d, i, _)) => density > *d || (density == *d && instances > *i),
+            };
+            if better {
+                best = Some((density, instances, sizes.clone()));
+            }
+        }
+        if !fitted {
+            break;
+        }
+    }
+    Ok(best.map(|(_, _, s)| s))
+}
+
+/// Statement instances in one interior tile of `band` with `sizes`, estimated from the
+/// bounding box of each statement's domain, the largest over the statements: along member
+/// `k` the tile holds at most `sizes[k]` values of the member's loop function, and at most as
+/// many as the function takes while the outermost member `outer` stays fixed (over the
+/// iterators that member's function does not use; the outermost member itself over all).
+fn tile_instances(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    outer: usize,
+    sizes: &[i64],
+) -> Result<f64, Error> {
+    let values = program.param_values();
+    let mut largest: f64 = 0.0;
+    for (si, s) in program.statements.iter().enumerate() {
+        let domain = statement_domain(program, si)?;
+        let mut spans = Vec::with_capacity(s.depth());
+        for k in 0..s.depth() {
+            match domain.dim_range(k)? {
+                Some(r) => match (r.min, r.max) {
+                    (Some(lo), Some(hi)) => spans.push((hi - lo).max(0)),
+                    _ => return Err(Error::Sets(crate::sets::Error::Unbounded)),
+                },
+                // An empty domain: no instances.
+                None => spans.push(-1),
+            }
+        }
+        if spans.contains(&-1) {
+            continue;
+        }
+        let phi = |k: usize| {
+            schedule.dims[band.start + k].exprs[si]
+                .as_affine()
+                .map(|e| e.bind_params(&values))
+        };
+        let Some(o) = phi(outer) else {
+            continue;
+        };
+        let mut count = 1.0;
+        for (k, &t) in sizes.iter().enumerate() {
+            let Some(m) = phi(k) else {
+                continue;
+            };
+            let values_taken = 1
+                + (0..s.depth())
+                    .filter(|&j| k == outer || o.coeff(Var::Iter(j)) == 0)
+                    .map(|j| m.coeff(Var::Iter(j)).abs() * spans[j])
+                    .sum::<i64>();
+            count *= t.min(values_taken) as f64;
+        }
+        largest = largest.max(count);
+    }
+    Ok(largest)
 }
 
 /// Inclusive bounds per array dimension.
