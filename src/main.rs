@@ -204,6 +204,10 @@ struct OptimizeArgs {
     /// npu: compute f64 arithmetic in f32 (compared with f32 tolerance).
     #[arg(long)]
     npu_f32: bool,
+    /// npu: use at most N of the machine's cores (default: all); the kernel's blocks are
+    /// spread over those, fused or not, and `run` simulates it on them.
+    #[arg(long, value_name = "N", value_parser = parse_npu_cores)]
+    npu_cores: Option<usize>,
 }
 
 impl OptimizeArgs {
@@ -241,6 +245,7 @@ impl OptimizeArgs {
             adapter: self.adapter.clone(),
             no_double_buffer: self.no_double_buffer,
             f64_as_f32: self.npu_f32 || self.gpu_f32,
+            npu_cores: self.npu_cores,
             unfused: self.fuse == FuseArg::Nofuse,
             ..TargetOptions::default()
         }
@@ -295,6 +300,17 @@ fn parse_tile(text: &str) -> Result<i64, String> {
         Ok(t) if t >= 1 => Ok(t),
         _ => Err(format!(
             "tile sizes must be positive integers, found `{text}`"
+        )),
+    }
+}
+
+/// A number of the accelerator's cores: 1 to the machine's.
+fn parse_npu_cores(text: &str) -> Result<usize, String> {
+    let cores = backends::npu::NpuTarget::default().cores();
+    match text.trim().parse::<u64>() {
+        Ok(n) if (1..=cores).contains(&n) => Ok(n as usize),
+        _ => Err(format!(
+            "the machine has {cores} cores: N must be 1 to {cores}, found `{text}`"
         )),
     }
 }

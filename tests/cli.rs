@@ -652,6 +652,55 @@ fn the_accelerator_compiles_runs_and_refuses_with_one_line() {
     assert_eq!(e.trim_end().lines().count(), 1, "{e}");
 }
 
+/// `--npu-cores N` caps the cores a kernel uses, fused or not: a value outside the machine's
+/// cores is a one-line error; a capped run matches the interpreter on fewer blocks.
+#[test]
+fn the_accelerator_runs_on_fewer_cores_when_asked() {
+    for bad in ["0", "33", "x"] {
+        let err = refused_in_one_line(&[
+            "run",
+            "kernels/conv2d_relu.pf",
+            "--target",
+            "npu",
+            "--npu-cores",
+            bad,
+        ]);
+        assert!(err.contains("--npu-cores"), "{err}");
+    }
+    let blocks = |cores: Option<&str>, fuse: &str| {
+        let mut args = vec![
+            "run",
+            "kernels/conv2d_relu.pf",
+            "--target",
+            "npu",
+            "--json",
+            "--fuse",
+            fuse,
+        ];
+        if let Some(n) = cores {
+            args.extend(["--npu-cores", n]);
+        }
+        let o = polyfuse(&args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        assert_eq!(doc["matches_interp"], true, "{args:?}");
+        let sim = &doc["simulator"];
+        (
+            sim["blocks"].as_u64().unwrap(),
+            sim["cores_used"].as_u64().unwrap(),
+        )
+    };
+    for fuse in ["post-tiling", "nofuse"] {
+        let (all, all_cores) = blocks(None, fuse);
+        let (few, few_cores) = blocks(Some("4"), fuse);
+        assert!(few < all, "{fuse}: {few} blocks on 4 cores, {all} on all");
+        assert!(
+            few_cores <= 4 && few_cores < all_cores,
+            "{fuse}: {few_cores} cores"
+        );
+    }
+}
+
 #[test]
 fn the_vector_unit_runs_kernels_without_a_contraction() {
     for args in [

@@ -59,6 +59,8 @@ pub struct TargetOptions {
     pub no_double_buffer: bool,
     /// GPU and accelerator: compute f64 arithmetic in f32.
     pub f64_as_f32: bool,
+    /// Accelerator: the most cores a kernel may use (`None`: every core of the machine).
+    pub npu_cores: Option<usize>,
     /// Accelerator: record the pipes' timeline (written by `run --timeline`).
     pub timeline: bool,
     /// Whether a long interpreter run may show a progress line (on a terminal only).

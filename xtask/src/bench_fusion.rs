@@ -58,6 +58,11 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
     if readme {
         crate::readme::write_section("fusion-npu", &npu)?;
     }
+    println!("conv2d_bn_relu on the accelerator over the cores it may use");
+    let cores = crate::bench_fusion_npu::cores_table(&polyfuse, &root)?;
+    if readme {
+        crate::readme::write_section("fusion-npu-cores", &cores)?;
+    }
     if npu_only {
         return Ok(());
     }
@@ -223,7 +228,7 @@ fn gpu_adapter(polyfuse: &Path, root: &Path) -> Result<String, String> {
 
 /// One GPU run, checked against the interpreter: its time and its number of dispatches.
 fn gpu_run(polyfuse: &Path, kernel: &Path, fuse: &str) -> Result<(f64, u64), String> {
-    let json = checked_run(polyfuse, kernel, ("gpu", "--gpu-f32", "the GPU"), fuse)?;
+    let json = checked_run(polyfuse, kernel, ("gpu", "--gpu-f32", "the GPU"), fuse, &[])?;
     let number = |name: &str| {
         json_field(&json, name)
             .and_then(|v| v.parse::<f64>().ok())
@@ -475,18 +480,21 @@ fn eval(expr: &str, params: &[(String, i64)]) -> Option<i64> {
 }
 
 /// `polyfuse run kernel --json` on `target` (its name, the flag computing f64 in f32, and how
-/// messages name it) under `fuse`: the JSON, once it says the outputs match the interpreter.
+/// messages name it) under `fuse`, with `extra` options: the JSON, once it says the outputs
+/// match the interpreter.
 pub(crate) fn checked_run(
     polyfuse: &Path,
     kernel: &Path,
     (target, f32_flag, named): (&str, &str, &str),
     fuse: &str,
+    extra: &[String],
 ) -> Result<String, String> {
     let json = output(
         Command::new(polyfuse)
             .arg("run")
             .arg(kernel)
-            .args(["--target", target, f32_flag, "--json", "--fuse", fuse]),
+            .args(["--target", target, f32_flag, "--json", "--fuse", fuse])
+            .args(extra),
     )?;
     if json_field(&json, "matches_interp").as_deref() != Some("true") {
         return Err(format!(

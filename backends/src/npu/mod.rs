@@ -89,6 +89,25 @@ impl NpuTarget {
         self.machine.cores as u64
     }
 
+    /// The machine with only its first `cores` cores (`None`: all of them): every lowering
+    /// spreads its blocks over those, and the simulator runs them there.
+    pub fn with_cores(&self, cores: Option<usize>) -> Result<NpuTarget, Error> {
+        let Some(n) = cores else {
+            return Ok(self.clone());
+        };
+        let machine_cores = self.machine.cores as usize;
+        if n == 0 || n > machine_cores {
+            return Err(Error::Cores {
+                asked: n,
+                machine: machine_cores,
+            });
+        }
+        let mut machine = self.machine.clone();
+        // At most the machine's cores, which are a u32.
+        machine.cores = n as u32;
+        Ok(NpuTarget { machine })
+    }
+
     /// Bytes per cycle of a copy path.
     pub fn bandwidth(&self, path: CopyPath) -> u64 {
         self.machine.path(path).bandwidth.max(1)
@@ -191,6 +210,9 @@ pub enum Error {
     /// No tile sizes fit the on-chip memories.
     #[error("`{kernel}` does not fit the on-chip memories: no tiling fits ({why})")]
     NoTiling { kernel: String, why: String },
+    /// More cores asked for than the machine has.
+    #[error("`--npu-cores {asked}`: the machine has {machine} cores (1 to {machine})")]
+    Cores { asked: usize, machine: usize },
     /// The simulator rejected the program (a bug in the lowering) or stopped on it.
     #[error("the simulator stopped: {0}")]
     Simulator(String),
@@ -337,6 +359,13 @@ impl Npu {
         }
     }
 
+    /// The machine the options ask for: the default one, on at most `--npu-cores` cores.
+    fn target(program: &Program, options: &TargetOptions) -> Result<NpuTarget, table::Error> {
+        NpuTarget::default()
+            .with_cores(options.npu_cores)
+            .map_err(|e| Npu::error(program, e))
+    }
+
     fn error(program: &Program, source: Error) -> table::Error {
         table::Error::Npu {
             kernel: program.name.clone(),
@@ -359,7 +388,13 @@ impl Target for Npu {
     }
 
     fn description(&self, options: &TargetOptions) -> Option<TargetDescription> {
-        Some(NpuTarget::default().description(options.f64_as_f32))
+        let target = NpuTarget::default();
+        Some(
+            target
+                .with_cores(options.npu_cores)
+                .unwrap_or(target)
+                .description(options.f64_as_f32),
+        )
     }
 
     /// The lowering reads the kernel's statements and access relations directly (its own
@@ -370,12 +405,9 @@ impl Target for Npu {
         _compiled: &Compiled,
         options: &TargetOptions,
     ) -> Result<String, table::Error> {
-        compile(
-            source.program,
-            &NpuTarget::default(),
-            &Npu::options(options),
-        )
-        .map_err(|e| Npu::error(source.program, e))
+        let target = Npu::target(source.program, options)?;
+        compile(source.program, &target, &Npu::options(options))
+            .map_err(|e| Npu::error(source.program, e))
     }
 
     fn run(
@@ -385,9 +417,10 @@ impl Target for Npu {
         options: &TargetOptions,
         seed: u64,
     ) -> Result<RunOutput, table::Error> {
+        let target = Npu::target(program, options)?;
         let checked = check(
             program,
-            &NpuTarget::default(),
+            &target,
             &Npu::options(options),
             seed,
             options.timeline,
@@ -398,8 +431,8 @@ impl Target for Npu {
         let mut text = checked.to_text(program);
         if function::applies(program) {
             let program = &function::narrowed(program, &Npu::options(options));
-            let (lanes, width) = lane_stats(program, &NpuTarget::default(), seed)
-                .map_err(|e| Npu::error(program, e))?;
+            let (lanes, width) =
+                lane_stats(program, &target, seed).map_err(|e| Npu::error(program, e))?;
             let loops = if lanes.masked_loop_iterations == 0 {
                 "no divergent loop".to_string()
             } else {
@@ -436,6 +469,7 @@ impl Target for Npu {
     }
 
     fn supports(&self, program: &Program, options: &TargetOptions) -> Result<(), table::Error> {
+        Npu::target(program, options)?;
         supported(program, &Npu::options(options)).map_err(|e| Npu::error(program, e))
     }
 }

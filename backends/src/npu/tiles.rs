@@ -345,7 +345,7 @@ pub fn ranked(
         let l = t.last();
         (
             !efficient(target, t, shape),
-            cost(target, shape, t),
+            cost(t),
             u64::MAX - l.tm * l.tn * l.tk,
         )
     };
@@ -354,29 +354,12 @@ pub fn ranked(
     Ok(all)
 }
 
-/// What a tiling costs: its estimated cycles; for a convolution that slides its window over a
-/// block's output rows (`conv_rows`), plus the cycles its GM reads hold the GM bandwidth that
-/// every core shares. There the rows a block takes decide how many times the weights and the
-/// halo rows cross GM — each block reads all the weights and `kh − 1` rows again — so the
-/// split with the most blocks, often the fastest by a little, reads the most: conv2d_bn_relu
-/// on 28 blocks reads 64% more than on 14 for 16% fewer cycles. Charging the traffic at the
-/// machine's shared bandwidth chooses the split whose saved cycles outweigh the bandwidth its
-/// extra reads take from everything running beside it. The matrix products keep the estimate
-/// alone: for them the same charge trades many more cycles for less traffic (fewer blocks
-/// each streaming longer panels).
-fn cost(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
-    t.estimate + traffic_charge(target, shape, t)
-}
-
-/// What [`cost`] adds to a tiling's cycles for its GM reads (nothing outside convolutions
-/// that slide their window).
-pub(crate) fn traffic_charge(target: &NpuTarget, shape: &Shape, t: &Tiles) -> u64 {
-    let slides = shape.stages.iter().any(|s| s.slide.is_some());
-    if slides {
-        t.gm_bytes / target.machine.gm_bandwidth.max(1)
-    } else {
-        0
-    }
+/// What a tiling costs: its estimated cycles. A convolution that slides its window over a
+/// block's output rows reads all the weights and `kh − 1` halo rows again in every block, so
+/// more blocks read more GM; the fastest split is chosen all the same (`--npu-cores` caps the
+/// blocks where the traffic matters more than the cycles).
+fn cost(t: &Tiles) -> u64 {
+    t.estimate
 }
 
 /// The share of the cores' time the Cube must be busy for a tiling to count as efficient.

@@ -4,14 +4,13 @@
 //! charges every copy a share of the GM bandwidth as if all blocks copied at once; on small
 //! kernels, where those matter most, it can rank a faster tiling below a slower one. For a
 //! kernel of at most [`TUNE_MACS`] multiply-adds the best-estimated few tilings are each
-//! written out and simulated on deterministic inputs, and the one of least cost is kept — its
-//! simulated cycles plus the charge the ranking adds for GM traffic ([`traffic_charge`]) —
-//! (the best-ranked one among equals, and whenever a candidate fails to simulate).
+//! written out and simulated on deterministic inputs, and the one of fewest simulated cycles
+//! is kept (the best-ranked one among equals, and whenever a candidate fails to simulate).
 //! Simulating such a kernel costs about as much as compiling it.
 
 use sim::SimOptions;
 
-use super::tiles::{traffic_charge, Shape, Tiles};
+use super::tiles::{Shape, Tiles};
 use super::{NpuTarget, FRACTAL};
 
 /// The most multiply-adds of a kernel whose tiling is chosen on the simulator.
@@ -51,10 +50,8 @@ pub(crate) fn fastest(
             }
             continue;
         };
-        // The same cost the ranking used, with simulated cycles for estimated ones.
-        let cost = cycles + traffic_charge(target, shape, t);
-        if best.is_none_or(|(c, _)| cost < c) {
-            best = Some((cost, i));
+        if best.is_none_or(|(c, _)| cycles < c) {
+            best = Some((cycles, i));
         }
     }
     ranked.swap_remove(best.map_or(0, |(_, i)| i))
