@@ -66,6 +66,9 @@ use crate::target::{MemoryKind, TargetDescription, Tlb};
 /// Bytes of a cache line, where the description does not give one.
 const LINE_BYTES: i64 = 64;
 
+/// The largest buffer the back end packs an array into; a larger box stays unpacked.
+pub const MAX_PACKED_BYTES: i64 = 1 << 20;
+
 /// What a pack mark says: the array, the layout of its buffer (`layout[k]` is the array
 /// dimension stored as the buffer's dimension `k`), whether the loops above that may run in
 /// parallel each own the part of the array the buffer holds (so a written buffer may be

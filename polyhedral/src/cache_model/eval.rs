@@ -37,6 +37,11 @@
 //! runs as starting at independent random sets instead: a run of `ℓ = qS + r` lines covers
 //! every one of the `S` sets `q` times and `r` of them once more.
 //!
+//! *Packed buffers* (`packing.rs`) are arrays of their own, at [`BUFFER_ALIGNMENT`]: an access
+//! to one spans the values its coordinates take relative to the buffer's box, which the loops
+//! above its mark do not move; the copies in and out are blocks that touch the box of the array
+//! and the buffer once, as a sequence around the loops.
+//!
 //! *Non-rectangular domains* (triangles, skews) are modelled by their fill (instances over the
 //! volume of the coordinates' box): a block whose coupled coordinates span a fraction `ρ` of
 //! their ranges is non-empty with probability `fill + (1 − fill)·ρ`, and an access whose image
@@ -49,6 +54,7 @@ use std::collections::HashMap;
 use crate::program::ArrayId;
 
 use super::nest::{Model, Node, Role};
+use super::packing::{buffer_box, relative, Frame, BUFFER_ALIGNMENT};
 use super::Level;
 
 /// The alignment in bytes of every array's first element: what `malloc` guarantees on 64-bit
@@ -60,8 +66,9 @@ pub const ARRAY_ALIGNMENT: u64 = 16;
 pub struct Prediction {
     /// Misses per cache level, in the order of the levels given (closest first).
     pub misses: Vec<f64>,
-    /// The same misses per array the program accesses: `(array, misses per level)`.
-    pub arrays: Vec<(ArrayId, Vec<f64>)>,
+    /// The same misses per array the program accesses and per packed buffer of one:
+    /// `(array, whether it is a buffer of it, misses per level)`.
+    pub arrays: Vec<(ArrayId, bool, Vec<f64>)>,
     /// Lines touched at all: the misses of a cache that never evicts.
     pub compulsory: f64,
 }
@@ -135,11 +142,19 @@ pub(super) fn predict_with(
     memo: &mut Memo,
 ) -> Prediction {
     let sizes = &model.slot_sizes(sizes)[..];
-    let mut misses = vec![0.0; levels.len()];
-    let mut arrays: Vec<(ArrayId, Vec<f64>)> = model
+    let boxes: Vec<(Vec<f64>, Vec<f64>)> = model
         .groups
         .iter()
-        .map(|g| (g.array, vec![0.0; levels.len()]))
+        .map(|g| match g.buffer {
+            Some(_) => buffer_box(model, g, sizes),
+            None => (vec![0.0; g.extents.len()], g.extents.clone()),
+        })
+        .collect();
+    let mut misses = vec![0.0; levels.len()];
+    let mut arrays: Vec<(ArrayId, bool, Vec<f64>)> = model
+        .groups
+        .iter()
+        .map(|g| (g.array, g.buffer.is_some(), vec![0.0; levels.len()]))
         .collect();
     let mut compulsory = 0.0;
     // The footprint in lines depends on the line size: one walk per line size.
@@ -154,6 +169,7 @@ pub(super) fn predict_with(
         let mut walk = Walk {
             model,
             sizes,
+            boxes: &boxes,
             line: line as f64,
             caches: &caches,
             chosen: &chosen,
@@ -182,7 +198,7 @@ pub(super) fn predict_with(
         for (g, group_misses) in walk.misses.iter().enumerate() {
             for (&k, m) in chosen.iter().zip(group_misses) {
                 misses[k] += m;
-                arrays[g].1[k] += m;
+                arrays[g].2[k] += m;
             }
         }
     }
@@ -313,6 +329,9 @@ impl Foot {
 struct Walk<'a> {
     model: &'a Model,
     sizes: &'a [i64],
+    /// Per group, the least subscripts (a buffer's, see `packing.rs`; else 0) and the
+    /// extents of its array.
+    boxes: &'a [(Vec<f64>, Vec<f64>)],
     line: f64,
     /// Every level's cache, and the ones (of this walk's line size) the walk counts.
     caches: &'a [Cache],
@@ -327,7 +346,8 @@ impl Walk<'_> {
         let stmts = self.model.nodes[node].stmts();
         let mut own = self.footprint(&stmts, blocks);
         match &self.model.nodes[node] {
-            Node::Leaf { .. } => {}
+            // A copy touches each line of its box once: no reuse within it.
+            Node::Leaf { .. } | Node::Copy { .. } => {}
             Node::Loop { position, body, .. } => {
                 let mut variants = vec![blocks.to_vec()];
                 for &s in &stmts {
@@ -445,7 +465,10 @@ impl Walk<'_> {
                         else {
                             continue;
                         };
-                        let (fi, fj) = (feet[i].total(), feet[j].total());
+                        // Each child walks the array whole within the innermost iterations
+                        // that touch it all (see `last_use`): the two touches lie within those.
+                        let fi = last_use(&feet[i], a.group).1.total();
+                        let fj = last_use(&feet[j], a.group).1.total();
                         let between: f64 = feet[i + 1..j].iter().map(Foot::total).sum();
                         let lo = fi.min(fj) + between;
                         let hi = fi.max(fj) + between;
@@ -470,7 +493,14 @@ impl Walk<'_> {
     fn moves(&self, position: usize, stmts: &[usize], blocks: &[Block]) -> Vec<(usize, f64, f64)> {
         let mut out = Vec::new();
         for (g, group) in self.model.groups.iter().enumerate() {
-            let pitches = pitches(&group.extents, group.elem_bytes);
+            // A loop above a buffer's mark leaves the buffer where it is.
+            if group.buffer.as_ref().is_some_and(|b| position < b.position) {
+                if group.members.iter().any(|m| stmts.contains(&m.stmt)) {
+                    out.push((g, 0.0, 0.0));
+                }
+                continue;
+            }
+            let pitches = pitches(&self.boxes[g].1, group.elem_bytes);
             let Some((m, (c, step, span))) = group.members.iter().find_map(|m| {
                 let b = &blocks[m.stmt];
                 if !stmts.contains(&m.stmt) || b.count <= 0.0 {
@@ -581,6 +611,13 @@ impl Walk<'_> {
     fn footprint(&self, stmts: &[usize], blocks: &[Block]) -> Foot {
         let mut foot = Foot::default();
         for (gi, group) in self.model.groups.iter().enumerate() {
+            let (offsets, extents) = &self.boxes[gi];
+            let alignment = if group.buffer.is_some() {
+                BUFFER_ALIGNMENT
+            } else {
+                ARRAY_ALIGNMENT
+            };
+            let pitches = pitches(extents, group.elem_bytes);
             let mut boxes: Vec<Region> = Vec::new();
             let mut execs: f64 = 0.0;
             for m in group.members.iter().filter(|m| stmts.contains(&m.stmt)) {
@@ -597,29 +634,47 @@ impl Walk<'_> {
                     hi: Vec::with_capacity(m.subscripts.len()),
                     stride: 1.0,
                     scale,
-                    align: gcd(self.line as u64, ARRAY_ALIGNMENT),
+                    align: gcd(self.line as u64, alignment),
                 };
-                let pitches = pitches(&group.extents, group.elem_bytes);
+                // The coordinates' values in the block; in a buffer, relative to its box.
+                let span: Vec<(f64, f64)> = (0..b.lo.len())
+                    .map(|c| match &m.frames {
+                        Some(frames) => {
+                            relative(frames[c], b.lo[c], b.hi[c], s.ranges[c].0, self.sizes)
+                        }
+                        None => (b.lo[c], b.hi[c]),
+                    })
+                    .collect();
                 for (j, (coeffs, constant)) in m.subscripts.iter().enumerate() {
-                    let (mut lo, mut hi) = (*constant, *constant);
+                    let base = constant - offsets[j];
+                    let (mut lo, mut hi) = (base, base);
                     let mut stride = f64::INFINITY;
                     for (c, &a) in coeffs.iter().enumerate() {
-                        lo += (a * b.lo[c]).min(a * b.hi[c]);
-                        hi += (a * b.lo[c]).max(a * b.hi[c]);
-                        if a != 0.0 && b.hi[c] > b.lo[c] {
+                        let (l, h) = span[c];
+                        lo += (a * l).min(a * h);
+                        hi += (a * l).max(a * h);
+                        if a != 0.0 && h > l {
                             stride = stride.min(a.abs());
                         }
                     }
-                    let top = group.extents[j] - 1.0;
+                    let top = extents[j] - 1.0;
                     region.lo.push(lo.clamp(0.0, top.max(0.0)));
                     region.hi.push(hi.clamp(0.0, top.max(0.0)));
                     if j + 1 == m.subscripts.len() && stride.is_finite() {
                         region.stride = stride.max(1.0);
                     }
                 }
-                // The distance in bytes between the box's positions in consecutive blocks.
+                // The distance in bytes between the box's positions in consecutive blocks (a
+                // buffer stays where it is while the loops above its mark move).
                 for (c, &step) in b.step.iter().enumerate() {
-                    if step > 0.0 {
+                    let moves = match m.frames.as_ref().map(|f| f[c]) {
+                        None | Some(Frame::Free) => true,
+                        Some(Frame::Pinned) => false,
+                        Some(Frame::Tile { slot }) => {
+                            step < self.sizes.get(slot).copied().unwrap_or(1) as f64
+                        }
+                    };
+                    if step > 0.0 && moves {
                         let shift: f64 = m
                             .subscripts
                             .iter()
@@ -634,9 +689,13 @@ impl Walk<'_> {
                     .subscripts
                     .iter()
                     .zip(&pitches)
-                    .map(|((coeffs, constant), pitch)| {
-                        let at: f64 = coeffs.iter().zip(&s.ranges).map(|(a, r)| a * r.0).sum();
-                        (constant + at) * pitch
+                    .zip(offsets)
+                    .map(|(((coeffs, constant), pitch), offset)| {
+                        let at: f64 = match &m.frames {
+                            Some(_) => 0.0,
+                            None => coeffs.iter().zip(&s.ranges).map(|(a, r)| a * r.0).sum(),
+                        };
+                        (constant - offset + at) * pitch
                     })
                     .sum();
                 region.align = gcd(region.align, first.abs().round() as u64);
@@ -647,14 +706,14 @@ impl Walk<'_> {
             }
             let merged = merge(boxes);
             let total_lines = run_lines(
-                group.extents.iter().product::<f64>() * group.elem_bytes,
-                ARRAY_ALIGNMENT,
+                extents.iter().product::<f64>() * group.elem_bytes,
+                alignment,
                 self.line,
             );
             let runs: Vec<Runs> = merged
                 .iter()
                 .map(|r| {
-                    let mut runs = r.runs(&group.extents, group.elem_bytes, self.line);
+                    let mut runs = r.runs(extents, group.elem_bytes, self.line);
                     runs.count *= r.scale;
                     if r.scale < 1.0 {
                         runs.layout = None;

@@ -30,7 +30,7 @@ pub(super) fn access(a: u32, subs: Vec<AffineExpr>) -> Access {
 }
 
 /// `C[i][j] += A[i][k] * B[k][j]` over `0 <= i, j, k < N`, f64 arrays A, B, C of N × N.
-fn matmul(size: i64) -> Program {
+pub(super) fn matmul(size: i64) -> Program {
     let n = AffineExpr::var(Var::Param(ParamId(0)));
     let zero = AffineExpr::constant(0);
     let mut exprs = ExprArena::new();
@@ -88,7 +88,7 @@ fn matmul(size: i64) -> Program {
 }
 
 /// The identity schedule of one statement of three loops, as one permutable band.
-fn loops3() -> PlutoSchedule {
+pub(super) fn loops3() -> PlutoSchedule {
     PlutoSchedule {
         dims: (0..3)
             .map(|k| ScheduleDim {

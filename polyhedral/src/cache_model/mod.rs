@@ -11,7 +11,9 @@
 //! and turns stack distances into misses with each level's capacity, line size and
 //! associativity ([`Level`], from the target's [`CacheGeometry`]). `shape.rs` counts domains for
 //! the model of triangular and skewed loops; the search (`search.rs`) chooses a band's tile
-//! sizes by the cycles the predicted misses cost; `report.rs` writes `--emit cache-model`.
+//! sizes by the cycles the predicted misses cost; `packing.rs` adds the pack marks' buffers
+//! and their copies to a model, as the generated code has them; `report.rs` writes
+//! `--emit cache-model`.
 //!
 //! What holds: a prediction is a deterministic function of the program, the schedule, the tile
 //! sizes and the levels; it counts every line the program touches at least once in every level
@@ -26,6 +28,9 @@ mod lru_sequence_tests;
 #[cfg(test)]
 mod lru_tests;
 mod nest;
+mod packing;
+#[cfg(test)]
+mod packing_tests;
 mod report;
 mod search;
 mod shape;
@@ -34,6 +39,7 @@ mod tests;
 
 pub use eval::{predict, Prediction};
 pub use nest::{Model, RegisterBlocking};
+pub use packing::{packings, Packing, BUFFER_ALIGNMENT};
 pub use report::report;
 pub use search::{search_band, BandSearch, Candidate, COARSE, PARALLEL_TILE, RULE_MARGIN};
 

@@ -30,6 +30,7 @@ use crate::schedule::intra_tile::invert;
 use crate::schedule::pluto::{Band, BandKind, DimKind, PlutoSchedule};
 use crate::target::VectorUnit;
 
+use super::packing::{Buffer, Frame};
 use super::shape::domain_shape;
 use super::Unsupported;
 
@@ -70,6 +71,9 @@ pub(crate) struct StmtModel {
     pub coupled: Vec<bool>,
     /// Instances over the volume of the coordinates' box: 1 for a rectangular domain.
     pub fill: f64,
+    /// For the copy of a packed buffer (`packing.rs`): the copy's number, shared by the
+    /// statements that copy one buffer in (or out) together.
+    pub copy: Option<usize>,
 }
 
 /// One access of a reference group: its subscripts as affine functions of its statement's
@@ -82,6 +86,9 @@ pub(crate) struct Member {
     /// The fraction of its box the access's image fills: the statement's fill when every
     /// coupled iterator appears in a subscript (the image has the domain's shape), else 1.
     pub fill: f64,
+    /// For an access to a packed buffer, how each coordinate of the statement places it in
+    /// the buffer (`packing.rs`); its subscripts are then in the buffer's dimension order.
+    pub frames: Option<Vec<Frame>>,
 }
 
 /// Every access to one array.
@@ -92,6 +99,9 @@ pub(crate) struct Group {
     pub extents: Vec<f64>,
     pub elem_bytes: f64,
     pub members: Vec<Member>,
+    /// For a packed buffer of the array, where it is (then `extents` are the array's, in
+    /// the buffer's dimension order: the buffer's own follow from the tile sizes).
+    pub buffer: Option<Buffer>,
 }
 
 #[derive(Clone, Debug)]
@@ -108,12 +118,19 @@ pub(crate) enum Node {
     Leaf {
         stmt: usize,
     },
+    /// The copies of one packed buffer in or out: loops over the buffer's box, which touch
+    /// each of its lines once.
+    Copy {
+        stmts: Vec<usize>,
+    },
 }
 
 impl Node {
     pub fn stmts(&self) -> Vec<usize> {
         match self {
-            Node::Loop { stmts, .. } | Node::Sequence { stmts, .. } => stmts.clone(),
+            Node::Loop { stmts, .. } | Node::Sequence { stmts, .. } | Node::Copy { stmts } => {
+                stmts.clone()
+            }
             Node::Leaf { stmt } => vec![*stmt],
         }
     }
@@ -134,6 +151,9 @@ pub struct Model {
     /// The register tile the band's point loops get, if any: its rows and columns are tile
     /// loops whose sizes follow from the band's (see [`Model::slot_sizes`]).
     pub(crate) register: Option<RegisterBlocking>,
+    /// With a register tile, the position of its first loop: the point loops from there on
+    /// run in the register tile's order.
+    pub(crate) register_at: Option<usize>,
 }
 
 /// A register tile ([`crate::register_tile`]) inside the tiles of a band: the band members of
@@ -275,6 +295,7 @@ impl Model {
         }
         let slots = band.len + if register.is_some() { 2 } else { 0 };
         let mut model = build(program, positions, vec![1; slots])?;
+        model.register_at = register.as_ref().map(|_| band.start + band.len);
         model.register = register;
         Ok(model)
     }
@@ -435,6 +456,7 @@ fn build(
                 stmt: si,
                 subscripts,
                 fill: if shaped { fill } else { 1.0 },
+                frames: None,
             };
             let array = program.array(access.array);
             let group = groups.entry(access.array).or_insert_with(|| Group {
@@ -446,6 +468,7 @@ fn build(
                     .collect(),
                 elem_bytes: array.elem.size_in_bytes() as f64,
                 members: Vec::new(),
+                buffer: None,
             });
             let duplicate = group
                 .members
@@ -460,6 +483,7 @@ fn build(
             ranges,
             coupled,
             fill,
+            copy: None,
         });
     }
     let middle = (0..positions.len())
@@ -491,11 +515,12 @@ fn build(
         middle,
         sizes,
         register: None,
+        register_at: None,
     })
 }
 
 /// The node for statements `stmts` from position `p` on.
-fn tree(stmts: &[StmtModel], of: &[usize], p: usize, nodes: &mut Vec<Node>) -> usize {
+pub(super) fn tree(stmts: &[StmtModel], of: &[usize], p: usize, nodes: &mut Vec<Node>) -> usize {
     let n_positions = stmts.first().map_or(0, |s| s.roles.len());
     let push = |nodes: &mut Vec<Node>, n: Node| {
         nodes.push(n);
@@ -513,6 +538,10 @@ fn tree(stmts: &[StmtModel], of: &[usize], p: usize, nodes: &mut Vec<Node>) -> u
     if p == n_positions {
         if let [s] = of {
             return push(nodes, Node::Leaf { stmt: *s });
+        }
+        let copy = stmts[of[0]].copy;
+        if copy.is_some() && of.iter().all(|&s| stmts[s].copy == copy) {
+            return push(nodes, Node::Copy { stmts: of.to_vec() });
         }
         let children = of
             .iter()

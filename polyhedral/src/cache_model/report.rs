@@ -6,19 +6,24 @@
 //! a band's two columns are the kernel's misses with that band tiled and the others not, as
 //! the search compared its candidates. The kernel's misses at the end are those of the final
 //! schedule (every band tiled and permuted as the pipeline left it), whose model has no
-//! register tiles: where the kernel's one tile band gets a register tile, they are the
-//! search's figures for the chosen tiles instead, which walk the register tile as the code
-//! runs it. All are from cold caches, on one thread.
+//! register tiles: where the kernel's one tile band gets a register tile (the search expected
+//! one and the tree has it), they are the search's figures for the chosen tiles instead,
+//! which walk the register tile as the code runs it. The kernel's misses count the packed buffers of its pack marks as the code has
+//! them: the copies in and out, and the loops below a mark on the buffer (`packing.rs`). All
+//! are from cold caches, on one thread.
 
 use std::fmt::Write;
 
 use crate::fusion::post_tiling::PostTilingFusion;
 use crate::pipeline::Compiled;
+use crate::register_tile::RegisterTileMark;
 use crate::schedule::pluto::{display_expr, Band, BandKind, PlutoSchedule};
+use crate::schedule::NodeKind;
 use crate::target::TargetDescription;
 
 use super::eval::{predict, Prediction};
 use super::nest::Model;
+use super::packing::packings;
 use super::search::{search_band, RULE_MARGIN};
 use super::{levels, Level, Unsupported};
 
@@ -60,8 +65,9 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         })
         .collect();
     let _ = writeln!(out, "caches: {}", described.join(", "));
-    // With a register tile on the kernel's one tile band, the search's walk of it (below).
-    let mut register_aware: Option<Prediction> = None;
+    // With a register tile on the kernel's one tile band, the search's walk of it (below),
+    // and the sizes of its slots.
+    let mut register_aware: Option<(Model, Vec<i64>)> = None;
     let mut tile_bands: Vec<Band> = compiled
         .tiled
         .bands
@@ -71,6 +77,12 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         .collect();
     tile_bands.sort_by_key(|b| b.start);
     let single_band = tile_bands.len() == 1;
+    // Whether the code has the register tile the search walked (a pack mark inside the point
+    // band leaves it without one).
+    let register_tiled = !compiled
+        .tree
+        .find(&|k| matches!(k, NodeKind::Mark(m) if RegisterTileMark::parse(m).is_some()))
+        .is_empty();
     let mut before = 0;
     for tile_band in tile_bands {
         // Tiling put `before` tile dimensions ahead of this band's: its band started there.
@@ -122,10 +134,10 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
              compared them:"
         );
         let mine = predict(&search.model, &actual, &levels);
-        if single_band && by_model && search.model.register.is_some() {
+        if single_band && by_model && search.model.register.is_some() && register_tiled {
             // The final schedule's model has no register tiles; the search's walks this one
             // as the code runs it, and with one tile band it is the whole kernel's.
-            register_aware = Some(mine.clone());
+            register_aware = Some((search.model.clone(), actual.clone()));
         }
         let other = if by_model {
             let what = if search.kept_rule {
@@ -139,16 +151,32 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         };
         table(&mut out, &levels, &actual, &mine, other.as_ref());
     }
-    let chosen = register_aware.unwrap_or_else(|| predict(&model, &model.sizes, &levels));
+    let (kernel, sizes) = register_aware.unwrap_or_else(|| (model.clone(), model.sizes.clone()));
+    let packs = packings(program, &compiled.tree)?;
+    let chosen = if packs.is_empty() {
+        predict(&kernel, &sizes, &levels)
+    } else {
+        predict(
+            &kernel.with_packing(program, &packs, &sizes)?,
+            &sizes,
+            &levels,
+        )
+    };
     let _ = writeln!(out, "predicted misses of the kernel:");
     let mut header = format!("  {:<6} {:>14}", "level", "total");
-    for (a, _) in &chosen.arrays {
-        let _ = write!(header, " {:>12}", program.array(*a).name);
+    for (a, buffer, _) in &chosen.arrays {
+        let name = &program.array(*a).name;
+        let name = if *buffer {
+            format!("{name}_packed")
+        } else {
+            name.clone()
+        };
+        let _ = write!(header, " {name:>12}");
     }
     let _ = writeln!(out, "{header}");
     for (k, l) in levels.iter().enumerate() {
         let mut row = format!("  {:<6} {:>14.0}", l.name, chosen.misses[k]);
-        for (_, m) in &chosen.arrays {
+        for (_, _, m) in &chosen.arrays {
             let _ = write!(row, " {:>12.0}", m[k]);
         }
         let _ = writeln!(out, "{row}");
