@@ -345,21 +345,17 @@ pub fn ranked(
         let l = t.last();
         (
             !efficient(target, t, shape),
-            cost(t),
+            // The estimated cycles alone. A convolution that slides its window over a block's
+            // output rows reads all the weights and `kh − 1` halo rows again in every block,
+            // so more blocks read more GM; the fastest split is chosen all the same
+            // (`--npu-cores` caps the blocks where the traffic matters more than the cycles).
+            t.estimate,
             u64::MAX - l.tm * l.tn * l.tk,
         )
     };
     // Stable: among equal keys the first found stays first, as a strict minimum keeps it.
     all.sort_by_key(key);
     Ok(all)
-}
-
-/// What a tiling costs: its estimated cycles. A convolution that slides its window over a
-/// block's output rows reads all the weights and `kh − 1` halo rows again in every block, so
-/// more blocks read more GM; the fastest split is chosen all the same (`--npu-cores` caps the
-/// blocks where the traffic matters more than the cycles).
-fn cost(t: &Tiles) -> u64 {
-    t.estimate
 }
 
 /// The share of the cores' time the Cube must be busy for a tiling to count as efficient.

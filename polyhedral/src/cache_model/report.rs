@@ -8,9 +8,9 @@
 //! schedule (every band tiled and permuted as the pipeline left it), whose model has no
 //! register tiles: where the kernel's one tile band gets a register tile (the search expected
 //! one and the tree has it), they are the search's figures for the chosen tiles instead,
-//! which walk the register tile as the code runs it. The kernel's misses count the packed buffers of its pack marks as the code has
-//! them: the copies in and out, and the loops below a mark on the buffer (`packing.rs`). All
-//! are from cold caches, on one thread.
+//! which walk the register tile as the code runs it. The kernel's misses count the packed
+//! buffers of its pack marks as the code has them: the copies in and out, and the loops below
+//! a mark on the buffer (`packing.rs`). All are from cold caches, on one thread.
 
 use std::fmt::Write;
 
@@ -151,14 +151,17 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         };
         table(&mut out, &levels, &actual, &mine, other.as_ref());
     }
-    let (kernel, sizes) = register_aware.unwrap_or_else(|| (model.clone(), model.sizes.clone()));
+    let (kernel, sizes) = match &register_aware {
+        Some((m, s)) => (m, s.as_slice()),
+        None => (&model, model.sizes.as_slice()),
+    };
     let packs = packings(program, &compiled.tree)?;
     let chosen = if packs.is_empty() {
-        predict(&kernel, &sizes, &levels)
+        predict(kernel, sizes, &levels)
     } else {
         predict(
-            &kernel.with_packing(program, &packs, &sizes)?,
-            &sizes,
+            &kernel.with_packing(program, &packs, sizes)?,
+            sizes,
             &levels,
         )
     };

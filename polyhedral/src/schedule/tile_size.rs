@@ -279,7 +279,7 @@ fn middle_skews(
 const MIN_KEPT: f64 = 0.5;
 
 /// Tile sizes for a band whose outermost member skews the members inside it (see
-/// [`skewed_by`]). There, one iteration of the outermost member reuses the block of the
+/// [`middle_skews`]). There, one iteration of the outermost member reuses the block of the
 /// previous one only where the two overlap: the block moves by the skew at every step, and a
 /// middle block the size of the skew (the L1 rule of [`hierarchy_sizes`]: 2 × 2 columns for
 /// a three-dimensional stencil) shares only its halo with the next. The reuse that remains
@@ -295,6 +295,8 @@ fn skewed_sizes(
     shape: &SkewedShape,
     l2: u64,
 ) -> Result<Option<Vec<i64>>, Error> {
+    // The domains' extents, computed at the first candidate that fits.
+    let mut spans: Option<Vec<Option<Vec<i64>>>> = None;
     let mut sizes = vec![1i64; band.len];
     sizes[shape.v] = shape.vector.max(1);
     // (instances per byte, instances, sizes)
@@ -313,7 +315,11 @@ fn skewed_sizes(
                 break;
             }
             fitted = true;
-            let instances = tile_instances(program, schedule, band, shape.outer, &sizes)?;
+            let extents = match &spans {
+                Some(s) => s,
+                None => spans.insert(domain_spans(program)?),
+            };
+            let instances = tile_instances(program, schedule, band, shape.outer, &sizes, extents);
             let density = instances / bytes.max(1) as f64;
             let better = match &best {
                 None => true,
@@ -330,36 +336,48 @@ fn skewed_sizes(
     Ok(best.map(|(_, _, s)| s))
 }
 
+/// Per statement, the extent of its domain's bounding box along each iterator (`hi - lo`)
+/// at the program's sizes; `None` for a statement whose domain is empty.
+fn domain_spans(program: &Program) -> Result<Vec<Option<Vec<i64>>>, Error> {
+    (0..program.statements.len())
+        .map(|si| {
+            let domain = statement_domain(program, si)?;
+            let mut spans = Vec::new();
+            for k in 0..program.statements[si].depth() {
+                match domain.dim_range(k)? {
+                    Some(r) => match (r.min, r.max) {
+                        (Some(lo), Some(hi)) => spans.push((hi - lo).max(0)),
+                        _ => return Err(Error::Sets(crate::sets::Error::Unbounded)),
+                    },
+                    None => return Ok(None),
+                }
+            }
+            Ok(Some(spans))
+        })
+        .collect()
+}
+
 /// Statement instances in one interior tile of `band` with `sizes`, estimated from the
-/// bounding box of each statement's domain, the largest over the statements: along member
-/// `k` the tile holds at most `sizes[k]` values of the member's loop function, and at most as
-/// many as the function takes while the outermost member `outer` stays fixed (over the
-/// iterators that member's function does not use; the outermost member itself over all).
+/// bounding box of each statement's domain (`spans`, from [`domain_spans`]), the largest over
+/// the statements: along member `k` the tile holds at most `sizes[k]` values of the member's
+/// loop function, and at most as many as the function takes while the outermost member
+/// `outer` stays fixed (over the iterators that member's function does not use; the outermost
+/// member itself over all).
 fn tile_instances(
     program: &Program,
     schedule: &PlutoSchedule,
     band: &Band,
     outer: usize,
     sizes: &[i64],
-) -> Result<f64, Error> {
+    spans: &[Option<Vec<i64>>],
+) -> f64 {
     let values = program.param_values();
     let mut largest: f64 = 0.0;
-    for (si, s) in program.statements.iter().enumerate() {
-        let domain = statement_domain(program, si)?;
-        let mut spans = Vec::with_capacity(s.depth());
-        for k in 0..s.depth() {
-            match domain.dim_range(k)? {
-                Some(r) => match (r.min, r.max) {
-                    (Some(lo), Some(hi)) => spans.push((hi - lo).max(0)),
-                    _ => return Err(Error::Sets(crate::sets::Error::Unbounded)),
-                },
-                // An empty domain: no instances.
-                None => spans.push(-1),
-            }
-        }
-        if spans.contains(&-1) {
+    for (si, spans) in spans.iter().enumerate() {
+        // An empty domain: no instances.
+        let Some(spans) = spans else {
             continue;
-        }
+        };
         let phi = |k: usize| {
             schedule.dims[band.start + k].exprs[si]
                 .as_affine()
@@ -374,7 +392,7 @@ fn tile_instances(
                 continue;
             };
             let values_taken = 1
-                + (0..s.depth())
+                + (0..spans.len())
                     .filter(|&j| k == outer || o.coeff(Var::Iter(j)) == 0)
                     .map(|j| m.coeff(Var::Iter(j)).abs() * spans[j])
                     .sum::<i64>();
@@ -382,7 +400,7 @@ fn tile_instances(
         }
         largest = largest.max(count);
     }
-    Ok(largest)
+    largest
 }
 
 /// Inclusive bounds per array dimension.
