@@ -78,7 +78,7 @@ fn fused_intermediates_have_no_gm_tensor_and_unfused_ones_have() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels");
     for (file, temporaries) in [
         ("conv2d_relu.pf", &["Conv"][..]),
-        ("conv2d_bn_relu.pf", &["Conv"]),
+        ("conv2d_bn_relu.pf", &["Conv", "Norm"]),
         ("blur_unsharp.pf", &["Bx", "By"]),
         ("softmax.pf", &["mx", "e", "s"]),
         ("layernorm.pf", &["sum", "mu", "sq", "rstd"]),
@@ -134,7 +134,8 @@ fn an_unfused_epilogue_over_channels_rows_and_columns_runs_on_the_vector_unit() 
 }
 
 /// conv2d_bn_relu at its default size: fused, it takes fewer cycles than the unfused schedule
-/// and moves fewer GM bytes, and what it moves is its output once and, per block, the weights
+/// and moves at most half its GM bytes (the unfused convolution, normalisation and ReLU each
+/// write their result and the next reads it back), and what it moves is its output once and, per block, the weights
 /// and the batch-normalisation vectors once and its output rows' input rows plus the halo
 /// (`KH − 1` rows) — nothing is read again for another tile of the block.
 #[test]
@@ -152,7 +153,12 @@ fn a_fused_convolution_reads_its_weights_once_per_block_and_beats_the_unfused_sc
         fused.report.cycles,
         unfused.report.cycles
     );
-    assert!(gm_bytes(&fused) < gm_bytes(&unfused));
+    assert!(
+        2 * gm_bytes(&fused) <= gm_bytes(&unfused),
+        "fused {} GM bytes, unfused {}",
+        gm_bytes(&fused),
+        gm_bytes(&unfused)
+    );
     // CI = 16, CO = 32, H = W = 56, 3×3, f32: input rows of 58 elements.
     let blocks = u64::from(fused.report.blocks);
     let (ci, co, h, w, kh, es) = (16, 32, 56, 56, 3, 4);

@@ -249,7 +249,7 @@ fn fused_intermediates_have_no_global_buffer_on_the_cpu() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels");
     for (file, locals) in [
         ("conv2d_relu.pf", &["Conv_tile["][..]),
-        ("conv2d_bn_relu.pf", &["Conv_tile["]),
+        ("conv2d_bn_relu.pf", &["Conv_tile[", "Norm_tile["]),
         ("blur_unsharp.pf", &["Bx_tile[", "By_tile["]),
         (
             "layernorm.pf",

@@ -66,6 +66,7 @@ tasks:
                                short): gcc -O3 against polyfuse, Polly sequential and
                                parallel, gemm against OpenBLAS; polyfuse's compile time
                                (limit S, default 60 s); --readme writes the table
+                               (with --kernels: only their rows, keeping the others)
   bench cache-model [--only TEXT] [--readme]
                                every kernel under valgrind's cache simulator (one
                                thread, caches as the CPU target describes them): the

@@ -12,6 +12,22 @@ pub(crate) fn write_section(name: &str, table: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The text of the README's section `name`, between its markers.
+pub(crate) fn section(name: &str) -> Result<String, String> {
+    let path = crate::workspace_root().join("README.md");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (begin, end) = (begin(name), end(name));
+    let a = text.find(&begin).map(|a| a + begin.len() + 1);
+    let b = a.and_then(|a| text[a..].find(&end).map(|b| a + b));
+    match (a, b) {
+        (Some(a), Some(b)) => Ok(text[a..b].to_string()),
+        _ => Err(format!(
+            "{} has no `{begin}` … `{end}` markers",
+            path.display()
+        )),
+    }
+}
+
 fn replace_in_file(path: &Path, name: &str, table: &str) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let new = replace(&text, name, table).ok_or_else(|| {

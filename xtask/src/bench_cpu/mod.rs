@@ -21,8 +21,11 @@
 //! Threads waiting at a barrier sleep (`OMP_WAIT_POLICY=passive`), which suits a machine
 //! shared with other work; `--active-wait` lets them spin, as on a machine of one's own.
 //!
-//! `--kernels a,b` restricts the set, `--readme` rewrites the README's `bench cpu` section.
+//! `--kernels a,b` restricts the set, `--readme` rewrites the README's `bench cpu` section:
+//! with `--kernels`, only those kernels' rows, the others kept as an earlier run left them
+//! ([`earlier`]) and the heading naming the rows measured later.
 
+mod earlier;
 mod polybench;
 mod process;
 mod table;
@@ -128,6 +131,7 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
     let polybench = polybench::locate(settings.polybench.as_deref(), &root)?;
     let mut kernels = polybench.kernels()?;
+    let order: Vec<String> = kernels.iter().map(|k| k.name.clone()).collect();
     if let Some(wanted) = &settings.kernels {
         if let Some(unknown) = wanted
             .iter()
@@ -181,6 +185,22 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
         rows.push(row);
         gemm = gemm.or(gemm_table);
     }
+    let mut later = Vec::new();
+    if s.readme && s.kernels.is_some() {
+        let section = crate::readme::section("cpu")?;
+        let measured: Vec<String> = rows.iter().map(|r| r.kernel.clone()).collect();
+        let kept = earlier::read(&section, &measured)?;
+        later = kept.later;
+        for k in measured {
+            if !later.contains(&k) {
+                later.push(k);
+            }
+        }
+        later.sort_by_key(|k| order.iter().position(|o| o == k));
+        rows.extend(kept.rows);
+        rows.sort_by_key(|r| order.iter().position(|o| *o == r.kernel));
+        gemm = gemm.or(kept.gemm);
+    }
     let setup = Setup {
         runs: s.runs,
         threads: s.threads,
@@ -192,6 +212,7 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
             let c = &bench.cpu;
             format!("`--cpu {}` ({})", c.name, c.about)
         },
+        later,
     };
     let mut text = table::table(&rows, &setup);
     if let Some(g) = gemm {

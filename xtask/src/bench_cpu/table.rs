@@ -42,6 +42,8 @@ pub(crate) struct Row {
     pub(crate) polly_agrees: [Option<bool>; 2],
     /// A failure of the baseline or of Polly's builds, which leaves their cells empty.
     pub(crate) trouble: Vec<String>,
+    /// The row's line in the README, for a row kept from an earlier run.
+    pub(crate) kept: Option<String>,
 }
 
 impl Row {
@@ -54,6 +56,7 @@ impl Row {
             times: [None; 4],
             polly_agrees: [None; 2],
             trouble: Vec::new(),
+            kept: None,
         }
     }
 
@@ -179,7 +182,11 @@ pub(crate) struct Setup {
     pub(crate) passive: bool,
     /// The CPU model polyfuse optimized for, with its vector unit.
     pub(crate) cpu: String,
+    /// The kernels measured again, in later runs than the table's other rows.
+    pub(crate) later: Vec<String>,
 }
+
+use super::earlier;
 
 pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
     let dataset = match setup.dataset {
@@ -194,6 +201,9 @@ pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
          polyfuse's CPU description: {}.\n\n",
         setup.runs, setup.threads, setup.cpu
     );
+    if !setup.later.is_empty() {
+        out += &format!("{} {}.\n\n", earlier::LATER, setup.later.join(", "));
+    }
     if let Some(polly) = &setup.polly {
         out += &format!("Polly: {polly}. ");
     }
@@ -205,6 +215,11 @@ pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
     out += "| kernel | dataset | compile | gcc -O3 | polyfuse | Polly | Polly parallel | polyfuse's schedule |\n";
     out += "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
     for r in rows {
+        if let Some(line) = &r.kept {
+            out += line;
+            out += "\n";
+            continue;
+        }
         let mark = |k: usize| {
             if r.polly_agrees[k] == Some(false) {
                 " (†)"
@@ -353,10 +368,10 @@ pub(crate) fn gemm_table(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn setup() -> Setup {
+    pub(crate) fn setup() -> Setup {
         Setup {
             runs: 3,
             threads: 2,
@@ -365,6 +380,7 @@ mod tests {
             compile_limit: 60,
             passive: true,
             cpu: "`--cpu x86-64-v3` (AVX2)".into(),
+            later: Vec::new(),
         }
     }
 
