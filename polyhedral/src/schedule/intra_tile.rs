@@ -20,6 +20,15 @@
 //! stencil band), the member that scores best replaces it when it scores strictly better:
 //! stride one still saves a cache line per iteration.
 //!
+//! A point band whose innermost member is sequential and whose statements write a new element
+//! at every step of it is a recurrence (the row sweeps of `adi` and `deriche`: `p[i][j]` from
+//! `p[i][j - 1]`): each iteration waits for the one before, through a division or a chain of
+//! multiplications. There a parallel member becomes the innermost loop whatever its strides,
+//! so that the tile's independent rows run in SIMD lanes: inside a tile its strided accesses
+//! come back to the lines the tile's first iterations brought into the cache. A sequential
+//! member that writes one element throughout (an accumulator: a reduction) keeps the rule
+//! above, as reductions get their independent chains from register tiles instead.
+//!
 //! The permutation keeps every dependence satisfied because the band is permutable; moving a
 //! member inwards never makes a parallel member sequential. Where a band that was not tiled
 //! has a parallel outermost member, the permutation keeps a parallel member outermost, so the
@@ -154,6 +163,19 @@ fn choose_order(
     let coincident: Vec<bool> = (0..len).map(|k| flags[band.start + k]).collect();
     let (score, contiguous) = member_scores(program, s, band, nest);
     let last = len - 1;
+    let recurrence = band.kind == BandKind::Point
+        && !coincident[last]
+        && writes_move_along(program, s, band, nest, last);
+    if recurrence {
+        if let Some(k) = (0..len)
+            .filter(|&k| coincident[k])
+            .max_by_key(|&k| (score[k], k))
+        {
+            let mut order: Vec<usize> = (0..len).filter(|&j| j != k).collect();
+            order.push(k);
+            return Some(order);
+        }
+    }
     let parallel = (0..len)
         .filter(|&k| coincident[k] && contiguous[k] > 0)
         .max_by_key(|&k| (score[k], k));
@@ -218,6 +240,28 @@ fn member_scores(
         }
     }
     (score, contiguous)
+}
+
+/// Whether every statement of `nest` writes a different element at each step of `member` (no
+/// statement keeps one element, as an accumulator does); `false` when a statement's steps are
+/// not known.
+fn writes_move_along(
+    program: &Program,
+    s: &PlutoSchedule,
+    band: &Band,
+    nest: &[StmtId],
+    member: usize,
+) -> bool {
+    nest.iter().all(|&id| {
+        let stmt = &program.statements[id.index()];
+        let Some(steps) = member_steps(program, s, band, id.index()) else {
+            return false;
+        };
+        let Some(v) = &steps[member] else {
+            return false;
+        };
+        stride(&stmt.write, v) != Stride::Invariant
+    })
 }
 
 /// For statement `st`, the iterator change of one step along each member of `band` with every
