@@ -352,3 +352,38 @@ fn register_tiles_are_vectors_only_where_columns_are_loaded() {
         }
     }
 }
+
+/// A band whose only parallel member is the innermost one, with a sum over the others (a row
+/// times a matrix, as in doitgen), gets a register tile of one row: the row's columns are
+/// held in vector accumulators across the sum, and the columns and sums left over at the
+/// edges run as before; bit for bit the interpreter's results, with either CPU model.
+#[test]
+fn a_sum_over_rows_holds_one_row_of_columns_in_registers() {
+    let text = "kernel k<M = 37, N = 75>(A: f64[M, N], x: f64[M]) -> (y: f64[N]) {\n    \
+                y(j) +=! x(i) * A(i, j);\n}\n";
+    let file = frontend::SourceFile::new("k.pf", text);
+    let program = frontend::parse(&file, frontend::Language::Kernel, &Default::default())
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    for model in cpu::models::MODELS {
+        let options = Options::for_model(model).with(|o| o.threads = Some(2));
+        let pipeline = polyhedral::pipeline::Options {
+            tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![16, 32]),
+            ..Default::default()
+        };
+        let c = polyhedral::pipeline::compile(&program, &cpu::description_for(&model), &pipeline)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let code = cpu::Writer::new(&c.program, &options)
+            .write(&c.ast)
+            .unwrap();
+        assert!(
+            code.contains("register tile 1x") && code.contains("pf_acc_0_"),
+            "{}:\n{code}",
+            model.name
+        );
+        let report = cpu::check_transformed(&program, &c.program, &c.ast, &options, 5)
+            .unwrap_or_else(|e| panic!("{e}"));
+        for a in &report.comparison.arrays {
+            assert_eq!(a.max_abs, 0.0, "{}", report.to_text(&program));
+        }
+    }
+}

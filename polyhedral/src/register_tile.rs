@@ -6,7 +6,10 @@
 //! tiled), its outermost and innermost members coincident, the element the statement writes
 //! subscripted by the outermost and the innermost member's iterators in one different
 //! dimension each and by none of the others (so it stays the same while they run), and a
-//! target vector unit with registers. Its outermost member gives the *rows* of the tile, its innermost one the
+//! target vector unit with registers. A band of at least two members whose innermost member
+//! is coincident and alone subscripts the written element gets a tile of one row: every
+//! other member is walked with the accumulators held (`doitgen`'s `sum[p] += A[r][q][s] *
+//! C4[s][p]` over `s`, inside the band above that runs `r` and `q`). Its outermost member gives the *rows* of the tile, its innermost one the
 //! *columns* (the vectorised loop, whole vectors of the written array's element type), and the
 //! members between are walked inside the tile with the accumulators held: the back end
 //! unrolls the rows and jams them into the column loop, blocks the column loop by the tile's
@@ -14,7 +17,8 @@
 //! written elements of one tile in an aligned local buffer the compiler keeps in registers
 //! (see the CPU writer for what it checks of the loops and accesses it finds below the mark).
 //!
-//! The shape `rows × vectors` is chosen from the vector unit alone: the accumulators, one
+//! The shape `rows × vectors` is chosen from the vector unit alone (a row's, by
+//! [`row_shape`]): the accumulators, one
 //! vector of each column operand and one broadcast row operand must fit the registers
 //! (`rows·vectors + vectors + 1 ≤ registers`), and among those shapes the one with the most
 //! multiply-adds per operand loaded (`rows·vectors / (rows + vectors)`) wins, preferring a
@@ -100,6 +104,18 @@ pub fn shape(
     best.map(|(_, s)| s)
 }
 
+/// The vectors of a register tile of one row: its accumulators, one vector of each column
+/// operand and one broadcast operand must fit the registers (`2·vectors + 1 ≤ registers`);
+/// the most vectors (multiply-adds per operand loaded grow with them) whose columns divide
+/// the tile the columns run in (the unit's vectorised tile length when they are not tiled).
+pub fn row_shape(unit: &VectorUnit, lanes: i64, col_tile: Option<i64>) -> Option<i64> {
+    let registers = i64::from(unit.registers);
+    let tile = col_tile.unwrap_or(unit.tile_iterations);
+    (1..registers)
+        .filter(|v| 2 * v + 1 <= registers && tile % (v * lanes) == 0)
+        .max()
+}
+
 /// The iterator a member function is, when it is exactly one iterator with coefficient 1
 /// (plus constants and parameters).
 fn iterator_of(f: &QuasiAffine) -> Option<usize> {
@@ -142,6 +158,38 @@ fn tile_of(tree: &ScheduleTree, path: &[usize], stmt: StmtId, d: usize) -> Optio
     })
 }
 
+/// The iterators the member functions `functions` (outermost first) of `stmt` walk, each one
+/// iterator, with the dimensions of the element the statement writes that each subscripts;
+/// `None` when a function is not one iterator or the statement writes a scalar.
+fn written_dims(
+    program: &Program,
+    stmt: StmtId,
+    functions: &[QuasiAffine],
+) -> Option<(Vec<usize>, Vec<Vec<usize>>)> {
+    let iters = functions
+        .iter()
+        .map(iterator_of)
+        .collect::<Option<Vec<_>>>()?;
+    let s = &program.statements[stmt.index()];
+    if program.array(s.write.array).shape.is_empty() {
+        return None;
+    }
+    let dims = iters
+        .iter()
+        .map(|&d| {
+            (0..s.write.subscripts.len())
+                .filter(|&k| {
+                    s.write.subscripts[k]
+                        .terms()
+                        .iter()
+                        .any(|&(v, _)| v == Var::Iter(d))
+                })
+                .collect()
+        })
+        .collect();
+    Some((iters, dims))
+}
+
 /// The iterators the member functions `functions` (outermost first) of `stmt` walk, when a
 /// register tile fits them: every function is one iterator, the statement writes an element
 /// of an array (not a scalar) that the outermost and the innermost iterators subscript in one
@@ -156,27 +204,26 @@ pub(crate) fn accumulated(
     if n < 3 {
         return None;
     }
-    let iters = functions
-        .iter()
-        .map(iterator_of)
-        .collect::<Option<Vec<_>>>()?;
-    let s = &program.statements[stmt.index()];
-    if program.array(s.write.array).shape.is_empty() {
+    let (iters, dims) = written_dims(program, stmt, functions)?;
+    let held = dims[1..n - 1].iter().all(Vec::is_empty);
+    (held && dims[0].len() == 1 && dims[n - 1].len() == 1 && dims[0] != dims[n - 1])
+        .then_some(iters)
+}
+
+/// The iterators of a register tile of one row: the innermost member's iterator subscripts
+/// the written element in one dimension and no other member's subscripts it, so the element
+/// stays the same while all the others run (a sum over them of a row of columns).
+pub(crate) fn accumulated_row(
+    program: &Program,
+    stmt: StmtId,
+    functions: &[QuasiAffine],
+) -> Option<Vec<usize>> {
+    let n = functions.len();
+    if n < 2 {
         return None;
     }
-    let dims_of = |d: usize| -> Vec<usize> {
-        (0..s.write.subscripts.len())
-            .filter(|&k| {
-                s.write.subscripts[k]
-                    .terms()
-                    .iter()
-                    .any(|&(v, _)| v == Var::Iter(d))
-            })
-            .collect()
-    };
-    let (row_dims, col_dims) = (dims_of(iters[0]), dims_of(iters[n - 1]));
-    let held = iters[1..n - 1].iter().all(|&d| dims_of(d).is_empty());
-    (held && row_dims.len() == 1 && col_dims.len() == 1 && row_dims != col_dims).then_some(iters)
+    let (iters, dims) = written_dims(program, stmt, functions)?;
+    (dims[..n - 1].iter().all(Vec::is_empty) && dims[n - 1].len() == 1).then_some(iters)
 }
 
 /// The register tiles of a tree: (path of the band, mark name).
@@ -201,7 +248,7 @@ pub fn decide(
             .children
             .iter()
             .all(|c| matches!(c.kind, NodeKind::Leaf));
-        if !leaf || !band.permutable || n < 3 || !band.coincident[0] || !band.coincident[n - 1] {
+        if !leaf || !band.permutable || n < 2 || !band.coincident[n - 1] {
             continue;
         }
         let Ok(stmts) = tree.statements_at(&path) else {
@@ -211,15 +258,24 @@ pub fn decide(
         let Some(functions) = band.functions(*stmt) else {
             continue;
         };
-        let Some(iters) = accumulated(program, *stmt, functions) else {
-            continue;
-        };
         let s = &program.statements[stmt.index()];
         let written = program.array(s.write.array);
         let lanes = unit.lanes(written.elem);
-        let row_tile = tile_of(tree, &path, *stmt, iters[0]);
-        let col_tile = tile_of(tree, &path, *stmt, iters[n - 1]);
-        let Some((rows, vectors)) = shape(unit, lanes, row_tile, col_tile) else {
+        let (iters, shaped) = match accumulated(program, *stmt, functions) {
+            Some(iters) if band.coincident[0] => {
+                let row_tile = tile_of(tree, &path, *stmt, iters[0]);
+                let col_tile = tile_of(tree, &path, *stmt, iters[n - 1]);
+                (iters, shape(unit, lanes, row_tile, col_tile))
+            }
+            _ => {
+                let Some(iters) = accumulated_row(program, *stmt, functions) else {
+                    continue;
+                };
+                let col_tile = tile_of(tree, &path, *stmt, iters[n - 1]);
+                (iters, row_shape(unit, lanes, col_tile).map(|v| (1, v)))
+            }
+        };
+        let Some((rows, vectors)) = shaped else {
             continue;
         };
         let mark = RegisterTileMark {
@@ -227,13 +283,17 @@ pub fn decide(
             cols: vectors * lanes,
             loops: n,
         };
+        let row = if rows == 1 {
+            "one row of".to_string()
+        } else {
+            format!("rows {}", s.iterators[iters[0]])
+        };
         let why = format!(
-            "{} accumulators of {} vector registers, {} lanes of {}, rows {} columns {}",
+            "{} accumulators of {} vector registers, {} lanes of {}, {row} columns {}",
             rows * vectors,
             unit.registers,
             lanes,
             written.elem,
-            s.iterators[iters[0]],
             s.iterators[iters[n - 1]],
         );
         out.push((path, mark.name(&why)));
@@ -297,5 +357,16 @@ mod tests {
         let (r, v) = shape(&unit(32), 8, None, None).unwrap();
         assert!(r * v + v < 32);
         assert_eq!(shape(&unit(3), 4, None, None), None);
+    }
+
+    #[test]
+    fn a_row_takes_the_most_vectors_that_divide_its_tile() {
+        // 32 columns of 4 lanes: 8 vectors would fit 16 registers only as 17; 4 divide 32.
+        assert_eq!(row_shape(&unit(16), 4, Some(32)), Some(4));
+        // 32 registers, 8 lanes, columns tiled by 32: 4 vectors (8 would be 64 columns).
+        assert_eq!(row_shape(&unit(32), 8, Some(32)), Some(4));
+        // Untiled: the unit's vector tile of 128 iterations; 8 vectors would need 17 registers.
+        assert_eq!(row_shape(&unit(16), 4, None), Some(4));
+        assert_eq!(row_shape(&unit(2), 4, Some(32)), None);
     }
 }

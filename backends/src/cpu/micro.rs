@@ -44,7 +44,8 @@ use crate::promote::{accesses, expr_vars, Linear};
 
 /// The loops a register tile rewrites.
 pub(super) struct Micro<'t> {
-    rows: &'t Ast,
+    /// The rows' loop; `None` for a tile of one row.
+    rows: Option<&'t Ast>,
     /// The loops between the rows and the columns, outermost first.
     middle: Vec<&'t Ast>,
     cols: &'t Ast,
@@ -99,30 +100,35 @@ impl Writer<'_> {
         body: &'t Ast,
         in_parallel: bool,
     ) -> Option<Micro<'t>> {
-        let rows = single(body);
-        let Ast::For {
-            var: row_var,
-            step: 1,
-            body: row_body,
-            lower,
-            upper,
-            annotations,
-        } = rows
-        else {
-            return None;
-        };
-        let (lo, hi) = self.bounds_at_midpoints(lower, upper);
-        if hi - lo + 1 < mark.rows || self.tile_locals.contains_key(&(rows as *const Ast)) {
-            return None;
-        }
         let would_fork = |a: &Ast, ann: &LoopAnnotations| {
             self.options.openmp && ann.parallel && !in_parallel && self.worth_parallel(a)
         };
-        if would_fork(rows, annotations) {
-            return None;
-        }
+        let (rows, row_var, mut at) = if mark.rows == 1 {
+            (None, None, single(body))
+        } else {
+            let rows = single(body);
+            let Ast::For {
+                var: row_var,
+                step: 1,
+                body: row_body,
+                lower,
+                upper,
+                annotations,
+            } = rows
+            else {
+                return None;
+            };
+            let (lo, hi) = self.bounds_at_midpoints(lower, upper);
+            if hi - lo + 1 < mark.rows
+                || self.tile_locals.contains_key(&(rows as *const Ast))
+                || would_fork(rows, annotations)
+            {
+                return None;
+            }
+            (Some(rows), Some(row_var), single(row_body))
+        };
+        let rows_loops = usize::from(rows.is_some());
         let mut middle = Vec::new();
-        let mut at = single(row_body);
         let cols = loop {
             let Ast::For {
                 lower,
@@ -139,7 +145,7 @@ impl Writer<'_> {
                 return None;
             }
             let used = bound_vars(lower, upper);
-            if used.contains(row_var) {
+            if row_var.is_some_and(|r| used.contains(r)) {
                 return None;
             }
             if !body.contains_loop() {
@@ -159,7 +165,7 @@ impl Writer<'_> {
             middle.push(at);
             at = single(body);
         };
-        if middle.is_empty() || middle.len() + 2 != mark.loops {
+        if middle.is_empty() || middle.len() + 1 + rows_loops != mark.loops {
             return None;
         }
         let Ast::For {
@@ -211,10 +217,15 @@ impl Writer<'_> {
                     .filter(|&d| forms[d].vars.contains_key(v))
                     .collect()
             };
-            let (r, c) = (uses(row_var), uses(col_var));
+            let c = uses(col_var);
             let unit = |d: usize, v: &str| forms[d].vars.get(v).is_some_and(|k| k.abs() == 1);
-            let ok = matches!((r.as_slice(), c.as_slice()), ([r], [c]) if r != c
-                && unit(*r, row_var) && unit(*c, col_var));
+            let ok = match row_var {
+                Some(row_var) => {
+                    matches!((uses(row_var).as_slice(), c.as_slice()), ([r], [c]) if r != c
+                        && unit(*r, row_var) && unit(*c, col_var))
+                }
+                None => matches!(c.as_slice(), [c] if unit(*c, col_var)),
+            };
             if !ok
                 || forms
                     .iter()
@@ -246,41 +257,35 @@ impl Writer<'_> {
             cols,
             written,
         } = micro;
-        let (
-            Ast::For {
-                var: row_var,
-                lower: row_lo,
-                upper: row_hi,
-                body: row_body,
-                ..
-            },
-            Ast::For {
-                var: col_var,
-                lower: col_lo,
-                upper: col_hi,
-                body: stmts,
-                annotations: col_ann,
-                ..
-            },
-        ) = (rows, cols)
+        let Ast::For {
+            var: col_var,
+            lower: col_lo,
+            upper: col_hi,
+            body: stmts,
+            annotations: col_ann,
+            ..
+        } = cols
         else {
             return;
         };
         let pad = "    ".repeat(indent);
         let (r, c) = (mark.rows, mark.cols);
-        let lo = self.ast_expr(row_lo);
-        let i = self.loop_var(row_var);
-        let hi = self.ast_expr(row_hi);
-        let (l, u) = self.bounds_at_midpoints(row_lo, row_hi);
-        self.midpoints
-            .push((row_var.clone(), l + (u - l).max(0) / 2));
+        let row = match rows {
+            Some(Ast::For {
+                var,
+                lower,
+                upper,
+                body,
+                ..
+            }) => Some((var, lower, upper, body)),
+            Some(_) => return,
+            None => None,
+        };
+        let row_var = row.map_or("", |(var, ..)| var.as_str());
         let block_var = format!("{col_var}_block");
         let jl = self.ast_expr(col_lo);
         let jb = self.loop_var(&block_var);
         let jh = self.ast_expr(col_hi);
-        let (cl, cu) = self.bounds_at_midpoints(col_lo, col_hi);
-        self.midpoints
-            .push((block_var.clone(), cl + (cu - cl).max(0) / 2));
         let col_loop = |lower: AstExpr, upper: AstExpr| Ast::For {
             var: col_var.clone(),
             lower,
@@ -293,33 +298,44 @@ impl Writer<'_> {
             },
         };
         let block = AstExpr::var(&block_var);
-        let tile = jam(
-            &rebuild(
-                &middle,
-                col_loop(
-                    block.clone(),
-                    AstExpr::plus(block.clone(), AstExpr::Int(c - 1)),
-                ),
+        let jammed = |ast: Ast| {
+            if row.is_some() {
+                jam(&ast, row_var, r)
+            } else {
+                ast
+            }
+        };
+        let tile = jammed(rebuild(
+            &middle,
+            col_loop(
+                block.clone(),
+                AstExpr::plus(block.clone(), AstExpr::Int(c - 1)),
             ),
-            row_var,
-            r,
-        );
-        let rest = jam(
-            &rebuild(&middle, col_loop(block, col_hi.clone())),
-            row_var,
-            r,
-        );
+        ));
+        let rest = jammed(rebuild(&middle, col_loop(block, col_hi.clone())));
         let _ = writeln!(out, "{pad}{{");
-        let _ = writeln!(out, "{pad}    int64_t {i} = {lo};");
+        // The rows by steps of `r` around the column blocks (one row: the blocks alone).
+        let mut inner = indent + 1;
+        if let Some((var, lo, hi, _)) = row {
+            let (l, u) = self.bounds_at_midpoints(lo, hi);
+            self.midpoints.push((var.clone(), l + (u - l).max(0) / 2));
+            let (i, lo, hi) = (self.loop_var(var), self.ast_expr(lo), self.ast_expr(hi));
+            let _ = writeln!(out, "{pad}    int64_t {i} = {lo};");
+            let _ = writeln!(
+                out,
+                "{pad}    for (; {i} <= {hi} - {}; {i} += {r}) {{",
+                r - 1
+            );
+            inner += 1;
+        }
+        let (cl, cu) = self.bounds_at_midpoints(col_lo, col_hi);
+        self.midpoints
+            .push((block_var.clone(), cl + (cu - cl).max(0) / 2));
+        let ipad = "    ".repeat(inner);
+        let _ = writeln!(out, "{ipad}int64_t {jb} = {jl};");
         let _ = writeln!(
             out,
-            "{pad}    for (; {i} <= {hi} - {}; {i} += {r}) {{",
-            r - 1
-        );
-        let _ = writeln!(out, "{pad}        int64_t {jb} = {jl};");
-        let _ = writeln!(
-            out,
-            "{pad}        for (; {jb} <= {jh} - {}; {jb} += {c}) {{",
+            "{ipad}for (; {jb} <= {jh} - {}; {jb} += {c}) {{",
             c - 1
         );
         let vector = VectorTile {
@@ -332,18 +348,21 @@ impl Writer<'_> {
             stmts,
             written,
         };
-        if !self.write_vector_tile(out, &vector, indent + 3) {
-            self.write_accumulated(out, written, &tile, indent + 3, in_parallel);
+        if !self.write_vector_tile(out, &vector, inner + 1) {
+            self.write_accumulated(out, written, &tile, inner + 1, in_parallel);
         }
-        let _ = writeln!(out, "{pad}        }}");
-        self.write_node(out, &rest, indent + 2, in_parallel);
-        let _ = writeln!(out, "{pad}    }}");
-        let _ = writeln!(out, "{pad}    for (; {i} <= {hi}; {i} += 1) {{");
-        self.write_node(out, row_body, indent + 2, in_parallel);
-        let _ = writeln!(out, "{pad}    }}");
+        let _ = writeln!(out, "{ipad}}}");
+        self.write_node(out, &rest, inner, in_parallel);
+        self.midpoints.pop();
+        if let Some((var, _, hi, body)) = row {
+            let (i, hi) = (self.loop_var(var), self.ast_expr(hi));
+            let _ = writeln!(out, "{pad}    }}");
+            let _ = writeln!(out, "{pad}    for (; {i} <= {hi}; {i} += 1) {{");
+            self.write_node(out, body, indent + 2, in_parallel);
+            let _ = writeln!(out, "{pad}    }}");
+            self.midpoints.pop();
+        }
         let _ = writeln!(out, "{pad}}}");
-        self.midpoints.pop();
-        self.midpoints.pop();
     }
 
     /// `tile` with the array it writes held in a local buffer of its box around it.
