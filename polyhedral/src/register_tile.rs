@@ -112,7 +112,7 @@ pub fn row_shape(unit: &VectorUnit, lanes: i64, col_tile: Option<i64>) -> Option
     let registers = i64::from(unit.registers);
     let tile = col_tile.unwrap_or(unit.tile_iterations);
     (1..registers)
-        .filter(|v| 2 * v + 1 <= registers && tile % (v * lanes) == 0)
+        .filter(|v| 2 * v < registers && tile % (v * lanes) == 0)
         .max()
 }
 
