@@ -212,7 +212,7 @@ fn choose_order(
 
 /// Per member of `band`, its score over the accesses of the statements `nest` and how many
 /// of those accesses are contiguous along it (see the module docs).
-fn member_scores(
+pub(crate) fn member_scores(
     program: &Program,
     s: &PlutoSchedule,
     band: &Band,
