@@ -11,7 +11,8 @@
 //! its accesses score best for spatial locality (the score of
 //! [`super::intra_tile`]: contiguous accesses count for it, strided ones against it; between
 //! equals the current innermost member). A statement without a contiguous access along any
-//! member, or whose loops the band does not determine, prefers the current innermost member.
+//! member, or whose loops the band does not determine, has no preference: it stays with the
+//! statement before it in the loop body and is permuted as that one is.
 //! Where the statements of one point-band loop nest prefer different members, a scalar
 //! dimension inserted between the tile band and the point band splits them into one loop nest
 //! per preferred member, inside the tile (the tile loops stay shared, so the data a tile
@@ -82,15 +83,19 @@ pub fn distribute_point_bands(
     Ok(out)
 }
 
-/// The member of `band` (an index into it) that statement `s` prefers innermost (see the
-/// module docs).
-fn preferred_member(program: &Program, schedule: &PlutoSchedule, band: &Band, s: StmtId) -> usize {
+/// The member of `band` (an index into it) that statement `s` prefers innermost, or `None`
+/// when it walks no array contiguously along any member (see the module docs).
+fn preferred_member(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    s: StmtId,
+) -> Option<usize> {
     let last = band.len - 1;
     let (score, contiguous) = member_scores(program, schedule, band, &[s]);
     (0..band.len)
         .filter(|&k| contiguous[k] > 0)
         .max_by_key(|&k| (score[k], k == last, k))
-        .unwrap_or(last)
 }
 
 /// `schedule` with the loop nest of the statements `nest` below `band` distributed by
@@ -113,12 +118,24 @@ fn distribute_nest(
             .collect();
         (after, s.index())
     });
-    let preferred: Vec<usize> = order
+    let stated: Vec<Option<usize>> = order
         .iter()
         .map(|&s| preferred_member(program, schedule, band, s))
         .collect();
-    if preferred.iter().all(|&k| k == preferred[0]) {
+    let mut said = stated.iter().flatten();
+    let Some(&first) = said.next() else {
         return Ok(None);
+    };
+    if said.all(|&k| k == first) {
+        return Ok(None);
+    }
+    // A statement without a preference stays with the statement before it in the body (the
+    // first one with a preference, at the start).
+    let mut preferred = Vec::with_capacity(order.len());
+    let mut previous = first;
+    for k in &stated {
+        previous = k.unwrap_or(previous);
+        preferred.push(previous);
     }
     // One group per preferred member, in the order of their first statements; failing that,
     // one group per run of consecutive statements with one preferred member.
