@@ -10,9 +10,14 @@
 //! The pass gives each statement its *preferred* member of the point band: the one along which
 //! its accesses score best for spatial locality (the score of
 //! [`super::intra_tile`]: contiguous accesses count for it, strided ones against it; between
-//! equals the current innermost member). A statement without a contiguous access along any
-//! member, or whose loops the band does not determine, has no preference: it stays with the
-//! statement before it in the loop body and is permuted as that one is.
+//! equals the current innermost member), among the members it may run innermost: those that
+//! carry none of its dependences on itself, and those along which it keeps writing one
+//! element (an accumulator, which the back end keeps in a register), but not a member along
+//! which each step needs the element the step before wrote (a recurrence, which
+//! [`super::intra_tile`] keeps out of the innermost loop). A statement without a contiguous
+//! access along such a member, or whose loops the band does not determine, has no
+//! preference: it stays with the statement before it in the loop body and is permuted as
+//! that one is.
 //! Where the statements of one point-band loop nest prefer different members, a scalar
 //! dimension inserted between the tile band and the point band splits them into one loop nest
 //! per preferred member, inside the tile (the tile loops stay shared, so the data a tile
@@ -29,8 +34,8 @@
 //! A nest whose preferred member carries a dependence (a reduction) becomes a sequential
 //! innermost loop that reads memory with stride one, in a loop nest of its own.
 
-use super::intra_tile::member_scores;
-use super::legality::{check_legality, coincident_dims};
+use super::intra_tile::{member_scores, writes_move_along};
+use super::legality::{check_legality, coincident_dims, coincident_dims_among};
 use super::pluto::{Band, BandKind, DimKind, Error, PlutoSchedule, ScheduleDim};
 use crate::deps::Dependences;
 use crate::pipeline::{Error as PipelineError, Pass, PassContext};
@@ -84,18 +89,26 @@ pub fn distribute_point_bands(
 }
 
 /// The member of `band` (an index into it) that statement `s` prefers innermost, or `None`
-/// when it walks no array contiguously along any member (see the module docs).
+/// when it walks no array contiguously along a member it may run innermost (see the module
+/// docs).
 fn preferred_member(
     program: &Program,
+    deps: &Dependences,
     schedule: &PlutoSchedule,
     band: &Band,
     s: StmtId,
-) -> Option<usize> {
+) -> Result<Option<usize>, Error> {
     let last = band.len - 1;
     let (score, contiguous) = member_scores(program, schedule, band, &[s]);
-    (0..band.len)
-        .filter(|&k| contiguous[k] > 0)
-        .max_by_key(|&k| (score[k], k == last, k))
+    let own = coincident_dims_among(program, deps, schedule, &[s])?;
+    // A sequential member along which the statement writes a new element every step is a
+    // recurrence: it stays out of the innermost loop (see `super::intra_tile`).
+    let eligible = |k: usize| {
+        own[band.start + k] || !writes_move_along(program, schedule, band, &[s], k)
+    };
+    Ok((0..band.len)
+        .filter(|&k| contiguous[k] > 0 && eligible(k))
+        .max_by_key(|&k| (score[k], k == last, k)))
 }
 
 /// `schedule` with the loop nest of the statements `nest` below `band` distributed by
@@ -120,8 +133,8 @@ fn distribute_nest(
     });
     let stated: Vec<Option<usize>> = order
         .iter()
-        .map(|&s| preferred_member(program, schedule, band, s))
-        .collect();
+        .map(|&s| preferred_member(program, deps, schedule, band, s))
+        .collect::<Result<_, _>>()?;
     let mut said = stated.iter().flatten();
     let Some(&first) = said.next() else {
         return Ok(None);

@@ -245,7 +245,7 @@ pub(crate) fn member_scores(
 /// Whether every statement of `nest` writes a different element at each step of `member` (no
 /// statement keeps one element, as an accumulator does); `false` when a statement's steps are
 /// not known.
-fn writes_move_along(
+pub(crate) fn writes_move_along(
     program: &Program,
     s: &PlutoSchedule,
     band: &Band,
