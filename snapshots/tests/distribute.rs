@@ -145,3 +145,28 @@ fn a_distribution_that_would_reverse_a_dependence_is_not_made() {
     assert_eq!(kept.tiled, compiled(&dependent, false).tiled);
     runs_like_the_interpreter(&dependent, &kept);
 }
+
+#[test]
+fn a_recurrence_is_not_distributed_into_a_sequential_innermost_loop() {
+    // P walks its rows along j, Q its own along i; but each P[i][j] needs P[i][j - 1], so j
+    // innermost would chain every iteration to the one before (a division each): P keeps the
+    // parallel loop i innermost, as Q does, and the loop nest is not split.
+    let program = parse(
+        "#define N 40
+void rec(double P[N][N], double Q[N][N], double U[N][N]) {
+  int i, j;
+#pragma scop
+  for (i = 1; i < N; i++)
+    for (j = 1; j < N; j++) {
+      P[i][j] = 1.0 / (P[i][j - 1] + 2.0);
+      Q[j][i] = P[i][j] * U[j][i];
+    }
+#pragma endscop
+}",
+    );
+    let kept = compiled(&program, true);
+    assert_eq!(split_inside_tile(&kept.tiled), None);
+    assert_eq!(innermost_coeff(&kept.tiled, 0, 0), 1);
+    assert_eq!(kept.tiled, compiled(&program, false).tiled);
+    runs_like_the_interpreter(&program, &kept);
+}
