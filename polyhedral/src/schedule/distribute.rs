@@ -103,9 +103,8 @@ fn preferred_member(
     let own = coincident_dims_among(program, deps, schedule, &[s])?;
     // A sequential member along which the statement writes a new element every step is a
     // recurrence: it stays out of the innermost loop (see `super::intra_tile`).
-    let eligible = |k: usize| {
-        own[band.start + k] || !writes_move_along(program, schedule, band, &[s], k)
-    };
+    let eligible =
+        |k: usize| own[band.start + k] || !writes_move_along(program, schedule, band, &[s], k);
     Ok((0..band.len)
         .filter(|&k| contiguous[k] > 0 && eligible(k))
         .max_by_key(|&k| (score[k], k == last, k)))
