@@ -184,6 +184,11 @@ struct OptimizeArgs {
     /// loop (by default each gets its own innermost loop where that is legal).
     #[arg(long)]
     no_fission: bool,
+    /// CPU: keep the statements of a tile's point loops in one loop nest even where they walk
+    /// memory with stride one along different loops (by default each group gets its own loop
+    /// nest inside the tile, with its stride-one loop innermost, where that is legal).
+    #[arg(long)]
+    no_distribute: bool,
     /// Run scalar functions one element at a time instead of vectorised over the innermost
     /// parallel loop (for comparison).
     #[arg(long)]
@@ -230,6 +235,7 @@ impl OptimizeArgs {
             pack: !self.no_pack,
             register_tile: !self.no_register_tile,
             fission: !self.no_fission,
+            distribute: !self.no_distribute,
             tiling,
             ..Default::default()
         }
@@ -264,7 +270,7 @@ struct CompileArgs {
     output: Option<PathBuf>,
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
-    /// intra-tile, fission, post-tiling-fusion, pack, register-tile), `ast` (the loop AST), `deps` (the
+    /// intra-tile, distribute, fission, post-tiling-fusion, pack, register-tile), `ast` (the loop AST), `deps` (the
     /// dependences the scheduler worked from), `program` (the program they are for: arrays the pipeline
     /// expanded for parallelism appear expanded) or `cache-model` (predicted cache misses per
     /// tile band and cache level, for the chosen tile sizes and the runner-up).

@@ -1,6 +1,6 @@
 //! The optimizing pipeline, written out in one place: dependences → array expansion →
 //! Pluto scheduling (with the fusion strategy) → schedule tree → the tree passes of
-//! [`passes`] (tiling, intra-tile permutation, innermost-loop fission, post-tiling fusion, packing, register tiles, mapping marks), each
+//! [`passes`] (tiling, intra-tile permutation, intra-tile distribution, innermost-loop fission, post-tiling fusion, packing, register tiles, mapping marks), each
 //! followed by the verifier → AST.
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memories,
@@ -10,7 +10,7 @@
 //! ([`crate::schedule::verify`]); AST generation verifies the tree once more on entry.
 //!
 //! A tree pass is a [`Pass`]: a name (what `--emit tree=after:NAME` asks for) and a rewrite of
-//! the [`PassContext`]. Passes that work on the flat schedule (tiling, intra-tile permutation, fission)
+//! the [`PassContext`]. Passes that work on the flat schedule (tiling, intra-tile permutation, distribution, fission)
 //! hand the new schedule to [`PassContext::set_schedule`], which checks it and rebuilds the tree;
 //! passes that rewrite the tree itself replace [`PassContext::tree`].
 //!
@@ -25,6 +25,7 @@ use crate::fusion::post_tiling::PostTilingFusion;
 use crate::pack::Pack;
 use crate::program::Program;
 use crate::register_tile::RegisterTile;
+use crate::schedule::distribute::Distribute;
 use crate::schedule::fission::Fission;
 use crate::schedule::intra_tile::IntraTile;
 use crate::schedule::map::MapMarks;
@@ -44,6 +45,11 @@ pub struct Options {
     /// Permute point bands so that a parallel loop with stride-one accesses is innermost (on
     /// targets with a vector unit).
     pub intra_tile: bool,
+    /// Distribute the statements of a point band that walk memory with stride one along
+    /// different members into loop nests of their own inside the tile, each with its own
+    /// innermost member (see [`crate::schedule::distribute`]), on targets whose vector unit
+    /// runs the innermost loop of one thread.
+    pub distribute: bool,
     /// Split innermost loops whose statements pass values through memory from one iteration
     /// to the next into one loop per statement (see [`crate::schedule::fission`]), on targets
     /// whose vector unit runs the innermost loop of one thread.
@@ -72,6 +78,7 @@ impl Default for Options {
             tiling: TileSizes::FromTarget,
             wavefront: true,
             intra_tile: true,
+            distribute: true,
             fission: true,
             expand: true,
             post_tiling_fusion: false,
@@ -168,6 +175,7 @@ pub const STAGES: &[&str] = &[
     "schedule",
     Tile::NAME,
     IntraTile::NAME,
+    Distribute::NAME,
     Fission::NAME,
     PostTilingFusion::NAME,
     Pack::NAME,
@@ -183,6 +191,9 @@ pub fn passes(target: &TargetDescription, options: &Options) -> Vec<Box<dyn Pass
     }
     if options.intra_tile && target.vector.is_some() {
         passes.push(Box::new(IntraTile));
+    }
+    if options.distribute && target.vector.is_some() && target.invocations().is_none() {
+        passes.push(Box::new(Distribute));
     }
     if options.fission && target.vector.is_some() && target.invocations().is_none() {
         passes.push(Box::new(Fission));

@@ -212,7 +212,7 @@ fn choose_order(
 
 /// Per member of `band`, its score over the accesses of the statements `nest` and how many
 /// of those accesses are contiguous along it (see the module docs).
-fn member_scores(
+pub(crate) fn member_scores(
     program: &Program,
     s: &PlutoSchedule,
     band: &Band,
@@ -245,7 +245,7 @@ fn member_scores(
 /// Whether every statement of `nest` writes a different element at each step of `member` (no
 /// statement keeps one element, as an accumulator does); `false` when a statement's steps are
 /// not known.
-fn writes_move_along(
+pub(crate) fn writes_move_along(
     program: &Program,
     s: &PlutoSchedule,
     band: &Band,

@@ -18,11 +18,13 @@
 //! - [`tile`]: tiling of permutable bands into tile and point bands, and the tile-level
 //!   wavefront; [`tile_size`]: the sizes, from the target's description;
 //! - [`intra_tile`]: the permutation of point bands that puts a parallel, stride-one loop
-//!   innermost;
+//!   innermost; [`distribute`]: the distribution of a point band's statements into loop nests
+//!   of their own, inside the tile, where they walk memory along different loops;
 //! - [`map`]: kernel and thread marks, where a grid of groups of threads starts mapping loops.
 //!
 //! AST generation from a tree is [`crate::codegen::generate_ast`].
 
+pub mod distribute;
 pub mod expr;
 pub mod fission;
 mod from_pluto;

@@ -310,6 +310,7 @@ pub fn configs(
             config(&["--no-register-tile"], false),
             config(&["--no-register-tile", "--fuse", "maxfuse"], true),
             config(&["--no-fission"], true),
+            config(&["--no-distribute"], true),
         ],
         "gpu" => vec![
             config(&["--no-promote"], false),
