@@ -233,4 +233,20 @@ mod tests {
         assert_eq!(earlier.rows.len(), 2);
         assert!(earlier.gemm.unwrap().starts_with("\ngemm at LARGE_DATASET"));
     }
+
+    /// The README's own table reads back whole, so that a run of a few kernels can keep it.
+    #[test]
+    fn the_readme_table_reads_back() {
+        let section = crate::readme::section("cpu").unwrap();
+        let lines = section
+            .lines()
+            .skip_while(|l| !l.starts_with("| kernel | dataset |"))
+            .skip(2)
+            .take_while(|l| l.starts_with("| "))
+            .count();
+        let earlier = read(&section, &[]).unwrap();
+        assert!(lines >= 30, "{lines} rows");
+        assert_eq!(earlier.rows.len(), lines);
+        assert!(earlier.gemm.is_some());
+    }
 }
