@@ -20,7 +20,10 @@
 //! an outer product of accumulators kept in a local buffer (see [`super::micro`]). Elsewhere, a
 //! loop that carries no dependence
 //! around a vectorizable innermost loop is unrolled and its copies jammed into that loop (a
-//! register tile, [`Options::register_tile`]), the iterations left over run one at a time.
+//! register tile, [`Options::register_tile`]), the iterations left over run one at a time. A
+//! reduction-tile mark ([`ReductionTileMark`]) has the same done to the loop it names around an
+//! innermost loop of reductions, each row's accumulator held in a local of its own (see
+//! [`super::reduction`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
@@ -30,6 +33,7 @@ use polyhedral::pack::PackMark;
 use polyhedral::program::{
     ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, SourceKind, Stmt, StmtId,
 };
+use polyhedral::reduction_tile::ReductionTileMark;
 use polyhedral::register_tile::RegisterTileMark;
 
 use super::accumulate::Accumulator;
@@ -82,6 +86,9 @@ pub struct Writer<'a> {
     /// Inside a register tile's accumulated block: its column loop (constant trip count) is
     /// unrolled rather than `omp simd` (see [`super::micro`]).
     pub(super) in_register_tile: bool,
+    /// The rows loops of reduction tiles (by address in the AST) and their rows (see
+    /// [`super::reduction`]).
+    pub(super) reduction_rows: HashMap<*const Ast, i64>,
 }
 
 /// A temporary living in one iteration of a parallel loop: the array, its box's lowest
@@ -161,6 +168,7 @@ impl<'a> Writer<'a> {
             accumulators: Vec::new(),
             holding: false,
             in_register_tile: false,
+            reduction_rows: HashMap::new(),
         }
         .with_vectors()
     }
@@ -229,6 +237,7 @@ impl<'a> Writer<'a> {
             accumulators: Vec::new(),
             holding: false,
             in_register_tile: false,
+            reduction_rows: HashMap::new(),
         }
     }
 
@@ -780,6 +789,13 @@ impl<'a> Writer<'a> {
                     };
                     let _ = writeln!(out, "{pad}#pragma omp {p}{schedule}{threads}");
                 }
+                if !parallel && pragma.is_none() {
+                    if let Some(rows) = self.take_reduction_rows(ast) {
+                        let _ = writeln!(out, "{pad}/* reduction tile: {rows} rows */");
+                        self.write_unrolled(out, ast, rows, indent, in_parallel);
+                        return;
+                    }
+                }
                 if self.options.register_tile && !parallel && pragma.is_none() {
                     if let Some(rows) = self.register_rows(ast) {
                         self.write_unrolled(out, ast, rows, indent, in_parallel);
@@ -884,6 +900,18 @@ impl<'a> Writer<'a> {
                         }
                         None => self.write_node(out, body, indent, in_parallel),
                     }
+                    return;
+                }
+                if let Some(mark) = ReductionTileMark::parse(name) {
+                    let rows = self
+                        .options
+                        .register_tile
+                        .then(|| self.reduction_rows_loop(&mark, body))
+                        .flatten();
+                    if let Some(rows) = rows {
+                        self.reduction_rows.insert(rows as *const Ast, mark.rows);
+                    }
+                    self.write_node(out, body, indent, in_parallel);
                     return;
                 }
                 if let Some(mark) = PackMark::parse(name) {
