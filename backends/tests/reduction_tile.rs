@@ -76,7 +76,8 @@ fn row_reductions_run_jammed_rows_with_their_own_accumulators() {
             vec![ReductionTileMark {
                 rows: 4,
                 member: 0,
-                loops: 2
+                loops: 2,
+                tile: 16
             }],
             "{}",
             c.tree.display(&c.program)
@@ -101,7 +102,9 @@ fn row_reductions_run_jammed_rows_with_their_own_accumulators() {
 
 /// Rows that do not divide the tile: one reduction per row asks for 8 rows, and tiles of 12
 /// rows take 12 (the next count that divides them within twice as many); 30 rows leave a
-/// partial tile of 6, fewer than the jammed rows, which runs one row at a time.
+/// partial tile of 6, fewer than the jammed rows, which runs one row at a time. Tiles of 7 rows
+/// never hold the 8 rows asked for; tiles of 16 run them 2 apart, a partial tile one at a
+/// time.
 #[test]
 fn partial_tiles_run_their_rows_one_at_a_time() {
     let program = parse(
@@ -118,12 +121,21 @@ fn partial_tiles_run_their_rows_one_at_a_time() {
         vec![ReductionTileMark {
             rows: 12,
             member: 0,
-            loops: 2
+            loops: 2,
+            tile: 12
         }]
     );
+    let options = Options::for_model(model).with(|o| o.threads = Some(2));
+    let code = cpu::Writer::new(&c.program, &options)
+        .write(&c.ast)
+        .unwrap();
+    // Adjacent rows: the tile holds the jammed rows once; the partial tile of 6 rows runs
+    // them one at a time.
+    assert!(code.contains("reduction tile: 12 rows"), "{code}");
+    assert!(code.contains("y_acc_11 = y[c2 + 11]"), "{code}");
+    check_exact(&program, &c, &options);
     let c = compile(&program, &model, &[7, 8]);
     assert_eq!(marks(&c).first().map(|m| m.rows), Some(8));
-    let options = Options::for_model(model).with(|o| o.threads = Some(2));
     let code = cpu::Writer::new(&c.program, &options)
         .write(&c.ast)
         .unwrap();
@@ -134,7 +146,10 @@ fn partial_tiles_run_their_rows_one_at_a_time() {
     let code = cpu::Writer::new(&c.program, &options)
         .write(&c.ast)
         .unwrap();
+    // Tiles of 16 rows run rows 2 apart (`i`, `i + 2`, …); the partial tile of 14 rows one at
+    // a time.
     assert!(code.contains("reduction tile: 8 rows"), "{code}");
+    assert!(code.contains("y_acc_7 = y[c2 + 14]"), "{code}");
     check_exact(&program, &c, &options);
 }
 
@@ -198,5 +213,37 @@ fn recurrences_other_than_reductions_are_left_alone() {
         )
         .unwrap();
         assert!(marks(&c).is_empty(), "{}", c.tree.display(&c.program));
+    }
+}
+
+/// A reduction whose step runs more than one multiply-add per row (syr2k's two products of
+/// three factors) is left to the C compiler, which vectorises its products along the
+/// reduction; the same nest with one product per row is jammed.
+#[test]
+fn heavy_row_steps_are_left_alone() {
+    let model = cpu::models::X86_64_V4;
+    for (body, jammed) in [
+        ("C(i, j) +=! A(j, k) * B(i, k);", true),
+        (
+            "C(i, j) +=! A(j, k) * 2.0 * B(i, k) + B(j, k) * 2.0 * A(i, k);",
+            false,
+        ),
+    ] {
+        let program = parse(
+            "k.pf",
+            &format!(
+                "kernel k<N = 40, M = 24>(A: f64[N, M], B: f64[N, M]) -> (C: f64[N, N]) {{\n    {body}\n}}\n"
+            ),
+            frontend::Language::Kernel,
+        );
+        let c = compile(&program, &model, &[8, 16, 8]);
+        assert_eq!(
+            !marks(&c).is_empty(),
+            jammed,
+            "{body}\n{}",
+            c.tree.display(&c.program)
+        );
+        let options = Options::for_model(model).with(|o| o.threads = Some(2));
+        check_exact(&program, &c, &options);
     }
 }

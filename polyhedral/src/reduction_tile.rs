@@ -19,7 +19,8 @@
 //!   the same in every iteration of the innermost loop). The dimensions above the band are
 //!   left out of the question, which can only find more dependences, never fewer.
 //! - *the rows*: the innermost coincident member of the others whose iterator subscripts the
-//!   written element of every such reduction. Jamming its iterations into the innermost loop
+//!   written element of every such reduction, provided no statement runs more than one
+//!   multiply-add per iteration whose value changes with the row ([`MAX_ROW_WORK`]). Jamming its iterations into the innermost loop
 //!   interleaves instances of different rows, which share no dependence once the outer
 //!   members are equal (it is coincident); the instances of one row keep their order.
 //!
@@ -42,25 +43,29 @@ use crate::schedule::{Node, NodeKind, QuasiAffine, ScheduleTree};
 use crate::target::VectorUnit;
 
 /// What a reduction-tile mark says: how many rows run jammed, which member of the band below
-/// is the rows' loop (0 = outermost), and how many members the band has.
+/// is the rows' loop (0 = outermost), how many members the band has, and the size of the
+/// tiles the rows' loop runs in (0 when it is not tiled).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReductionTileMark {
     pub rows: i64,
     pub member: usize,
     pub loops: usize,
+    pub tile: i64,
 }
 
 impl ReductionTileMark {
     const PREFIX: &'static str = "reduction tile ";
 
-    /// The mark's name in the tree: `reduction tile 4 rows of loop 0 over 2 loops: …`.
+    /// The mark's name in the tree: `reduction tile 4 rows of loop 0 over 2 loops in tiles of
+    /// 32: …`.
     pub fn name(&self, why: &str) -> String {
         format!(
-            "{}{} rows of loop {} over {} loops: {why}",
+            "{}{} rows of loop {} over {} loops in tiles of {}: {why}",
             Self::PREFIX,
             self.rows,
             self.member,
-            self.loops
+            self.loops,
+            self.tile
         )
     }
 
@@ -69,11 +74,13 @@ impl ReductionTileMark {
         let rest = name.strip_prefix(Self::PREFIX)?;
         let (rows, rest) = rest.split_once(" rows of loop ")?;
         let (member, rest) = rest.split_once(" over ")?;
-        let (loops, _) = rest.split_once(" loops")?;
+        let (loops, rest) = rest.split_once(" loops in tiles of ")?;
+        let (tile, _) = rest.split_once(':')?;
         Some(ReductionTileMark {
             rows: rows.parse().ok()?,
             member: member.parse().ok()?,
             loops: loops.parse().ok()?,
+            tile: tile.parse().ok()?,
         })
     }
 }
@@ -108,8 +115,9 @@ fn is_reduction_over(program: &Program, d: &crate::deps::Dependence, k: usize) -
         && s.reduction.as_ref().is_some_and(|r| r.iters.contains(&k))
 }
 
-/// The rows member of `band` (over `stmts`) when it qualifies (see the module docs), and the
-/// number of reductions the innermost loop runs per row.
+/// The rows member of `band` (over `stmts`) when it qualifies (see the module docs) and the
+/// rows' steps are light enough ([`MAX_ROW_WORK`]), and the number of reductions the innermost
+/// loop runs per row.
 fn qualifies(
     program: &Program,
     deps: &Dependences,
@@ -208,7 +216,49 @@ fn qualifies(
     let row = (0..n - 1)
         .rev()
         .find(|&m| band.coincident[m] && reductions.iter().all(|(s, its)| subscripts(*s, its[m])));
-    Ok(row.map(|m| (m, reductions.len() as i64)))
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let light = iters
+        .iter()
+        .all(|(s, its)| row_work(&program.statements[s.index()], its[row]) <= MAX_ROW_WORK);
+    Ok(light.then_some((row, reductions.len() as i64)))
+}
+
+/// The most operations whose values change with the row that one statement may run per
+/// iteration: one multiply-add (a product and the accumulation). The jammed rows run
+/// scalar, one operation at a time per row, while the loop left alone is vectorised by the C
+/// compiler along the reduction for everything but the accumulation itself, so a longer
+/// step is faster left alone: syr2k's six (two products of three factors, two additions) ran
+/// 1.6x slower jammed (LARGE, one thread, medians of 7 interleaved runs: 611 against 380 ms),
+/// syrk's two 1.3x faster (221 against 284 ms).
+const MAX_ROW_WORK: usize = 2;
+
+/// The operations of `s`'s body whose values change with iterator `row`: those with an
+/// operand read at subscripts that use it, or the iterator itself.
+fn row_work(s: &crate::program::Statement, row: usize) -> usize {
+    use crate::program::Expr;
+    let mut varies = vec![false; s.exprs.len()];
+    let mut count = 0;
+    // Operands come before the expressions that use them.
+    for (id, e) in s.exprs.iter() {
+        let v = match e {
+            Expr::Iter(d) => *d == row,
+            Expr::Read(k) => s.reads[*k].subscripts.iter().any(|sub| {
+                sub.terms()
+                    .iter()
+                    .any(|&(v, c)| v == crate::program::Var::Iter(row) && c != 0)
+            }),
+            Expr::Literal(_) | Expr::Param(_) | Expr::Local(_) => false,
+            other => {
+                let v = other.operands().iter().any(|o| varies[o.index()]);
+                count += usize::from(v);
+                v
+            }
+        };
+        varies[id.index()] = v;
+    }
+    count
 }
 
 /// Whether a subtree only orders statements (sequences and sets of filters): no loop, mark or
@@ -259,6 +309,7 @@ pub fn decide(
             rows,
             member,
             loops: n,
+            tile: row_tile.unwrap_or(0),
         };
         let s = &program.statements[first.index()];
         let inner = band.functions(first).and_then(|f| iterator_of(&f[n - 1]));
@@ -320,6 +371,7 @@ mod tests {
             rows: 4,
             member: 1,
             loops: 3,
+            tile: 32,
         };
         assert_eq!(ReductionTileMark::parse(&m.name("why")), Some(m));
         assert_eq!(

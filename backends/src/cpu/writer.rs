@@ -25,7 +25,7 @@
 //! innermost loop of reductions, each row's accumulator held in a local of its own (see
 //! [`super::reduction`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
 use polyhedral::ast::{self, Ast, AstCond, AstExpr};
@@ -88,7 +88,10 @@ pub struct Writer<'a> {
     pub(super) in_register_tile: bool,
     /// The rows loops of reduction tiles (by address in the AST) and their rows (see
     /// [`super::reduction`]).
-    pub(super) reduction_rows: HashMap<*const Ast, i64>,
+    pub(super) reduction_rows: HashMap<*const Ast, ReductionTileMark>,
+    /// Innermost loops of reduction tiles (by address in the AST), which run one iteration
+    /// at a time (see [`super::reduction`]).
+    pub(super) in_order: HashSet<*const Ast>,
 }
 
 /// A temporary living in one iteration of a parallel loop: the array, its box's lowest
@@ -169,6 +172,7 @@ impl<'a> Writer<'a> {
             holding: false,
             in_register_tile: false,
             reduction_rows: HashMap::new(),
+            in_order: HashSet::new(),
         }
         .with_vectors()
     }
@@ -238,6 +242,7 @@ impl<'a> Writer<'a> {
             holding: false,
             in_register_tile: false,
             reduction_rows: HashMap::new(),
+            in_order: HashSet::new(),
         }
     }
 
@@ -790,9 +795,9 @@ impl<'a> Writer<'a> {
                     let _ = writeln!(out, "{pad}#pragma omp {p}{schedule}{threads}");
                 }
                 if !parallel && pragma.is_none() {
-                    if let Some(rows) = self.take_reduction_rows(ast) {
-                        let _ = writeln!(out, "{pad}/* reduction tile: {rows} rows */");
-                        self.write_unrolled(out, ast, rows, indent, in_parallel);
+                    if let Some(mark) = self.take_reduction_rows(ast) {
+                        let _ = writeln!(out, "{pad}/* reduction tile: {} rows */", mark.rows);
+                        self.write_reduction_tile(out, ast, &mark, indent, in_parallel);
                         return;
                     }
                 }
@@ -819,6 +824,10 @@ impl<'a> Writer<'a> {
                         );
                         return;
                     }
+                }
+                if self.in_order.remove(&(ast as *const Ast)) && self.options.openmp {
+                    // One iteration at a time (see [`super::reduction`]).
+                    let _ = writeln!(out, "{pad}#pragma omp simd if(simd: 0)");
                 }
                 let _ = writeln!(
                     out,
@@ -909,7 +918,7 @@ impl<'a> Writer<'a> {
                         .then(|| self.reduction_rows_loop(&mark, body))
                         .flatten();
                     if let Some(rows) = rows {
-                        self.reduction_rows.insert(rows as *const Ast, mark.rows);
+                        self.reduction_rows.insert(rows as *const Ast, mark);
                     }
                     self.write_node(out, body, indent, in_parallel);
                     return;
@@ -1392,8 +1401,19 @@ impl<'a> Writer<'a> {
 /// `body` with the statements of its innermost loop repeated for `var`, `var + 1`, …,
 /// `var + rows - 1` (see [`Writer::register_rows`] for the shape it expects).
 pub(super) fn jam(body: &Ast, var: &str, rows: i64) -> Ast {
+    jam_strided(body, var, rows, 1)
+}
+
+/// [`jam`] with the copies `stride` rows apart: for `var`, `var + stride`, …,
+/// `var + (rows - 1) * stride`.
+pub(super) fn jam_strided(body: &Ast, var: &str, rows: i64, stride: i64) -> Ast {
     match body {
-        Ast::Block(items) => Ast::Block(items.iter().map(|i| jam(i, var, rows)).collect()),
+        Ast::Block(items) => Ast::Block(
+            items
+                .iter()
+                .map(|i| jam_strided(i, var, rows, stride))
+                .collect(),
+        ),
         Ast::For {
             var: v,
             lower,
@@ -1406,14 +1426,14 @@ pub(super) fn jam(body: &Ast, var: &str, rows: i64) -> Ast {
             lower: lower.clone(),
             upper: upper.clone(),
             step: *step,
-            body: Box::new(jam(body, var, rows)),
+            body: Box::new(jam_strided(body, var, rows, stride)),
             annotations: *annotations,
         },
         Ast::User { stmt, args } => Ast::Block(
             (0..rows)
                 .map(|r| Ast::User {
                     stmt: *stmt,
-                    args: args.iter().map(|a| shift(a, var, r)).collect(),
+                    args: args.iter().map(|a| shift(a, var, r * stride)).collect(),
                 })
                 .collect(),
         ),
