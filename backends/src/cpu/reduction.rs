@@ -37,15 +37,9 @@ use std::fmt::Write as _;
 use polyhedral::ast::Ast;
 use polyhedral::reduction_tile::ReductionTileMark;
 
+use super::micro::single;
 use super::writer::{jam_strided, Writer};
 use crate::promote::expr_vars;
-
-fn single(ast: &Ast) -> &Ast {
-    match ast {
-        Ast::Block(items) if items.len() == 1 => single(&items[0]),
-        other => other,
-    }
-}
 
 impl Writer<'_> {
     /// The rows loop below a reduction-tile mark, when the loops have the shape the module
@@ -114,6 +108,15 @@ impl Writer<'_> {
         (hi - lo + 1 >= mark.rows).then_some(mark)
     }
 
+    /// Marks the innermost loops of `jammed` to run one iteration at a time.
+    pub(super) fn run_in_order(&mut self, jammed: &Ast) {
+        jammed.walk(&mut |a| {
+            if matches!(a, Ast::For { body, .. } if !body.contains_loop()) {
+                self.in_order.insert(a as *const Ast);
+            }
+        });
+    }
+
     /// Writes the rows loop `for_loop` of a reduction tile (see the module docs).
     pub(super) fn write_reduction_tile(
         &mut self,
@@ -133,49 +136,32 @@ impl Writer<'_> {
         else {
             return;
         };
-        let pad = "    ".repeat(indent);
         let (rows, tile) = (mark.rows, mark.tile);
+        if tile <= rows || tile % rows != 0 {
+            self.write_unrolled(out, for_loop, rows, true, indent, in_parallel);
+            return;
+        }
+        let stride = tile / rows;
+        let pad = "    ".repeat(indent);
         let lo = self.ast_expr(lower);
         let c = self.loop_var(var);
         let hi = self.ast_expr(upper);
         let (l, u) = self.bounds_at_midpoints(lower, upper);
         self.midpoints.push((var.clone(), l + (u - l).max(0) / 2));
-        let stride = if tile > rows && tile % rows == 0 {
-            tile / rows
-        } else {
-            1
-        };
         let jammed = jam_strided(body, var, rows, stride);
-        jammed.walk(&mut |a| {
-            if matches!(a, Ast::For { body, .. } if !body.contains_loop()) {
-                self.in_order.insert(a as *const Ast);
-            }
-        });
-        if stride > 1 {
-            let _ = writeln!(out, "{pad}if (({hi}) - ({lo}) + 1 == {tile}) {{");
-            let _ = writeln!(
-                out,
-                "{pad}    for (int64_t {c} = {lo}; {c} < {lo} + {stride}; {c} += 1) {{"
-            );
-            self.write_node(out, &jammed, indent + 2, in_parallel);
-            let _ = writeln!(out, "{pad}    }}");
-            let _ = writeln!(out, "{pad}}} else {{");
-            let _ = writeln!(
-                out,
-                "{pad}    for (int64_t {c} = {lo}; {c} <= {hi}; {c} += 1) {{"
-            );
-        } else {
-            let _ = writeln!(out, "{pad}{{");
-            let _ = writeln!(out, "{pad}    int64_t {c} = {lo};");
-            let _ = writeln!(
-                out,
-                "{pad}    for (; {c} <= {hi} - {}; {c} += {rows}) {{",
-                rows - 1
-            );
-            self.write_node(out, &jammed, indent + 2, in_parallel);
-            let _ = writeln!(out, "{pad}    }}");
-            let _ = writeln!(out, "{pad}    for (; {c} <= {hi}; {c} += 1) {{");
-        }
+        self.run_in_order(&jammed);
+        let _ = writeln!(out, "{pad}if (({hi}) - ({lo}) + 1 == {tile}) {{");
+        let _ = writeln!(
+            out,
+            "{pad}    for (int64_t {c} = {lo}; {c} < {lo} + {stride}; {c} += 1) {{"
+        );
+        self.write_node(out, &jammed, indent + 2, in_parallel);
+        let _ = writeln!(out, "{pad}    }}");
+        let _ = writeln!(out, "{pad}}} else {{");
+        let _ = writeln!(
+            out,
+            "{pad}    for (int64_t {c} = {lo}; {c} <= {hi}; {c} += 1) {{"
+        );
         self.write_node(out, body, indent + 2, in_parallel);
         let _ = writeln!(out, "{pad}    }}");
         let _ = writeln!(out, "{pad}}}");

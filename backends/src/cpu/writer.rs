@@ -803,7 +803,7 @@ impl<'a> Writer<'a> {
                 }
                 if self.options.register_tile && !parallel && pragma.is_none() {
                     if let Some(rows) = self.register_rows(ast) {
-                        self.write_unrolled(out, ast, rows, indent, in_parallel);
+                        self.write_unrolled(out, ast, rows, false, indent, in_parallel);
                         return;
                     }
                 }
@@ -1038,12 +1038,14 @@ impl<'a> Writer<'a> {
     }
 
     /// A loop unrolled `rows` times with the copies jammed into its innermost loop, then the
-    /// iterations left over one at a time.
-    fn write_unrolled(
+    /// iterations left over one at a time; the jammed innermost loops run one iteration at a
+    /// time when `in_order` (see [`super::reduction`]).
+    pub(super) fn write_unrolled(
         &mut self,
         out: &mut String,
         for_loop: &Ast,
         rows: i64,
+        in_order: bool,
         indent: usize,
         in_parallel: bool,
     ) {
@@ -1072,6 +1074,9 @@ impl<'a> Writer<'a> {
             rows - 1
         );
         let jammed = jam(body, var, rows);
+        if in_order {
+            self.run_in_order(&jammed);
+        }
         self.write_node(out, &jammed, indent + 2, in_parallel);
         let _ = writeln!(out, "{pad}    }}");
         let _ = writeln!(out, "{pad}    for (; {c} <= {hi}; {c} += {step}) {{");
