@@ -177,7 +177,8 @@ struct OptimizeArgs {
     /// CPU: do not pack arrays into contiguous buffers.
     #[arg(long)]
     no_pack: bool,
-    /// CPU: do not unroll and jam point loops into register tiles.
+    /// CPU: do not unroll and jam point loops into register tiles (nor rows into innermost
+    /// reductions).
     #[arg(long)]
     no_register_tile: bool,
     /// CPU: keep statements that pass values between iterations of an innermost loop in one
@@ -270,7 +271,7 @@ struct CompileArgs {
     output: Option<PathBuf>,
     /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
     /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
-    /// intra-tile, distribute, fission, post-tiling-fusion, pack, register-tile), `ast` (the loop AST), `deps` (the
+    /// intra-tile, distribute, fission, post-tiling-fusion, pack, register-tile, reduction-tile), `ast` (the loop AST), `deps` (the
     /// dependences the scheduler worked from), `program` (the program they are for: arrays the pipeline
     /// expanded for parallelism appear expanded) or `cache-model` (predicted cache misses per
     /// tile band and cache level, for the chosen tile sizes and the runner-up).

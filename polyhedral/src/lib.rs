@@ -20,6 +20,8 @@
 //!   in which layout, recorded as marks in the tree;
 //! - [`register_tile`]: which point bands become register tiles (outer products kept in
 //!   vector registers), recorded as marks in the tree;
+//! - [`reduction_tile`]: which point bands jam rows of a parallel loop into an innermost loop
+//!   of reductions (independent chains), recorded as marks in the tree;
 //! - [`interp`]: the reference interpreter, the oracle every target is checked against.
 //! - [`vectorize`]: function-level vectorization: SSA, uniform / linear / varying classes, masks.
 //! - [`sets`]: exact integer sets and maps (isl semantics and notation).
@@ -36,6 +38,7 @@ pub mod interp;
 pub mod pack;
 pub mod pipeline;
 pub mod program;
+pub mod reduction_tile;
 pub mod register_tile;
 pub mod schedule;
 pub mod sets;

@@ -1,6 +1,6 @@
 //! The optimizing pipeline, written out in one place: dependences → array expansion →
 //! Pluto scheduling (with the fusion strategy) → schedule tree → the tree passes of
-//! [`passes`] (tiling, intra-tile permutation, intra-tile distribution, innermost-loop fission, post-tiling fusion, packing, register tiles, mapping marks), each
+//! [`passes`] (tiling, intra-tile permutation, intra-tile distribution, innermost-loop fission, post-tiling fusion, packing, register tiles, reduction tiles, mapping marks), each
 //! followed by the verifier → AST.
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memories,
@@ -24,6 +24,7 @@ use crate::expand::{expand_for_parallelism, expand_temporaries, Expansion};
 use crate::fusion::post_tiling::PostTilingFusion;
 use crate::pack::Pack;
 use crate::program::Program;
+use crate::reduction_tile::ReductionTile;
 use crate::register_tile::RegisterTile;
 use crate::schedule::distribute::Distribute;
 use crate::schedule::fission::Fission;
@@ -65,7 +66,9 @@ pub struct Options {
     /// pays (on targets that describe a TLB).
     pub pack: bool,
     /// Mark the point bands whose innermost loops become register tiles (see
-    /// [`crate::register_tile`]), on targets with vector registers.
+    /// [`crate::register_tile`]), on targets with vector registers, and those whose innermost
+    /// reductions get independent chains from a parallel loop (see [`crate::reduction_tile`]),
+    /// on targets that describe their multiply-add pipes.
     pub register_tile: bool,
     /// Check every pass's result before the next pass (see the module docs).
     pub verify: bool,
@@ -180,6 +183,7 @@ pub const STAGES: &[&str] = &[
     PostTilingFusion::NAME,
     Pack::NAME,
     RegisterTile::NAME,
+    ReductionTile::NAME,
     MapMarks::NAME,
 ];
 
@@ -208,6 +212,13 @@ pub fn passes(target: &TargetDescription, options: &Options) -> Vec<Box<dyn Pass
     }
     if options.register_tile && target.vector.is_some_and(|v| v.registers > 0) {
         passes.push(Box::new(RegisterTile));
+    }
+    if options.register_tile
+        && target
+            .vector
+            .is_some_and(|v| v.fma_latency > 0 && v.fma_pipes > 0 && v.registers > 0)
+    {
+        passes.push(Box::new(ReductionTile));
     }
     if target.invocations().is_some() {
         passes.push(Box::new(MapMarks));

@@ -118,7 +118,7 @@ pub fn row_shape(unit: &VectorUnit, lanes: i64, col_tile: Option<i64>) -> Option
 
 /// The iterator a member function is, when it is exactly one iterator with coefficient 1
 /// (plus constants and parameters).
-fn iterator_of(f: &QuasiAffine) -> Option<usize> {
+pub(crate) fn iterator_of(f: &QuasiAffine) -> Option<usize> {
     if !f.floors.is_empty() {
         return None;
     }
@@ -138,7 +138,7 @@ fn iterator_of(f: &QuasiAffine) -> Option<usize> {
 }
 
 /// The size of the tile a band above `path` gives iterator `d` of `stmt` (`floor(d / T)`).
-fn tile_of(tree: &ScheduleTree, path: &[usize], stmt: StmtId, d: usize) -> Option<i64> {
+pub(crate) fn tile_of(tree: &ScheduleTree, path: &[usize], stmt: StmtId, d: usize) -> Option<i64> {
     (0..path.len()).rev().find_map(|k| {
         let NodeKind::Band(band) = &tree.node(&path[..k])?.kind else {
             return None;
@@ -332,6 +332,8 @@ mod tests {
             bytes: 32,
             tile_iterations: 128,
             registers,
+            fma_latency: 4,
+            fma_pipes: 2,
         }
     }
 

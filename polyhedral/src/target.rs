@@ -213,6 +213,11 @@ pub struct VectorUnit {
     pub tile_iterations: i64,
     /// Architectural vector registers: how many accumulators a register tile may keep.
     pub registers: u32,
+    /// Cycles from one multiply-add to the next that uses its result (0: not described).
+    pub fma_latency: u32,
+    /// Multiply-adds that start in one cycle: with the latency, how many independent chains
+    /// of dependent multiply-adds keep the unit busy (see [`crate::reduction_tile`]).
+    pub fma_pipes: u32,
 }
 
 impl VectorUnit {

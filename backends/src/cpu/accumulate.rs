@@ -10,16 +10,19 @@
 //!
 //! What holds: the loop runs no loop inside it and is written without OpenMP pragmas; its body
 //! is statements only (no guards, which could leave the element unwritten by this loop while
-//! another thread writes it); every access of the array in the loop names the same element,
-//! whose subscripts do not use the loop's variable. The copies run only when the loop runs at
+//! another thread writes it); every access of the array in the loop names an element the loop
+//! writes at subscripts that do not use the loop's variable, and the elements it names are
+//! provably different (their subscripts differ by a non-zero constant in some dimension, as
+//! the rows a reduction tile jams do), so each has a local of its own. The copies run only when the loop runs at
 //! least one iteration, so a loop that runs none writes nothing.
 
 use std::fmt::Write as _;
 
-use polyhedral::ast::Ast;
-use polyhedral::program::ScalarType;
+use polyhedral::ast::{Ast, AstExpr};
+use polyhedral::program::{ScalarType, StmtId};
 
 use super::writer::{storage_type, Writer};
+use crate::promote::Linear;
 
 /// One element kept in a local variable: its text in C, the local's name and its type.
 #[derive(Clone, Debug)]
@@ -36,32 +39,44 @@ impl Writer<'_> {
         let Ast::For { body, .. } = for_loop else {
             return Vec::new();
         };
-        let items = match body.as_ref() {
-            Ast::Block(items) => items.as_slice(),
-            one => std::slice::from_ref(one),
-        };
-        let users: Option<Vec<_>> = items
-            .iter()
-            .map(|item| match item {
-                Ast::User { stmt, args } => Some((*stmt, args)),
-                _ => None,
-            })
-            .collect();
-        let Some(users) = users else {
+        // The statements of the body, through nested blocks (a jammed body's).
+        fn users<'t>(ast: &'t Ast, out: &mut Vec<(StmtId, &'t Vec<AstExpr>)>) -> bool {
+            match ast {
+                Ast::Block(items) => items.iter().all(|i| users(i, out)),
+                Ast::User { stmt, args } => {
+                    out.push((*stmt, args));
+                    true
+                }
+                _ => false,
+            }
+        }
+        let mut found_users = Vec::new();
+        if !users(body, &mut found_users) {
             return Vec::new();
-        };
+        }
+        let users = found_users;
         let program = self.program;
-        // Every access of the loop's statements: (array, element text, written).
+        // Every access of the loop's statements: (array, element text, written, subscripts
+        // as affine forms where they are).
         let mut accesses = Vec::new();
         for (stmt, args) in &users {
             let s = &program.statements[stmt.index()];
+            let forms = |access: &polyhedral::program::Access| -> Option<Vec<Linear>> {
+                access
+                    .subscripts
+                    .iter()
+                    .map(|e| Linear::of(&AstExpr::from_affine(e, &|d| args[d].clone())))
+                    .collect()
+            };
             for access in &s.reads {
-                accesses.push((access.array, self.element(access, args), false));
+                let element = self.element(access, args);
+                accesses.push((access.array, element, false, forms(access)));
             }
-            accesses.push((s.write.array, self.element(&s.write, args), true));
+            let element = self.element(&s.write, args);
+            accesses.push((s.write.array, element, true, forms(&s.write)));
         }
         let mut found: Vec<Accumulator> = Vec::new();
-        for (array, element, written) in &accesses {
+        for (array, element, written, _) in &accesses {
             let a = program.array(*array);
             if !written
                 || a.shape.is_empty()
@@ -71,7 +86,26 @@ impl Writer<'_> {
             {
                 continue;
             }
-            if accesses.iter().any(|(b, e, _)| b == array && e != element) {
+            // The elements of the array the loop accesses: each must be one the loop writes
+            // at subscripts free of its variable, and no two may be the same element.
+            let mut elements: Vec<(&String, &Option<Vec<Linear>>)> = Vec::new();
+            for (_, e, _, forms) in accesses.iter().filter(|x| x.0 == *array) {
+                if !elements.iter().any(|(x, _)| *x == e) {
+                    elements.push((e, forms));
+                }
+            }
+            let all_written = elements.iter().all(|(e, _)| {
+                !mentions(e, c)
+                    && accesses
+                        .iter()
+                        .any(|(b, x, w, _)| b == array && *w && x == *e)
+            });
+            let apart = elements.iter().enumerate().all(|(i, (_, f))| {
+                elements[i + 1..]
+                    .iter()
+                    .all(|(_, g)| matches!((f, g), (Some(f), Some(g)) if distinct(f, g)))
+            });
+            if !all_written || !apart {
                 continue;
             }
             let local = self.scope.fresh(&format!("{}_acc", a.name));
@@ -120,6 +154,15 @@ impl Writer<'_> {
             None => text,
         }
     }
+}
+
+/// Whether two subscript lists name different elements whatever the variables' values: in some
+/// dimension they differ by a non-zero constant.
+fn distinct(a: &[Linear], b: &[Linear]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .any(|(x, y)| x.vars == y.vars && x.params == y.params && x.constant != y.constant)
 }
 
 /// Whether C text `text` uses the identifier `name`.

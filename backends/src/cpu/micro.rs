@@ -52,7 +52,8 @@ pub(super) struct Micro<'t> {
     written: ArrayId,
 }
 
-fn single(ast: &Ast) -> &Ast {
+/// `ast` without the blocks of one item around it.
+pub(super) fn single(ast: &Ast) -> &Ast {
     match ast {
         Ast::Block(items) if items.len() == 1 => single(&items[0]),
         other => other,

@@ -20,6 +20,7 @@ mod micro;
 mod micro_vector;
 pub mod models;
 mod names;
+mod reduction;
 mod runner;
 mod scop;
 mod syntax;
@@ -72,6 +73,8 @@ pub fn description_for(model: &CpuModel) -> TargetDescription {
             bytes: model.vector_bytes,
             tile_iterations: 128,
             registers: model.vector_registers,
+            fma_latency: model.fma_latency,
+            fma_pipes: model.fma_pipes,
         }),
         tlb: Some(Tlb {
             entries: 64,

@@ -20,6 +20,10 @@ pub struct CpuModel {
     pub vector_bytes: u32,
     /// Architectural vector registers.
     pub vector_registers: u32,
+    /// Cycles from a floating-point multiply-add to the next one that uses its result.
+    pub fma_latency: u32,
+    /// Floating-point multiply-adds started per cycle.
+    pub fma_pipes: u32,
     /// The host CPU features (`/proc/cpuinfo` flags) the model's vectors need to run as
     /// such.
     pub features: &'static [&'static str],
@@ -31,6 +35,8 @@ pub const X86_64_V3: CpuModel = CpuModel {
     about: "AVX2: 32-byte vectors, 16 vector registers",
     vector_bytes: 32,
     vector_registers: 16,
+    fma_latency: 4,
+    fma_pipes: 2,
     features: &["avx2", "fma"],
 };
 
@@ -40,6 +46,8 @@ pub const X86_64_V4: CpuModel = CpuModel {
     about: "AVX-512: 64-byte vectors, 32 vector registers",
     vector_bytes: 64,
     vector_registers: 32,
+    fma_latency: 4,
+    fma_pipes: 2,
     features: &["avx512f", "avx512bw", "avx512dq", "avx512vl"],
 };
 

@@ -20,9 +20,12 @@
 //! an outer product of accumulators kept in a local buffer (see [`super::micro`]). Elsewhere, a
 //! loop that carries no dependence
 //! around a vectorizable innermost loop is unrolled and its copies jammed into that loop (a
-//! register tile, [`Options::register_tile`]), the iterations left over run one at a time.
+//! register tile, [`Options::register_tile`]), the iterations left over run one at a time. A
+//! reduction-tile mark ([`ReductionTileMark`]) has the same done to the loop it names around an
+//! innermost loop of reductions, each row's accumulator held in a local of its own (see
+//! [`super::reduction`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
 use polyhedral::ast::{self, Ast, AstCond, AstExpr};
@@ -30,6 +33,7 @@ use polyhedral::pack::PackMark;
 use polyhedral::program::{
     ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, SourceKind, Stmt, StmtId,
 };
+use polyhedral::reduction_tile::ReductionTileMark;
 use polyhedral::register_tile::RegisterTileMark;
 
 use super::accumulate::Accumulator;
@@ -82,6 +86,12 @@ pub struct Writer<'a> {
     /// Inside a register tile's accumulated block: its column loop (constant trip count) is
     /// unrolled rather than `omp simd` (see [`super::micro`]).
     pub(super) in_register_tile: bool,
+    /// The rows loops of reduction tiles (by address in the AST) and their rows (see
+    /// [`super::reduction`]).
+    pub(super) reduction_rows: HashMap<*const Ast, ReductionTileMark>,
+    /// Innermost loops of reduction tiles (by address in the AST), which run one iteration
+    /// at a time (see [`super::reduction`]).
+    pub(super) in_order: HashSet<*const Ast>,
 }
 
 /// A temporary living in one iteration of a parallel loop: the array, its box's lowest
@@ -161,6 +171,8 @@ impl<'a> Writer<'a> {
             accumulators: Vec::new(),
             holding: false,
             in_register_tile: false,
+            reduction_rows: HashMap::new(),
+            in_order: HashSet::new(),
         }
         .with_vectors()
     }
@@ -229,6 +241,8 @@ impl<'a> Writer<'a> {
             accumulators: Vec::new(),
             holding: false,
             in_register_tile: false,
+            reduction_rows: HashMap::new(),
+            in_order: HashSet::new(),
         }
     }
 
@@ -780,9 +794,16 @@ impl<'a> Writer<'a> {
                     };
                     let _ = writeln!(out, "{pad}#pragma omp {p}{schedule}{threads}");
                 }
+                if !parallel && pragma.is_none() {
+                    if let Some(mark) = self.take_reduction_rows(ast) {
+                        let _ = writeln!(out, "{pad}/* reduction tile: {} rows */", mark.rows);
+                        self.write_reduction_tile(out, ast, &mark, indent, in_parallel);
+                        return;
+                    }
+                }
                 if self.options.register_tile && !parallel && pragma.is_none() {
                     if let Some(rows) = self.register_rows(ast) {
-                        self.write_unrolled(out, ast, rows, indent, in_parallel);
+                        self.write_unrolled(out, ast, rows, false, indent, in_parallel);
                         return;
                     }
                 }
@@ -803,6 +824,10 @@ impl<'a> Writer<'a> {
                         );
                         return;
                     }
+                }
+                if self.in_order.remove(&(ast as *const Ast)) && self.options.openmp {
+                    // One iteration at a time (see [`super::reduction`]).
+                    let _ = writeln!(out, "{pad}#pragma omp simd if(simd: 0)");
                 }
                 let _ = writeln!(
                     out,
@@ -884,6 +909,18 @@ impl<'a> Writer<'a> {
                         }
                         None => self.write_node(out, body, indent, in_parallel),
                     }
+                    return;
+                }
+                if let Some(mark) = ReductionTileMark::parse(name) {
+                    let rows = self
+                        .options
+                        .register_tile
+                        .then(|| self.reduction_rows_loop(&mark, body))
+                        .flatten();
+                    if let Some(rows) = rows {
+                        self.reduction_rows.insert(rows as *const Ast, mark);
+                    }
+                    self.write_node(out, body, indent, in_parallel);
                     return;
                 }
                 if let Some(mark) = PackMark::parse(name) {
@@ -1001,12 +1038,14 @@ impl<'a> Writer<'a> {
     }
 
     /// A loop unrolled `rows` times with the copies jammed into its innermost loop, then the
-    /// iterations left over one at a time.
-    fn write_unrolled(
+    /// iterations left over one at a time; the jammed innermost loops run one iteration at a
+    /// time when `in_order` (see [`super::reduction`]).
+    pub(super) fn write_unrolled(
         &mut self,
         out: &mut String,
         for_loop: &Ast,
         rows: i64,
+        in_order: bool,
         indent: usize,
         in_parallel: bool,
     ) {
@@ -1035,6 +1074,9 @@ impl<'a> Writer<'a> {
             rows - 1
         );
         let jammed = jam(body, var, rows);
+        if in_order {
+            self.run_in_order(&jammed);
+        }
         self.write_node(out, &jammed, indent + 2, in_parallel);
         let _ = writeln!(out, "{pad}    }}");
         let _ = writeln!(out, "{pad}    for (; {c} <= {hi}; {c} += {step}) {{");
@@ -1364,8 +1406,19 @@ impl<'a> Writer<'a> {
 /// `body` with the statements of its innermost loop repeated for `var`, `var + 1`, …,
 /// `var + rows - 1` (see [`Writer::register_rows`] for the shape it expects).
 pub(super) fn jam(body: &Ast, var: &str, rows: i64) -> Ast {
+    jam_strided(body, var, rows, 1)
+}
+
+/// [`jam`] with the copies `stride` rows apart: for `var`, `var + stride`, …,
+/// `var + (rows - 1) * stride`.
+pub(super) fn jam_strided(body: &Ast, var: &str, rows: i64, stride: i64) -> Ast {
     match body {
-        Ast::Block(items) => Ast::Block(items.iter().map(|i| jam(i, var, rows)).collect()),
+        Ast::Block(items) => Ast::Block(
+            items
+                .iter()
+                .map(|i| jam_strided(i, var, rows, stride))
+                .collect(),
+        ),
         Ast::For {
             var: v,
             lower,
@@ -1378,14 +1431,14 @@ pub(super) fn jam(body: &Ast, var: &str, rows: i64) -> Ast {
             lower: lower.clone(),
             upper: upper.clone(),
             step: *step,
-            body: Box::new(jam(body, var, rows)),
+            body: Box::new(jam_strided(body, var, rows, stride)),
             annotations: *annotations,
         },
         Ast::User { stmt, args } => Ast::Block(
             (0..rows)
                 .map(|r| Ast::User {
                     stmt: *stmt,
-                    args: args.iter().map(|a| shift(a, var, r)).collect(),
+                    args: args.iter().map(|a| shift(a, var, r * stride)).collect(),
                 })
                 .collect(),
         ),

@@ -159,6 +159,8 @@ impl NpuTarget {
                 tile_iterations: 128,
                 // The Vector unit computes from and into the unified buffer.
                 registers: 0,
+                fma_latency: 0,
+                fma_pipes: 0,
             }),
             tlb: None,
             element_types,

@@ -340,6 +340,8 @@ fn register_blocked_misses_match_an_lru_simulation() {
         bytes: 32,
         tile_iterations: 128,
         registers: 16,
+        fma_latency: 4,
+        fma_pipes: 2,
     };
     let caches = [(8, 4), (16, 8), (64, 2), (32, 4)];
     let levels: Vec<Level> = caches.iter().map(|&(s, w)| level(s, w)).collect();
