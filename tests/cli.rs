@@ -1158,3 +1158,47 @@ fn scalar_functions_vectorised_by_default_and_scalar_on_request() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stdout(&o).contains("pf_v8f"), "{}", stdout(&o));
 }
+
+/// A kernel with i32 arrays that `run --target npu` takes (a scalar function's counters on
+/// the Vector unit) compiles to the program `run` simulates; i32 arithmetic elsewhere is
+/// refused in one line by both.
+#[test]
+fn the_accelerator_compiles_what_it_runs_with_i32_counters() {
+    let asm = source("collatz.npuasm", "");
+    let sizes = ["--size", "N=8", "--size", "M=16"];
+    let o = polyfuse(
+        &[
+            &["compile", "kernels/collatz.pf", "--target", "npu", "-o"][..],
+            &[asm.to_str().unwrap()],
+            &sizes,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = polyfuse(&["sim", asm.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = polyfuse(
+        &[
+            &["run", "kernels/collatz.pf", "--target", "npu"][..],
+            &sizes,
+        ]
+        .concat(),
+    );
+    assert!(
+        stdout(&o).contains("result: matches the interpreter"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let inc = source(
+        "inc_i32.pf",
+        "kernel inc<N = 64>(a: i32[N]) -> (b: i32[N]) {\n    b(i) = a(i) + 1;\n}\n",
+    );
+    for verb in ["compile", "run"] {
+        let o = polyfuse(&[verb, inc.to_str().unwrap(), "--target", "npu"]);
+        assert_eq!(o.status.code(), Some(1));
+        let e = stderr(&o);
+        assert!(e.contains("not supported on npu: i32"), "{e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+    }
+}

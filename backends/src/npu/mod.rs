@@ -137,7 +137,8 @@ impl NpuTarget {
             memory.root(),
         );
         memory.add("L0C", MemoryKind::Scratchpad, self.capacity(Mem::L0c), ub);
-        let mut element_types = vec![ScalarType::F16, ScalarType::F32];
+        // i32 values run on the Vector unit (counters and masks of scalar functions).
+        let mut element_types = vec![ScalarType::F16, ScalarType::F32, ScalarType::I32];
         if f64_as_f32 {
             element_types.push(ScalarType::F64);
         }
