@@ -34,7 +34,7 @@
 
 use crate::deps::Dependences;
 use crate::pipeline::{Error, Pass, PassContext};
-use crate::program::{Program, StmtId};
+use crate::program::{Program, StmtId, Var};
 use crate::register_tile::{iterator_of, tile_of};
 use crate::schedule::legality::coincident_dims_among;
 use crate::schedule::pluto::{Band as FlatBand, BandKind, DimKind, PlutoSchedule, ScheduleDim};
@@ -207,11 +207,7 @@ fn qualifies(
             .write
             .subscripts
             .iter()
-            .any(|e| {
-                e.terms()
-                    .iter()
-                    .any(|&(v, c)| v == crate::program::Var::Iter(d) && c != 0)
-            })
+            .any(|e| e.coeff(Var::Iter(d)) != 0)
     };
     let row = (0..n - 1)
         .rev()
@@ -244,11 +240,10 @@ fn row_work(s: &crate::program::Statement, row: usize) -> usize {
     for (id, e) in s.exprs.iter() {
         let v = match e {
             Expr::Iter(d) => *d == row,
-            Expr::Read(k) => s.reads[*k].subscripts.iter().any(|sub| {
-                sub.terms()
-                    .iter()
-                    .any(|&(v, c)| v == crate::program::Var::Iter(row) && c != 0)
-            }),
+            Expr::Read(k) => s.reads[*k]
+                .subscripts
+                .iter()
+                .any(|sub| sub.coeff(Var::Iter(row)) != 0),
             Expr::Literal(_) | Expr::Param(_) | Expr::Local(_) => false,
             other => {
                 let v = other.operands().iter().any(|o| varies[o.index()]);

@@ -178,12 +178,7 @@ fn written_dims(
         .iter()
         .map(|&d| {
             (0..s.write.subscripts.len())
-                .filter(|&k| {
-                    s.write.subscripts[k]
-                        .terms()
-                        .iter()
-                        .any(|&(v, _)| v == Var::Iter(d))
-                })
+                .filter(|&k| s.write.subscripts[k].coeff(Var::Iter(d)) != 0)
                 .collect()
         })
         .collect();

@@ -40,9 +40,9 @@ impl Writer<'_> {
             return Vec::new();
         };
         // The statements of the body, through nested blocks (a jammed body's).
-        fn users<'t>(ast: &'t Ast, out: &mut Vec<(StmtId, &'t Vec<AstExpr>)>) -> bool {
+        fn collect<'t>(ast: &'t Ast, out: &mut Vec<(StmtId, &'t Vec<AstExpr>)>) -> bool {
             match ast {
-                Ast::Block(items) => items.iter().all(|i| users(i, out)),
+                Ast::Block(items) => items.iter().all(|i| collect(i, out)),
                 Ast::User { stmt, args } => {
                     out.push((*stmt, args));
                     true
@@ -50,11 +50,10 @@ impl Writer<'_> {
                 _ => false,
             }
         }
-        let mut found_users = Vec::new();
-        if !users(body, &mut found_users) {
+        let mut users = Vec::new();
+        if !collect(body, &mut users) {
             return Vec::new();
         }
-        let users = found_users;
         let program = self.program;
         // Every access of the loop's statements: (array, element text, written, subscripts
         // as affine forms where they are).

@@ -60,7 +60,7 @@ pub(super) fn single(ast: &Ast) -> &Ast {
     }
 }
 
-fn bound_vars(lower: &AstExpr, upper: &AstExpr) -> BTreeSet<String> {
+pub(super) fn bound_vars(lower: &AstExpr, upper: &AstExpr) -> BTreeSet<String> {
     let mut used = BTreeSet::new();
     expr_vars(lower, &mut used);
     expr_vars(upper, &mut used);

@@ -31,15 +31,13 @@
 //! scalar chains (syrk, LARGE, one thread, medians of 7 interleaved runs: 355 and 247 ms; the
 //! loop before jamming 321 and 278 ms in the same runs).
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use polyhedral::ast::Ast;
 use polyhedral::reduction_tile::ReductionTileMark;
 
-use super::micro::single;
+use super::micro::{bound_vars, single};
 use super::writer::{jam_strided, Writer};
-use crate::promote::expr_vars;
 
 impl Writer<'_> {
     /// The rows loop below a reduction-tile mark, when the loops have the shape the module
@@ -85,12 +83,7 @@ impl Writer<'_> {
             return None;
         };
         let row_free = chain[mark.member + 1..].iter().all(|l| match l {
-            Ast::For { lower, upper, .. } => {
-                let mut used = BTreeSet::new();
-                expr_vars(lower, &mut used);
-                expr_vars(upper, &mut used);
-                !used.contains(var)
-            }
+            Ast::For { lower, upper, .. } => !bound_vars(lower, upper).contains(var),
             _ => false,
         });
         row_free.then_some(rows)

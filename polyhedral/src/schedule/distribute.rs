@@ -34,9 +34,9 @@
 //! A nest whose preferred member carries a dependence (a reduction) becomes a sequential
 //! innermost loop that reads memory with stride one, in a loop nest of its own.
 
-use super::intra_tile::{member_scores, writes_move_along};
+use super::intra_tile::{innermost_last, member_scores, writes_move_along};
 use super::legality::{check_legality, coincident_dims, coincident_dims_among};
-use super::pluto::{Band, BandKind, DimKind, Error, PlutoSchedule, ScheduleDim};
+use super::pluto::{Band, BandKind, DimKind, Error, PlutoSchedule};
 use crate::deps::Dependences;
 use crate::pipeline::{Error as PipelineError, Pass, PassContext};
 use crate::program::{Program, StmtId};
@@ -190,38 +190,16 @@ fn split_nest(
     preferred: &[usize],
     groups: &[usize],
 ) -> PlutoSchedule {
-    let mut out = with_scalar_dim(schedule, band.start);
+    let mut out = schedule.with_scalar_dim(band.start);
     let start = band.start + 1;
     for ((s, &k), &g) in order.iter().zip(preferred).zip(groups) {
         out.dims[band.start].exprs[s.index()] = QuasiAffine::constant(g as i64);
-        let permutation: Vec<usize> = (0..band.len).filter(|&m| m != k).chain([k]).collect();
-        let members: Vec<QuasiAffine> = permutation
+        let members: Vec<QuasiAffine> = innermost_last(band.len, k)
             .iter()
             .map(|&m| out.dims[start + m].exprs[s.index()].clone())
             .collect();
         for (m, e) in members.into_iter().enumerate() {
             out.dims[start + m].exprs[s.index()] = e;
-        }
-    }
-    out
-}
-
-/// `schedule` with a scalar dimension (zero for every statement) inserted before dimension
-/// `at`, the first dimension of a band.
-fn with_scalar_dim(schedule: &PlutoSchedule, at: usize) -> PlutoSchedule {
-    let statements = schedule.dims[at].exprs.len();
-    let mut out = schedule.clone();
-    out.dims.insert(
-        at,
-        ScheduleDim {
-            kind: DimKind::Scalar,
-            exprs: vec![QuasiAffine::constant(0); statements],
-            coincident: true,
-        },
-    );
-    for b in &mut out.bands {
-        if b.start >= at {
-            b.start += 1;
         }
     }
     out

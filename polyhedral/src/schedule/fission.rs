@@ -20,7 +20,7 @@
 //! body to an earlier one in a later iteration forbids it).
 
 use super::legality::{check_legality, coincident_dims, coincident_dims_among};
-use super::pluto::{Band, BandKind, DimKind, Error, PlutoSchedule, ScheduleDim};
+use super::pluto::{Band, BandKind, DimKind, Error, PlutoSchedule};
 use crate::deps::{DepKind, Dependences};
 use crate::pipeline::{Error as PipelineError, Pass, PassContext};
 use crate::program::{Program, StmtId};
@@ -119,37 +119,23 @@ fn carries_flow_between(
 /// `schedule` with a scalar dimension (zero for every statement) inserted before dimension
 /// `inner`, the last member of `band`, which becomes a band of its own.
 fn with_scalar_dim(schedule: &PlutoSchedule, inner: usize, band: Band) -> PlutoSchedule {
-    let statements = schedule.dims[inner].exprs.len();
-    let mut out = schedule.clone();
-    out.dims.insert(
-        inner,
-        ScheduleDim {
-            kind: DimKind::Scalar,
-            exprs: vec![QuasiAffine::constant(0); statements],
-            coincident: true,
-        },
-    );
+    let mut out = schedule.with_scalar_dim(inner);
     let mut bands = Vec::new();
-    for b in &schedule.bands {
-        if *b == band {
+    for b in out.bands {
+        if b == band {
             if b.len > 1 {
                 bands.push(Band {
                     len: b.len - 1,
-                    ..*b
+                    ..b
                 });
             }
             bands.push(Band {
                 start: inner + 1,
                 len: 1,
-                ..*b
-            });
-        } else if b.start > inner {
-            bands.push(Band {
-                start: b.start + 1,
-                ..*b
+                ..b
             });
         } else {
-            bands.push(*b);
+            bands.push(b);
         }
     }
     out.bands = bands;

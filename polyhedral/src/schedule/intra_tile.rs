@@ -171,9 +171,7 @@ fn choose_order(
             .filter(|&k| coincident[k])
             .max_by_key(|&k| (score[k], k))
         {
-            let mut order: Vec<usize> = (0..len).filter(|&j| j != k).collect();
-            order.push(k);
-            return Some(order);
+            return Some(innermost_last(len, k));
         }
     }
     let parallel = (0..len)
@@ -199,8 +197,7 @@ fn choose_order(
     if !better {
         return None;
     }
-    let mut order: Vec<usize> = (0..len).filter(|&k| k != best).collect();
-    order.push(best);
+    let mut order = innermost_last(len, best);
     if band.kind == BandKind::Plain && coincident[0] && !coincident[order[0]] {
         // Keep the nest's outer parallel loop: bring another parallel member to the front.
         let front = order[..last].iter().position(|&k| coincident[k])?;
@@ -208,6 +205,11 @@ fn choose_order(
         order.insert(0, k);
     }
     Some(order)
+}
+
+/// The members `0..len` in their order with member `k` moved innermost.
+pub(super) fn innermost_last(len: usize, k: usize) -> Vec<usize> {
+    (0..len).filter(|&m| m != k).chain([k]).collect()
 }
 
 /// Per member of `band`, its score over the accesses of the statements `nest` and how many

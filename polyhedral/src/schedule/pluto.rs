@@ -206,6 +206,28 @@ impl PlutoSchedule {
         nests.into_iter().map(|(_, g)| g).collect()
     }
 
+    /// The schedule with a scalar dimension (zero for every statement) inserted before
+    /// dimension `at`; bands from `at` on move one dimension later (a band that contains `at`
+    /// past its start is left for the caller to split).
+    pub fn with_scalar_dim(&self, at: usize) -> PlutoSchedule {
+        let statements = self.dims.first().map_or(0, |x| x.exprs.len());
+        let mut out = self.clone();
+        out.dims.insert(
+            at,
+            ScheduleDim {
+                kind: DimKind::Scalar,
+                exprs: vec![QuasiAffine::constant(0); statements],
+                coincident: true,
+            },
+        );
+        for b in &mut out.bands {
+            if b.start >= at {
+                b.start += 1;
+            }
+        }
+        out
+    }
+
     /// The band that contains dimension `d`, if any.
     pub fn band_of(&self, d: usize) -> Option<&Band> {
         self.bands
