@@ -73,7 +73,19 @@ pub struct Prediction {
     pub compulsory: f64,
 }
 
+/// A prediction [`streams`](Prediction::streams) when its first level misses at most this
+/// share more than the lines the kernel touches.
+pub const STREAM_SLACK: f64 = 0.05;
+
 impl Prediction {
+    /// Whether the kernel streams: its closest level (and so every level) misses little more
+    /// than the lines it touches at all, so that no tile shape can keep more of them.
+    pub fn streams(&self) -> bool {
+        self.misses
+            .first()
+            .is_some_and(|&m| m <= self.compulsory * (1.0 + STREAM_SLACK))
+    }
+
     /// The cycles the misses cost: each level's misses times its miss penalty.
     pub fn cost(&self, levels: &[Level]) -> f64 {
         self.misses

@@ -128,6 +128,14 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
                 (false, _) => "given",
             }
         );
+        if let Some((k, run)) = search.streamed {
+            let _ = writeln!(
+                out,
+                "  the band streams (its first-level misses are the lines it touches): tiles \
+                 of member {} at least {run} long, a page, for the hardware prefetcher",
+                k + 1
+            );
+        }
         let _ = writeln!(
             out,
             "  misses of the kernel with this band tiled (the others not), as the search \

@@ -175,28 +175,7 @@ fn a_tiled_transpose_misses_once_per_line_in_a_small_cache() {
     let m = predict(&model, &[64, 64], &levels);
     assert_eq!(m.misses, [6144.0]);
     // The search finds tiles that miss no more than once per line.
-    let target = crate::target::TargetDescription {
-        name: "test".into(),
-        memory: {
-            let mut memory = crate::target::MemoryTree::global("DRAM", 1 << 30);
-            let root = memory.root();
-            memory.add_cache(
-                "L1",
-                64 * 16,
-                crate::target::CacheGeometry {
-                    line_bytes: 16,
-                    ways: 64,
-                    miss_penalty_cycles: 1,
-                },
-                root,
-            );
-            memory
-        },
-        parallel: Vec::new(),
-        vector: None,
-        tlb: None,
-        element_types: vec![ScalarType::F64],
-    };
+    let target = one_cache(64 * 16, 16, None);
     let deps = crate::deps::compute_dependences(&p).unwrap();
     let found = search_band(&p, &deps, &schedule, &schedule.bands[0], &target)
         .unwrap()
@@ -205,6 +184,81 @@ fn a_tiled_transpose_misses_once_per_line_in_a_small_cache() {
     let runner_up = found.runner_up.unwrap();
     assert!(runner_up.cost >= found.best.cost);
     assert_ne!(runner_up.sizes, found.best.sizes);
+}
+
+/// A target with one fully associative cache of `bytes` in lines of `line` bytes, and
+/// optionally pages of `page` bytes.
+fn one_cache(bytes: u64, line: u32, page: Option<u64>) -> crate::target::TargetDescription {
+    crate::target::TargetDescription {
+        name: "test".into(),
+        memory: {
+            let mut memory = crate::target::MemoryTree::global("DRAM", 1 << 30);
+            let root = memory.root();
+            memory.add_cache(
+                "L1",
+                bytes,
+                crate::target::CacheGeometry {
+                    line_bytes: line,
+                    ways: (bytes / line as u64) as u32,
+                    miss_penalty_cycles: 1,
+                },
+                root,
+            );
+            memory
+        },
+        parallel: Vec::new(),
+        vector: None,
+        tlb: page.map(|page_bytes| crate::target::Tlb {
+            entries: 64,
+            page_bytes,
+        }),
+        element_types: vec![ScalarType::F64],
+    }
+}
+
+#[test]
+fn a_streaming_band_gets_tiles_a_page_long_along_its_contiguous_loop() {
+    // B[i][j] = A[i][j] over 1024 × 1024 doubles touches every line once, whatever the tiles:
+    // the tiles of j, along which both rows run, are made a page (512 doubles) long.
+    let p = program(
+        1024,
+        2,
+        copy(
+            2,
+            access(1, vec![it(0), it(1)]),
+            access(0, vec![it(0), it(1)]),
+        ),
+    );
+    let schedule = loops(2);
+    let deps = crate::deps::compute_dependences(&p).unwrap();
+    let found = search_band(
+        &p,
+        &deps,
+        &schedule,
+        &schedule.bands[0],
+        &one_cache(32 << 10, 64, Some(4096)),
+    )
+    .unwrap()
+    .unwrap();
+    assert!(found.best.prediction.streams());
+    assert_eq!(found.streamed, Some((1, 512)));
+    assert!(found.best.sizes[1] >= 512, "{:?}", found.best.sizes);
+    // Without pages to follow, nothing is made longer.
+    let found = search_band(
+        &p,
+        &deps,
+        &schedule,
+        &schedule.bands[0],
+        &one_cache(32 << 10, 64, None),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(found.streamed, None);
+    // An untiled transpose in a small cache misses B's lines again: it does not stream.
+    let p = transpose();
+    let model = Model::of_schedule(&p, &loops(2)).unwrap();
+    assert!(!predict(&model, &[], &[fully_associative(64)]).streams());
+    assert!(predict(&model, &[], &[fully_associative(128)]).streams());
 }
 
 fn runs(count: f64, lines: f64) -> Runs {
