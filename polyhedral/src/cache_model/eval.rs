@@ -74,8 +74,10 @@ pub struct Prediction {
 }
 
 /// A prediction [`streams`](Prediction::streams) when its first level misses at most this
-/// share more than the lines the kernel touches.
-pub const STREAM_SLACK: f64 = 0.05;
+/// share more than the lines the kernel touches: the margin by which the tile search asks
+/// the model to beat the capacity rule before it believes it
+/// ([`super::search::RULE_MARGIN`]).
+pub const STREAM_SLACK: f64 = super::search::RULE_MARGIN;
 
 impl Prediction {
     /// Whether the kernel streams: its closest level (and so every level) misses little more

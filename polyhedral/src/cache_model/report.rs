@@ -128,12 +128,17 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
                 (false, _) => "given",
             }
         );
-        if let Some((k, run)) = search.streamed {
+        if let Some((k, run, whole)) = search.streamed {
             let _ = writeln!(
                 out,
-                "  the band streams (its first-level misses are the lines it touches): tiles \
-                 of member {} at least {run} long, a page, for the hardware prefetcher",
-                k + 1
+                "  the band streams (its first-level misses are about the lines it touches): \
+                 tiles of member {} at least {run} long{}",
+                k + 1,
+                if whole {
+                    ", untiled: no member is parallel, so its tiles would run as a wavefront"
+                } else {
+                    ", a page, for the hardware prefetcher"
+                }
             );
         }
         let _ = writeln!(

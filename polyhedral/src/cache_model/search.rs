@@ -18,6 +18,8 @@
 //! array contiguously, gets tiles at least a page long: the hardware prefetcher follows a
 //! run to the end of its page, and a shorter tile restarts it at every tile, which the model
 //! does not see (gesummv's rows ran almost twice as fast in tiles of 512 as in tiles of 32).
+//! Where no member of such a band is parallel, that member stays untiled: its tiles would
+//! only make the band a wavefront of tiles that wait for each other (trisolv).
 //! The coarse grid is searched
 //! exhaustively when it has at most [`EXHAUSTIVE`] points, otherwise one member at a time
 //! until no member improves, from the best uniform size and from the capacity rule's sizes;
@@ -83,9 +85,9 @@ pub struct BandSearch {
     /// The capacity rule's sizes.
     pub rule: Vec<i64>,
     /// Where the band streams ([`Prediction::streams`]): the member whose tiles were made at
-    /// least one page long (the innermost point loop, walking an array contiguously), and
-    /// that length.
-    pub streamed: Option<(usize, i64)>,
+    /// least one page long, or whole where no member is parallel (the innermost point loop,
+    /// walking an array contiguously), that length, and whether it is the whole member.
+    pub streamed: Option<(usize, i64, bool)>,
     /// The model's levels, closest first.
     pub levels: Vec<Level>,
     /// The model the candidates were evaluated on: the schedule with the band tiled (its
@@ -187,13 +189,17 @@ pub fn search_band(
         let streams = predict_with(&model, &rule, &levels, &mut memo).streams();
         if let (true, Some(run)) = (streams, prefetch_run(program, target)) {
             let limit = &mut limits[k];
+            // Without a parallel member the tiles run as a wavefront, whose diagonals wait
+            // for each other: tiling the streamed member would buy nothing but those waits
+            // and shorter runs, so it stays whole.
+            let run = if parallel.is_some() { run } else { limit.hi };
             limit.lo = limit.lo.max(run.min(limit.hi));
             if limit.multiple > 1 {
                 limit.lo = (limit.lo + limit.multiple - 1) / limit.multiple * limit.multiple;
             }
             limit.hi = limit.hi.max(limit.lo);
             rule[k] = rule[k].max(limit.lo);
-            streamed = Some((k, limit.lo));
+            streamed = Some((k, limit.lo, parallel.is_none()));
         }
     }
     let grid: Vec<Vec<i64>> = limits

@@ -241,7 +241,7 @@ fn a_streaming_band_gets_tiles_a_page_long_along_its_contiguous_loop() {
     .unwrap()
     .unwrap();
     assert!(found.best.prediction.streams());
-    assert_eq!(found.streamed, Some((1, 512)));
+    assert_eq!(found.streamed, Some((1, 512, false)));
     assert!(found.best.sizes[1] >= 512, "{:?}", found.best.sizes);
     // Without pages to follow, nothing is made longer.
     let found = search_band(
@@ -254,6 +254,22 @@ fn a_streaming_band_gets_tiles_a_page_long_along_its_contiguous_loop() {
     .unwrap()
     .unwrap();
     assert_eq!(found.streamed, None);
+    // Where neither member is parallel (tiles would run as a wavefront), j stays whole.
+    let mut wavefront = schedule.clone();
+    for d in &mut wavefront.dims {
+        d.coincident = false;
+    }
+    let found = search_band(
+        &p,
+        &deps,
+        &wavefront,
+        &wavefront.bands[0],
+        &one_cache(32 << 10, 64, Some(4096)),
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(found.streamed, Some((1, 1024, true)));
+    assert_eq!(found.best.sizes[1], 1024);
     // An untiled transpose in a small cache misses B's lines again: it does not stream.
     let p = transpose();
     let model = Model::of_schedule(&p, &loops(2)).unwrap();
