@@ -279,23 +279,42 @@ fn packed_boxes_cover_triangles_inside_the_region() {
     }
 }
 
-/// An innermost loop that reduces into one element holds it in a local; one that also reads
-/// other elements of that array (trmm's `B[k][j]` beside `B[i][j]`) does not. Both compute
-/// what the interpreter computes, bit for bit, in the original order.
+/// An innermost loop that reduces into one element holds it in a local, also when it reads
+/// other elements of that array that its bounds keep apart from it (trmm's `B[k][j]` for `k`
+/// from `i + 1`, beside `B[i][j]`); one whose read may be that element does not (`k` from 0).
+/// All compute what the interpreter computes, bit for bit, in the original order.
 #[test]
-fn reductions_hold_their_element_only_when_alone_in_the_loop() {
+fn reductions_hold_their_element_only_when_no_other_access_can_name_it() {
     let sequential = Options {
         threads: Some(1),
         ..Options::default()
     };
-    for (file, sizes, held) in [
-        ("gemm.pf", &[("NI", 9), ("NJ", 7), ("NK", 5)][..], true),
-        ("trmm.pf", &[("M", 9), ("N", 7)][..], false),
+    let overlapping = frontend::parse(
+        &frontend::SourceFile::new(
+            "overlap.pf",
+            "kernel overlap<M = 9, N = 7>(A: f64[M, M]) -> (B: f64[M, N]) {\n\
+             B(i, j) += A(k, i) * B(k, j) where k in 0:M;\n}\n",
+        ),
+        frontend::Language::Kernel,
+        &frontend::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    for (name, p, held) in [
+        (
+            "gemm.pf",
+            common::kernel_file("gemm.pf", &[("NI", 9), ("NJ", 7), ("NK", 5)]),
+            true,
+        ),
+        (
+            "trmm.pf",
+            common::kernel_file("trmm.pf", &[("M", 9), ("N", 7)]),
+            true,
+        ),
+        ("overlap.pf", overlapping, false),
     ] {
-        let p = common::kernel_file(file, sizes);
         let ast = original_ast(&p).unwrap();
         let text = cpu::Writer::new(&p, &sequential).write(&ast).unwrap();
-        assert_eq!(text.contains("_acc"), held, "{file}:\n{text}");
+        assert_eq!(text.contains("_acc"), held, "{name}:\n{text}");
         let report = cpu::check(&p, &ast, &sequential, 3).unwrap_or_else(|e| panic!("{e}"));
         assert!(report.comparison.passed(), "{}", report.to_text(&p));
         for a in &report.comparison.arrays {
