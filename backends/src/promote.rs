@@ -83,7 +83,8 @@ impl Linear {
         Some(())
     }
 
-    fn minus(&self, other: &Linear) -> Linear {
+    /// `self - other`, without zero terms.
+    pub(crate) fn minus(&self, other: &Linear) -> Linear {
         let mut out = self.clone();
         for (v, c) in &other.vars {
             *out.vars.entry(v.clone()).or_default() -= c;

@@ -208,16 +208,7 @@ fn apart_over(moving: &[Linear], held: &[Linear], var: &str, bounds: (&AstExpr, 
         _ => None,
     });
     moving.iter().zip(held).any(|(m, h)| {
-        let mut d = m.clone();
-        for (v, k) in &h.vars {
-            *d.vars.entry(v.clone()).or_default() -= k;
-        }
-        for (p, k) in &h.params {
-            *d.params.entry(*p).or_default() -= k;
-        }
-        d.constant -= h.constant;
-        d.vars.retain(|_, k| *k != 0);
-        d.params.retain(|_, k| *k != 0);
+        let mut d = m.minus(h);
         let a = d.vars.remove(var).unwrap_or(0);
         if a == 0 {
             return d.vars.is_empty() && d.params.is_empty() && d.constant != 0;
