@@ -572,21 +572,29 @@ fn libc_sigpipe() -> i32 {
     13
 }
 
-#[test]
-fn the_accelerator_compiles_runs_and_refuses_with_one_line() {
-    let sizes = ["--size", "M=40", "--size", "N=32", "--size", "K=32"];
-    let asm = source("gemm_f16.npuasm", "");
+/// Compiles `kernels/{name}.pf` for the accelerator at `sizes` and simulates the program; both
+/// must succeed. The program's path and the simulator's output.
+fn compile_npu_and_simulate(name: &str, sizes: &[&str]) -> (PathBuf, Output) {
+    let asm = source(&format!("{name}.npuasm"), "");
+    let kernel = format!("kernels/{name}.pf");
     let o = polyfuse(
         &[
-            &["compile", "kernels/gemm_f16.pf", "--target", "npu", "-o"][..],
+            &["compile", kernel.as_str(), "--target", "npu", "-o"][..],
             &[asm.to_str().unwrap()],
-            &sizes,
+            sizes,
         ]
         .concat(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let o = polyfuse(&["sim", asm.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
+    (asm, o)
+}
+
+#[test]
+fn the_accelerator_compiles_runs_and_refuses_with_one_line() {
+    let sizes = ["--size", "M=40", "--size", "N=32", "--size", "K=32"];
+    let (_, o) = compile_npu_and_simulate("gemm_f16", &sizes);
     assert!(stdout(&o).contains("cube:"), "{}", stdout(&o));
 
     let svg = source("gemm_f16.svg", "");
@@ -1164,19 +1172,8 @@ fn scalar_functions_vectorised_by_default_and_scalar_on_request() {
 /// refused in one line by both.
 #[test]
 fn the_accelerator_compiles_what_it_runs_with_i32_counters() {
-    let asm = source("collatz.npuasm", "");
     let sizes = ["--size", "N=8", "--size", "M=16"];
-    let o = polyfuse(
-        &[
-            &["compile", "kernels/collatz.pf", "--target", "npu", "-o"][..],
-            &[asm.to_str().unwrap()],
-            &sizes,
-        ]
-        .concat(),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = polyfuse(&["sim", asm.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    compile_npu_and_simulate("collatz", &sizes);
     let o = polyfuse(
         &[
             &["run", "kernels/collatz.pf", "--target", "npu"][..],
