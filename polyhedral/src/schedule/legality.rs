@@ -35,7 +35,11 @@
 //!
 //! Agreeing on every dimension before a tile band is the same as agreeing on the skeleton's
 //! dimensions before it, because every earlier tile dimension is a function of its point band,
-//! which comes right after it and so also before the band.
+//! which comes right after it and so also before the band. Past a tile band, the pairs kept
+//! are also those agreeing on each tile member that is one point member of size 1 (an
+//! affine condition); the others differ on a tile dimension, at a positive distance.
+//! A point band may be split by the scalar dimensions that distribute its statements: its
+//! members are the point dimensions after the tile band, in order.
 //!
 //! A schedule with divisions elsewhere (or a tile band that does not decompose over the point
 //! band after it) is decided exactly on the composed schedule maps, divisions as existential
@@ -44,7 +48,7 @@
 use num_traits::Zero;
 
 use super::expr::QuasiAffine;
-use super::pluto::{affine_row, stmt_tuple, BandKind, Error, PlutoSchedule};
+use super::pluto::{affine_row, stmt_tuple, BandKind, DimKind, Error, PlutoSchedule};
 use crate::deps::{Dependence, Dependences};
 use crate::program::{AffineExpr, Program, StmtId};
 use crate::sets::{Map, Tuple};
@@ -65,13 +69,11 @@ pub fn check_legality(
         for (r, &dim) in shape.skeleton.iter().enumerate() {
             for band in shape.bands.iter().filter(|b| b.before == r) {
                 for &k in band.members() {
-                    if !q
-                        .cut(&prefix, band.point_start + k, Sign::Negative)?
-                        .is_empty()?
-                    {
+                    if !q.cut(&prefix, band.point[k], Sign::Negative)?.is_empty()? {
                         return Err(violated(program, d, "inside a tile band"));
                     }
                 }
+                prefix = band.keep_equal(&q, prefix)?;
             }
             if !q.cut(&prefix, dim, Sign::Negative)?.is_empty()? {
                 return Err(violated(program, d, ""));
@@ -125,16 +127,11 @@ pub fn coincident_dims_among(
                 // Members with pairs that reach the band at a positive distance.
                 let mut moves = vec![false; band.sizes.len()];
                 for &k in band.members() {
-                    if !q
-                        .cut(&prefix, band.point_start + k, Sign::Negative)?
-                        .is_empty()?
-                    {
+                    if !q.cut(&prefix, band.point[k], Sign::Negative)?.is_empty()? {
                         // Not a permutable tile band: ask the tiled schedule itself.
                         return coincident_dims_exact(program, deps, schedule, stmts);
                     }
-                    moves[k] = !q
-                        .cut(&prefix, band.point_start + k, Sign::Positive)?
-                        .is_empty()?;
+                    moves[k] = !q.cut(&prefix, band.point[k], Sign::Positive)?.is_empty()?;
                 }
                 let mut forced = vec![false; band.sizes.len()];
                 for (j, terms) in band.terms.iter().enumerate() {
@@ -145,6 +142,7 @@ pub fn coincident_dims_among(
                         forced[k] = true;
                     }
                 }
+                prefix = band.keep_equal(&q, prefix)?;
             }
             if coincident[dim] && !q.cut(&prefix, dim, Sign::Positive)?.is_empty()? {
                 coincident[dim] = false;
@@ -162,8 +160,9 @@ pub fn coincident_dims_among(
 struct TileBand {
     /// The band's first dimension.
     start: usize,
-    /// The point band's first dimension.
-    point_start: usize,
+    /// The dimensions of the point band's members, in order: right after the band, or split
+    /// by the scalar dimensions that distribute its statements.
+    point: Vec<usize>,
     /// How many skeleton dimensions come before the band.
     before: usize,
     /// Per tile member, the point members (indices into the point band) whose floors it sums.
@@ -173,6 +172,19 @@ struct TileBand {
 }
 
 impl TileBand {
+    /// The pairs of `pairs` that agree on the tile members that are a point member itself
+    /// (size 1, alone): only those reach the dimensions after the band.
+    fn keep_equal(&self, q: &DepQuery, mut pairs: Map) -> Result<Map, Error> {
+        for terms in &self.terms {
+            if let [k] = terms[..] {
+                if self.sizes[k] == 1 {
+                    pairs = q.cut(&pairs, self.point[k], Sign::Zero)?;
+                }
+            }
+        }
+        Ok(pairs)
+    }
+
     /// The point members some tile member uses.
     fn members(&self) -> impl Iterator<Item = &usize> {
         let mut seen = vec![false; self.sizes.len()];
@@ -198,10 +210,8 @@ impl Shape {
         let mut in_tile = vec![false; m];
         let mut bands = Vec::new();
         for b in schedule.bands.iter().filter(|b| b.kind == BandKind::Tile) {
-            let p = schedule.bands.iter().find(|p| {
-                p.kind == BandKind::Point && p.start == b.start + b.len && p.len == b.len
-            })?;
-            let band = decompose(schedule, b.start, p.start, b.len)?;
+            let point = point_members(schedule, b.start + b.len, b.len)?;
+            let band = decompose(schedule, b.start, point, b.len)?;
             in_tile[b.start..b.start + b.len].fill(true);
             bands.push(band);
         }
@@ -219,23 +229,45 @@ impl Shape {
     }
 }
 
-/// The tile band of `len` members at `start` as sums of floors of the point band at
-/// `point_start`, when every statement's member is exactly such a sum.
+/// The dimensions of the `len` point members from `from` on: dimensions of point bands,
+/// skipping scalar dimensions outside every band.
+fn point_members(schedule: &PlutoSchedule, from: usize, len: usize) -> Option<Vec<usize>> {
+    let in_point_band = |d: usize| {
+        schedule
+            .bands
+            .iter()
+            .any(|p| p.kind == BandKind::Point && (p.start..p.start + p.len).contains(&d))
+    };
+    let mut members = Vec::with_capacity(len);
+    let mut d = from;
+    while members.len() < len {
+        if in_point_band(d) {
+            members.push(d);
+        } else if schedule.dims.get(d)?.kind != DimKind::Scalar {
+            return None;
+        }
+        d += 1;
+    }
+    Some(members)
+}
+
+/// The tile band of `len` members at `start` as sums of floors of the point members at
+/// dimensions `point_dims`, when every statement's member is exactly such a sum.
 fn decompose(
     schedule: &PlutoSchedule,
     start: usize,
-    point_start: usize,
+    point_dims: Vec<usize>,
     len: usize,
 ) -> Option<TileBand> {
     let dims = &schedule.dims;
     let n = dims[start].exprs.len();
-    let point = |k: usize, s: usize| &dims[point_start + k].exprs[s];
-    let mut sizes = vec![0i64; len];
-    let mut terms: Vec<Vec<usize>> = vec![Vec::new(); len];
-    for (j, t) in terms.iter_mut().enumerate() {
-        for s in 0..n {
-            let e = &dims[start + j].exprs[s];
-            let mut parts: Vec<(QuasiAffine, i64)> = e
+    let point = |k: usize, s: usize| &dims[point_dims[k]].exprs[s];
+    // Per tile member and statement, the (numerator, size) of each floor it sums.
+    let mut parts: Vec<Vec<Vec<(QuasiAffine, i64)>>> = Vec::with_capacity(len);
+    for j in 0..len {
+        let mut of_member = Vec::with_capacity(n);
+        for e in &dims[start + j].exprs {
+            let mut sum: Vec<(QuasiAffine, i64)> = e
                 .floors
                 .iter()
                 .map(|f| (f.coeff == 1 && f.num.is_affine()).then(|| (f.num.clone(), f.den)))
@@ -243,14 +275,38 @@ fn decompose(
             // A member of size 1 appears as itself, in the affine part.
             let linear = AffineExpr::from_terms(e.affine.terms().iter().copied(), 0);
             if !linear.is_constant() {
-                parts.push((QuasiAffine::from(linear), 1));
+                sum.push((QuasiAffine::from(linear), 1));
             }
-            for (num, den) in parts {
-                let k = (0..len).find(|&k| *point(k, s) == num)?;
-                if sizes[k] != 0 && sizes[k] != den {
+            of_member.push(sum);
+        }
+        parts.push(of_member);
+    }
+    // Two members may be the same expression for one statement (a skewed band's time member
+    // and the row member of a statement without rows). The sizes come first from the floors
+    // whose numerator is one member only; then each floor goes to a member of its size (or
+    // one not sized yet) that its sum does not use yet.
+    let mut sizes = vec![0i64; len];
+    for (s, sum) in parts.iter().flatten().enumerate() {
+        for (num, den) in sum {
+            let mut matching = (0..len).filter(|&k| point(k, s % n) == num);
+            if let (Some(k), None) = (matching.next(), matching.next()) {
+                if sizes[k] != 0 && sizes[k] != *den {
                     return None;
                 }
-                sizes[k] = den;
+                sizes[k] = *den;
+            }
+        }
+    }
+    let mut terms: Vec<Vec<usize>> = vec![Vec::new(); len];
+    for (t, of_member) in terms.iter_mut().zip(&parts) {
+        for (s, sum) in of_member.iter().enumerate() {
+            let mut used = vec![false; len];
+            for (num, den) in sum {
+                let k = (0..len).find(|&k| {
+                    !used[k] && point(k, s) == num && (sizes[k] == 0 || sizes[k] == *den)
+                })?;
+                used[k] = true;
+                sizes[k] = *den;
                 if !t.contains(&k) {
                     t.push(k);
                 }
@@ -271,7 +327,7 @@ fn decompose(
     }
     Some(TileBand {
         start,
-        point_start,
+        point: point_dims,
         before: 0,
         terms,
         sizes,
@@ -521,6 +577,65 @@ mod tests {
         // A tile member that is not a sum of the point band's floors is not decomposed.
         let mut odd = schedule.clone();
         odd.dims[1].exprs[0] = j.floor_div(4).unwrap();
+        assert!(Shape::of(&odd).is_none());
+    }
+
+    /// A skewed band of two statements, `S0[t]` and `S1[t, i]`, with point members `t`,
+    /// `t + i` and `i` (all three are `t` for `S0`), split by the scalar dimension that
+    /// distributes the statements, under a wavefront whose first member sums `t` itself.
+    #[test]
+    fn a_point_band_split_by_a_scalar_dimension_with_repeated_members_decomposes() {
+        let (t, i) = (iter(0), iter(1));
+        let p1 = [t.clone(), t.add(&i)];
+        let p2 = [t.clone(), i.clone()];
+        let konst = |c: i64| QuasiAffine::from(AffineExpr::from_terms(std::iter::empty(), c));
+        let per_stmt = |f: &dyn Fn(usize) -> QuasiAffine| dim(vec![f(0), f(1)]);
+        let schedule = PlutoSchedule {
+            dims: vec![
+                per_stmt(&|s| {
+                    t.add(&p1[s].floor_div(16).unwrap())
+                        .add(&p2[s].floor_div(8).unwrap())
+                }),
+                per_stmt(&|s| p1[s].floor_div(16).unwrap()),
+                per_stmt(&|s| p2[s].floor_div(8).unwrap()),
+                per_stmt(&|_| t.clone()),
+                per_stmt(&|s| p1[s].clone()),
+                ScheduleDim {
+                    kind: DimKind::Scalar,
+                    exprs: vec![konst(0), konst(1)],
+                    coincident: false,
+                },
+                per_stmt(&|s| p2[s].clone()),
+            ],
+            bands: vec![
+                Band {
+                    start: 0,
+                    len: 3,
+                    permutable: true,
+                    kind: BandKind::Tile,
+                },
+                Band {
+                    start: 3,
+                    len: 2,
+                    permutable: true,
+                    kind: BandKind::Point,
+                },
+                Band {
+                    start: 6,
+                    len: 1,
+                    permutable: true,
+                    kind: BandKind::Point,
+                },
+            ],
+        };
+        let shape = Shape::of(&schedule).unwrap();
+        assert_eq!(shape.skeleton, vec![3, 4, 5, 6]);
+        assert_eq!(shape.bands[0].point, vec![3, 4, 6]);
+        assert_eq!(shape.bands[0].terms, vec![vec![0, 1, 2], vec![1], vec![2]]);
+        assert_eq!(shape.bands[0].sizes, vec![1, 16, 8]);
+        // A dimension between the point members that is neither scalar nor a point member.
+        let mut odd = schedule.clone();
+        odd.dims[5].kind = DimKind::Loop;
         assert!(Shape::of(&odd).is_none());
     }
 }
