@@ -39,7 +39,9 @@
 //! are also those agreeing on each tile member that is one point member of size 1 (an
 //! affine condition); the others differ on a tile dimension, at a positive distance.
 //! A point band may be split by the scalar dimensions that distribute its statements: its
-//! members are the point dimensions after the tile band, in order.
+//! members are the point dimensions after the tile band, in order. A band that spans several
+//! loop nests (statements apart on a scalar dimension before it) decomposes in each nest on
+//! its own: a pair of two nests is ordered before it reaches the band.
 //!
 //! A schedule with divisions elsewhere (or a tile band that does not decompose over the point
 //! band after it) is decided exactly on the composed schedule maps, divisions as existential
@@ -68,12 +70,13 @@ pub fn check_legality(
         let mut reaches_all = true;
         for (r, &dim) in shape.skeleton.iter().enumerate() {
             for band in shape.bands.iter().filter(|b| b.before == r) {
-                for &k in band.members() {
+                let nest = band.of(d.source);
+                for &k in nest.members() {
                     if !q.cut(&prefix, band.point[k], Sign::Negative)?.is_empty()? {
                         return Err(violated(program, d, "inside a tile band"));
                     }
                 }
-                prefix = band.keep_equal(&q, prefix)?;
+                prefix = nest.keep_equal(band, &q, prefix)?;
             }
             if !q.cut(&prefix, dim, Sign::Negative)?.is_empty()? {
                 return Err(violated(program, d, ""));
@@ -125,16 +128,17 @@ pub fn coincident_dims_among(
         for (r, &dim) in shape.skeleton.iter().enumerate() {
             for band in shape.bands.iter().filter(|b| b.before == r) {
                 // Members with pairs that reach the band at a positive distance.
-                let mut moves = vec![false; band.sizes.len()];
-                for &k in band.members() {
+                let nest = band.of(d.source);
+                let mut moves = vec![false; nest.sizes.len()];
+                for &k in nest.members() {
                     if !q.cut(&prefix, band.point[k], Sign::Negative)?.is_empty()? {
                         // Not a permutable tile band: ask the tiled schedule itself.
                         return coincident_dims_exact(program, deps, schedule, stmts);
                     }
                     moves[k] = !q.cut(&prefix, band.point[k], Sign::Positive)?.is_empty()?;
                 }
-                let mut forced = vec![false; band.sizes.len()];
-                for (j, terms) in band.terms.iter().enumerate() {
+                let mut forced = vec![false; nest.sizes.len()];
+                for (j, terms) in nest.terms.iter().enumerate() {
                     if terms.iter().any(|&k| moves[k] && !forced[k]) {
                         coincident[band.start + j] = false;
                     }
@@ -142,7 +146,7 @@ pub fn coincident_dims_among(
                         forced[k] = true;
                     }
                 }
-                prefix = band.keep_equal(&q, prefix)?;
+                prefix = nest.keep_equal(band, &q, prefix)?;
             }
             if coincident[dim] && !q.cut(&prefix, dim, Sign::Positive)?.is_empty()? {
                 coincident[dim] = false;
@@ -165,20 +169,37 @@ struct TileBand {
     point: Vec<usize>,
     /// How many skeleton dimensions come before the band.
     before: usize,
+    /// How the band decomposes in each loop nest it spans (statements apart on the scalar
+    /// dimensions before it: no dependence pair of two nests reaches the band).
+    nests: Vec<Decomposition>,
+    /// Per statement, its nest (an index into `nests`).
+    nest_of: Vec<usize>,
+}
+
+impl TileBand {
+    /// The decomposition that the pairs of a dependence from `stmt` reach the band with.
+    fn of(&self, stmt: StmtId) -> &Decomposition {
+        &self.nests[self.nest_of[stmt.index()]]
+    }
+}
+
+/// A tile band's members, in one loop nest, as sums of floors of its point members.
+#[derive(Debug)]
+struct Decomposition {
     /// Per tile member, the point members (indices into the point band) whose floors it sums.
     terms: Vec<Vec<usize>>,
     /// Per point member, its tile size (0 when no tile member uses it).
     sizes: Vec<i64>,
 }
 
-impl TileBand {
+impl Decomposition {
     /// The pairs of `pairs` that agree on the tile members that are a point member itself
     /// (size 1, alone): only those reach the dimensions after the band.
-    fn keep_equal(&self, q: &DepQuery, mut pairs: Map) -> Result<Map, Error> {
+    fn keep_equal(&self, band: &TileBand, q: &DepQuery, mut pairs: Map) -> Result<Map, Error> {
         for terms in &self.terms {
             if let [k] = terms[..] {
                 if self.sizes[k] == 1 {
-                    pairs = q.cut(&pairs, self.point[k], Sign::Zero)?;
+                    pairs = q.cut(&pairs, band.point[k], Sign::Zero)?;
                 }
             }
         }
@@ -211,7 +232,7 @@ impl Shape {
         let mut bands = Vec::new();
         for b in schedule.bands.iter().filter(|b| b.kind == BandKind::Tile) {
             let point = point_members(schedule, b.start + b.len, b.len)?;
-            let band = decompose(schedule, b.start, point, b.len)?;
+            let band = decompose(schedule, b.start, point)?;
             in_tile[b.start..b.start + b.len].fill(true);
             bands.push(band);
         }
@@ -253,20 +274,56 @@ fn point_members(schedule: &PlutoSchedule, from: usize, len: usize) -> Option<Ve
 
 /// The tile band of `len` members at `start` as sums of floors of the point members at
 /// dimensions `point_dims`, when every statement's member is exactly such a sum.
-fn decompose(
-    schedule: &PlutoSchedule,
-    start: usize,
-    point_dims: Vec<usize>,
-    len: usize,
-) -> Option<TileBand> {
+fn decompose(schedule: &PlutoSchedule, start: usize, point_dims: Vec<usize>) -> Option<TileBand> {
     let dims = &schedule.dims;
     let n = dims[start].exprs.len();
+    // The loop nests: statements with the same constants on the scalar dimensions before the
+    // band.
+    let mut keys: Vec<Vec<i64>> = Vec::new();
+    let mut nest_of = Vec::with_capacity(n);
+    for s in 0..n {
+        let key: Vec<i64> = dims[..start]
+            .iter()
+            .filter(|d| d.kind == DimKind::Scalar)
+            .map(|d| d.exprs[s].eval(&[], &[]))
+            .collect();
+        let nest = keys.iter().position(|k| *k == key).unwrap_or(keys.len());
+        if nest == keys.len() {
+            keys.push(key);
+        }
+        nest_of.push(nest);
+    }
+    let nests = (0..keys.len())
+        .map(|nest| {
+            let stmts: Vec<usize> = (0..n).filter(|&s| nest_of[s] == nest).collect();
+            decompose_nest(schedule, start, &point_dims, &stmts)
+        })
+        .collect::<Option<_>>()?;
+    Some(TileBand {
+        start,
+        point: point_dims,
+        before: 0,
+        nests,
+        nest_of,
+    })
+}
+
+/// [`decompose`] for the statements `stmts` of one loop nest.
+fn decompose_nest(
+    schedule: &PlutoSchedule,
+    start: usize,
+    point_dims: &[usize],
+    stmts: &[usize],
+) -> Option<Decomposition> {
+    let dims = &schedule.dims;
+    let len = point_dims.len();
     let point = |k: usize, s: usize| &dims[point_dims[k]].exprs[s];
     // Per tile member and statement, the (numerator, size) of each floor it sums.
-    let mut parts: Vec<Vec<Vec<(QuasiAffine, i64)>>> = Vec::with_capacity(len);
+    let mut parts: Vec<Vec<(usize, Vec<(QuasiAffine, i64)>)>> = Vec::with_capacity(len);
     for j in 0..len {
-        let mut of_member = Vec::with_capacity(n);
-        for e in &dims[start + j].exprs {
+        let mut of_member = Vec::with_capacity(stmts.len());
+        for &s in stmts {
+            let e = &dims[start + j].exprs[s];
             let mut sum: Vec<(QuasiAffine, i64)> = e
                 .floors
                 .iter()
@@ -277,7 +334,7 @@ fn decompose(
             if !linear.is_constant() {
                 sum.push((QuasiAffine::from(linear), 1));
             }
-            of_member.push(sum);
+            of_member.push((s, sum));
         }
         parts.push(of_member);
     }
@@ -286,9 +343,9 @@ fn decompose(
     // whose numerator is one member only; then each floor goes to a member of its size (or
     // one not sized yet) that its sum does not use yet.
     let mut sizes = vec![0i64; len];
-    for (s, sum) in parts.iter().flatten().enumerate() {
+    for (s, sum) in parts.iter().flatten() {
         for (num, den) in sum {
-            let mut matching = (0..len).filter(|&k| point(k, s % n) == num);
+            let mut matching = (0..len).filter(|&k| point(k, *s) == num);
             if let (Some(k), None) = (matching.next(), matching.next()) {
                 if sizes[k] != 0 && sizes[k] != *den {
                     return None;
@@ -299,11 +356,11 @@ fn decompose(
     }
     let mut terms: Vec<Vec<usize>> = vec![Vec::new(); len];
     for (t, of_member) in terms.iter_mut().zip(&parts) {
-        for (s, sum) in of_member.iter().enumerate() {
+        for (s, sum) in of_member {
             let mut used = vec![false; len];
             for (num, den) in sum {
                 let k = (0..len).find(|&k| {
-                    !used[k] && point(k, s) == num && (sizes[k] == 0 || sizes[k] == *den)
+                    !used[k] && point(k, *s) == num && (sizes[k] == 0 || sizes[k] == *den)
                 })?;
                 used[k] = true;
                 sizes[k] = *den;
@@ -316,7 +373,7 @@ fn decompose(
     }
     // Every statement's member must be the sum it decomposes into, constants included.
     for (j, t) in terms.iter().enumerate() {
-        for s in 0..n {
+        for &s in stmts {
             let expected = t.iter().try_fold(QuasiAffine::default(), |acc, &k| {
                 Some(acc.add(&point(k, s).floor_div(sizes[k])?))
             })?;
@@ -325,13 +382,7 @@ fn decompose(
             }
         }
     }
-    Some(TileBand {
-        start,
-        point: point_dims,
-        before: 0,
-        terms,
-        sizes,
-    })
+    Some(Decomposition { terms, sizes })
 }
 
 /// Whether two quasi-affine expressions are the same sum of terms, in any order.
@@ -572,8 +623,8 @@ mod tests {
         };
         let shape = Shape::of(&schedule).unwrap();
         assert_eq!(shape.skeleton, vec![2, 3]);
-        assert_eq!(shape.bands[0].terms, vec![vec![0, 1], vec![1]]);
-        assert_eq!(shape.bands[0].sizes, vec![32, 8]);
+        assert_eq!(shape.bands[0].nests[0].terms, vec![vec![0, 1], vec![1]]);
+        assert_eq!(shape.bands[0].nests[0].sizes, vec![32, 8]);
         // A tile member that is not a sum of the point band's floors is not decomposed.
         let mut odd = schedule.clone();
         odd.dims[1].exprs[0] = j.floor_div(4).unwrap();
@@ -631,11 +682,61 @@ mod tests {
         let shape = Shape::of(&schedule).unwrap();
         assert_eq!(shape.skeleton, vec![3, 4, 5, 6]);
         assert_eq!(shape.bands[0].point, vec![3, 4, 6]);
-        assert_eq!(shape.bands[0].terms, vec![vec![0, 1, 2], vec![1], vec![2]]);
-        assert_eq!(shape.bands[0].sizes, vec![1, 16, 8]);
+        assert_eq!(
+            shape.bands[0].nests[0].terms,
+            vec![vec![0, 1, 2], vec![1], vec![2]]
+        );
+        assert_eq!(shape.bands[0].nests[0].sizes, vec![1, 16, 8]);
         // A dimension between the point members that is neither scalar nor a point member.
         let mut odd = schedule.clone();
         odd.dims[5].kind = DimKind::Loop;
         assert!(Shape::of(&odd).is_none());
+    }
+
+    /// A tile band over two loop nests (apart on the scalar dimension before it) that tile
+    /// the same member differently: `S0[i, j]` by 32 × 8, `S1[i]` by 16 along its second
+    /// member.
+    #[test]
+    fn a_band_over_two_nests_decomposes_in_each() {
+        let (i, j) = (iter(0), iter(1));
+        let konst = |c: i64| QuasiAffine::from(AffineExpr::from_terms(std::iter::empty(), c));
+        let schedule = PlutoSchedule {
+            dims: vec![
+                ScheduleDim {
+                    kind: DimKind::Scalar,
+                    exprs: vec![konst(0), konst(1)],
+                    coincident: false,
+                },
+                dim(vec![i.floor_div(32).unwrap(), konst(0)]),
+                dim(vec![j.floor_div(8).unwrap(), i.floor_div(16).unwrap()]),
+                dim(vec![i.clone(), i.clone()]),
+                dim(vec![j.clone(), konst(0)]),
+            ],
+            bands: vec![
+                Band {
+                    start: 1,
+                    len: 2,
+                    permutable: true,
+                    kind: BandKind::Tile,
+                },
+                Band {
+                    start: 3,
+                    len: 2,
+                    permutable: true,
+                    kind: BandKind::Point,
+                },
+            ],
+        };
+        let shape = Shape::of(&schedule).unwrap();
+        let band = &shape.bands[0];
+        assert_eq!(band.nest_of, vec![0, 1]);
+        assert_eq!(band.nests[0].terms, vec![vec![0], vec![1]]);
+        assert_eq!(band.nests[0].sizes, vec![32, 8]);
+        assert_eq!(band.nests[1].terms, vec![vec![], vec![0]]);
+        assert_eq!(band.nests[1].sizes, vec![16, 0]);
+        // In one nest, the two sizes of the member contradict each other.
+        let mut one = schedule.clone();
+        one.dims[0].exprs[1] = konst(0);
+        assert!(Shape::of(&one).is_none());
     }
 }
