@@ -39,9 +39,12 @@
 //! are also those agreeing on each tile member that is one point member of size 1 (an
 //! affine condition); the others differ on a tile dimension, at a positive distance.
 //! A point band may be split by the scalar dimensions that distribute its statements: its
-//! members are the point dimensions after the tile band, in order. A band that spans several
-//! loop nests (statements apart on a scalar dimension before it) decomposes in each nest on
-//! its own: a pair of two nests is ordered before it reaches the band.
+//! members are the point dimensions after the tile band, in order. Each statement's tile
+//! members decompose on their own (distributed statements may order their point members
+//! differently, and loop nests apart before the band may tile differently); at a dependence,
+//! the floors of its source are matched to those of its sink of the same size (the same
+//! point member first), and each matched pair's distance is what the arguments above ask
+//! about. A dependence whose ends' floors do not match is decided exactly.
 //!
 //! A schedule with divisions elsewhere (or a tile band that does not decompose over the point
 //! band after it) is decided exactly on the composed schedule maps, divisions as existential
@@ -70,13 +73,19 @@ pub fn check_legality(
         let mut reaches_all = true;
         for (r, &dim) in shape.skeleton.iter().enumerate() {
             for band in shape.bands.iter().filter(|b| b.before == r) {
-                let nest = band.of(d.source);
-                for &k in nest.members() {
-                    if !q.cut(&prefix, band.point[k], Sign::Negative)?.is_empty()? {
+                let Some(matching) = band.matching(d.source, d.sink) else {
+                    return check_legality_exact(program, deps, schedule);
+                };
+                for m in distinct(&matching) {
+                    let (from, to) = (band.point[m.from], band.point[m.to]);
+                    if !q
+                        .cut_between(&prefix, from, to, Sign::Negative)?
+                        .is_empty()?
+                    {
                         return Err(violated(program, d, "inside a tile band"));
                     }
                 }
-                prefix = nest.keep_equal(band, &q, prefix)?;
+                prefix = band.keep_equal(&matching, &q, prefix)?;
             }
             if !q.cut(&prefix, dim, Sign::Negative)?.is_empty()? {
                 return Err(violated(program, d, ""));
@@ -127,26 +136,52 @@ pub fn coincident_dims_among(
         let mut prefix = d.relation.clone();
         for (r, &dim) in shape.skeleton.iter().enumerate() {
             for band in shape.bands.iter().filter(|b| b.before == r) {
-                // Members with pairs that reach the band at a positive distance.
-                let nest = band.of(d.source);
-                let mut moves = vec![false; nest.sizes.len()];
-                for &k in nest.members() {
-                    if !q.cut(&prefix, band.point[k], Sign::Negative)?.is_empty()? {
-                        // Not a permutable tile band: ask the tiled schedule itself.
+                // Not a permutable tile band, or one whose floors differ between the
+                // statements: ask the tiled schedule itself.
+                let Some(matching) = band.matching(d.source, d.sink) else {
+                    return coincident_dims_exact(program, deps, schedule, stmts);
+                };
+                // A matched floor by what it divides at each end: point members that are
+                // the same expressions are the same floor.
+                let floor = |m: &Matched| {
+                    let exprs = |p: usize| &schedule.dims[band.point[p]].exprs;
+                    (
+                        &exprs(m.from)[d.source.index()],
+                        &exprs(m.to)[d.sink.index()],
+                        m.size,
+                    )
+                };
+                // The floors with pairs that reach the band at a positive distance.
+                let mut moves = Vec::new();
+                for m in distinct(&matching) {
+                    let (from, to) = (band.point[m.from], band.point[m.to]);
+                    if !q
+                        .cut_between(&prefix, from, to, Sign::Negative)?
+                        .is_empty()?
+                    {
                         return coincident_dims_exact(program, deps, schedule, stmts);
                     }
-                    moves[k] = !q.cut(&prefix, band.point[k], Sign::Positive)?.is_empty()?;
+                    if !q
+                        .cut_between(&prefix, from, to, Sign::Positive)?
+                        .is_empty()?
+                    {
+                        moves.push(floor(&m));
+                    }
                 }
-                let mut forced = vec![false; nest.sizes.len()];
-                for (j, terms) in nest.terms.iter().enumerate() {
-                    if terms.iter().any(|&k| moves[k] && !forced[k]) {
+                // A floor an earlier tile member sums is equal on the pairs that reach a
+                // later one (a sum of non-decreasing floors that is equal has equal floors).
+                let mut forced = Vec::new();
+                for (j, terms) in matching.iter().enumerate() {
+                    let floors: Vec<_> = terms.iter().map(floor).collect();
+                    if floors
+                        .iter()
+                        .any(|f| moves.contains(f) && !forced.contains(f))
+                    {
                         coincident[band.start + j] = false;
                     }
-                    for &k in terms {
-                        forced[k] = true;
-                    }
+                    forced.extend(floors);
                 }
-                prefix = nest.keep_equal(band, &q, prefix)?;
+                prefix = band.keep_equal(&matching, &q, prefix)?;
             }
             if coincident[dim] && !q.cut(&prefix, dim, Sign::Positive)?.is_empty()? {
                 coincident[dim] = false;
@@ -169,51 +204,96 @@ struct TileBand {
     point: Vec<usize>,
     /// How many skeleton dimensions come before the band.
     before: usize,
-    /// How the band decomposes in each loop nest it spans (statements apart on the scalar
-    /// dimensions before it: no dependence pair of two nests reaches the band).
-    nests: Vec<Decomposition>,
-    /// Per statement, its nest (an index into `nests`).
-    nest_of: Vec<usize>,
+    /// Per statement and tile member, the floors it sums.
+    terms: Vec<Vec<Vec<Term>>>,
+}
+
+/// One floor a tile member sums: of a point member (an index into the point band), by its
+/// tile size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Term {
+    member: usize,
+    size: i64,
+}
+
+/// A floor of a tile member at a dependence's source matched to one of the same size at its
+/// sink: the point members (indices into the point band) whose distance decides it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Matched {
+    from: usize,
+    to: usize,
+    size: i64,
 }
 
 impl TileBand {
-    /// The decomposition that the pairs of a dependence from `stmt` reach the band with.
-    fn of(&self, stmt: StmtId) -> &Decomposition {
-        &self.nests[self.nest_of[stmt.index()]]
+    /// Per tile member, its floors at `src` matched to those at `dst`, same size to same size
+    /// (the same point member first); `None` when their sizes differ.
+    fn matching(&self, src: StmtId, dst: StmtId) -> Option<Vec<Vec<Matched>>> {
+        let (a, b) = (&self.terms[src.index()], &self.terms[dst.index()]);
+        a.iter()
+            .zip(b)
+            .map(|(from, to)| {
+                if from.len() != to.len() {
+                    return None;
+                }
+                let mut left = to.clone();
+                let mut matched = Vec::with_capacity(from.len());
+                let mut rest = Vec::new();
+                for t in from {
+                    match left.iter().position(|u| u == t) {
+                        Some(p) => {
+                            left.remove(p);
+                            matched.push(Matched {
+                                from: t.member,
+                                to: t.member,
+                                size: t.size,
+                            });
+                        }
+                        None => rest.push(*t),
+                    }
+                }
+                for t in rest {
+                    let u = left.remove(left.iter().position(|u| u.size == t.size)?);
+                    matched.push(Matched {
+                        from: t.member,
+                        to: u.member,
+                        size: t.size,
+                    });
+                }
+                Some(matched)
+            })
+            .collect()
     }
-}
 
-/// A tile band's members, in one loop nest, as sums of floors of its point members.
-#[derive(Debug)]
-struct Decomposition {
-    /// Per tile member, the point members (indices into the point band) whose floors it sums.
-    terms: Vec<Vec<usize>>,
-    /// Per point member, its tile size (0 when no tile member uses it).
-    sizes: Vec<i64>,
-}
-
-impl Decomposition {
-    /// The pairs of `pairs` that agree on the tile members that are a point member itself
-    /// (size 1, alone): only those reach the dimensions after the band.
-    fn keep_equal(&self, band: &TileBand, q: &DepQuery, mut pairs: Map) -> Result<Map, Error> {
-        for terms in &self.terms {
-            if let [k] = terms[..] {
-                if self.sizes[k] == 1 {
-                    pairs = q.cut(&pairs, band.point[k], Sign::Zero)?;
+    /// The pairs of `pairs` that agree on the tile members that are one floor of size 1 (a
+    /// point member itself): only those reach the dimensions after the band.
+    fn keep_equal(
+        &self,
+        matching: &[Vec<Matched>],
+        q: &DepQuery,
+        mut pairs: Map,
+    ) -> Result<Map, Error> {
+        for terms in matching {
+            if let [m] = terms[..] {
+                if m.size == 1 {
+                    pairs =
+                        q.cut_between(&pairs, self.point[m.from], self.point[m.to], Sign::Zero)?;
                 }
             }
         }
         Ok(pairs)
     }
+}
 
-    /// The point members some tile member uses.
-    fn members(&self) -> impl Iterator<Item = &usize> {
-        let mut seen = vec![false; self.sizes.len()];
-        self.terms
-            .iter()
-            .flatten()
-            .filter(move |&&k| !std::mem::replace(&mut seen[k], true))
+/// The distinct matched floors of a matching.
+fn distinct(matching: &[Vec<Matched>]) -> Vec<Matched> {
+    let mut out: Vec<Matched> = Vec::new();
+    for &m in matching.iter().flatten() {
+        if !out.iter().any(|o| o.from == m.from && o.to == m.to) {
+            out.push(m);
+        }
     }
+    out
 }
 
 /// The structure of a schedule whose only divisions are in tile bands.
@@ -273,58 +353,18 @@ fn point_members(schedule: &PlutoSchedule, from: usize, len: usize) -> Option<Ve
 }
 
 /// The tile band of `len` members at `start` as sums of floors of the point members at
-/// dimensions `point_dims`, when every statement's member is exactly such a sum.
-fn decompose(schedule: &PlutoSchedule, start: usize, point_dims: Vec<usize>) -> Option<TileBand> {
+/// dimensions `point`, when every statement's member is exactly such a sum.
+fn decompose(schedule: &PlutoSchedule, start: usize, point: Vec<usize>) -> Option<TileBand> {
     let dims = &schedule.dims;
+    let len = point.len();
     let n = dims[start].exprs.len();
-    // The loop nests: statements with the same constants on the scalar dimensions before the
-    // band.
-    let mut keys: Vec<Vec<i64>> = Vec::new();
-    let mut nest_of = Vec::with_capacity(n);
+    let mut terms = Vec::with_capacity(n);
     for s in 0..n {
-        let key: Vec<i64> = dims[..start]
-            .iter()
-            .filter(|d| d.kind == DimKind::Scalar)
-            .map(|d| d.exprs[s].eval(&[], &[]))
-            .collect();
-        let nest = keys.iter().position(|k| *k == key).unwrap_or(keys.len());
-        if nest == keys.len() {
-            keys.push(key);
-        }
-        nest_of.push(nest);
-    }
-    let nests = (0..keys.len())
-        .map(|nest| {
-            let stmts: Vec<usize> = (0..n).filter(|&s| nest_of[s] == nest).collect();
-            decompose_nest(schedule, start, &point_dims, &stmts)
-        })
-        .collect::<Option<_>>()?;
-    Some(TileBand {
-        start,
-        point: point_dims,
-        before: 0,
-        nests,
-        nest_of,
-    })
-}
-
-/// [`decompose`] for the statements `stmts` of one loop nest.
-fn decompose_nest(
-    schedule: &PlutoSchedule,
-    start: usize,
-    point_dims: &[usize],
-    stmts: &[usize],
-) -> Option<Decomposition> {
-    let dims = &schedule.dims;
-    let len = point_dims.len();
-    let point = |k: usize, s: usize| &dims[point_dims[k]].exprs[s];
-    // Per tile member and statement, the (numerator, size) of each floor it sums.
-    let mut parts: Vec<Vec<(usize, Vec<(QuasiAffine, i64)>)>> = Vec::with_capacity(len);
-    for j in 0..len {
-        let mut of_member = Vec::with_capacity(stmts.len());
-        for &s in stmts {
+        let members: Vec<&QuasiAffine> = point.iter().map(|&d| &dims[d].exprs[s]).collect();
+        let mut of_stmt = Vec::with_capacity(len);
+        for j in 0..len {
             let e = &dims[start + j].exprs[s];
-            let mut sum: Vec<(QuasiAffine, i64)> = e
+            let mut parts: Vec<(QuasiAffine, i64)> = e
                 .floors
                 .iter()
                 .map(|f| (f.coeff == 1 && f.num.is_affine()).then(|| (f.num.clone(), f.den)))
@@ -332,57 +372,35 @@ fn decompose_nest(
             // A member of size 1 appears as itself, in the affine part.
             let linear = AffineExpr::from_terms(e.affine.terms().iter().copied(), 0);
             if !linear.is_constant() {
-                sum.push((QuasiAffine::from(linear), 1));
+                parts.push((QuasiAffine::from(linear), 1));
             }
-            of_member.push((s, sum));
-        }
-        parts.push(of_member);
-    }
-    // Two members may be the same expression for one statement (a skewed band's time member
-    // and the row member of a statement without rows). The sizes come first from the floors
-    // whose numerator is one member only; then each floor goes to a member of its size (or
-    // one not sized yet) that its sum does not use yet.
-    let mut sizes = vec![0i64; len];
-    for (s, sum) in parts.iter().flatten() {
-        for (num, den) in sum {
-            let mut matching = (0..len).filter(|&k| point(k, *s) == num);
-            if let (Some(k), None) = (matching.next(), matching.next()) {
-                if sizes[k] != 0 && sizes[k] != *den {
-                    return None;
-                }
-                sizes[k] = *den;
+            // Two point members may be the same expression for one statement (a skewed
+            // band's time member and the row member of a statement without rows): either
+            // serves, each floor taking one.
+            let mut sum: Vec<Term> = Vec::with_capacity(parts.len());
+            for (num, size) in parts {
+                let member =
+                    (0..len).find(|&k| *members[k] == num && !sum.iter().any(|t| t.member == k))?;
+                sum.push(Term { member, size });
             }
-        }
-    }
-    let mut terms: Vec<Vec<usize>> = vec![Vec::new(); len];
-    for (t, of_member) in terms.iter_mut().zip(&parts) {
-        for (s, sum) in of_member {
-            let mut used = vec![false; len];
-            for (num, den) in sum {
-                let k = (0..len).find(|&k| {
-                    !used[k] && point(k, *s) == num && (sizes[k] == 0 || sizes[k] == *den)
-                })?;
-                used[k] = true;
-                sizes[k] = *den;
-                if !t.contains(&k) {
-                    t.push(k);
-                }
-            }
-        }
-        t.sort_unstable();
-    }
-    // Every statement's member must be the sum it decomposes into, constants included.
-    for (j, t) in terms.iter().enumerate() {
-        for &s in stmts {
-            let expected = t.iter().try_fold(QuasiAffine::default(), |acc, &k| {
-                Some(acc.add(&point(k, s).floor_div(sizes[k])?))
+            // The member must be the sum it decomposes into, constants included.
+            let expected = sum.iter().try_fold(QuasiAffine::default(), |acc, t| {
+                Some(acc.add(&members[t.member].floor_div(t.size)?))
             })?;
-            if !same_sum(&expected, &dims[start + j].exprs[s]) {
+            if !same_sum(&expected, e) {
                 return None;
             }
+            sum.sort_unstable_by_key(|t| t.member);
+            of_stmt.push(sum);
         }
+        terms.push(of_stmt);
     }
-    Some(Decomposition { terms, sizes })
+    Some(TileBand {
+        start,
+        point,
+        before: 0,
+        terms,
+    })
 }
 
 /// Whether two quasi-affine expressions are the same sum of terms, in any order.
@@ -440,15 +458,15 @@ impl<'a> DepQuery<'a> {
         })
     }
 
-    /// The row of `sink(dim) − source(dim)`; the dimension is affine for both statements.
-    fn distance(&self, dim: usize) -> Result<Vec<i64>, Error> {
-        let exprs = &self.schedule.dims[dim].exprs;
+    /// The row of `sink(to) − source(from)`; the dimensions are affine for the statements.
+    fn distance(&self, from: usize, to: usize) -> Result<Vec<i64>, Error> {
+        let dims = &self.schedule.dims;
         let (Some(es), Some(et)) = (
-            exprs[self.src.index()].as_affine(),
-            exprs[self.dst.index()].as_affine(),
+            dims[from].exprs[self.src.index()].as_affine(),
+            dims[to].exprs[self.dst.index()].as_affine(),
         ) else {
             return Err(Error::Invalid(format!(
-                "schedule dimension {dim} is not affine"
+                "schedule dimension {from} or {to} is not affine"
             )));
         };
         let width = self.ds + self.dt;
@@ -459,7 +477,13 @@ impl<'a> DepQuery<'a> {
 
     /// The pairs of `pairs` whose distance along `dim` has the given sign.
     fn cut(&self, pairs: &Map, dim: usize, sign: Sign) -> Result<Map, Error> {
-        let mut row = self.distance(dim)?;
+        self.cut_between(pairs, dim, dim, sign)
+    }
+
+    /// The pairs of `pairs` where the sink's dimension `to` minus the source's dimension
+    /// `from` has the given sign.
+    fn cut_between(&self, pairs: &Map, from: usize, to: usize, sign: Sign) -> Result<Map, Error> {
+        let mut row = self.distance(from, to)?;
         let (eqs, ineqs) = match sign {
             Sign::Zero => (vec![row], Vec::new()),
             Sign::Positive => {
@@ -623,12 +647,20 @@ mod tests {
         };
         let shape = Shape::of(&schedule).unwrap();
         assert_eq!(shape.skeleton, vec![2, 3]);
-        assert_eq!(shape.bands[0].nests[0].terms, vec![vec![0, 1], vec![1]]);
-        assert_eq!(shape.bands[0].nests[0].sizes, vec![32, 8]);
+        let t = |member, size| Term { member, size };
+        assert_eq!(
+            shape.bands[0].terms,
+            vec![vec![vec![t(0, 32), t(1, 8)], vec![t(1, 8)]]]
+        );
         // A tile member that is not a sum of the point band's floors is not decomposed.
         let mut odd = schedule.clone();
-        odd.dims[1].exprs[0] = j.floor_div(4).unwrap();
+        odd.dims[1].exprs[0] = i.add(&j).floor_div(4).unwrap();
         assert!(Shape::of(&odd).is_none());
+        // Another size of a member's floor is a floor of its own.
+        let mut other = schedule.clone();
+        other.dims[1].exprs[0] = j.floor_div(4).unwrap();
+        let shape = Shape::of(&other).unwrap();
+        assert_eq!(shape.bands[0].terms[0][1], vec![t(1, 4)]);
     }
 
     /// A skewed band of two statements, `S0[t]` and `S1[t, i]`, with point members `t`,
@@ -682,45 +714,60 @@ mod tests {
         let shape = Shape::of(&schedule).unwrap();
         assert_eq!(shape.skeleton, vec![3, 4, 5, 6]);
         assert_eq!(shape.bands[0].point, vec![3, 4, 6]);
+        let t = |member, size| Term { member, size };
+        let terms = &shape.bands[0].terms;
         assert_eq!(
-            shape.bands[0].nests[0].terms,
-            vec![vec![0, 1, 2], vec![1], vec![2]]
+            terms[0],
+            vec![
+                vec![t(0, 16), t(1, 8), t(2, 1)],
+                vec![t(0, 16)],
+                vec![t(0, 8)]
+            ]
         );
-        assert_eq!(shape.bands[0].nests[0].sizes, vec![1, 16, 8]);
+        assert_eq!(
+            terms[1],
+            vec![
+                vec![t(0, 1), t(1, 16), t(2, 8)],
+                vec![t(1, 16)],
+                vec![t(2, 8)]
+            ]
+        );
+        // Matched by size: S0's three members are all `t`.
+        let m = |from, to, size| Matched { from, to, size };
+        assert_eq!(
+            shape.bands[0].matching(StmtId(0), StmtId(1)).unwrap()[0],
+            vec![m(0, 1, 16), m(1, 2, 8), m(2, 0, 1)]
+        );
         // A dimension between the point members that is neither scalar nor a point member.
         let mut odd = schedule.clone();
         odd.dims[5].kind = DimKind::Loop;
         assert!(Shape::of(&odd).is_none());
     }
 
-    /// A tile band over two loop nests (apart on the scalar dimension before it) that tile
-    /// the same member differently: `S0[i, j]` by 32 × 8, `S1[i]` by 16 along its second
-    /// member.
+    /// Statements that tile their members differently: `S1[i, j]` orders its point members
+    /// `j, i` (distributed after the band), `S2[i]` tiles its one loop along the band's
+    /// second member.
     #[test]
-    fn a_band_over_two_nests_decomposes_in_each() {
+    fn statements_that_tile_differently_match_their_floors_by_size() {
         let (i, j) = (iter(0), iter(1));
         let konst = |c: i64| QuasiAffine::from(AffineExpr::from_terms(std::iter::empty(), c));
+        let (ti, tj) = (i.floor_div(32).unwrap(), j.floor_div(8).unwrap());
         let schedule = PlutoSchedule {
             dims: vec![
-                ScheduleDim {
-                    kind: DimKind::Scalar,
-                    exprs: vec![konst(0), konst(1)],
-                    coincident: false,
-                },
-                dim(vec![i.floor_div(32).unwrap(), konst(0)]),
-                dim(vec![j.floor_div(8).unwrap(), i.floor_div(16).unwrap()]),
-                dim(vec![i.clone(), i.clone()]),
-                dim(vec![j.clone(), konst(0)]),
+                dim(vec![ti.clone(), ti.clone(), konst(0)]),
+                dim(vec![tj.clone(), tj.clone(), i.floor_div(16).unwrap()]),
+                dim(vec![i.clone(), j.clone(), i.clone()]),
+                dim(vec![j.clone(), i.clone(), konst(0)]),
             ],
             bands: vec![
                 Band {
-                    start: 1,
+                    start: 0,
                     len: 2,
                     permutable: true,
                     kind: BandKind::Tile,
                 },
                 Band {
-                    start: 3,
+                    start: 2,
                     len: 2,
                     permutable: true,
                     kind: BandKind::Point,
@@ -729,14 +776,16 @@ mod tests {
         };
         let shape = Shape::of(&schedule).unwrap();
         let band = &shape.bands[0];
-        assert_eq!(band.nest_of, vec![0, 1]);
-        assert_eq!(band.nests[0].terms, vec![vec![0], vec![1]]);
-        assert_eq!(band.nests[0].sizes, vec![32, 8]);
-        assert_eq!(band.nests[1].terms, vec![vec![], vec![0]]);
-        assert_eq!(band.nests[1].sizes, vec![16, 0]);
-        // In one nest, the two sizes of the member contradict each other.
-        let mut one = schedule.clone();
-        one.dims[0].exprs[1] = konst(0);
-        assert!(Shape::of(&one).is_none());
+        let t = |member, size| Term { member, size };
+        assert_eq!(band.terms[0], vec![vec![t(0, 32)], vec![t(1, 8)]]);
+        assert_eq!(band.terms[1], vec![vec![t(1, 32)], vec![t(0, 8)]]);
+        assert_eq!(band.terms[2], vec![vec![], vec![t(0, 16)]]);
+        let m = |from, to, size| Matched { from, to, size };
+        assert_eq!(
+            band.matching(StmtId(0), StmtId(1)).unwrap(),
+            vec![vec![m(0, 1, 32)], vec![m(1, 0, 8)]]
+        );
+        assert!(band.matching(StmtId(0), StmtId(2)).is_none());
+        assert!(band.matching(StmtId(1), StmtId(2)).is_none());
     }
 }
