@@ -210,6 +210,73 @@ impl Walk<'_> {
         (hi - lo + 1) as f64
     }
 
+    /// [`Walk::visit`] of the innermost iterator for every value `lo..=hi` of iterator `k`,
+    /// the one before it: the same count, with the outer iterators' part of each bound
+    /// computed once.
+    fn visit_last_two(&mut self, k: usize, lo: i64, hi: i64) -> Result<(), Unsupported> {
+        let last = k + 1;
+        let outer = |coeffs: &[i64], constant: i64| -> i64 {
+            constant + (0..k).map(|j| coeffs[j] * self.fixed[j]).sum::<i64>()
+        };
+        // Per constraint of the innermost iterator: (its part without iterators k and
+        // last, k's coefficient, last's coefficient, whether an equality).
+        let rows: Vec<(i64, i64, i64, bool)> = self.levels[last]
+            .iter()
+            .map(|r| {
+                (
+                    outer(&r.coeffs, r.constant),
+                    r.coeffs[k],
+                    r.coeffs[last],
+                    r.equality,
+                )
+            })
+            .collect();
+        let functions: Vec<(i64, i64, i64)> = self
+            .functions
+            .iter()
+            .map(|f| (outer(&f.0, f.1), f.0[k], f.0[last]))
+            .collect();
+        for x in lo..=hi {
+            let (mut l, mut h) = (i64::MIN, i64::MAX);
+            let mut empty = false;
+            for &(base, ck, a, equality) in &rows {
+                let rest = base + ck * x;
+                if equality {
+                    if rest % a != 0 {
+                        empty = true;
+                        break;
+                    }
+                    let v = -rest / a;
+                    l = l.max(v);
+                    h = h.min(v);
+                } else if a > 0 {
+                    l = l.max((-rest).div_euclid(a) + i64::from((-rest).rem_euclid(a) != 0));
+                } else {
+                    h = h.min(rest.div_euclid(-a));
+                }
+            }
+            if empty {
+                continue;
+            }
+            if l == i64::MIN || h == i64::MAX {
+                return Err(Unsupported(
+                    "an iterator is unbounded at the kernel's sizes".into(),
+                ));
+            }
+            if l > h {
+                continue;
+            }
+            self.instances += self.weight * (h - l + 1) as f64;
+            for (&(base, ck, cl), range) in functions.iter().zip(self.ranges.iter_mut()) {
+                let rest = base + ck * x;
+                let (a, b) = (rest + cl * l, rest + cl * h);
+                range.0 = range.0.min(a.min(b));
+                range.1 = range.1.max(a.max(b));
+            }
+        }
+        Ok(())
+    }
+
     fn visit(&mut self, k: usize, stride: i64) -> Result<(), Unsupported> {
         let Some((lo, hi)) = self.range(k)? else {
             return Ok(());
@@ -224,6 +291,9 @@ impl Walk<'_> {
                 range.1 = range.1.max(a.max(b));
             }
             return Ok(());
+        }
+        if k + 2 == n && (k > 0 || stride == 1) {
+            return self.visit_last_two(k, lo, hi);
         }
         let step = if k == 0 { stride } else { 1 };
         let mut x = lo;
