@@ -1115,8 +1115,7 @@ fn p_miss(
             pmf[(v - 1).min(k)] += v as f64 * x / mean;
         }
         convolve(&mut pmf, &before[g]);
-        convolve(&mut pmf, &after[g]);
-        p += weight * pmf[k];
+        p += weight * tail(&pmf, &after[g]);
     }
     p.clamp(0.0, 1.0)
 }
@@ -1246,10 +1245,30 @@ fn convolve(pmf: &mut [f64], other: &[f64]) {
             continue;
         }
         for (j, &y) in other.iter().enumerate() {
-            out[(i + j).min(last)] += x * y;
+            if y != 0.0 {
+                out[(i + j).min(last)] += x * y;
+            }
         }
     }
     pmf.copy_from_slice(&out);
+}
+
+/// The last cell of [`convolve`]`(pmf, other)` (the probability of `pmf.len() - 1` or more),
+/// summed in the same order.
+fn tail(pmf: &[f64], other: &[f64]) -> f64 {
+    let last = pmf.len() - 1;
+    let mut p = 0.0;
+    for (i, &x) in pmf.iter().enumerate() {
+        if x == 0.0 {
+            continue;
+        }
+        for &y in other.iter().skip(last.saturating_sub(i)) {
+            if y != 0.0 {
+                p += x * y;
+            }
+        }
+    }
+    p
 }
 
 /// [`p_miss`] averaged over stack distances spread evenly from `lo` to `hi` lines, the runs
