@@ -151,6 +151,24 @@ pub(crate) fn domain_shape(
     })
 }
 
+/// Narrows `lo..=hi` by the constraint `a·x + rest (= 0 | ≥ 0)`; `false` when it is an
+/// equality no integer satisfies.
+fn bound(lo: &mut i64, hi: &mut i64, a: i64, rest: i64, equality: bool) -> bool {
+    if equality {
+        if rest % a != 0 {
+            return false;
+        }
+        let x = -rest / a;
+        *lo = (*lo).max(x);
+        *hi = (*hi).min(x);
+    } else if a > 0 {
+        *lo = (*lo).max((-rest).div_euclid(a) + i64::from((-rest).rem_euclid(a) != 0));
+    } else {
+        *hi = (*hi).min(rest.div_euclid(-a));
+    }
+    true
+}
+
 struct Walk<'a> {
     levels: &'a [Vec<&'a Row>],
     functions: &'a [(Vec<i64>, i64)],
@@ -169,17 +187,8 @@ impl Walk<'_> {
         for r in &self.levels[k] {
             let a = r.coeffs[k];
             let rest: i64 = r.constant + (0..k).map(|j| r.coeffs[j] * self.fixed[j]).sum::<i64>();
-            if r.equality {
-                if rest % a != 0 {
-                    return Ok(None);
-                }
-                let x = -rest / a;
-                lo = lo.max(x);
-                hi = hi.min(x);
-            } else if a > 0 {
-                lo = lo.max((-rest).div_euclid(a) + i64::from((-rest).rem_euclid(a) != 0));
-            } else {
-                hi = hi.min(rest.div_euclid(-a));
+            if !bound(&mut lo, &mut hi, a, rest, r.equality) {
+                return Ok(None);
             }
         }
         if lo == i64::MIN || hi == i64::MAX {
@@ -240,19 +249,9 @@ impl Walk<'_> {
             let (mut l, mut h) = (i64::MIN, i64::MAX);
             let mut empty = false;
             for &(base, ck, a, equality) in &rows {
-                let rest = base + ck * x;
-                if equality {
-                    if rest % a != 0 {
-                        empty = true;
-                        break;
-                    }
-                    let v = -rest / a;
-                    l = l.max(v);
-                    h = h.min(v);
-                } else if a > 0 {
-                    l = l.max((-rest).div_euclid(a) + i64::from((-rest).rem_euclid(a) != 0));
-                } else {
-                    h = h.min(rest.div_euclid(-a));
+                if !bound(&mut l, &mut h, a, base + ck * x, equality) {
+                    empty = true;
+                    break;
                 }
             }
             if empty {
