@@ -614,6 +614,15 @@ mod tests {
         }
     }
 
+    fn band(start: usize, len: usize, kind: BandKind) -> Band {
+        Band {
+            start,
+            len,
+            permutable: true,
+            kind,
+        }
+    }
+
     fn iter(k: usize) -> QuasiAffine {
         QuasiAffine::var(Var::Iter(k))
     }
@@ -630,20 +639,7 @@ mod tests {
                 dim(vec![i.clone()]),
                 dim(vec![j.clone()]),
             ],
-            bands: vec![
-                Band {
-                    start: 0,
-                    len: 2,
-                    permutable: true,
-                    kind: BandKind::Tile,
-                },
-                Band {
-                    start: 2,
-                    len: 2,
-                    permutable: true,
-                    kind: BandKind::Point,
-                },
-            ],
+            bands: vec![band(0, 2, BandKind::Tile), band(2, 2, BandKind::Point)],
         };
         let shape = Shape::of(&schedule).unwrap();
         assert_eq!(shape.skeleton, vec![2, 3]);
@@ -691,24 +687,9 @@ mod tests {
                 per_stmt(&|s| p2[s].clone()),
             ],
             bands: vec![
-                Band {
-                    start: 0,
-                    len: 3,
-                    permutable: true,
-                    kind: BandKind::Tile,
-                },
-                Band {
-                    start: 3,
-                    len: 2,
-                    permutable: true,
-                    kind: BandKind::Point,
-                },
-                Band {
-                    start: 6,
-                    len: 1,
-                    permutable: true,
-                    kind: BandKind::Point,
-                },
+                band(0, 3, BandKind::Tile),
+                band(3, 2, BandKind::Point),
+                band(6, 1, BandKind::Point),
             ],
         };
         let shape = Shape::of(&schedule).unwrap();
@@ -759,20 +740,7 @@ mod tests {
                 dim(vec![i.clone(), j.clone(), i.clone()]),
                 dim(vec![j.clone(), i.clone(), konst(0)]),
             ],
-            bands: vec![
-                Band {
-                    start: 0,
-                    len: 2,
-                    permutable: true,
-                    kind: BandKind::Tile,
-                },
-                Band {
-                    start: 2,
-                    len: 2,
-                    permutable: true,
-                    kind: BandKind::Point,
-                },
-            ],
+            bands: vec![band(0, 2, BandKind::Tile), band(2, 2, BandKind::Point)],
         };
         let shape = Shape::of(&schedule).unwrap();
         let band = &shape.bands[0];
