@@ -71,6 +71,10 @@ pub struct Prediction {
     pub arrays: Vec<(ArrayId, bool, Vec<f64>)>,
     /// Lines touched at all: the misses of a cache that never evicts.
     pub compulsory: f64,
+    /// Where the model has a tiled band: the closest level's misses within the executions of
+    /// its outermost tile loop (reuses inside them that miss), and the lines each execution
+    /// touches, summed over the executions (first touches, which no shape of the band keeps).
+    pub band: Option<(f64, f64)>,
 }
 
 /// A prediction [`streams`](Prediction::streams) when its first level misses at most this
@@ -80,9 +84,21 @@ pub struct Prediction {
 pub const STREAM_SLACK: f64 = super::search::RULE_MARGIN;
 
 impl Prediction {
-    /// Whether the kernel streams: its closest level (and so every level) misses little more
-    /// than the lines it touches at all, so that no tile shape can keep more of them.
+    /// Whether the tiled band streams: within its executions, its closest level (and so every
+    /// level) misses little more than the lines each execution touches, so that no tile shape
+    /// can keep more of them. (A band inside a loop that sweeps its data again, as
+    /// floyd-warshall's `k`, misses every line once per execution however it is tiled.)
+    /// Without a tiled band, whether the kernel [streams](Self::kernel_streams).
     pub fn streams(&self) -> bool {
+        match self.band {
+            Some((within, lines)) => within <= lines * STREAM_SLACK,
+            None => self.kernel_streams(),
+        }
+    }
+
+    /// Whether the whole kernel streams: its closest level misses little more than the lines
+    /// it touches at all.
+    pub fn kernel_streams(&self) -> bool {
         self.misses
             .first()
             .is_some_and(|&m| m <= self.compulsory * (1.0 + STREAM_SLACK))
@@ -171,6 +187,7 @@ pub(super) fn predict_with(
         .map(|g| (g.array, g.buffer.is_some(), vec![0.0; levels.len()]))
         .collect();
     let mut compulsory = 0.0;
+    let mut band = None;
     // The footprint in lines depends on the line size: one walk per line size.
     let mut line_sizes: Vec<u32> = levels.iter().map(|l| l.line_bytes).collect();
     line_sizes.sort_unstable();
@@ -189,6 +206,9 @@ pub(super) fn predict_with(
             chosen: &chosen,
             memo,
             misses: vec![vec![0.0; chosen.len()]; model.groups.len()],
+            closest: chosen.iter().position(|&k| k == 0),
+            band: None,
+            in_band: false,
         };
         let blocks: Vec<Block> = model
             .stmts
@@ -201,6 +221,9 @@ pub(super) fn predict_with(
             })
             .collect();
         let root = walk.visit(model.root, &blocks);
+        if walk.closest.is_some() {
+            band = walk.band;
+        }
         compulsory = 0.0;
         for a in &root.arrays {
             let first = a.execs * a.lines;
@@ -220,6 +243,7 @@ pub(super) fn predict_with(
         misses,
         arrays,
         compulsory,
+        band,
     }
 }
 
@@ -353,10 +377,44 @@ struct Walk<'a> {
     memo: &'a mut Memo,
     /// Per group, misses per cache.
     misses: Vec<Vec<f64>>,
+    /// Where the closest level is among `chosen`: the walk that accounts for the band.
+    closest: Option<usize>,
+    /// The band's account ([`Prediction::band`]), once the walk has met the band.
+    band: Option<(f64, f64)>,
+    /// Whether the walk is below the band's outermost tile loop.
+    in_band: bool,
 }
 
 impl Walk<'_> {
+    /// The footprint of one execution of `node` for `blocks`, counting the misses of the
+    /// reuses within it (and, at the band's outermost tile loop, the band's account).
     fn visit(&mut self, node: usize, blocks: &[Block]) -> Foot {
+        let band_root = match &self.model.nodes[node] {
+            Node::Loop {
+                position, stmts, ..
+            } => {
+                !self.in_band
+                    && stmts
+                        .iter()
+                        .any(|&s| matches!(self.model.stmts[s].roles[*position], Role::Tile { .. }))
+            }
+            _ => false,
+        };
+        let (Some(closest), true) = (self.closest, band_root) else {
+            return self.visit_node(node, blocks);
+        };
+        let missed = |walk: &Self| walk.misses.iter().map(|m| m[closest]).sum::<f64>();
+        let before = missed(self);
+        self.in_band = true;
+        let foot = self.visit_node(node, blocks);
+        self.in_band = false;
+        let lines: f64 = foot.arrays.iter().map(|a| a.execs * a.lines).sum();
+        let (within, touched) = self.band.unwrap_or_default();
+        self.band = Some((within + missed(self) - before, touched + lines));
+        foot
+    }
+
+    fn visit_node(&mut self, node: usize, blocks: &[Block]) -> Foot {
         let stmts = self.model.nodes[node].stmts();
         let mut own = self.footprint(&stmts, blocks);
         match &self.model.nodes[node] {

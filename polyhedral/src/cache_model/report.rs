@@ -131,11 +131,12 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         if let Some((k, run, whole)) = search.streamed {
             let _ = writeln!(
                 out,
-                "  the band streams (its first-level misses are about the lines it touches): \
-                 tiles of member {} at least {run} long{}",
+                "  the band streams (its first-level misses are about the lines each execution \
+                 of it touches): tiles of member {} at least {run} long{}",
                 k + 1,
                 if whole {
-                    ", untiled: no member is parallel, so its tiles would run as a wavefront"
+                    ", untiled: no member is parallel, so its tiles would run as a wavefront, and the \
+                     band streams the kernel's data once"
                 } else {
                     ", a page, for the hardware prefetcher"
                 }

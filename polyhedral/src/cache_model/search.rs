@@ -13,13 +13,17 @@
 //! and one store each, which the model does not count as misses, stay a small part of the
 //! multiply-adds). With a register tile the model walks the point band as the code does:
 //! blocks of the tile's rows and columns, the members between inside them. Where the band
-//! streams (the capacity rule's sizes already miss the closest cache only on the lines the
-//! kernel touches at all, so no shape keeps more), the innermost point loop, when it walks an
+//! streams (with the capacity rule's sizes, each execution of the band misses the closest
+//! cache only on the lines it touches at all, so no shape keeps more), the innermost point
+//! loop, when it walks an
 //! array contiguously, gets tiles at least a page long: the hardware prefetcher follows a
 //! run to the end of its page, and a shorter tile restarts it at every tile, which the model
 //! does not see (gesummv's rows ran almost twice as fast in tiles of 512 as in tiles of 32).
-//! Where no member of such a band is parallel, that member stays untiled: its tiles would
-//! only make the band a wavefront of tiles that wait for each other (trisolv).
+//! Where no member of such a band is parallel and the band streams the kernel's data once,
+//! that member stays untiled: its tiles would only make the band a wavefront of tiles that
+//! wait for each other (trisolv). A band that sweeps its data again at every step of a loop
+//! around it (floyd-warshall) keeps the page-long tiles: untiled, every sweep would run on
+//! one thread.
 //! The coarse grid is searched
 //! exhaustively when it has at most [`EXHAUSTIVE`] points, otherwise one member at a time
 //! until no member improves, from the best uniform size and from the capacity rule's sizes;
@@ -85,8 +89,9 @@ pub struct BandSearch {
     /// The capacity rule's sizes.
     pub rule: Vec<i64>,
     /// Where the band streams ([`Prediction::streams`]): the member whose tiles were made at
-    /// least one page long, or whole where no member is parallel (the innermost point loop,
-    /// walking an array contiguously), that length, and whether it is the whole member.
+    /// least one page long, or whole where no member is parallel and the whole kernel streams
+    /// (the innermost point loop, walking an array contiguously), that length, and whether it
+    /// is the whole member.
     pub streamed: Option<(usize, i64, bool)>,
     /// The model's levels, closest first.
     pub levels: Vec<Level>,
@@ -186,20 +191,24 @@ pub fn search_band(
     let mut memo = Memo::default();
     let mut streamed = None;
     if let Some(k) = streamed_member(program, schedule, band, &order, target) {
-        let streams = predict_with(&model, &rule, &levels, &mut memo).streams();
-        if let (true, Some(run)) = (streams, prefetch_run(program, target)) {
+        let prediction = predict_with(&model, &rule, &levels, &mut memo);
+        if let (true, Some(run)) = (prediction.streams(), prefetch_run(program, target)) {
             let limit = &mut limits[k];
             // Without a parallel member the tiles run as a wavefront, whose diagonals wait
-            // for each other: tiling the streamed member would buy nothing but those waits
-            // and shorter runs, so it stays whole.
-            let run = if parallel.is_some() { run } else { limit.hi };
+            // for each other. Where the band streams the kernel's data once (trisolv), tiling
+            // the streamed member buys nothing but those waits and shorter runs, so it stays
+            // whole. Where the band runs again and again over its data (floyd-warshall's
+            // `k`), a whole streamed member makes every run sequential, and the wavefront of
+            // page-long tiles is the band's only parallelism.
+            let whole = parallel.is_none() && prediction.kernel_streams();
+            let run = if whole { limit.hi } else { run };
             limit.lo = limit.lo.max(run.min(limit.hi));
             if limit.multiple > 1 {
                 limit.lo = (limit.lo + limit.multiple - 1) / limit.multiple * limit.multiple;
             }
             limit.hi = limit.hi.max(limit.lo);
             rule[k] = rule[k].max(limit.lo);
-            streamed = Some((k, limit.lo, parallel.is_none()));
+            streamed = Some((k, limit.lo, whole));
         }
     }
     let grid: Vec<Vec<i64>> = limits

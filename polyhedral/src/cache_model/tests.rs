@@ -277,6 +277,62 @@ fn a_streaming_band_gets_tiles_a_page_long_along_its_contiguous_loop() {
     assert!(predict(&model, &[], &[fully_associative(128)]).streams());
 }
 
+#[test]
+fn a_band_that_sweeps_its_data_at_every_step_of_an_outer_loop_streams_per_execution() {
+    // B[i][j] = A[i][j] again at every step of t, over 1024 × 1024 doubles: each execution of
+    // the (i, j) band touches every line of A and B once and a 32 KiB cache keeps none of them
+    // for the next, so the kernel misses every line 1024 times while each execution streams.
+    let p = program(
+        1024,
+        2,
+        copy(
+            3,
+            access(1, vec![it(1), it(2)]),
+            access(0, vec![it(1), it(2)]),
+        ),
+    );
+    // t alone, then (i, j) with neither member parallel (tiles that run as a wavefront).
+    let mut schedule = loops(3);
+    for d in &mut schedule.dims {
+        d.coincident = false;
+    }
+    schedule.bands = vec![
+        Band {
+            start: 0,
+            len: 1,
+            permutable: true,
+            kind: BandKind::Plain,
+        },
+        Band {
+            start: 1,
+            len: 2,
+            permutable: true,
+            kind: BandKind::Plain,
+        },
+    ];
+    let deps = crate::deps::compute_dependences(&p).unwrap();
+    let found = search_band(
+        &p,
+        &deps,
+        &schedule,
+        &schedule.bands[1],
+        &one_cache(32 << 10, 64, Some(4096)),
+    )
+    .unwrap()
+    .unwrap();
+    let prediction = &found.best.prediction;
+    assert!(prediction.streams());
+    assert!(!prediction.kernel_streams());
+    // Each execution touches both arrays' lines (rows at 16-byte offsets straddle one more
+    // line now and then).
+    let lines = 2.0 * 1024.0 * 1024.0 * 8.0 / 64.0;
+    let (_, touched) = prediction.band.unwrap();
+    assert!((touched / (1024.0 * lines) - 1.0).abs() < 1e-3, "{touched}");
+    // The wavefront is the band's only parallelism: j gets page-long tiles, not the whole row.
+    assert_eq!(found.streamed, Some((1, 512, false)));
+    assert_eq!(found.best.sizes[1], 512);
+}
+
 fn runs(count: f64, lines: f64) -> Runs {
     Runs {
         count,
