@@ -15,10 +15,10 @@
 //! blocks of the tile's rows and columns, the members between inside them. Where the band
 //! streams (with the capacity rule's sizes, each execution of the band misses the closest
 //! cache only on the lines it touches at all, so no shape keeps more), the innermost point
-//! loop, when it walks an
-//! array contiguously, gets tiles at least a page long: the hardware prefetcher follows a
-//! run to the end of its page, and a shorter tile restarts it at every tile, which the model
-//! does not see (gesummv's rows ran almost twice as fast in tiles of 512 as in tiles of 32).
+//! loop, when it walks an array contiguously, gets tiles at least a page long: the hardware
+//! prefetcher follows a run to the end of its page, and a shorter tile restarts it at every
+//! tile, which the model does not see (gesummv's rows ran almost twice as fast in tiles of
+//! 512 as in tiles of 32).
 //! Where no member of such a band is parallel and the band streams the kernel's data once,
 //! that member stays untiled: its tiles would only make the band a wavefront of tiles that
 //! wait for each other (trisolv). A band that sweeps its data again at every step of a loop
