@@ -177,9 +177,7 @@ fn a_tiled_transpose_misses_once_per_line_in_a_small_cache() {
     // The search finds tiles that miss no more than once per line.
     let target = one_cache(64 * 16, 16, None);
     let deps = crate::deps::compute_dependences(&p).unwrap();
-    let found = search_band(&p, &deps, &schedule, &schedule.bands[0], &target)
-        .unwrap()
-        .unwrap();
+    let found = searched(&p, &deps, &schedule, 0, &target);
     assert_eq!(found.best.prediction.misses, [4096.0], "{:?}", found.best);
     let runner_up = found.runner_up.unwrap();
     assert!(runner_up.cost >= found.best.cost);
@@ -216,6 +214,19 @@ fn one_cache(bytes: u64, line: u32, page: Option<u64>) -> crate::target::TargetD
     }
 }
 
+/// The tile search's result for band `band` of `schedule` on `target`.
+fn searched(
+    p: &Program,
+    deps: &crate::deps::Dependences,
+    schedule: &PlutoSchedule,
+    band: usize,
+    target: &crate::target::TargetDescription,
+) -> super::search::BandSearch {
+    search_band(p, deps, schedule, &schedule.bands[band], target)
+        .unwrap()
+        .unwrap()
+}
+
 #[test]
 fn a_streaming_band_gets_tiles_a_page_long_along_its_contiguous_loop() {
     // B[i][j] = A[i][j] over 1024 × 1024 doubles touches every line once, whatever the tiles:
@@ -231,43 +242,31 @@ fn a_streaming_band_gets_tiles_a_page_long_along_its_contiguous_loop() {
     );
     let schedule = loops(2);
     let deps = crate::deps::compute_dependences(&p).unwrap();
-    let found = search_band(
+    let found = searched(
         &p,
         &deps,
         &schedule,
-        &schedule.bands[0],
+        0,
         &one_cache(32 << 10, 64, Some(4096)),
-    )
-    .unwrap()
-    .unwrap();
+    );
     assert!(found.best.prediction.streams());
     assert_eq!(found.streamed, Some((1, 512, false)));
     assert!(found.best.sizes[1] >= 512, "{:?}", found.best.sizes);
     // Without pages to follow, nothing is made longer.
-    let found = search_band(
-        &p,
-        &deps,
-        &schedule,
-        &schedule.bands[0],
-        &one_cache(32 << 10, 64, None),
-    )
-    .unwrap()
-    .unwrap();
+    let found = searched(&p, &deps, &schedule, 0, &one_cache(32 << 10, 64, None));
     assert_eq!(found.streamed, None);
     // Where neither member is parallel (tiles would run as a wavefront), j stays whole.
     let mut wavefront = schedule.clone();
     for d in &mut wavefront.dims {
         d.coincident = false;
     }
-    let found = search_band(
+    let found = searched(
         &p,
         &deps,
         &wavefront,
-        &wavefront.bands[0],
+        0,
         &one_cache(32 << 10, 64, Some(4096)),
-    )
-    .unwrap()
-    .unwrap();
+    );
     assert_eq!(found.streamed, Some((1, 1024, true)));
     assert_eq!(found.best.sizes[1], 1024);
     // An untiled transpose in a small cache misses B's lines again: it does not stream.
@@ -311,15 +310,13 @@ fn a_band_that_sweeps_its_data_at_every_step_of_an_outer_loop_streams_per_execut
         },
     ];
     let deps = crate::deps::compute_dependences(&p).unwrap();
-    let found = search_band(
+    let found = searched(
         &p,
         &deps,
         &schedule,
-        &schedule.bands[1],
+        1,
         &one_cache(32 << 10, 64, Some(4096)),
-    )
-    .unwrap()
-    .unwrap();
+    );
     let prediction = &found.best.prediction;
     assert!(prediction.streams());
     assert!(!prediction.kernel_streams());
