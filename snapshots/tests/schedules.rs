@@ -115,3 +115,52 @@ fn wide_vector_register_tiles() {
         insta::assert_snapshot!(format!("c_{snap}"), code);
     }
 }
+
+/// gemver's four statements share one band in three loop nests. In the first, `j` (the band's
+/// parallel member) is the contiguous innermost loop; the last nest runs `i` outside `j`. The
+/// search walks each nest's point loops in the order the code runs them, so its misses of the
+/// chosen tiles are the final schedule's; and the band streams once `j`'s tiles are long, so
+/// they are lengthened past the parallel member's cap.
+#[test]
+fn gemver_tiles_streamed_along_its_parallel_member() {
+    let program = load(&kernel("gemver.c"));
+    let c = optimized(&program, Fusion::SmartFuse);
+    let report = polyhedral::cache_model::report(&c, &cpu::description()).unwrap();
+    let l1 = |section: &str| -> f64 {
+        let after = report.split(section).nth(1).unwrap();
+        let row = after
+            .lines()
+            .find(|l| l.trim_start().starts_with("L1d"))
+            .unwrap_or_else(|| panic!("{report}"));
+        row.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    assert_eq!(
+        l1("as the search compared them:"),
+        l1("predicted misses of the kernel:"),
+        "{report}"
+    );
+    let band = c
+        .schedule
+        .bands
+        .iter()
+        .find(|b| b.len == 2)
+        .expect("gemver has a two-member band");
+    let found = polyhedral::cache_model::search_band(
+        &c.program,
+        &c.deps,
+        &c.schedule,
+        band,
+        &cpu::description(),
+    )
+    .unwrap()
+    .unwrap();
+    let streamed = found.streamed.expect("the band streams");
+    assert!(streamed.parallel && !streamed.whole, "{streamed:?}");
+    let size = found.best.sizes[streamed.member];
+    assert!(size > polyhedral::cache_model::PARALLEL_TILE, "{report}");
+    // N = 2000: 8 tiles of at most 250 iterations, rounded up to the vector tile's multiple.
+    assert!(
+        size * (polyhedral::cache_model::STREAMED_PARALLEL_TILES - 1) < 2000,
+        "{report}"
+    );
+}

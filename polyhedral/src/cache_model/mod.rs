@@ -41,7 +41,10 @@ pub use eval::{predict, Prediction};
 pub use nest::{Model, RegisterBlocking};
 pub use packing::{packings, Packing, BUFFER_ALIGNMENT};
 pub use report::report;
-pub use search::{search_band, BandSearch, Candidate, COARSE, PARALLEL_TILE, RULE_MARGIN};
+pub use search::{
+    search_band, BandSearch, Candidate, Streamed, COARSE, PARALLEL_TILE, RULE_MARGIN,
+    STREAMED_PARALLEL_TILES,
+};
 
 use crate::target::{CacheGeometry, TargetDescription};
 

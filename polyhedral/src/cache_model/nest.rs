@@ -237,58 +237,72 @@ impl Model {
         order: &[usize],
         register: Option<RegisterBlocking>,
     ) -> Result<Model, Unsupported> {
-        let plain = |d: usize| -> Result<Position, Unsupported> {
-            let dim = &schedule.dims[d];
-            let entries = dim
-                .exprs
-                .iter()
-                .map(|e| classify(e, None).map(|(entry, _)| entry))
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Position {
-                kind: dim.kind,
-                entries,
+        let orders = vec![order.to_vec(); program.statements.len()];
+        Model::with_nests_tiled(program, schedule, band, &orders, register)
+    }
+
+    /// [`Model::with_band_tiled`] with the point loops of each statement in its own order
+    /// (`orders[s]`): statements that scalar dimensions put into different loop nests share
+    /// the band's tile sizes, but each nest's point loops are permuted on their own.
+    pub fn with_nests_tiled(
+        program: &Program,
+        schedule: &PlutoSchedule,
+        band: &Band,
+        orders: &[Vec<usize>],
+        register: Option<RegisterBlocking>,
+    ) -> Result<Model, Unsupported> {
+        // Statement `s`'s entry of dimension `d`, a tile loop's in `slot`.
+        let entry = |d: usize, s: usize, slot: Option<usize>| -> Result<Entry, Unsupported> {
+            let e = &schedule.dims[d].exprs[s];
+            Ok(match (classify(e, None)?.0, slot) {
+                (Entry::Affine(phi), Some(slot)) => Entry::Tile { phi, slot },
+                (other, _) => other,
             })
         };
-        let mut positions = Vec::with_capacity(schedule.dims.len() + band.len);
+        let plain = |d: usize| -> Result<Position, Unsupported> {
+            Ok(Position {
+                kind: schedule.dims[d].kind,
+                entries: (0..orders.len())
+                    .map(|s| entry(d, s, None))
+                    .collect::<Result<_, _>>()?,
+            })
+        };
+        let mut positions = Vec::with_capacity(schedule.dims.len() + band.len + 2);
         for d in 0..band.start {
             positions.push(plain(d)?);
         }
         for k in 0..band.len {
-            let dim = &schedule.dims[band.start + k];
-            let entries = dim
-                .exprs
-                .iter()
-                .map(|e| match classify(e, None)?.0 {
-                    Entry::Affine(phi) => Ok(Entry::Tile { phi, slot: k }),
-                    other => Ok(other),
-                })
-                .collect::<Result<Vec<_>, Unsupported>>()?;
             positions.push(Position {
                 kind: DimKind::Loop,
-                entries,
+                entries: (0..orders.len())
+                    .map(|s| entry(band.start + k, s, Some(k)))
+                    .collect::<Result<_, _>>()?,
             });
         }
-        let mut points = order.to_vec();
+        let mut points = orders.to_vec();
         if let Some(r) = &register {
             for (slot, k) in [(band.len, r.rows), (band.len + 1, r.cols)] {
-                let entries = schedule.dims[band.start + k]
-                    .exprs
-                    .iter()
-                    .map(|e| match classify(e, None)?.0 {
-                        Entry::Affine(phi) => Ok(Entry::Tile { phi, slot }),
-                        other => Ok(other),
-                    })
-                    .collect::<Result<Vec<_>, Unsupported>>()?;
                 positions.push(Position {
                     kind: DimKind::Loop,
-                    entries,
+                    entries: (0..orders.len())
+                        .map(|s| entry(band.start + k, s, Some(slot)))
+                        .collect::<Result<_, _>>()?,
                 });
             }
-            points.retain(|&k| k != r.rows && k != r.cols);
-            points.extend([r.rows, r.cols]);
+            for order in &mut points {
+                order.retain(|&k| k != r.rows && k != r.cols);
+                order.extend([r.rows, r.cols]);
+            }
         }
-        for &k in &points {
-            positions.push(plain(band.start + k)?);
+        for p in 0..points.first().map_or(0, Vec::len) {
+            positions.push(Position {
+                kind: DimKind::Loop,
+                entries: points
+                    .iter()
+                    .enumerate()
+                    .map(|(s, order)| entry(band.start + order[p], s, None))
+                    .collect::<Result<_, _>>()?,
+            });
         }
         for d in band.start + band.len..schedule.dims.len() {
             positions.push(plain(d)?);

@@ -24,7 +24,7 @@ use crate::target::TargetDescription;
 use super::eval::{predict, Prediction};
 use super::nest::Model;
 use super::packing::packings;
-use super::search::{search_band, RULE_MARGIN};
+use super::search::{search_band, RULE_MARGIN, STREAMED_PARALLEL_TILES};
 use super::{levels, Level, Unsupported};
 
 /// The report of `compiled` on `target`'s caches.
@@ -128,18 +128,25 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
                 (false, _) => "given",
             }
         );
-        if let Some((k, run, whole)) = search.streamed {
+        if let Some(streamed) = search.streamed {
+            let why = if streamed.whole {
+                ", untiled: no member is parallel, so its tiles would run as a wavefront, and the \
+                 band streams the kernel's data once"
+                    .to_string()
+            } else if streamed.parallel {
+                format!(
+                    ", for the hardware prefetcher: a page, or as long as leaves the parallel \
+                     member {STREAMED_PARALLEL_TILES} tiles for the threads"
+                )
+            } else {
+                ", a page, for the hardware prefetcher".to_string()
+            };
             let _ = writeln!(
                 out,
                 "  the band streams (its first-level misses are about the lines each execution \
-                 of it touches): tiles of member {} at least {run} long{}",
-                k + 1,
-                if whole {
-                    ", untiled: no member is parallel, so its tiles would run as a wavefront, and the \
-                     band streams the kernel's data once"
-                } else {
-                    ", a page, for the hardware prefetcher"
-                }
+                 of it touches): tiles of member {} at least {} long{why}",
+                streamed.member + 1,
+                streamed.run,
             );
         }
         let _ = writeln!(

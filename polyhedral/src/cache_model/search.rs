@@ -38,7 +38,9 @@ use std::collections::HashMap;
 use crate::deps::Dependences;
 use crate::program::{Program, StmtId};
 use crate::register_tile;
-use crate::schedule::intra_tile::{member_scores, predicted_innermost};
+use crate::schedule::intra_tile::{
+    deepest_nest, member_scores, predicted_innermost, predicted_order,
+};
 use crate::schedule::pluto::{Band, Error, PlutoSchedule};
 use crate::schedule::tile_size::rule_sizes;
 use crate::target::TargetDescription;
@@ -60,6 +62,10 @@ const FINE_STEPS: [i64; 2] = [16, 8];
 /// 500 to 1,000 iterations then has 16 to 32 tiles, which 2 to 8 threads share with at most one
 /// tile of imbalance.
 pub const PARALLEL_TILE: i64 = 32;
+
+/// The fewest tiles a streamed parallel member keeps when its tiles are made page-long: 2 to 8
+/// threads still get at least one each.
+pub const STREAMED_PARALLEL_TILES: i64 = 8;
 
 /// One evaluated candidate.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,16 +94,29 @@ pub struct BandSearch {
     pub kept_rule: bool,
     /// The capacity rule's sizes.
     pub rule: Vec<i64>,
-    /// Where the band streams ([`Prediction::streams`]): the member whose tiles were made at
-    /// least one page long, or whole where no member is parallel and the whole kernel streams
-    /// (the innermost point loop, walking an array contiguously), that length, and whether it
-    /// is the whole member.
-    pub streamed: Option<(usize, i64, bool)>,
+    /// Where the band streams ([`Prediction::streams`]), how its innermost point loop's tiles
+    /// were lengthened.
+    pub streamed: Option<Streamed>,
     /// The model's levels, closest first.
     pub levels: Vec<Level>,
     /// The model the candidates were evaluated on: the schedule with the band tiled (its
     /// members' sizes in slots `0..band.len`).
     pub model: Model,
+}
+
+/// A streaming band's member whose tiles were made long: the innermost point loop, walking an
+/// array contiguously.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Streamed {
+    /// The member, an index into the band.
+    pub member: usize,
+    /// The least length of its tiles.
+    pub run: i64,
+    /// Whether it stays untiled: no member is parallel and the whole kernel streams.
+    pub whole: bool,
+    /// Whether it is the parallel member, whose tiles were lengthened past [`PARALLEL_TILE`]
+    /// as far as [`STREAMED_PARALLEL_TILES`] tiles allow.
+    pub parallel: bool,
 }
 
 /// Tile sizes for `band` of `schedule` chosen with the cache model on `target`'s caches, or
@@ -131,7 +150,19 @@ pub fn search_band(
                 .collect()
         })
         .unwrap_or_default();
-    let Ok(model) = Model::with_band_tiled(program, schedule, band, &order, register) else {
+    // The point loops of the band's other loop nests keep the order the intra-tile
+    // permutation will give them, each its own.
+    let mut orders = vec![order.clone(); program.statements.len()];
+    let main = deepest_nest(program, schedule, band).unwrap_or_default();
+    for nest in schedule.nests_at(band.start) {
+        if nest != main {
+            let own = predicted_order(program, deps, schedule, band, &nest)?;
+            for s in nest {
+                orders[s.index()] = own.clone();
+            }
+        }
+    }
+    let Ok(model) = Model::with_nests_tiled(program, schedule, band, &orders, register) else {
         return Ok(None);
     };
     // Each member's extent: the largest range of its coordinate over the statements.
@@ -191,9 +222,32 @@ pub fn search_band(
     let mut memo = Memo::default();
     let mut streamed = None;
     if let Some(k) = streamed_member(program, schedule, band, &order, target) {
-        let prediction = predict_with(&model, &rule, &levels, &mut memo);
-        if let (true, Some(run)) = (prediction.streams(), prefetch_run(program, target)) {
+        // Where the streamed member is also the parallel one, its tiles are capped for the
+        // threads' shares, and that cap alone can keep the band from streaming: whatever the
+        // other members subscript is read again at every short tile (gemver's vectors). It is
+        // judged, and tiled, page-long instead, as long as it keeps [`STREAMED_PARALLEL_TILES`]
+        // tiles: a band that streams is bound by the memory's bandwidth, which a few long runs
+        // use as well as many short ones.
+        let capped = Some(k) == parallel && target.has_parallel_units();
+        let extent = extents[k].max(1);
+        let run = prefetch_run(program, target).map(|run| {
+            let run = run.min(extent);
+            if capped {
+                run.min((extent + STREAMED_PARALLEL_TILES - 1) / STREAMED_PARALLEL_TILES)
+            } else {
+                run
+            }
+        });
+        let mut judged = rule.clone();
+        if capped {
+            judged[k] = judged[k].max(run.unwrap_or(1));
+        }
+        let prediction = predict_with(&model, &judged, &levels, &mut memo);
+        if let (true, Some(run)) = (prediction.streams(), run) {
             let limit = &mut limits[k];
+            if capped {
+                limit.hi = limit.hi.max(run);
+            }
             // Without a parallel member the tiles run as a wavefront, whose diagonals wait
             // for each other. Where the band streams the kernel's data once (trisolv), tiling
             // the streamed member buys nothing but those waits and shorter runs, so it stays
@@ -208,7 +262,12 @@ pub fn search_band(
             }
             limit.hi = limit.hi.max(limit.lo);
             rule[k] = rule[k].max(limit.lo);
-            streamed = Some((k, limit.lo, whole));
+            streamed = Some(Streamed {
+                member: k,
+                run: limit.lo,
+                whole,
+                parallel: capped,
+            });
         }
     }
     let grid: Vec<Vec<i64>> = limits

@@ -101,15 +101,7 @@ pub fn predicted_innermost(
     schedule: &PlutoSchedule,
     band: &Band,
 ) -> Result<Option<usize>, Error> {
-    let depth = |nest: &Vec<StmtId>| -> usize {
-        nest.iter()
-            .map(|s| program.statements[s.index()].depth())
-            .sum()
-    };
-    let mut nests = schedule.nests_at(band.start);
-    // The first of the deepest nests.
-    nests.reverse();
-    let Some(nest) = nests.into_iter().max_by_key(depth) else {
+    let Some(nest) = deepest_nest(program, schedule, band) else {
         return Ok(None);
     };
     let flags = coincident_dims_among(program, deps, schedule, &nest)?;
@@ -140,6 +132,42 @@ pub fn predicted_innermost(
     };
     let flags = coincident_dims_among(program, &own, schedule, &nest)?;
     Ok(flags[band.start + last].then_some(last))
+}
+
+/// The first of the loop nests of `band` ([`PlutoSchedule::nests_at`]) whose statements have
+/// the most loops: the nest whose innermost loop [`predicted_innermost`] predicts.
+pub fn deepest_nest(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+) -> Option<Vec<StmtId>> {
+    let depth = |nest: &Vec<StmtId>| -> usize {
+        nest.iter()
+            .map(|s| program.statements[s.index()].depth())
+            .sum()
+    };
+    let mut nests = schedule.nests_at(band.start);
+    nests.reverse();
+    nests.into_iter().max_by_key(depth)
+}
+
+/// The order (indices into `band`) [`sink_vector_loops`] will give the point loops of the
+/// statements `nest` once `band` of `schedule` (not yet tiled) is tiled: the band's own order
+/// where it keeps it.
+pub fn predicted_order(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    nest: &[StmtId],
+) -> Result<Vec<usize>, Error> {
+    let flags = coincident_dims_among(program, deps, schedule, nest)?;
+    let point = Band {
+        kind: BandKind::Point,
+        ..*band
+    };
+    Ok(choose_order(program, schedule, &point, nest, &flags)
+        .unwrap_or_else(|| (0..band.len).collect()))
 }
 
 /// How one access moves along a band member.
