@@ -28,7 +28,8 @@
 //! exhaustively when it has at most [`EXHAUSTIVE`] points, otherwise one member at a time
 //! until no member improves, from the best uniform size and from the capacity rule's sizes;
 //! then the best candidate and the capacity rule's sizes are refined with
-//! finer steps ([`FINE_STEPS`]) until no neighbour is cheaper. Between candidates of equal cost
+//! finer steps ([`FINE_STEPS`]) until no neighbour is cheaper by
+//! [`REFINE_GAIN`]. Between candidates of equal cost
 //! the larger tile wins (fewer loop iterations around it). The capacity rule's sizes
 //! ([`crate::schedule::tile_size`], the register tile's limit applied) stay unless the best candidate beats them by
 //! [`RULE_MARGIN`].
@@ -57,6 +58,11 @@ const EXHAUSTIVE: usize = 64;
 
 /// The refinement's steps, coarsest first.
 const FINE_STEPS: [i64; 2] = [16, 8];
+
+/// The refinement moves to a neighbour only when it is at least this much cheaper: smaller
+/// differences are far below what the model can tell apart, and following them walks a
+/// long way in small steps, each an evaluation of the whole kernel.
+const REFINE_GAIN: f64 = 0.003;
 
 /// The largest tile of the parallel member that becomes the outermost tile loop: a loop of
 /// 500 to 1,000 iterations then has 16 to 32 tiles, which 2 to 8 threads share with at most one
@@ -154,8 +160,15 @@ pub fn search_band(
     // permutation will give them, each its own.
     let mut orders = vec![order.clone(); program.statements.len()];
     let main = deepest_nest(program, schedule, band).unwrap_or_default();
+    // (A nest whose statements move along fewer than two of the band's members has no order
+    // to choose.)
+    let moves = |s: &StmtId| {
+        (band.start..band.start + band.len)
+            .filter(|&d| !schedule.dims[d].exprs[s.index()].affine.terms().is_empty())
+            .count()
+    };
     for nest in schedule.nests_at(band.start) {
-        if nest != main {
+        if nest != main && nest.iter().any(|s| moves(s) >= 2) {
             let own = predicted_order(program, deps, schedule, band, &nest)?;
             for s in nest {
                 orders[s.index()] = own.clone();
@@ -548,7 +561,7 @@ impl Search<'_> {
                         let mut sizes = before.clone();
                         sizes[k] = t;
                         let c = self.try_sizes(&sizes);
-                        if c < cost {
+                        if c < cost * (1.0 - REFINE_GAIN) {
                             cost = c;
                             at = sizes;
                         }
