@@ -23,7 +23,12 @@
 //! that member stays untiled: its tiles would only make the band a wavefront of tiles that
 //! wait for each other (trisolv). A band that sweeps its data again at every step of a loop
 //! around it (floyd-warshall) keeps the page-long tiles: untiled, every sweep would run on
-//! one thread.
+//! one thread. Where the streamed member is also the parallel one, whose tiles are capped at
+//! [`PARALLEL_TILE`], the band is judged with that member page-long (at the cap, what the
+//! other members subscript is read again at every short tile), and its tiles may pass the
+//! cap as long as [`STREAMED_PARALLEL_TILES`] remain (gemver).
+//! With a band split into loop nests by scalar dimensions, each nest's point loops are
+//! walked in the order the intra-tile permutation gives that nest.
 //! The coarse grid is searched
 //! exhaustively when it has at most [`EXHAUSTIVE`] points, otherwise one member at a time
 //! until no member improves, from the best uniform size and from the capacity rule's sizes;
