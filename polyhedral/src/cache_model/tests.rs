@@ -214,6 +214,16 @@ fn one_cache(bytes: u64, line: u32, page: Option<u64>) -> crate::target::TargetD
     }
 }
 
+/// A streamed member that is not the parallel one, its tiles at least `run` long.
+fn lengthened(member: usize, run: i64, whole: bool) -> Streamed {
+    Streamed {
+        member,
+        run,
+        whole,
+        parallel: false,
+    }
+}
+
 /// The tile search's result for band `band` of `schedule` on `target`.
 fn searched(
     p: &Program,
@@ -250,15 +260,7 @@ fn a_streaming_band_gets_tiles_a_page_long_along_its_contiguous_loop() {
         &one_cache(32 << 10, 64, Some(4096)),
     );
     assert!(found.best.prediction.streams());
-    assert_eq!(
-        found.streamed,
-        Some(Streamed {
-            member: 1,
-            run: 512,
-            whole: false,
-            parallel: false,
-        })
-    );
+    assert_eq!(found.streamed, Some(lengthened(1, 512, false)));
     assert!(found.best.sizes[1] >= 512, "{:?}", found.best.sizes);
     // Without pages to follow, nothing is made longer.
     let found = searched(&p, &deps, &schedule, 0, &one_cache(32 << 10, 64, None));
@@ -275,15 +277,7 @@ fn a_streaming_band_gets_tiles_a_page_long_along_its_contiguous_loop() {
         0,
         &one_cache(32 << 10, 64, Some(4096)),
     );
-    assert_eq!(
-        found.streamed,
-        Some(Streamed {
-            member: 1,
-            run: 1024,
-            whole: true,
-            parallel: false,
-        })
-    );
+    assert_eq!(found.streamed, Some(lengthened(1, 1024, true)));
     assert_eq!(found.best.sizes[1], 1024);
     // An untiled transpose in a small cache misses B's lines again: it does not stream.
     let p = transpose();
@@ -342,15 +336,7 @@ fn a_band_that_sweeps_its_data_at_every_step_of_an_outer_loop_streams_per_execut
     let (_, touched) = prediction.band.unwrap();
     assert!((touched / (1024.0 * lines) - 1.0).abs() < 1e-3, "{touched}");
     // The wavefront is the band's only parallelism: j gets page-long tiles, not the whole row.
-    assert_eq!(
-        found.streamed,
-        Some(Streamed {
-            member: 1,
-            run: 512,
-            whole: false,
-            parallel: false,
-        })
-    );
+    assert_eq!(found.streamed, Some(lengthened(1, 512, false)));
     assert_eq!(found.best.sizes[1], 512);
 }
 
