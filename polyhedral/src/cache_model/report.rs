@@ -16,6 +16,7 @@ use std::fmt::Write;
 
 use crate::fusion::post_tiling::PostTilingFusion;
 use crate::pipeline::Compiled;
+use crate::program::StmtId;
 use crate::register_tile::RegisterTileMark;
 use crate::schedule::pluto::{display_expr, Band, BandKind, PlutoSchedule};
 use crate::schedule::NodeKind;
@@ -241,19 +242,15 @@ fn tile_sizes(compiled: &Compiled, band: &Band, tile_band: &Band) -> Vec<i64> {
 fn describe(compiled: &Compiled, band: &Band) -> String {
     let program = &compiled.program;
     let schedule: &PlutoSchedule = &compiled.schedule;
+    let moves = |s: usize| schedule.members_moved(band, StmtId(s as u32));
     let moving: Vec<usize> = (0..program.statements.len())
-        .filter(|&s| {
-            (band.start..band.start + band.len)
-                .any(|d| !schedule.dims[d].exprs[s].affine.terms().is_empty())
-        })
+        .filter(|&s| moves(s) > 0)
         .collect();
     // The members as the statement that moves along most of them sees them.
-    let deepest = moving.iter().copied().max_by_key(|&s| {
-        let moves = (band.start..band.start + band.len)
-            .filter(|&d| !schedule.dims[d].exprs[s].affine.terms().is_empty())
-            .count();
-        (moves, std::cmp::Reverse(s))
-    });
+    let deepest = moving
+        .iter()
+        .copied()
+        .max_by_key(|&s| (moves(s), std::cmp::Reverse(s)));
     let members = deepest.map(|s| {
         (band.start..band.start + band.len)
             .map(|d| display_expr(&schedule.dims[d].exprs[s], program, &program.statements[s]))

@@ -167,13 +167,8 @@ pub fn search_band(
     let main = deepest_nest(program, schedule, band).unwrap_or_default();
     // (A nest whose statements move along fewer than two of the band's members has no order
     // to choose.)
-    let moves = |s: &StmtId| {
-        (band.start..band.start + band.len)
-            .filter(|&d| !schedule.dims[d].exprs[s.index()].affine.terms().is_empty())
-            .count()
-    };
     for nest in schedule.nests_at(band.start) {
-        if nest != main && nest.iter().any(|s| moves(s) >= 2) {
+        if nest != main && nest.iter().any(|&s| schedule.members_moved(band, s) >= 2) {
             let own = predicted_order(program, deps, schedule, band, &nest)?;
             for s in nest {
                 orders[s.index()] = own.clone();
@@ -256,11 +251,14 @@ pub fn search_band(
                 run
             }
         });
-        let mut judged = rule.clone();
-        if capped {
-            judged[k] = judged[k].max(run.unwrap_or(1));
-        }
-        let prediction = predict_with(&model, &judged, &levels, &mut memo);
+        let prediction = match run {
+            Some(run) if capped && rule[k] < run => {
+                let mut judged = rule.clone();
+                judged[k] = run;
+                predict_with(&model, &judged, &levels, &mut memo)
+            }
+            _ => predict_with(&model, &rule, &levels, &mut memo),
+        };
         if let (true, Some(run)) = (prediction.streams(), run) {
             let limit = &mut limits[k];
             if capped {

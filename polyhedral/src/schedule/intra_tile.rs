@@ -65,8 +65,7 @@ pub fn sink_vector_loops(
         // Statements that scalar dimensions put into different loop nests share the band's
         // dimensions but not its loops: each nest is permuted on its own.
         for nest in out.nests_at(band.start) {
-            let flags = coincident_dims_among(program, deps, &out, &nest)?;
-            let Some(order) = choose_order(program, &out, &band, &nest, &flags) else {
+            let Some(order) = nest_order(program, deps, &out, &band, &nest)? else {
                 continue;
             };
             for &s in &nest {
@@ -161,13 +160,25 @@ pub fn predicted_order(
     band: &Band,
     nest: &[StmtId],
 ) -> Result<Vec<usize>, Error> {
-    let flags = coincident_dims_among(program, deps, schedule, nest)?;
     let point = Band {
         kind: BandKind::Point,
         ..*band
     };
-    Ok(choose_order(program, schedule, &point, nest, &flags)
+    Ok(nest_order(program, deps, schedule, &point, nest)?
         .unwrap_or_else(|| (0..band.len).collect()))
+}
+
+/// The new order of `band`'s members for the loop nest of the statements `nest`, with their
+/// coincidence among themselves, or `None` to keep it.
+fn nest_order(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    nest: &[StmtId],
+) -> Result<Option<Vec<usize>>, Error> {
+    let flags = coincident_dims_among(program, deps, schedule, nest)?;
+    Ok(choose_order(program, schedule, band, nest, &flags))
 }
 
 /// How one access moves along a band member.

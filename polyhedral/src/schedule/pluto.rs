@@ -185,6 +185,14 @@ impl PlutoSchedule {
             .collect()
     }
 
+    /// How many of `band`'s members statement `s` moves along (those whose expression for it
+    /// is not a constant).
+    pub fn members_moved(&self, band: &Band, s: StmtId) -> usize {
+        (band.start..band.start + band.len)
+            .filter(|&d| !self.dims[d].exprs[s.index()].affine.terms().is_empty())
+            .count()
+    }
+
     /// The statements grouped by the loop nest they are in at dimension `d`: statements whose
     /// scalar dimensions before `d` have the same constants share the loops from `d` on,
     /// others are distributed apart. Groups in order of first statement.
