@@ -49,7 +49,7 @@
 //! program counts its instances and its distinct lines exactly and a single instance counts
 //! one execution.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::program::ArrayId;
 
@@ -118,9 +118,9 @@ impl Prediction {
 /// most of their inner loops' footprints.
 #[derive(Debug, Default)]
 pub(super) struct Memo {
-    known: HashMap<(usize, Vec<u64>), f64>,
+    known: FxHashMap<(usize, Vec<u64>), f64>,
     /// Per cache and box, the distribution of the lines the box puts into one set.
-    loads: HashMap<(usize, Vec<u64>), Vec<f64>>,
+    loads: FxHashMap<(usize, Vec<u64>), Vec<f64>>,
 }
 
 /// The bits of `runs`, as a key.
@@ -466,7 +466,7 @@ impl Walk<'_> {
                         .collect();
                     // Miss probabilities per depth of the footprint the reuse spans (and, in a
                     // sequence, per children that use the array first and last).
-                    let mut by_span: HashMap<SpanKey, Vec<f64>> = HashMap::new();
+                    let mut by_span: FxHashMap<SpanKey, Vec<f64>> = FxHashMap::default();
                     for (a, &events) in f.arrays.iter().zip(&events) {
                         if events <= 0.0 {
                             continue;
@@ -1297,18 +1297,29 @@ fn random_loads(cache: &Cache, r: &Runs) -> Vec<f64> {
 /// probability of that many or more).
 fn convolve(pmf: &mut [f64], other: &[f64]) {
     let last = pmf.len() - 1;
-    let mut out = vec![0.0; pmf.len()];
+    // Distributions have a cell per way and two more: a buffer on the stack serves them all.
+    let mut stack = [0.0; 64];
+    let mut heap = Vec::new();
+    let out = if pmf.len() <= stack.len() {
+        &mut stack[..pmf.len()]
+    } else {
+        heap.resize(pmf.len(), 0.0);
+        &mut heap[..]
+    };
     for (i, &x) in pmf.iter().enumerate() {
         if x == 0.0 {
             continue;
         }
-        for (j, &y) in other.iter().enumerate() {
-            if y != 0.0 {
-                out[(i + j).min(last)] += x * y;
-            }
+        // Sums below the last cell, then the ones lumped into it, each in order of `j`.
+        let below = (last - i).min(other.len());
+        for (o, &y) in out[i..i + below].iter_mut().zip(&other[..below]) {
+            *o += x * y;
+        }
+        for &y in &other[below..] {
+            out[last] += x * y;
         }
     }
-    pmf.copy_from_slice(&out);
+    pmf.copy_from_slice(out);
 }
 
 /// The last cell of [`convolve`]`(pmf, other)` (the probability of `pmf.len() - 1` or more),

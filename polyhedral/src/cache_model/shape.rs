@@ -245,6 +245,9 @@ impl Walk<'_> {
             .iter()
             .map(|f| (outer(&f.0, f.1), f.0[k], f.0[last]))
             .collect();
+        if rows.iter().all(|&(_, ck, _, _)| ck == 0) {
+            return self.visit_last_two_rectangular(&rows, &functions, lo, hi);
+        }
         for x in lo..=hi {
             let (mut l, mut h) = (i64::MIN, i64::MAX);
             let mut empty = false;
@@ -267,6 +270,42 @@ impl Walk<'_> {
             }
             self.instances += self.weight * (h - l + 1) as f64;
             for (&(base, ck, cl), range) in functions.iter().zip(self.ranges.iter_mut()) {
+                let rest = base + ck * x;
+                let (a, b) = (rest + cl * l, rest + cl * h);
+                range.0 = range.0.min(a.min(b));
+                range.1 = range.1.max(a.max(b));
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Walk::visit_last_two`] when no bound of the innermost iterator depends on the one
+    /// before it (`rows` and `functions` as there): the innermost range is the same for every
+    /// value `lo..=hi`, and each function, affine in both, is extreme at a corner.
+    fn visit_last_two_rectangular(
+        &mut self,
+        rows: &[(i64, i64, i64, bool)],
+        functions: &[(i64, i64, i64)],
+        lo: i64,
+        hi: i64,
+    ) -> Result<(), Unsupported> {
+        let (mut l, mut h) = (i64::MIN, i64::MAX);
+        for &(base, _, a, equality) in rows {
+            if !bound(&mut l, &mut h, a, base, equality) {
+                return Ok(());
+            }
+        }
+        if l == i64::MIN || h == i64::MAX {
+            return Err(Unsupported(
+                "an iterator is unbounded at the kernel's sizes".into(),
+            ));
+        }
+        if l > h {
+            return Ok(());
+        }
+        self.instances += self.weight * ((h - l + 1) as f64) * ((hi - lo + 1) as f64);
+        for (&(base, ck, cl), range) in functions.iter().zip(self.ranges.iter_mut()) {
+            for x in [lo, hi] {
                 let rest = base + ck * x;
                 let (a, b) = (rest + cl * l, rest + cl * h);
                 range.0 = range.0.min(a.min(b));
@@ -370,6 +409,45 @@ mod tests {
         assert_eq!(shape.instances, 55.0 * 4.0);
         assert_eq!(shape.ranges, [(0, 9), (0, 12)]);
         assert_eq!(shape.coupled, [true, true, false]);
+    }
+
+    /// The innermost two iterators walked as a rectangle per outer value (no bound of the
+    /// innermost depends on the one before it) give what enumerating every point gives.
+    #[test]
+    fn rectangles_of_the_last_two_iterators_match_enumeration() {
+        // 0 <= i < 6, i - 2 <= j <= 4, i + 1 <= k <= 6: k's bounds move with i, not j.
+        let s = statement(
+            3,
+            vec![
+                Constraint::le(&c(0), &it(0)),
+                Constraint::lt(&it(0), &c(6)),
+                Constraint::le(&it(0).sub(&c(2)), &it(1)),
+                Constraint::le(&it(1), &c(4)),
+                Constraint::le(&it(0).add(&c(1)), &it(2)),
+                Constraint::le(&it(2), &c(6)),
+            ],
+        );
+        let functions = [
+            it(1).sub(&it(2)),
+            it(1).add(&it(1)).add(&it(2)).sub(&it(0)),
+            it(2).sub(&it(0)),
+        ];
+        let shape = domain_shape(&s, &[], &functions).unwrap();
+        let mut instances = 0.0;
+        let mut ranges = vec![(i64::MAX, i64::MIN); functions.len()];
+        for i in 0..6 {
+            for j in (i - 2)..=4 {
+                for k in (i + 1)..=6 {
+                    instances += 1.0;
+                    for (f, r) in functions.iter().zip(ranges.iter_mut()) {
+                        let v = f.eval(&[i, j, k], &[]);
+                        *r = (r.0.min(v), r.1.max(v));
+                    }
+                }
+            }
+        }
+        assert_eq!(shape.instances, instances);
+        assert_eq!(shape.ranges, ranges);
     }
 
     #[test]
