@@ -61,12 +61,13 @@ tasks:
   bench sim                    simulated instructions per second of the accelerator
                                simulator (release build)
   bench cpu [--kernels A,B] [--dataset D] [--runs N] [--threads N] [--active-wait]
-            [--compile-limit S] [--polybench DIR] [--readme]
+            [--compile-limit S] [--compile-times] [--polybench DIR] [--readme]
                                every PolyBench/C 4.2.1 kernel at LARGE (EXTRALARGE when
                                short): gcc -O3 against polyfuse, Polly sequential and
                                parallel, gemm against OpenBLAS; polyfuse's compile time
                                (limit S, default 60 s); --readme writes the table
-                               (with --kernels: only their rows, keeping the others)
+                               (with --kernels: only their rows, keeping the others);
+                               --compile-times: only polyfuse's compile times
   bench cache-model [--only TEXT] [--readme]
                                every kernel under valgrind's cache simulator (one
                                thread, caches as the CPU target describes them): the

@@ -4,7 +4,7 @@
 //! only for the summary under the table (compile times, kernels behind gcc or Polly).
 
 use super::polybench::parse_dataset;
-use super::table::{Checked, Compiled, Row};
+use super::table::{Checked, Compiled, Row, COMPILE_LATER};
 
 /// How the heading names the rows measured after the others, before their list.
 pub(crate) const LATER: &str = "Measured again in later runs of a few kernels, with the same \
@@ -17,6 +17,8 @@ pub(crate) struct Earlier {
     pub(crate) rows: Vec<Row>,
     pub(crate) gemm: Option<String>,
     pub(crate) later: Vec<String>,
+    /// The heading's sentence saying the compile column was measured again alone.
+    pub(crate) compile_later: Option<String>,
 }
 
 /// Reads `section`, the text between the README's `bench cpu` markers.
@@ -132,7 +134,16 @@ pub(crate) fn read(section: &str, measured: &[String]) -> Result<Earlier, String
         .map_or(Vec::new(), |(list, _)| {
             list.split(", ").map(|k| k.trim().to_string()).collect()
         });
-    Ok(Earlier { rows, gemm, later })
+    let compile_later = section
+        .lines()
+        .find(|l| l.starts_with(COMPILE_LATER))
+        .map(str::to_string);
+    Ok(Earlier {
+        rows,
+        gemm,
+        later,
+        compile_later,
+    })
 }
 
 /// Seconds from a printed time (`7.19 s`, `71.0 ms`, `12 µs`); `None` for anything else.

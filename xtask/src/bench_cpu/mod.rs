@@ -24,7 +24,12 @@
 //! `--kernels a,b` restricts the set, `--readme` rewrites the README's `bench cpu` section:
 //! with `--kernels`, only those kernels' rows, the others kept as an earlier run left them
 //! ([`earlier`]) and the heading naming the rows measured later.
+//!
+//! `--compile-times` only compiles: each kernel `--runs` times at the dataset of its row in
+//! the README, the median printed; with `--readme` it rewrites the compile cells of those
+//! rows and the summary's compile line, keeping every other figure ([`compile_times`]).
 
+mod compile_times;
 mod earlier;
 mod polybench;
 mod process;
@@ -58,6 +63,7 @@ struct Settings {
     polybench: Option<PathBuf>,
     readme: bool,
     active_wait: bool,
+    compile_times: bool,
 }
 
 fn parse(args: &[String]) -> Result<Settings, String> {
@@ -70,6 +76,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
         polybench: None,
         readme: false,
         active_wait: false,
+        compile_times: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -82,6 +89,7 @@ fn parse(args: &[String]) -> Result<Settings, String> {
             "--runs" => s.runs = parse_runs(Some(&value("a number")?))?,
             "--readme" => s.readme = true,
             "--active-wait" => s.active_wait = true,
+            "--compile-times" => s.compile_times = true,
             "--kernels" => {
                 s.kernels = Some(
                     value("a list of kernels")?
@@ -150,12 +158,12 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
     }
     let work = root.join("target/bench-cpu");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
-    let polly = match tools::polly(&work) {
-        Ok(p) => Some(p),
-        Err(why) => {
-            println!("Polly is not compared: {why}");
-            None
-        }
+    // Compile times alone need no other compiler.
+    let polly = match settings.compile_times {
+        true => None,
+        false => tools::polly(&work)
+            .map_err(|why| println!("Polly is not compared: {why}"))
+            .ok(),
     };
     let cpu = tools::host_cpu();
     let openmp = ["-fopenmp"];
@@ -177,8 +185,12 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
         s.runs,
         s.threads
     );
+    if s.compile_times {
+        return bench.compile_times(&kernels);
+    }
     let mut rows = Vec::new();
     let mut gemm = None;
+    let mut compile_later = None;
     for kernel in &kernels {
         let (row, gemm_table) = bench.measure(kernel)?;
         println!("{}", row.line());
@@ -191,6 +203,7 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
         let measured: Vec<String> = rows.iter().map(|r| r.kernel.clone()).collect();
         let kept = earlier::read(&section, &measured)?;
         later = kept.later;
+        compile_later = kept.compile_later;
         for k in measured {
             if !later.contains(&k) {
                 later.push(k);
@@ -213,6 +226,7 @@ pub(crate) fn bench_cpu(args: &[String]) -> Result<(), String> {
             format!("`--cpu {}` ({})", c.name, c.about)
         },
         later,
+        compile_later,
     };
     let mut text = table::table(&rows, &setup);
     if let Some(g) = gemm {
@@ -286,20 +300,24 @@ impl Bench {
             cmd
         };
         let out = output.to_string_lossy().into_owned();
-        let seconds = match run_limited(&mut polyfuse(&["-o", &out]), limit)? {
-            Outcome::TimedOut => return Ok(Compiled::TimedOut(self.settings.compile_limit)),
-            Outcome::Finished {
-                status, seconds, ..
-            } if status.success() => seconds,
-            Outcome::Finished { status, stderr, .. } => {
-                let why = first_line(&stderr);
-                return Ok(if status.code() == Some(1) {
-                    Compiled::Refused(why)
-                } else {
-                    Compiled::Failed(format!("{status}: {why}"))
-                });
+        let mut times = Vec::new();
+        for _ in 0..self.settings.runs {
+            match run_limited(&mut polyfuse(&["-o", &out]), limit)? {
+                Outcome::TimedOut => return Ok(Compiled::TimedOut(self.settings.compile_limit)),
+                Outcome::Finished {
+                    status, seconds, ..
+                } if status.success() => times.push(seconds),
+                Outcome::Finished { status, stderr, .. } => {
+                    let why = first_line(&stderr);
+                    return Ok(if status.code() == Some(1) {
+                        Compiled::Refused(why)
+                    } else {
+                        Compiled::Failed(format!("{status}: {why}"))
+                    });
+                }
             }
-        };
+        }
+        let seconds = median(&mut times);
         // The schedule tree says whether a band was tiled (its tile loops divide by the
         // tile size); the C whether a loop runs in parallel.
         let tiled = match run_limited(&mut polyfuse(&["--emit", "tree"]), limit)? {
@@ -312,6 +330,43 @@ impl Bench {
             tiled,
             parallel: c.contains("#pragma omp parallel"),
         })
+    }
+
+    /// `--compile-times`: polyfuse's compile time alone, of each of `kernels` at the dataset
+    /// the README's row has (found as a full run finds it for a kernel without a row); with
+    /// `--readme`, those rows' compile cells and the summary's compile line are rewritten and
+    /// the heading says so, every other figure kept.
+    fn compile_times(&self, kernels: &[Kernel]) -> Result<(), String> {
+        let section = crate::readme::section("cpu").ok();
+        let earlier = match &section {
+            Some(text) => earlier::read(text, &[])?.rows,
+            None => Vec::new(),
+        };
+        let mut measured = Vec::new();
+        for kernel in kernels {
+            let known = earlier
+                .iter()
+                .find(|r| r.kernel == kernel.name && r.dataset != "—");
+            let dataset = match known {
+                Some(row) => row.dataset,
+                None => self.dataset(kernel)?,
+            };
+            let output = self.work.join(format!("{}.polyfuse.c", kernel.name));
+            let row = Row::new(
+                &kernel.name,
+                dataset,
+                self.compile(kernel, dataset, &output)?,
+            );
+            println!("{}", row.line());
+            measured.push(row);
+        }
+        if self.settings.readme {
+            let section = section.ok_or("README.md has no `bench cpu` section to update")?;
+            let s = &self.settings;
+            let text = compile_times::refresh(&section, measured, s.runs, s.compile_limit)?;
+            crate::readme::write_section("cpu", &text)?;
+        }
+        Ok(())
     }
 
     /// One kernel: its row, and for gemm the GFLOP/s table.

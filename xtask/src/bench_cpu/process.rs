@@ -67,7 +67,8 @@ pub(crate) fn run_limited(cmd: &mut Command, limit: Duration) -> Result<Outcome,
             let _ = (out.join(), err.join());
             return Ok(Outcome::TimedOut);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // Fine enough for a compile time of a few milliseconds.
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -72,7 +72,7 @@ impl Row {
         }
     }
 
-    fn compile_cell(&self) -> String {
+    pub(crate) fn compile_cell(&self) -> String {
         match &self.compiled {
             Compiled::Yes { seconds, .. } => format_seconds(*seconds),
             Compiled::Refused(_) => "refused".into(),
@@ -101,7 +101,7 @@ impl Row {
         }
     }
 
-    fn schedule_cell(&self) -> &'static str {
+    pub(crate) fn schedule_cell(&self) -> &'static str {
         match self.compiled {
             Compiled::Yes {
                 tiled: true,
@@ -184,6 +184,8 @@ pub(crate) struct Setup {
     pub(crate) cpu: String,
     /// The kernels measured again, in later runs than the table's other rows.
     pub(crate) later: Vec<String>,
+    /// The sentence saying the compile column was measured again alone ([`compile_later`]).
+    pub(crate) compile_later: Option<String>,
 }
 
 use super::earlier;
@@ -197,12 +199,15 @@ pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
     let mut out = format!(
         "PolyBench/C 4.2.1 at {dataset}; median of {} interleaved runs; polyfuse's output \
          and Polly parallel on {} thread(s). Times with the speedup over `gcc -O3 \
-         -march=native` of the same run; compile is polyfuse's wall time, source to source; \
-         polyfuse's CPU description: {}.\n\n",
+         -march=native` of the same run; compile is the median of polyfuse's wall times over \
+         as many compiles, source to source; polyfuse's CPU description: {}.\n\n",
         setup.runs, setup.threads, setup.cpu
     );
     if !setup.later.is_empty() {
         out += &format!("{} {}.\n\n", earlier::LATER, setup.later.join(", "));
+    }
+    if let Some(sentence) = &setup.compile_later {
+        out += &format!("{sentence}\n\n");
     }
     if let Some(polly) = &setup.polly {
         out += &format!("Polly: {polly}. ");
@@ -248,6 +253,61 @@ pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
     out
 }
 
+/// How the summary's line on compile times starts.
+pub(crate) const COMPILE_SUMMARY: &str = "\nCompile time: ";
+
+/// How the heading's sentence starts that says the compile column was measured again alone.
+pub(crate) const COMPILE_LATER: &str =
+    "The compile column was measured again in a later run of `bench cpu --compile-times`";
+
+/// The heading's sentence on a compile column measured again alone, with `runs` compiles of
+/// each kernel.
+pub(crate) fn compile_later(runs: usize) -> String {
+    format!("{COMPILE_LATER}, with the polyfuse of that run (the median of {runs} compiles of each kernel).")
+}
+
+/// The summary's line on compile times (`limit`: the compile limit in seconds), starting with
+/// [`COMPILE_SUMMARY`].
+pub(crate) fn compile_summary(rows: &[Row], limit: u64) -> String {
+    let compile = |pred: &dyn Fn(f64) -> bool| -> Vec<String> {
+        rows.iter()
+            .filter_map(|r| match r.compiled {
+                Compiled::Yes { seconds, .. } if pred(seconds) => {
+                    Some(format!("{} ({})", r.kernel, format_seconds(seconds)))
+                }
+                _ => None,
+            })
+            .collect()
+    };
+    let slow = compile(&|s| s >= 1.0);
+    let medium = compile(&|s| (0.1..1.0).contains(&s));
+    let timed_out: Vec<&str> = rows
+        .iter()
+        .filter(|r| matches!(r.compiled, Compiled::TimedOut(_)))
+        .map(|r| r.kernel.as_str())
+        .collect();
+    let mut parts = Vec::new();
+    if !timed_out.is_empty() {
+        parts.push(format!(
+            "not finished in {} s: {}",
+            limit,
+            timed_out.join(", ")
+        ));
+    }
+    if !slow.is_empty() {
+        parts.push(format!("1 s or more: {}", slow.join(", ")));
+    }
+    if !medium.is_empty() {
+        parts.push(format!("100 ms to 1 s: {}", medium.join(", ")));
+    }
+    if parts.is_empty() {
+        parts.push("every kernel under 100 ms".into());
+    } else {
+        parts.push("the others under 100 ms".into());
+    }
+    format!("{COMPILE_SUMMARY}{}.\n", parts.join("; "))
+}
+
 /// The kernels not measured and why, the compile-time outliers, and where polyfuse is behind.
 fn summary(rows: &[Row], setup: &Setup) -> String {
     let mut out = String::new();
@@ -271,45 +331,7 @@ fn summary(rows: &[Row], setup: &Setup) -> String {
             out += &format!("- {line}\n");
         }
     }
-    let compile = |pred: &dyn Fn(f64) -> bool| -> Vec<String> {
-        rows.iter()
-            .filter_map(|r| match r.compiled {
-                Compiled::Yes { seconds, .. } if pred(seconds) => {
-                    Some(format!("{} ({})", r.kernel, format_seconds(seconds)))
-                }
-                _ => None,
-            })
-            .collect()
-    };
-    let slow = compile(&|s| s >= 1.0);
-    let medium = compile(&|s| (0.1..1.0).contains(&s));
-    let timed_out: Vec<&str> = rows
-        .iter()
-        .filter(|r| matches!(r.compiled, Compiled::TimedOut(_)))
-        .map(|r| r.kernel.as_str())
-        .collect();
-    out += "\nCompile time: ";
-    let mut parts = Vec::new();
-    if !timed_out.is_empty() {
-        parts.push(format!(
-            "not finished in {} s: {}",
-            setup.compile_limit,
-            timed_out.join(", ")
-        ));
-    }
-    if !slow.is_empty() {
-        parts.push(format!("1 s or more: {}", slow.join(", ")));
-    }
-    if !medium.is_empty() {
-        parts.push(format!("100 ms to 1 s: {}", medium.join(", ")));
-    }
-    if parts.is_empty() {
-        parts.push("every kernel under 100 ms".into());
-    } else {
-        parts.push("the others under 100 ms".into());
-    }
-    out += &parts.join("; ");
-    out += ".\n";
+    out += &compile_summary(rows, setup.compile_limit);
     let slower_than = |reference: &dyn Fn(&Row) -> Option<f64>| -> Vec<String> {
         rows.iter()
             .filter_map(|r| {
@@ -381,6 +403,7 @@ pub(crate) mod tests {
             passive: true,
             cpu: "`--cpu x86-64-v3` (AVX2)".into(),
             later: Vec::new(),
+            compile_later: None,
         }
     }
 
