@@ -357,7 +357,13 @@ impl Bench {
                 dataset,
                 self.compile(kernel, dataset, &output)?,
             );
-            println!("{}", row.line());
+            println!(
+                "{:<15} {:<10} compile {:<9} {}",
+                row.kernel,
+                row.dataset,
+                row.compile_cell(),
+                row.schedule_cell()
+            );
             measured.push(row);
         }
         if self.settings.readme {
