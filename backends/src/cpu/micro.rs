@@ -333,12 +333,6 @@ impl Writer<'_> {
         self.midpoints
             .push((block_var.clone(), cl + (cu - cl).max(0) / 2));
         let ipad = "    ".repeat(inner);
-        let _ = writeln!(out, "{ipad}int64_t {jb} = {jl};");
-        let _ = writeln!(
-            out,
-            "{ipad}for (; {jb} <= {jh} - {}; {jb} += {c}) {{",
-            c - 1
-        );
         let vector = VectorTile {
             rows: r,
             cols: c,
@@ -349,8 +343,19 @@ impl Writer<'_> {
             stmts,
             written,
         };
-        if !self.write_vector_tile(out, &vector, inner + 1) {
-            self.write_accumulated(out, written, &tile, inner + 1, in_parallel);
+        let plan = self.vector_plan(&vector);
+        let hoisted = plan
+            .as_ref()
+            .and_then(|p| self.write_hoisted(out, &vector, p, inner));
+        let _ = writeln!(out, "{ipad}int64_t {jb} = {jl};");
+        let _ = writeln!(
+            out,
+            "{ipad}for (; {jb} <= {jh} - {}; {jb} += {c}) {{",
+            c - 1
+        );
+        match &plan {
+            Some(p) => self.write_vector_tile(out, &vector, p, hoisted.as_ref(), inner + 1),
+            None => self.write_accumulated(out, written, &tile, inner + 1, in_parallel),
         }
         let _ = writeln!(out, "{ipad}}}");
         self.write_node(out, &rest, inner, in_parallel);

@@ -8,6 +8,10 @@
 //! `alpha * A[i][k]`), which C's vector extensions broadcast where they meet a vector. This is
 //! the outer product the compiler needs to see: per step of the loops between, `cols / lanes`
 //! vector loads, one broadcast per row and `rows · cols / lanes` multiply-adds on registers.
+//! A scalar subexpression that computes something (`alpha * A[i][k]`, not a lone read) would
+//! be computed again for every block of columns; where one loop lies between the rows and the
+//! columns, it is computed once per row and step of that loop into a buffer before the column
+//! blocks, and the tile reads the buffer ([`Hoisted`]).
 //!
 //! Exactness: each lane computes the scalar statement's operations on the same operands in
 //! the same order (`+ - * /` and negation, correctly rounded per lane; the scalar
@@ -44,6 +48,57 @@ pub(super) struct VectorTile<'t> {
     /// The statements of the column loop.
     pub stmts: &'t Ast,
     pub written: ArrayId,
+}
+
+/// The most iterations of the loop between rows and columns whose column-invariant
+/// subexpressions are computed ahead ([`Hoisted`]): their buffers live on the stack.
+const MAX_HOISTED: i64 = 1024;
+
+/// How a full tile is written in vector form ([`Writer::vector_plan`]).
+pub(super) struct VectorPlan<'t> {
+    /// The written array's element type, and the lanes of a vector of it.
+    ty: ScalarType,
+    lanes: i64,
+    vec_ty: String,
+    helper: Helper,
+    /// The statements of the column loop with their arguments.
+    users: Vec<(StmtId, &'t [AstExpr])>,
+    /// Per statement, how each of its reads enters the tile.
+    operands: Vec<Vec<Operand>>,
+}
+
+/// Column-invariant subexpressions computed ahead: a subexpression such as `alpha * A[i][k]`
+/// is the same for every column, so rather than once per block of columns it is computed
+/// once per row and step of the loop between rows and columns, into a buffer
+/// `pf_hoist[row][k - lower]`, before the column blocks. The buffer holds what the tile
+/// would have computed, by the same scalar code (so the results stay bit-identical), and
+/// nothing the tile writes feeds it: the tile writes one array, whose reads are its
+/// accumulators, never a scalar operand.
+pub(super) struct Hoisted {
+    /// Per subexpression: its statement, the expression and the buffer's C name.
+    exprs: Vec<(StmtId, ExprId, String)>,
+    /// The C names of the loop's variable and of its first value.
+    var: String,
+    base: String,
+}
+
+/// A constant bound on the trip count of a loop from `lower` to `upper` (step one): an
+/// argument of the upper bound's `min` at a constant distance from one of the lower bound's
+/// `max`.
+fn max_trip_count(lower: &AstExpr, upper: &AstExpr) -> Option<i64> {
+    let args = |e: &AstExpr, max: bool| -> Vec<Linear> {
+        let list = match (e, max) {
+            (AstExpr::Max(v), true) | (AstExpr::Min(v), false) => v.clone(),
+            _ => vec![e.clone()],
+        };
+        list.iter().filter_map(Linear::of).collect()
+    };
+    let (lows, highs) = (args(lower, true), args(upper, false));
+    lows.iter()
+        .flat_map(|l| highs.iter().map(move |h| (l, h)))
+        .filter(|(l, h)| l.vars == h.vars && l.params == h.params)
+        .map(|(l, h)| h.constant - l.constant + 1)
+        .min()
 }
 
 /// What one read of a statement is inside the tile.
@@ -197,8 +252,10 @@ impl Writer<'_> {
         }
     }
 
-    /// The C text of expression `id` of `stmt`, a vector where [`Writer::vector_shape`] says
-    /// so; `reads` are the C texts of the reads (vectors for vector operands).
+    /// The C text of expression `id` of `stmt` in row `row` of the tile, a vector where
+    /// [`Writer::vector_shape`] says so; `reads` are the C texts of the reads (vectors for
+    /// vector operands), and a subexpression of `hoisted` is read from its buffer.
+    #[allow(clippy::too_many_arguments)]
     fn vector_expr(
         &mut self,
         stmt: StmtId,
@@ -206,26 +263,32 @@ impl Writer<'_> {
         operands: &[Operand],
         ty: ScalarType,
         ctx: &BodyContext,
+        row: i64,
+        hoisted: Option<&Hoisted>,
     ) -> String {
         let program = self.program;
         let s = &program.statements[stmt.index()];
         if self.vector_shape(stmt, id, operands, ty) != Some(true) {
-            let types: Vec<ScalarType> = (0..s.exprs.len())
-                .map(|i| program.expr_type(s, ExprId(i as u32)))
-                .collect();
-            return self.body_expr(&s.exprs, &types, ctx, id);
+            if let Some((h, (_, _, name))) = hoisted.and_then(|h| {
+                let e = h.exprs.iter().find(|e| e.0 == stmt && e.1 == id)?;
+                Some((h, e))
+            }) {
+                return format!("{name}[{row}][{} - {}]", h.var, h.base);
+            }
+            return self.scalar_expr(stmt, id, ctx);
         }
+        let sub = |w: &mut Self, x: ExprId| w.vector_expr(stmt, x, operands, ty, ctx, row, hoisted);
         match &s.exprs[id] {
             Expr::Read(r) => match ctx {
                 BodyContext::Statement { reads, .. } => reads[*r].clone(),
                 BodyContext::Function { .. } => String::new(),
             },
             Expr::Binary(op, a, b) => {
-                let a = self.vector_expr(stmt, *a, operands, ty, ctx);
-                let b = self.vector_expr(stmt, *b, operands, ty, ctx);
+                let a = sub(self, *a);
+                let b = sub(self, *b);
                 format!("({a} {} {b})", op.symbol())
             }
-            Expr::Unary(_, a) => format!("(-{})", self.vector_expr(stmt, *a, operands, ty, ctx)),
+            Expr::Unary(_, a) => format!("(-{})", sub(self, *a)),
             // `vector_shape` allows nothing else to be a vector.
             _ => String::new(),
         }
@@ -234,54 +297,234 @@ impl Writer<'_> {
     /// Writes the full tile in vector form, when the CPU model has vectors for the written
     /// array's element type and every statement fits (see the module docs); `false` (and
     /// nothing written) otherwise.
+    /// How the full tile is written in vector form, when the CPU model has vectors for the
+    /// written array's element type and every statement fits (see the module docs).
+    pub(super) fn vector_plan<'t>(&self, tile: &VectorTile<'t>) -> Option<VectorPlan<'t>> {
+        let ty = self.program.array(tile.written).elem;
+        let size = [ScalarType::F32, ScalarType::F64]
+            .contains(&ty)
+            .then(|| ty.size_in_bytes() as i64)?;
+        let lanes = i64::from(self.options.cpu.vector_bytes) / size;
+        let (vec_ty, helper) = vector_type(ty, lanes)?;
+        if tile.cols % lanes != 0 {
+            return None;
+        }
+        let users = Self::users(tile.stmts)?;
+        let mut operands = Vec::new();
+        for (stmt, args) in &users {
+            // An iterator's value in the body is a scalar: it must not be the columns'.
+            if self.uses_var(*stmt, None, args, tile.col_var) {
+                return None;
+            }
+            let ops = self.operands(*stmt, args, tile, ty)?;
+            let body = self.program.statements[stmt.index()].body;
+            self.vector_shape(*stmt, body, &ops, ty)?;
+            operands.push(ops);
+        }
+        Some(VectorPlan {
+            ty,
+            lanes,
+            vec_ty,
+            helper,
+            users,
+            operands,
+        })
+    }
+
+    /// Whether expression `id` of `stmt` (its whole body for `None`, iterator values only)
+    /// depends on loop variable `var` through the statement's `args`: a read whose subscripts
+    /// use it, or the value of an iterator that does.
+    fn uses_var(&self, stmt: StmtId, id: Option<ExprId>, args: &[AstExpr], var: &str) -> bool {
+        let s = &self.program.statements[stmt.index()];
+        let iter_uses = |d: usize| {
+            let mut vars = BTreeSet::new();
+            expr_vars(&args[d], &mut vars);
+            vars.contains(var)
+        };
+        let Some(id) = id else {
+            return (0..s.exprs.len()).any(|i| match &s.exprs[ExprId(i as u32)] {
+                Expr::Iter(d) => iter_uses(*d),
+                _ => false,
+            });
+        };
+        match &s.exprs[id] {
+            Expr::Iter(d) => iter_uses(*d),
+            Expr::Read(r) => s.reads[*r].subscripts.iter().any(|sub| {
+                sub.terms().iter().any(|&(v, _)| match v {
+                    Var::Iter(d) => iter_uses(d),
+                    Var::Param(_) => false,
+                })
+            }),
+            e => e
+                .operands()
+                .into_iter()
+                .any(|o| self.uses_var(stmt, Some(o), args, var)),
+        }
+    }
+
+    /// The column-invariant subexpressions of the tile's statements worth computing once
+    /// per row and step of the loop between rows and columns, before the column blocks
+    /// (see [`Hoisted`]): the largest subexpressions that are scalars in the tile, compute
+    /// something (not a lone read or constant) and change with that loop. Written into
+    /// buffers here, with the loop that fills them; `None` (nothing written) when the tile has
+    /// not exactly one loop between rows and columns, that loop does not step by one, its
+    /// trip count has no constant bound of at most [`MAX_HOISTED`], or nothing qualifies.
+    pub(super) fn write_hoisted(
+        &mut self,
+        out: &mut String,
+        tile: &VectorTile,
+        plan: &VectorPlan,
+        indent: usize,
+    ) -> Option<Hoisted> {
+        let [Ast::For {
+            var,
+            lower,
+            upper,
+            step: 1,
+            ..
+        }] = tile.middle
+        else {
+            return None;
+        };
+        let extent = max_trip_count(lower, upper).filter(|&e| e <= MAX_HOISTED)?;
+        let mut found: Vec<(StmtId, ExprId)> = Vec::new();
+        for ((stmt, args), operands) in plan.users.iter().zip(&plan.operands) {
+            let body = self.program.statements[stmt.index()].body;
+            self.hoistable(*stmt, body, args, operands, plan.ty, var, &mut found);
+        }
+        if found.is_empty() {
+            return None;
+        }
+        let pad = "    ".repeat(indent);
+        let k = self.loop_var(var);
+        let (lo, hi) = (self.ast_expr(lower), self.ast_expr(upper));
+        // Names of the `pf_` kind, which no kernel's own name takes (as the accumulators').
+        let base = "pf_hoist_lo".to_string();
+        let _ = writeln!(out, "{pad}const int64_t {base} = {lo};");
+        let mut exprs = Vec::new();
+        for &(stmt, id) in &found {
+            let ty = self
+                .program
+                .expr_type(&self.program.statements[stmt.index()], id);
+            let name = format!("pf_hoist_{}", exprs.len());
+            let _ = writeln!(
+                out,
+                "{pad}{} {name}[{}][{extent}];",
+                super::body::value_type(ty),
+                tile.rows
+            );
+            exprs.push((stmt, id, name));
+        }
+        let _ = writeln!(
+            out,
+            "{pad}for (int64_t {k} = {base}; {k} <= {hi}; {k} += 1) {{"
+        );
+        for (stmt, id, name) in &exprs {
+            let (_, args) = plan.users.iter().find(|(s, _)| s == stmt)?;
+            let operands = &plan.operands[plan.users.iter().position(|(s, _)| s == stmt)?];
+            for r in 0..tile.rows {
+                let args: Vec<AstExpr> = args.iter().map(|a| shift(a, tile.row_var, r)).collect();
+                let reads = self.scalar_reads(*stmt, &args, operands);
+                let ctx = BodyContext::Statement { args: &args, reads };
+                let value = self.scalar_expr(*stmt, *id, &ctx);
+                let _ = writeln!(out, "{pad}    {name}[{r}][{k} - {base}] = {value};");
+            }
+        }
+        let _ = writeln!(out, "{pad}}}");
+        Some(Hoisted {
+            exprs,
+            var: k,
+            base,
+        })
+    }
+
+    /// Collects into `found` the hoistable subexpressions of expression `id` (see
+    /// [`Writer::write_hoisted`]).
+    #[allow(clippy::too_many_arguments)]
+    fn hoistable(
+        &self,
+        stmt: StmtId,
+        id: ExprId,
+        args: &[AstExpr],
+        operands: &[Operand],
+        ty: ScalarType,
+        var: &str,
+        found: &mut Vec<(StmtId, ExprId)>,
+    ) {
+        let s = &self.program.statements[stmt.index()];
+        if self.vector_shape(stmt, id, operands, ty) == Some(true) {
+            for o in s.exprs[id].operands() {
+                self.hoistable(stmt, o, args, operands, ty, var, found);
+            }
+            return;
+        }
+        let computes = matches!(s.exprs[id], Expr::Binary(..) | Expr::Unary(..));
+        if computes && self.uses_var(stmt, Some(id), args, var) {
+            found.push((stmt, id));
+        }
+    }
+
+    /// The C texts of a statement's reads for scalar code: the scalar operands' elements;
+    /// the tile's vector operands and accumulators, which scalar subexpressions do not read,
+    /// are left empty.
+    fn scalar_reads(
+        &mut self,
+        stmt: StmtId,
+        args: &[AstExpr],
+        operands: &[Operand],
+    ) -> Vec<String> {
+        let s = &self.program.statements[stmt.index()];
+        s.reads
+            .iter()
+            .zip(operands)
+            .map(|(access, o)| match o {
+                Operand::Scalar => self.scalar_read(access, args),
+                Operand::Vector | Operand::Accumulator => String::new(),
+            })
+            .collect()
+    }
+
+    /// The C text of a scalar operand's element (converted from `f16`).
+    fn scalar_read(&mut self, access: &Access, args: &[AstExpr]) -> String {
+        let e = self.element(access, args);
+        if self.program.array(access.array).elem == ScalarType::F16 {
+            self.use_helper(Helper::H2F);
+            format!("pf_h2f({e})")
+        } else {
+            e
+        }
+    }
+
+    /// The scalar C text of expression `id` of `stmt`.
+    fn scalar_expr(&mut self, stmt: StmtId, id: ExprId, ctx: &BodyContext) -> String {
+        let program = self.program;
+        let s = &program.statements[stmt.index()];
+        let types: Vec<ScalarType> = (0..s.exprs.len())
+            .map(|i| program.expr_type(s, ExprId(i as u32)))
+            .collect();
+        self.body_expr(&s.exprs, &types, ctx, id)
+    }
+
+    /// Writes the full tile in vector form by `plan`, the column-invariant subexpressions
+    /// of `hoisted` read from their buffers.
     pub(super) fn write_vector_tile(
         &mut self,
         out: &mut String,
         tile: &VectorTile,
+        plan: &VectorPlan,
+        hoisted: Option<&Hoisted>,
         indent: usize,
-    ) -> bool {
-        let ty = self.program.array(tile.written).elem;
-        let Some(size) = [ScalarType::F32, ScalarType::F64]
-            .contains(&ty)
-            .then(|| ty.size_in_bytes() as i64)
-        else {
-            return false;
-        };
-        let lanes = i64::from(self.options.cpu.vector_bytes) / size;
-        let Some((vec_ty, helper)) = vector_type(ty, lanes) else {
-            return false;
-        };
-        if tile.cols % lanes != 0 {
-            return false;
-        }
+    ) {
+        let VectorPlan {
+            ty,
+            lanes,
+            vec_ty,
+            helper,
+            users,
+            operands: plans,
+        } = plan;
+        let (ty, lanes, helper) = (*ty, *lanes, *helper);
         let vectors = tile.cols / lanes;
-        let Some(users) = Self::users(tile.stmts) else {
-            return false;
-        };
-        let mut plans = Vec::new();
-        for (stmt, args) in &users {
-            // An iterator's value in the body is a scalar: it must not be the columns'.
-            let s = &self.program.statements[stmt.index()];
-            let column_value = (0..s.exprs.len()).any(|i| match &s.exprs[ExprId(i as u32)] {
-                Expr::Iter(d) => {
-                    let mut vars = BTreeSet::new();
-                    expr_vars(&args[*d], &mut vars);
-                    vars.contains(tile.col_var)
-                }
-                _ => false,
-            });
-            if column_value {
-                return false;
-            }
-            let Some(operands) = self.operands(*stmt, args, tile, ty) else {
-                return false;
-            };
-            let body = self.program.statements[stmt.index()].body;
-            if self.vector_shape(*stmt, body, &operands, ty).is_none() {
-                return false;
-            }
-            plans.push(operands);
-        }
         self.use_helper(helper);
         let at = |args: &[AstExpr], r: i64, v: i64| -> Vec<AstExpr> {
             args.iter()
@@ -334,7 +577,7 @@ impl Writer<'_> {
             depth += 1;
         }
         let inner = "    ".repeat(indent + depth);
-        for ((stmt, args), operands) in users.iter().zip(&plans) {
+        for ((stmt, args), operands) in users.iter().zip(plans.iter()) {
             let s = &self.program.statements[stmt.index()];
             for r in 0..tile.rows {
                 for v in 0..vectors {
@@ -349,19 +592,11 @@ impl Writer<'_> {
                                 let e = self.element(access, &args);
                                 format!("(*(const {vec_ty}_u *)&{e})")
                             }
-                            Operand::Scalar => {
-                                let e = self.element(access, &args);
-                                if self.program.array(access.array).elem == ScalarType::F16 {
-                                    self.use_helper(Helper::H2F);
-                                    format!("pf_h2f({e})")
-                                } else {
-                                    e
-                                }
-                            }
+                            Operand::Scalar => self.scalar_read(access, &args),
                         })
                         .collect();
                     let ctx = BodyContext::Statement { args: &args, reads };
-                    let value = self.vector_expr(*stmt, s.body, operands, ty, &ctx);
+                    let value = self.vector_expr(*stmt, s.body, operands, ty, &ctx, r, hoisted);
                     if self.vector_shape(*stmt, s.body, operands, ty) == Some(true) {
                         let _ = writeln!(out, "{inner}{} = {value};", acc(r, v));
                     } else {
@@ -384,6 +619,40 @@ impl Writer<'_> {
             let _ = writeln!(out, "{pad}    *({vec_ty}_u *)&{e} = {a};");
         }
         let _ = writeln!(out, "{pad}}}");
-        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::max_trip_count;
+    use polyhedral::ast::AstExpr;
+
+    fn tile_start() -> AstExpr {
+        AstExpr::Mul(128, Box::new(AstExpr::var("c2")))
+    }
+
+    #[test]
+    fn a_tile_loop_has_the_tile_size_as_its_bound() {
+        // From 128·c2 to min(N - 1, 128·c2 + 127).
+        let upper = AstExpr::Min(vec![
+            AstExpr::plus(AstExpr::var("n"), AstExpr::Int(-1)),
+            AstExpr::plus(tile_start(), AstExpr::Int(127)),
+        ]);
+        assert_eq!(max_trip_count(&tile_start(), &upper), Some(128));
+        // A lower bound that is a max: any of its arguments bounds the loop from below.
+        let lower = AstExpr::Max(vec![AstExpr::var("i"), tile_start()]);
+        assert_eq!(max_trip_count(&lower, &upper), Some(128));
+    }
+
+    #[test]
+    fn a_loop_over_a_size_has_no_constant_bound() {
+        let upper = AstExpr::plus(AstExpr::var("n"), AstExpr::Int(-1));
+        assert_eq!(max_trip_count(&AstExpr::Int(0), &upper), None);
+        // The same variables with other coefficients are not a constant distance apart.
+        let twice = AstExpr::plus(
+            AstExpr::Mul(256, Box::new(AstExpr::var("c2"))),
+            AstExpr::Int(7),
+        );
+        assert_eq!(max_trip_count(&tile_start(), &twice), None);
     }
 }
