@@ -206,9 +206,7 @@ pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
     if !setup.later.is_empty() {
         out += &format!("{} {}.\n\n", earlier::LATER, setup.later.join(", "));
     }
-    if let Some(sentence) = &setup.compile_later {
-        out += &format!("{sentence}\n\n");
-    }
+
     if let Some(polly) = &setup.polly {
         out += &format!("Polly: {polly}. ");
     }
@@ -217,6 +215,10 @@ pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
     } else {
         "OpenMP threads wait actively (`OMP_WAIT_POLICY=active`).\n\n"
     };
+    // Where `--compile-times` puts it: right above the table.
+    if let Some(sentence) = &setup.compile_later {
+        out += &format!("{sentence}\n\n");
+    }
     out += "| kernel | dataset | compile | gcc -O3 | polyfuse | Polly | Polly parallel | polyfuse's schedule |\n";
     out += "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n";
     for r in rows {
