@@ -82,6 +82,14 @@ pub(super) struct Hoisted {
     base: String,
 }
 
+impl Hoisted {
+    /// The buffer element that holds expression `id` of `stmt` in row `row`, if hoisted.
+    fn element(&self, stmt: StmtId, id: ExprId, row: i64) -> Option<String> {
+        let (_, _, name) = self.exprs.iter().find(|e| e.0 == stmt && e.1 == id)?;
+        Some(format!("{name}[{row}][{} - {}]", self.var, self.base))
+    }
+}
+
 /// A constant bound on the trip count of a loop from `lower` to `upper` (step one): an
 /// argument of the upper bound's `min` at a constant distance from one of the lower bound's
 /// `max`.
@@ -99,6 +107,24 @@ fn max_trip_count(lower: &AstExpr, upper: &AstExpr) -> Option<i64> {
         .filter(|(l, h)| l.vars == h.vars && l.params == h.params)
         .map(|(l, h)| h.constant - l.constant + 1)
         .min()
+}
+
+/// Whether the value of iterator `d`, `args[d]`, uses loop variable `var`.
+fn arg_uses(args: &[AstExpr], d: usize, var: &str) -> bool {
+    let mut vars = BTreeSet::new();
+    expr_vars(&args[d], &mut vars);
+    vars.contains(var)
+}
+
+/// Whether some subscript of `access` uses loop variable `var` through the iterators' values
+/// `args`.
+fn access_uses(access: &Access, args: &[AstExpr], var: &str) -> bool {
+    access.subscripts.iter().any(|sub| {
+        sub.terms().iter().any(|&(v, _)| match v {
+            Var::Iter(d) => arg_uses(args, d, var),
+            Var::Param(_) => false,
+        })
+    })
 }
 
 /// What one read of a statement is inside the tile.
@@ -179,16 +205,7 @@ impl Writer<'_> {
         s.reads
             .iter()
             .map(|r| {
-                let uses_col = r.subscripts.iter().any(|sub| {
-                    sub.terms().iter().any(|&(v, _)| match v {
-                        Var::Iter(d) => {
-                            let mut vars = BTreeSet::new();
-                            expr_vars(&args[d], &mut vars);
-                            vars.contains(tile.col_var)
-                        }
-                        Var::Param(_) => false,
-                    })
-                });
+                let uses_col = access_uses(r, args, tile.col_var);
                 if r.array == tile.written {
                     // Every access of the written array has the write's subscripts
                     // (checked with the tile).
@@ -269,13 +286,10 @@ impl Writer<'_> {
         let program = self.program;
         let s = &program.statements[stmt.index()];
         if self.vector_shape(stmt, id, operands, ty) != Some(true) {
-            if let Some((h, (_, _, name))) = hoisted.and_then(|h| {
-                let e = h.exprs.iter().find(|e| e.0 == stmt && e.1 == id)?;
-                Some((h, e))
-            }) {
-                return format!("{name}[{row}][{} - {}]", h.var, h.base);
-            }
-            return self.scalar_expr(stmt, id, ctx);
+            return match hoisted.and_then(|h| h.element(stmt, id, row)) {
+                Some(element) => element,
+                None => self.scalar_expr(stmt, id, ctx),
+            };
         }
         let sub = |w: &mut Self, x: ExprId| w.vector_expr(stmt, x, operands, ty, ctx, row, hoisted);
         match &s.exprs[id] {
@@ -294,9 +308,6 @@ impl Writer<'_> {
         }
     }
 
-    /// Writes the full tile in vector form, when the CPU model has vectors for the written
-    /// array's element type and every statement fits (see the module docs); `false` (and
-    /// nothing written) otherwise.
     /// How the full tile is written in vector form, when the CPU model has vectors for the
     /// written array's element type and every statement fits (see the module docs).
     pub(super) fn vector_plan<'t>(&self, tile: &VectorTile<'t>) -> Option<VectorPlan<'t>> {
@@ -313,7 +324,12 @@ impl Writer<'_> {
         let mut operands = Vec::new();
         for (stmt, args) in &users {
             // An iterator's value in the body is a scalar: it must not be the columns'.
-            if self.uses_var(*stmt, None, args, tile.col_var) {
+            let s = &self.program.statements[stmt.index()];
+            let column_value = s.exprs.iter().any(|(_, e)| match e {
+                Expr::Iter(d) => arg_uses(args, *d, tile.col_var),
+                _ => false,
+            });
+            if column_value {
                 return None;
             }
             let ops = self.operands(*stmt, args, tile, ty)?;
@@ -331,34 +347,18 @@ impl Writer<'_> {
         })
     }
 
-    /// Whether expression `id` of `stmt` (its whole body for `None`, iterator values only)
-    /// depends on loop variable `var` through the statement's `args`: a read whose subscripts
-    /// use it, or the value of an iterator that does.
-    fn uses_var(&self, stmt: StmtId, id: Option<ExprId>, args: &[AstExpr], var: &str) -> bool {
+    /// Whether expression `id` of `stmt` depends on loop variable `var` through the
+    /// statement's `args`: a read whose subscripts use it, or the value of an iterator that
+    /// does.
+    fn uses_var(&self, stmt: StmtId, id: ExprId, args: &[AstExpr], var: &str) -> bool {
         let s = &self.program.statements[stmt.index()];
-        let iter_uses = |d: usize| {
-            let mut vars = BTreeSet::new();
-            expr_vars(&args[d], &mut vars);
-            vars.contains(var)
-        };
-        let Some(id) = id else {
-            return (0..s.exprs.len()).any(|i| match &s.exprs[ExprId(i as u32)] {
-                Expr::Iter(d) => iter_uses(*d),
-                _ => false,
-            });
-        };
         match &s.exprs[id] {
-            Expr::Iter(d) => iter_uses(*d),
-            Expr::Read(r) => s.reads[*r].subscripts.iter().any(|sub| {
-                sub.terms().iter().any(|&(v, _)| match v {
-                    Var::Iter(d) => iter_uses(d),
-                    Var::Param(_) => false,
-                })
-            }),
+            Expr::Iter(d) => arg_uses(args, *d, var),
+            Expr::Read(r) => access_uses(&s.reads[*r], args, var),
             e => e
                 .operands()
                 .into_iter()
-                .any(|o| self.uses_var(stmt, Some(o), args, var)),
+                .any(|o| self.uses_var(stmt, o, args, var)),
         }
     }
 
@@ -387,10 +387,13 @@ impl Writer<'_> {
             return None;
         };
         let extent = max_trip_count(lower, upper).filter(|&e| e <= MAX_HOISTED)?;
-        let mut found: Vec<(StmtId, ExprId)> = Vec::new();
-        for ((stmt, args), operands) in plan.users.iter().zip(&plan.operands) {
+        // Per subexpression: the index of its statement in the plan, and the expression.
+        let mut found: Vec<(usize, ExprId)> = Vec::new();
+        for (u, ((stmt, args), operands)) in plan.users.iter().zip(&plan.operands).enumerate() {
             let body = self.program.statements[stmt.index()].body;
-            self.hoistable(*stmt, body, args, operands, plan.ty, var, &mut found);
+            let mut ids = Vec::new();
+            self.hoistable(*stmt, body, args, operands, plan.ty, var, &mut ids);
+            found.extend(ids.into_iter().map(|id| (u, id)));
         }
         if found.is_empty() {
             return None;
@@ -402,7 +405,8 @@ impl Writer<'_> {
         let base = "pf_hoist_lo".to_string();
         let _ = writeln!(out, "{pad}const int64_t {base} = {lo};");
         let mut exprs = Vec::new();
-        for &(stmt, id) in &found {
+        for &(u, id) in &found {
+            let stmt = plan.users[u].0;
             let ty = self
                 .program
                 .expr_type(&self.program.statements[stmt.index()], id);
@@ -419,14 +423,13 @@ impl Writer<'_> {
             out,
             "{pad}for (int64_t {k} = {base}; {k} <= {hi}; {k} += 1) {{"
         );
-        for (stmt, id, name) in &exprs {
-            let (_, args) = plan.users.iter().find(|(s, _)| s == stmt)?;
-            let operands = &plan.operands[plan.users.iter().position(|(s, _)| s == stmt)?];
+        for (&(u, id), (_, _, name)) in found.iter().zip(&exprs) {
+            let (stmt, args) = plan.users[u];
             for r in 0..tile.rows {
                 let args: Vec<AstExpr> = args.iter().map(|a| shift(a, tile.row_var, r)).collect();
-                let reads = self.scalar_reads(*stmt, &args, operands);
+                let reads = self.scalar_reads(stmt, &args, &plan.operands[u]);
                 let ctx = BodyContext::Statement { args: &args, reads };
-                let value = self.scalar_expr(*stmt, *id, &ctx);
+                let value = self.scalar_expr(stmt, id, &ctx);
                 let _ = writeln!(out, "{pad}    {name}[{r}][{k} - {base}] = {value};");
             }
         }
@@ -449,7 +452,7 @@ impl Writer<'_> {
         operands: &[Operand],
         ty: ScalarType,
         var: &str,
-        found: &mut Vec<(StmtId, ExprId)>,
+        found: &mut Vec<ExprId>,
     ) {
         let s = &self.program.statements[stmt.index()];
         if self.vector_shape(stmt, id, operands, ty) == Some(true) {
@@ -459,8 +462,8 @@ impl Writer<'_> {
             return;
         }
         let computes = matches!(s.exprs[id], Expr::Binary(..) | Expr::Unary(..));
-        if computes && self.uses_var(stmt, Some(id), args, var) {
-            found.push((stmt, id));
+        if computes && self.uses_var(stmt, id, args, var) {
+            found.push(id);
         }
     }
 

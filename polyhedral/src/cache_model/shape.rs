@@ -169,6 +169,37 @@ fn bound(lo: &mut i64, hi: &mut i64, a: i64, rest: i64, equality: bool) -> bool 
     true
 }
 
+/// The innermost iterator's values with the one before it at `x`, from its constraints
+/// `rows` of [`Walk::visit_last_two`]; `None` when there are none.
+fn innermost_range(
+    rows: &[(i64, i64, i64, bool)],
+    x: i64,
+) -> Result<Option<(i64, i64)>, Unsupported> {
+    let (mut l, mut h) = (i64::MIN, i64::MAX);
+    for &(base, ck, a, equality) in rows {
+        if !bound(&mut l, &mut h, a, base + ck * x, equality) {
+            return Ok(None);
+        }
+    }
+    if l == i64::MIN || h == i64::MAX {
+        return Err(Unsupported(
+            "an iterator is unbounded at the kernel's sizes".into(),
+        ));
+    }
+    Ok((l <= h).then_some((l, h)))
+}
+
+/// Widens `ranges` by the values of `functions` (as in [`Walk::visit_last_two`]) with the
+/// iterator before the innermost at `x` and the innermost from `l` to `h`.
+fn widen(ranges: &mut [(i64, i64)], functions: &[(i64, i64, i64)], x: i64, l: i64, h: i64) {
+    for (&(base, ck, cl), range) in functions.iter().zip(ranges.iter_mut()) {
+        let rest = base + ck * x;
+        let (a, b) = (rest + cl * l, rest + cl * h);
+        range.0 = range.0.min(a.min(b));
+        range.1 = range.1.max(a.max(b));
+    }
+}
+
 struct Walk<'a> {
     levels: &'a [Vec<&'a Row>],
     functions: &'a [(Vec<i64>, i64)],
@@ -245,71 +276,21 @@ impl Walk<'_> {
             .iter()
             .map(|f| (outer(&f.0, f.1), f.0[k], f.0[last]))
             .collect();
+        // With no bound of the innermost iterator depending on `k`, its range is the same for
+        // every value of `k`, and each function, affine in both, is extreme at a corner.
         if rows.iter().all(|&(_, ck, _, _)| ck == 0) {
-            return self.visit_last_two_rectangular(&rows, &functions, lo, hi);
-        }
-        for x in lo..=hi {
-            let (mut l, mut h) = (i64::MIN, i64::MAX);
-            let mut empty = false;
-            for &(base, ck, a, equality) in &rows {
-                if !bound(&mut l, &mut h, a, base + ck * x, equality) {
-                    empty = true;
-                    break;
+            if let Some((l, h)) = innermost_range(&rows, lo)? {
+                self.instances += self.weight * ((h - l + 1) as f64) * ((hi - lo + 1) as f64);
+                for x in [lo, hi] {
+                    widen(&mut self.ranges, &functions, x, l, h);
                 }
             }
-            if empty {
-                continue;
-            }
-            if l == i64::MIN || h == i64::MAX {
-                return Err(Unsupported(
-                    "an iterator is unbounded at the kernel's sizes".into(),
-                ));
-            }
-            if l > h {
-                continue;
-            }
-            self.instances += self.weight * (h - l + 1) as f64;
-            for (&(base, ck, cl), range) in functions.iter().zip(self.ranges.iter_mut()) {
-                let rest = base + ck * x;
-                let (a, b) = (rest + cl * l, rest + cl * h);
-                range.0 = range.0.min(a.min(b));
-                range.1 = range.1.max(a.max(b));
-            }
-        }
-        Ok(())
-    }
-
-    /// [`Walk::visit_last_two`] when no bound of the innermost iterator depends on the one
-    /// before it (`rows` and `functions` as there): the innermost range is the same for every
-    /// value `lo..=hi`, and each function, affine in both, is extreme at a corner.
-    fn visit_last_two_rectangular(
-        &mut self,
-        rows: &[(i64, i64, i64, bool)],
-        functions: &[(i64, i64, i64)],
-        lo: i64,
-        hi: i64,
-    ) -> Result<(), Unsupported> {
-        let (mut l, mut h) = (i64::MIN, i64::MAX);
-        for &(base, _, a, equality) in rows {
-            if !bound(&mut l, &mut h, a, base, equality) {
-                return Ok(());
-            }
-        }
-        if l == i64::MIN || h == i64::MAX {
-            return Err(Unsupported(
-                "an iterator is unbounded at the kernel's sizes".into(),
-            ));
-        }
-        if l > h {
             return Ok(());
         }
-        self.instances += self.weight * ((h - l + 1) as f64) * ((hi - lo + 1) as f64);
-        for (&(base, ck, cl), range) in functions.iter().zip(self.ranges.iter_mut()) {
-            for x in [lo, hi] {
-                let rest = base + ck * x;
-                let (a, b) = (rest + cl * l, rest + cl * h);
-                range.0 = range.0.min(a.min(b));
-                range.1 = range.1.max(a.max(b));
+        for x in lo..=hi {
+            if let Some((l, h)) = innermost_range(&rows, x)? {
+                self.instances += self.weight * (h - l + 1) as f64;
+                widen(&mut self.ranges, &functions, x, l, h);
             }
         }
         Ok(())

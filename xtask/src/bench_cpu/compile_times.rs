@@ -1,19 +1,19 @@
 //! `bench cpu --compile-times --readme`: the compile column of the README's table measured
 //! again alone, with the other figures of each row kept as they were measured.
 
-use super::earlier;
 use super::table::{compile_later, compile_summary, Compiled, Row, COMPILE_LATER, COMPILE_SUMMARY};
 
-/// `section` (the README's `bench cpu` section) with the compile cells of the `measured` rows,
-/// the summary's compile line and the heading's sentence on the compile column (`runs`
-/// compiles of each kernel, under a limit of `limit` seconds) rewritten.
+/// `section` (the README's `bench cpu` section, whose rows [`super::earlier::read`] gave as
+/// `rows`) with the compile cells of the `measured` rows, the summary's compile line and the
+/// heading's sentence on the compile column (`runs` compiles of each kernel, under a limit
+/// of `limit` seconds) rewritten.
 pub(crate) fn refresh(
     section: &str,
+    mut rows: Vec<Row>,
     measured: Vec<Row>,
     runs: usize,
     limit: u64,
 ) -> Result<String, String> {
-    let mut rows = earlier::read(section, &[])?.rows;
     let mut text = section.to_string();
     for new in measured {
         let Some(row) = rows.iter_mut().find(|r| r.kernel == new.kernel) else {
@@ -83,6 +83,10 @@ mod tests {
         r
     }
 
+    fn rows_of(section: &str) -> Vec<Row> {
+        crate::bench_cpu::earlier::read(section, &[]).unwrap().rows
+    }
+
     /// Only the compile cells, the compile line and the heading change; a second refresh
     /// replaces the heading's sentence rather than adding another.
     #[test]
@@ -91,13 +95,13 @@ mod tests {
         assert!(section.contains("100 ms to 1 s: lu (250.0 ms)"));
         let mut faster = row("lu", 0.09);
         faster.times = [None; 4];
-        let text = refresh(&section, vec![faster], 5, 60).unwrap();
+        let text = refresh(&section, rows_of(&section), vec![faster], 5, 60).unwrap();
         assert!(text.contains("| lu | LARGE | 90.0 ms | 2.00 s | 500.0 ms · 4.00× |"));
         assert!(text.contains("| gemm | LARGE | 40.0 ms |"));
         assert!(text.contains("Compile time: every kernel under 100 ms.\n"));
         assert!(!text.contains("250.0 ms"));
         assert!(text.contains("(the median of 5 compiles of each kernel)"));
-        let again = refresh(&text, vec![row("gemm", 0.05)], 3, 60).unwrap();
+        let again = refresh(&text, rows_of(&text), vec![row("gemm", 0.05)], 3, 60).unwrap();
         assert_eq!(
             again
                 .matches("a later run of `bench cpu --compile-times`")
@@ -114,7 +118,7 @@ mod tests {
     #[test]
     fn a_kernel_without_a_row_is_an_error() {
         let section = table(&[row("lu", 0.25)], &setup());
-        let err = refresh(&section, vec![row("gemm", 0.04)], 3, 60).unwrap_err();
+        let err = refresh(&section, rows_of(&section), vec![row("gemm", 0.04)], 3, 60).unwrap_err();
         assert!(err.contains("bench cpu --kernels gemm --readme"), "{err}");
     }
 }

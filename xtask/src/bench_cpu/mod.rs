@@ -369,7 +369,8 @@ impl Bench {
         if self.settings.readme {
             let section = section.ok_or("README.md has no `bench cpu` section to update")?;
             let s = &self.settings;
-            let text = compile_times::refresh(&section, measured, s.runs, s.compile_limit)?;
+            let text =
+                compile_times::refresh(&section, earlier, measured, s.runs, s.compile_limit)?;
             crate::readme::write_section("cpu", &text)?;
         }
         Ok(())
