@@ -164,3 +164,33 @@ fn gemver_tiles_streamed_along_its_parallel_member() {
         "{report}"
     );
 }
+
+/// gemm's band gets a register tile with AVX2: its rows member takes whole tiles of the
+/// shape with the most rows whose columns divide the vectorised tiles (6x8), and, being the
+/// parallel member too, tiles past the parallel cap that 2, 4 and 8 threads share evenly
+/// (each tile of rows packs `B`'s tiles again).
+#[test]
+fn gemm_rows_take_whole_register_tiles() {
+    let program = load(&kernel("gemm.c"));
+    let c = optimized(&program, Fusion::SmartFuse);
+    let band = c
+        .schedule
+        .bands
+        .iter()
+        .find(|b| b.len == 3)
+        .expect("gemm has a three-member band");
+    let found = polyhedral::cache_model::search_band(
+        &c.program,
+        &c.deps,
+        &c.schedule,
+        band,
+        &cpu::description(),
+    )
+    .unwrap()
+    .unwrap();
+    let rows = found.best.sizes[0];
+    assert_eq!(rows % 6, 0, "{:?}", found.best.sizes);
+    assert!(rows > polyhedral::cache_model::PARALLEL_TILE, "{rows}");
+    let tree = c.tree.display(&c.program).to_string();
+    assert!(tree.contains("register tile 6x8"), "{tree}");
+}

@@ -12,7 +12,12 @@
 //! iterations as the vectorized loop (the copies of the accumulators around them, one load
 //! and one store each, which the model does not count as misses, stay a small part of the
 //! multiply-adds). With a register tile the model walks the point band as the code does:
-//! blocks of the tile's rows and columns, the members between inside them. Where the band
+//! blocks of the tile's rows and columns, the members between inside them; its rows member
+//! takes whole blocks of the shape with the most rows whose columns divide the vectorized
+//! tiles (6x8 with AVX2: fewer operands loaded per multiply-add than 4x8), and where that
+//! member is the parallel one its tiles may pass [`PARALLEL_TILE`] at sizes that 2, 4 and 8
+//! threads share evenly ([`register_rows`]): every tile of rows packs the column operand's
+//! tiles again (gemm's `B`), so longer ones read it fewer times. Where the band
 //! streams (with the capacity rule's sizes, each execution of the band misses the closest
 //! cache only on the lines it touches at all, so no shape keeps more), the innermost point
 //! loop, when it walks an array contiguously, gets tiles at least a page long: the hardware
@@ -73,6 +78,11 @@ const REFINE_GAIN: f64 = 0.003;
 /// 500 to 1,000 iterations then has 16 to 32 tiles, which 2 to 8 threads share with at most one
 /// tile of imbalance.
 pub const PARALLEL_TILE: i64 = 32;
+
+/// The thread counts a register tile's parallel rows member is balanced for when its tiles
+/// pass [`PARALLEL_TILE`], and the most the slowest thread's share may exceed an even one.
+const BALANCED_THREADS: [i64; 3] = [2, 4, 8];
+const SHARE_EXCESS: f64 = 0.10;
 
 /// The fewest tiles a streamed parallel member keeps when its tiles are made page-long: 2 to 8
 /// threads still get at least one each.
@@ -175,7 +185,8 @@ pub fn search_band(
             }
         }
     }
-    let Ok(model) = Model::with_nests_tiled(program, schedule, band, &orders, register) else {
+    let Ok(model) = Model::with_nests_tiled(program, schedule, band, &orders, register.clone())
+    else {
         return Ok(None);
     };
     // Each member's extent: the largest range of its coordinate over the statements.
@@ -201,6 +212,7 @@ pub fn search_band(
                 lo: 1,
                 hi: whole,
                 multiple: 1,
+                shares: None,
             };
             if Some(k) == innermost {
                 if let Some(len) = vector_length {
@@ -220,13 +232,20 @@ pub fn search_band(
             limit
         })
         .collect();
+    if let Some(r) = &register {
+        register_rows(r, &extents, &mut limits, parallel, target);
+    }
     // The capacity rule's sizes are a candidate too, and where the descent starts from.
     let mut rule: Vec<i64> = rule_sizes(program, deps, schedule, band, target)?
         .into_iter()
         .enumerate()
         .map(|(k, t)| {
+            let limit = &limits[k];
             if held.contains(&k) {
-                t.max(limits[k].lo)
+                t.max(limit.lo)
+            } else if register.as_ref().is_some_and(|r| r.rows == k) && !limit.allows(t) {
+                // Whole register tiles of rows: the multiple at or below the rule's size.
+                (t / limit.multiple * limit.multiple).max(limit.multiple.min(limit.hi))
             } else {
                 t
             }
@@ -301,7 +320,10 @@ pub fn search_band(
                     .filter(|&t| limit.allows(t))
                     .collect()
             };
-            for t in [limit.lo, limit.hi] {
+            for t in [limit.lo, limit.hi]
+                .into_iter()
+                .chain(limit.balanced_sizes())
+            {
                 if !v.contains(&t) {
                     v.push(t);
                 }
@@ -393,6 +415,48 @@ fn register_blocking(
     })
 }
 
+/// Where the band gets a register tile, its rows member takes whole register tiles: sizes
+/// that are a multiple of the rows of the best shape whose columns divide the columns
+/// member's tiles (a partial block of rows runs without the tile), so that the search can
+/// reach the shapes with more rows, which load fewer operands per multiply-add (6x8 rather
+/// than 4x8 with AVX2). Where the rows member is also the parallel one, its tiles may pass
+/// [`PARALLEL_TILE`] at sizes that [`BALANCED_THREADS`] share evenly: each row tile packs the
+/// column operand's tiles again, so longer ones read it fewer times.
+fn register_rows(
+    register: &RegisterBlocking,
+    extents: &[i64],
+    limits: &mut [Limit],
+    parallel: Option<usize>,
+    target: &TargetDescription,
+) {
+    let cols = limits[register.cols].multiple;
+    let Some((rows, _)) = register_tile::shape(&register.unit, register.lanes, None, Some(cols))
+    else {
+        return;
+    };
+    let limit = &mut limits[register.rows];
+    let extent = extents[register.rows].max(1);
+    if rows <= 1 || extent < rows || limit.multiple != 1 {
+        return;
+    }
+    limit.multiple = rows;
+    limit.lo = limit.lo.max(rows);
+    if Some(register.rows) == parallel && target.has_parallel_units() {
+        limit.shares = Some(extent);
+    }
+}
+
+/// Whether threads share the `tiles` of `t` iterations of a loop of `extent` iterations
+/// evenly, for every count of [`BALANCED_THREADS`]: the slowest thread's tiles exceed an
+/// even share by at most [`SHARE_EXCESS`].
+fn balanced(extent: i64, t: i64) -> bool {
+    let tiles = (extent + t - 1) / t;
+    BALANCED_THREADS.iter().all(|&threads| {
+        let slowest = (tiles + threads - 1) / threads * t;
+        slowest as f64 * threads as f64 <= (1.0 + SHARE_EXCESS) * extent as f64
+    })
+}
+
 /// The member of `band` that will be the innermost point loop (the last of `order`), when
 /// some access of the band's statements walks an array contiguously along it.
 fn streamed_member(
@@ -427,17 +491,39 @@ fn prefetch_run(program: &Program, target: &TargetDescription) -> Option<i64> {
 }
 
 /// The sizes a member may take: from `lo` to `hi`, multiples of `multiple` (or `hi`, which
-/// leaves the member untiled).
+/// leaves the member untiled); past `hi`, where `shares` holds the member's extent, the
+/// multiples whose tiles threads share evenly ([`balanced`]).
 #[derive(Clone, Copy, Debug)]
 struct Limit {
     lo: i64,
     hi: i64,
     multiple: i64,
+    shares: Option<i64>,
 }
 
 impl Limit {
     fn allows(&self, t: i64) -> bool {
-        t >= self.lo.max(1) && t <= self.hi && (t % self.multiple == 0 || t == self.hi)
+        t >= self.lo.max(1)
+            && if t <= self.hi {
+                t % self.multiple == 0 || t == self.hi
+            } else {
+                self.shares.is_some_and(|extent| {
+                    t <= extent && t % self.multiple == 0 && balanced(extent, t)
+                })
+            }
+    }
+
+    /// The sizes past `hi` that threads share evenly.
+    fn balanced_sizes(&self) -> Vec<i64> {
+        let Some(extent) = self.shares else {
+            return Vec::new();
+        };
+        let first = self.hi / self.multiple + 1;
+        (first..)
+            .map(|m| m * self.multiple)
+            .take_while(|&t| t <= extent)
+            .filter(|&t| self.allows(t))
+            .collect()
     }
 }
 
@@ -555,7 +641,8 @@ impl Search<'_> {
                 let before = at.clone();
                 for k in 0..before.len() {
                     let limit = self.limits[k];
-                    let step = step.max(limit.multiple);
+                    let m = limit.multiple;
+                    let step = (step.max(m) + m - 1) / m * m;
                     for t in [before[k] - step, before[k] + step] {
                         let t = (t / step) * step;
                         if !limit.allows(t) {
@@ -597,5 +684,44 @@ fn better(a: &Candidate, b: &Candidate) -> bool {
         Some(std::cmp::Ordering::Greater) => true,
         Some(std::cmp::Ordering::Less) => false,
         _ => a.sizes > b.sizes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn balanced_tiles_give_every_thread_count_an_even_share() {
+        // 1000 rows in 8 tiles of 126 (the last 118): 2, 4 and 8 threads take 4, 2 and 1
+        // tiles, at most 1% over an even share.
+        assert!(balanced(1000, 126));
+        // 11 tiles of 96: 8 threads wait for the ones that take two, 54% over.
+        assert!(!balanced(1000, 96));
+        // 16 tiles of 66: 5.6% over for each count.
+        assert!(balanced(1000, 66));
+        // A single tile leaves threads idle.
+        assert!(!balanced(1000, 1000));
+    }
+
+    #[test]
+    fn a_shared_limit_allows_balanced_multiples_past_its_cap() {
+        let limit = Limit {
+            lo: 6,
+            hi: PARALLEL_TILE,
+            multiple: 6,
+            shares: Some(1000),
+        };
+        // Up to the cap, the multiples and the cap itself.
+        assert!(limit.allows(30) && limit.allows(PARALLEL_TILE));
+        assert!(!limit.allows(4) && !limit.allows(28));
+        // Past it, only the multiples that threads share evenly.
+        assert_eq!(limit.balanced_sizes(), vec![42, 66, 126, 132]);
+        assert!(!limit.allows(96) && !limit.allows(128));
+        let unshared = Limit {
+            shares: None,
+            ..limit
+        };
+        assert!(unshared.balanced_sizes().is_empty() && !unshared.allows(126));
     }
 }
