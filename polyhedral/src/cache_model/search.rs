@@ -243,7 +243,10 @@ pub fn search_band(
             let limit = &limits[k];
             if held.contains(&k) {
                 t.max(limit.lo)
-            } else if register.as_ref().is_some_and(|r| r.rows == k) && !limit.allows(t) {
+            } else if register.as_ref().is_some_and(|r| r.rows == k)
+                && t % limit.multiple != 0
+                && t < extents[k]
+            {
                 // Whole register tiles of rows: the multiple at or below the rule's size.
                 (t / limit.multiple * limit.multiple).max(limit.multiple.min(limit.hi))
             } else {
