@@ -444,6 +444,10 @@ fn register_rows(
     }
     limit.multiple = rows;
     limit.lo = limit.lo.max(rows);
+    // A cap below the extent is no whole member: it takes whole register tiles too.
+    if limit.hi < extent {
+        limit.hi = (limit.hi / rows * rows).max(limit.lo);
+    }
     if Some(register.rows) == parallel && target.has_parallel_units() {
         limit.shares = Some(extent);
     }
@@ -711,13 +715,13 @@ mod tests {
     fn a_shared_limit_allows_balanced_multiples_past_its_cap() {
         let limit = Limit {
             lo: 6,
-            hi: PARALLEL_TILE,
+            hi: 30,
             multiple: 6,
             shares: Some(1000),
         };
-        // Up to the cap, the multiples and the cap itself.
-        assert!(limit.allows(30) && limit.allows(PARALLEL_TILE));
-        assert!(!limit.allows(4) && !limit.allows(28));
+        // Up to the cap, its multiples.
+        assert!(limit.allows(6) && limit.allows(30));
+        assert!(!limit.allows(4) && !limit.allows(28) && !limit.allows(PARALLEL_TILE));
         // Past it, only the multiples that threads share evenly.
         assert_eq!(limit.balanced_sizes(), vec![42, 66, 126, 132]);
         assert!(!limit.allows(96) && !limit.allows(128));
