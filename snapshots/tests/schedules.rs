@@ -139,21 +139,7 @@ fn gemver_tiles_streamed_along_its_parallel_member() {
         l1("predicted misses of the kernel:"),
         "{report}"
     );
-    let band = c
-        .schedule
-        .bands
-        .iter()
-        .find(|b| b.len == 2)
-        .expect("gemver has a two-member band");
-    let found = polyhedral::cache_model::search_band(
-        &c.program,
-        &c.deps,
-        &c.schedule,
-        band,
-        &cpu::description(),
-    )
-    .unwrap()
-    .unwrap();
+    let found = searched(&c, 2);
     let streamed = found.streamed.expect("the band streams");
     assert!(streamed.parallel && !streamed.whole, "{streamed:?}");
     let size = found.best.sizes[streamed.member];
@@ -173,13 +159,24 @@ fn gemver_tiles_streamed_along_its_parallel_member() {
 fn gemm_rows_take_whole_register_tiles() {
     let program = load(&kernel("gemm.c"));
     let c = optimized(&program, Fusion::SmartFuse);
+    let found = searched(&c, 3);
+    let rows = found.best.sizes[0];
+    assert_eq!(rows % 6, 0, "{:?}", found.best.sizes);
+    assert!(rows > polyhedral::cache_model::PARALLEL_TILE, "{rows}");
+    let tree = c.tree.display(&c.program).to_string();
+    assert!(tree.contains("register tile 6x8"), "{tree}");
+}
+
+/// The tile search's result, on the CPU target, for the first band of `c` with `members`
+/// members.
+fn searched(c: &Compiled, members: usize) -> polyhedral::cache_model::BandSearch {
     let band = c
         .schedule
         .bands
         .iter()
-        .find(|b| b.len == 3)
-        .expect("gemm has a three-member band");
-    let found = polyhedral::cache_model::search_band(
+        .find(|b| b.len == members)
+        .unwrap_or_else(|| panic!("{} has no band of {members} members", c.program.name));
+    polyhedral::cache_model::search_band(
         &c.program,
         &c.deps,
         &c.schedule,
@@ -187,10 +184,5 @@ fn gemm_rows_take_whole_register_tiles() {
         &cpu::description(),
     )
     .unwrap()
-    .unwrap();
-    let rows = found.best.sizes[0];
-    assert_eq!(rows % 6, 0, "{:?}", found.best.sizes);
-    assert!(rows > polyhedral::cache_model::PARALLEL_TILE, "{rows}");
-    let tree = c.tree.display(&c.program).to_string();
-    assert!(tree.contains("register tile 6x8"), "{tree}");
+    .unwrap()
 }
