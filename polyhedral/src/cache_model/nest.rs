@@ -156,6 +156,17 @@ pub struct Model {
     pub(crate) register_at: Option<usize>,
 }
 
+/// A register tile of one row in a final schedule: the code walks its columns in blocks of
+/// `width` outside the loops of its band, so the blocks are a tile loop in front of the
+/// band's first loop, dimension `at`; `columns` holds the columns loop's function of each
+/// statement of the band.
+#[derive(Clone, Debug)]
+pub struct ColumnBlocks {
+    pub at: usize,
+    pub columns: Vec<(usize, AffineExpr)>,
+    pub width: i64,
+}
+
 /// A register tile ([`crate::register_tile`]) inside the tiles of a band: the band members of
 /// its rows and its columns, and the vector unit and lanes its shape comes from. Between its
 /// copies the accumulators stay in registers while the members between rows and columns run,
@@ -189,9 +200,35 @@ impl Model {
     /// holding its size (tiling may order the tile loops of different loop nests differently,
     /// so one dimension can tile different members).
     pub fn of_schedule(program: &Program, schedule: &PlutoSchedule) -> Result<Model, Unsupported> {
+        Model::of_schedule_with(program, schedule, &[])
+    }
+
+    /// [`Model::of_schedule`] with the column blocks of register tiles of one row: each adds a
+    /// tile loop of its own slot in front of its dimension.
+    pub fn of_schedule_with(
+        program: &Program,
+        schedule: &PlutoSchedule,
+        blocks: &[ColumnBlocks],
+    ) -> Result<Model, Unsupported> {
         let mut sizes = Vec::new();
-        let mut positions = Vec::with_capacity(schedule.dims.len());
+        let mut positions = Vec::with_capacity(schedule.dims.len() + blocks.len());
         for (d, dim) in schedule.dims.iter().enumerate() {
+            for block in blocks.iter().filter(|b| b.at == d) {
+                sizes.push(block.width);
+                let slot = sizes.len() - 1;
+                positions.push(Position {
+                    kind: DimKind::Loop,
+                    entries: (0..program.statements.len())
+                        .map(|s| match block.columns.iter().find(|(t, _)| *t == s) {
+                            Some((_, phi)) => Entry::Tile {
+                                phi: phi.clone(),
+                                slot,
+                            },
+                            None => Entry::Constant(0),
+                        })
+                        .collect(),
+                });
+            }
             let tile = schedule
                 .band_of(d)
                 .is_some_and(|b| b.kind == BandKind::Tile);

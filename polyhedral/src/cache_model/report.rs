@@ -5,10 +5,12 @@
 //! The search is run again on the schedule before tiling, exactly as the tiling pass ran it:
 //! a band's two columns are the kernel's misses with that band tiled and the others not, as
 //! the search compared its candidates. The kernel's misses at the end are those of the final
-//! schedule (every band tiled and permuted as the pipeline left it), whose model has no
-//! register tiles: where the kernel's one tile band gets a register tile (the search expected
-//! one and the tree has it), they are the search's figures for the chosen tiles instead,
-//! which walk the register tile as the code runs it. The kernel's misses count the packed
+//! schedule (every band tiled and permuted as the pipeline left it), whose model walks the
+//! register tiles of one row as the code runs them (their columns in blocks, a tile loop in
+//! front of their band) but has no other register tiles: where the kernel's one tile band
+//! gets a register tile of rows and columns (the search expected one and the tree has it),
+//! they are the search's figures for the chosen tiles instead, which walk the register tile
+//! as the code runs it. The kernel's misses count the packed
 //! buffers of its pack marks as the code has them: the copies in and out, and the loops below
 //! a mark on the buffer (`packing.rs`). All are from cold caches, on one thread.
 
@@ -23,7 +25,7 @@ use crate::schedule::NodeKind;
 use crate::target::TargetDescription;
 
 use super::eval::{predict, Prediction};
-use super::nest::Model;
+use super::nest::{ColumnBlocks, Model};
 use super::packing::packings;
 use super::search::{search_band, RULE_MARGIN, STREAMED_PARALLEL_TILES};
 use super::{levels, Level, Unsupported};
@@ -46,7 +48,7 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
         ));
     }
     let program = &compiled.program;
-    let model = Model::of_schedule(program, &compiled.tiled)?;
+    let model = Model::of_schedule_with(program, &compiled.tiled, &column_blocks(compiled))?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -310,4 +312,50 @@ fn bytes(n: u64) -> String {
     } else {
         format!("{n} B")
     }
+}
+
+/// The column blocks of the register tiles of one row in `compiled`'s tree, placed in its
+/// final schedule: in front of the dimension that is the tiled band's first loop for every
+/// statement of it (a tile whose band is not found so is left out).
+fn column_blocks(compiled: &Compiled) -> Vec<ColumnBlocks> {
+    let tree = &compiled.tree;
+    let dims = &compiled.tiled.dims;
+    let marks = tree.find(&|k| {
+        matches!(k, NodeKind::Mark(m) if RegisterTileMark::parse(m).is_some_and(|r| r.rows == 1))
+    });
+    marks
+        .iter()
+        .filter_map(|path| {
+            let node = tree.node(path)?;
+            let NodeKind::Mark(name) = &node.kind else {
+                return None;
+            };
+            let mark = RegisterTileMark::parse(name)?;
+            let NodeKind::Band(band) = &node.children.first()?.kind else {
+                return None;
+            };
+            let mut at = None;
+            let mut columns = Vec::new();
+            for (stmt, functions) in &band.schedule {
+                let (first, last) = (functions.first()?, functions.last()?);
+                if !last.floors.is_empty() {
+                    return None;
+                }
+                let s = stmt.index();
+                let d = dims
+                    .iter()
+                    .position(|dim| dim.exprs.get(s) == Some(first))?;
+                if at.is_some_and(|a| a != d) {
+                    return None;
+                }
+                at = Some(d);
+                columns.push((s, last.affine.clone()));
+            }
+            Some(ColumnBlocks {
+                at: at?,
+                columns,
+                width: mark.cols,
+            })
+        })
+        .collect()
 }

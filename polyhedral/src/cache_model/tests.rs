@@ -184,6 +184,26 @@ fn a_tiled_transpose_misses_once_per_line_in_a_small_cache() {
     assert_ne!(runner_up.sizes, found.best.sizes);
 }
 
+#[test]
+fn column_blocks_of_a_one_row_register_tile_walk_the_columns_outside_the_rows() {
+    // The transpose with j walked in blocks of 8 outside i (a register tile of one row): per
+    // block, each i touches 4 lines of A and 8 of B, and B's 8 lines are still cached at the
+    // next i, so in 64 lines every line misses once, where the plain nest misses B's lines
+    // at every i.
+    let p = transpose();
+    let blocks = [super::nest::ColumnBlocks {
+        at: 0,
+        columns: vec![(0, it(1))],
+        width: 8,
+    }];
+    let model = Model::of_schedule_with(&p, &loops(2), &blocks).unwrap();
+    assert_eq!(model.sizes, [8]);
+    let levels = [fully_associative(64)];
+    assert_eq!(predict(&model, &[8], &levels).misses, [4096.0]);
+    let plain = Model::of_schedule(&p, &loops(2)).unwrap();
+    assert_eq!(predict(&plain, &[], &levels).misses, [6144.0]);
+}
+
 /// A target with one fully associative cache of `bytes` in lines of `line` bytes, and
 /// optionally pages of `page` bytes.
 fn one_cache(bytes: u64, line: u32, page: Option<u64>) -> crate::target::TargetDescription {
