@@ -320,17 +320,14 @@ fn bytes(n: u64) -> String {
 fn column_blocks(compiled: &Compiled) -> Vec<ColumnBlocks> {
     let tree = &compiled.tree;
     let dims = &compiled.tiled.dims;
-    let marks = tree.find(&|k| {
-        matches!(k, NodeKind::Mark(m) if RegisterTileMark::parse(m).is_some_and(|r| r.rows == 1))
-    });
-    marks
+    tree.find(&|k| matches!(k, NodeKind::Mark(_)))
         .iter()
         .filter_map(|path| {
             let node = tree.node(path)?;
             let NodeKind::Mark(name) = &node.kind else {
                 return None;
             };
-            let mark = RegisterTileMark::parse(name)?;
+            let mark = RegisterTileMark::parse(name).filter(|m| m.rows == 1)?;
             let NodeKind::Band(band) = &node.children.first()?.kind else {
                 return None;
             };

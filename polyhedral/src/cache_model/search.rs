@@ -185,8 +185,7 @@ pub fn search_band(
             }
         }
     }
-    let Ok(model) = Model::with_nests_tiled(program, schedule, band, &orders, register.clone())
-    else {
+    let Ok(model) = Model::with_nests_tiled(program, schedule, band, &orders, register) else {
         return Ok(None);
     };
     // Each member's extent: the largest range of its coordinate over the statements.
@@ -232,7 +231,7 @@ pub fn search_band(
             limit
         })
         .collect();
-    if let Some(r) = &register {
+    if let Some(r) = &model.register {
         register_rows(r, &extents, &mut limits, parallel, target);
     }
     // The capacity rule's sizes are a candidate too, and where the descent starts from.
@@ -243,7 +242,7 @@ pub fn search_band(
             let limit = &limits[k];
             if held.contains(&k) {
                 t.max(limit.lo)
-            } else if register.as_ref().is_some_and(|r| r.rows == k)
+            } else if model.register.as_ref().is_some_and(|r| r.rows == k)
                 && t % limit.multiple != 0
                 && t < extents[k]
             {
@@ -514,9 +513,9 @@ impl Limit {
             && if t <= self.hi {
                 t % self.multiple == 0 || t == self.hi
             } else {
-                self.shares.is_some_and(|extent| {
-                    t <= extent && t % self.multiple == 0 && balanced(extent, t)
-                })
+                // (A tile past the extent is one tile: never balanced.)
+                self.shares
+                    .is_some_and(|extent| t % self.multiple == 0 && balanced(extent, t))
             }
     }
 
