@@ -20,6 +20,7 @@
 //! (carried by loop `l`), or when they agree on all shared loops and `S` comes first in the text
 //! (loop-independent). Every dependence is split by that level, which is what schedulers ask.
 
+use rayon::prelude::*;
 use std::fmt::Write;
 
 use crate::program::{AccessKind, AffineExpr, ArrayId, Program, Statement, StmtId, Var};
@@ -434,52 +435,66 @@ pub fn writes_every_element(program: &Program, array: ArrayId) -> Result<bool, D
     Ok(rest.is_empty()?)
 }
 
+/// The memory-based dependences of every ordered pair of statements, the pairs computed side
+/// by side on the machine's cores and listed in the order of a sequential walk.
 fn memory_dependences(model: &Model) -> Result<Vec<Dependence>, sets::Error> {
-    let program = model.program;
+    let n = model.program.statements.len();
+    let pairs: Vec<(usize, usize)> = (0..n).flat_map(|s| (0..n).map(move |t| (s, t))).collect();
+    let per_pair: Vec<Result<Vec<Dependence>, sets::Error>> = pairs
+        .par_iter()
+        .map(|&(s, t)| pair_dependences(model, s, t))
+        .collect();
     let mut deps = Vec::new();
-    for (si, s) in program.statements.iter().enumerate() {
-        for (ti, t) in program.statements.iter().enumerate() {
-            let levels: Vec<(Level, Map)> = (0..model.shared_loops(s, t))
-                .map(Level::Loop)
-                .chain([Level::Textual])
-                .filter_map(|level| model.precedes(s, t, level).transpose().map(|m| (level, m)))
-                .map(|(level, m)| m.map(|m| (level, m)))
-                .collect::<Result<_, _>>()?;
-            if levels.is_empty() {
+    for pair in per_pair {
+        deps.extend(pair?);
+    }
+    Ok(deps)
+}
+
+/// The memory-based dependences from statement `si` to statement `ti`.
+fn pair_dependences(model: &Model, si: usize, ti: usize) -> Result<Vec<Dependence>, sets::Error> {
+    let program = model.program;
+    let (s, t) = (&program.statements[si], &program.statements[ti]);
+    let mut deps = Vec::new();
+    let levels: Vec<(Level, Map)> = (0..model.shared_loops(s, t))
+        .map(Level::Loop)
+        .chain([Level::Textual])
+        .filter_map(|level| model.precedes(s, t, level).transpose().map(|m| (level, m)))
+        .map(|(level, m)| m.map(|m| (level, m)))
+        .collect::<Result<_, _>>()?;
+    if levels.is_empty() {
+        return Ok(deps);
+    }
+    for (a, (ka, acc_a)) in s.accesses().enumerate() {
+        for (b, (kb, acc_b)) in t.accesses().enumerate() {
+            if acc_a.array != acc_b.array {
                 continue;
             }
-            for (a, (ka, acc_a)) in s.accesses().enumerate() {
-                for (b, (kb, acc_b)) in t.accesses().enumerate() {
-                    if acc_a.array != acc_b.array {
-                        continue;
-                    }
-                    let kind = match (ka, kb) {
-                        (AccessKind::Write, AccessKind::Read) => DepKind::Flow,
-                        (AccessKind::Read, AccessKind::Write) => DepKind::Anti,
-                        (AccessKind::Write, AccessKind::Write) => DepKind::Output,
-                        (AccessKind::Read, AccessKind::Read) => DepKind::Input,
-                    };
-                    let same = model.accesses[si][a].apply_range(&model.accesses[ti][b].reverse());
-                    for (level, order) in &levels {
-                        let relation = same.intersect(order);
-                        if relation.is_empty()? {
-                            continue;
-                        }
-                        let relation = relation.simplify()?;
-                        let distance = model.distance(s, t, &relation)?;
-                        deps.push(Dependence {
-                            kind,
-                            source: StmtId(si as u32),
-                            sink: StmtId(ti as u32),
-                            array: acc_a.array,
-                            source_access: a,
-                            sink_access: b,
-                            level: *level,
-                            relation,
-                            distance,
-                        });
-                    }
+            let kind = match (ka, kb) {
+                (AccessKind::Write, AccessKind::Read) => DepKind::Flow,
+                (AccessKind::Read, AccessKind::Write) => DepKind::Anti,
+                (AccessKind::Write, AccessKind::Write) => DepKind::Output,
+                (AccessKind::Read, AccessKind::Read) => DepKind::Input,
+            };
+            let same = model.accesses[si][a].apply_range(&model.accesses[ti][b].reverse());
+            for (level, order) in &levels {
+                let relation = same.intersect(order);
+                if relation.is_empty()? {
+                    continue;
                 }
+                let relation = relation.simplify()?;
+                let distance = model.distance(s, t, &relation)?;
+                deps.push(Dependence {
+                    kind,
+                    source: StmtId(si as u32),
+                    sink: StmtId(ti as u32),
+                    array: acc_a.array,
+                    source_access: a,
+                    sink_access: b,
+                    level: *level,
+                    relation,
+                    distance,
+                });
             }
         }
     }
@@ -508,89 +523,118 @@ fn dataflow(
         .iter()
         .map(|s| model.schedule(s, width))
         .collect::<Result<_, _>>()?;
+    let reads: Vec<(usize, usize)> = program
+        .statements
+        .iter()
+        .enumerate()
+        .flat_map(|(t, stmt)| (0..stmt.reads.len()).map(move |r| (t, r)))
+        .collect();
+    let per_read: Vec<ReadFlow> = reads
+        .par_iter()
+        .map(|&(t, r)| read_dataflow(model, memory, &schedules, t, r))
+        .collect();
     let mut flows = Vec::new();
     let mut live_in = Vec::new();
-    for (ti, t) in program.statements.iter().enumerate() {
-        for (r, read) in t.reads.iter().enumerate() {
-            let sink_access = r + 1;
-            // Every earlier write of the element, as { T[j] -> [time of the write] }.
-            let sources: Vec<&Dependence> = memory
-                .iter()
-                .filter(|d| {
-                    d.kind == DepKind::Flow && d.sink.index() == ti && d.sink_access == sink_access
-                })
-                .collect();
-            let reads = model.accesses[ti][sink_access].domain();
-            let mut statements: Vec<StmtId> = sources.iter().map(|d| d.source).collect();
-            statements.sort();
-            statements.dedup();
-            if statements.is_empty() {
-                live_in.push(LiveIn {
-                    stmt: StmtId(ti as u32),
-                    read: r,
-                    array: read.array,
-                    instances: reads,
-                });
+    for read in per_read {
+        let (read_flows, read_live_in) = read?;
+        flows.extend(read_flows);
+        live_in.extend(read_live_in);
+    }
+    Ok((flows, live_in))
+}
+
+/// The value-based flow dependences into one read and its upwards-exposed instances.
+type ReadFlow = Result<(Vec<Dependence>, Vec<LiveIn>), sets::Error>;
+
+/// The value-based flow dependences into read `r` of statement `ti` and its instances that no
+/// write reaches, from `memory`'s flow dependences and the statements' original `schedules`.
+fn read_dataflow(
+    model: &Model,
+    memory: &[Dependence],
+    schedules: &[Map],
+    ti: usize,
+    r: usize,
+) -> ReadFlow {
+    let program = model.program;
+    let t = &program.statements[ti];
+    let read = &t.reads[r];
+    let mut flows = Vec::new();
+    let mut live_in = Vec::new();
+    let sink_access = r + 1;
+    // Every earlier write of the element, as { T[j] -> [time of the write] }.
+    let sources: Vec<&Dependence> = memory
+        .iter()
+        .filter(|d| d.kind == DepKind::Flow && d.sink.index() == ti && d.sink_access == sink_access)
+        .collect();
+    let reads = model.accesses[ti][sink_access].domain();
+    let mut statements: Vec<StmtId> = sources.iter().map(|d| d.source).collect();
+    statements.sort();
+    statements.dedup();
+    if statements.is_empty() {
+        live_in.push(LiveIn {
+            stmt: StmtId(ti as u32),
+            read: r,
+            array: read.array,
+            instances: reads,
+        });
+        return Ok((flows, live_in));
+    }
+    // Per read instance, the last write: { T[j] -> S[i] } for each source statement S.
+    let last_writers: Vec<(StmtId, Map)> = if let [only] = statements[..] {
+        // With one source statement, the original order of its instances is the
+        // lexicographic order of its iterators: no need to go through schedules.
+        let all = union_all(sources.iter().map(|d| d.relation.reverse()));
+        vec![(only, all.lexmax()?)]
+    } else {
+        let timed = union_all(sources.iter().map(|d| {
+            d.relation
+                .reverse()
+                .apply_range(&schedules[d.source.index()])
+        }));
+        let latest = timed.lexmax()?;
+        statements
+            .iter()
+            .map(|&s| (s, latest.apply_range(&schedules[s.index()].reverse())))
+            .collect()
+    };
+    let written = last_writers
+        .iter()
+        .map(|(_, m)| m.domain())
+        .reduce(|a, b| a.union(&b))
+        .expect("there is at least one source statement");
+    let exposed = reads.subtract(&written)?.simplify()?;
+    if !exposed.is_empty()? {
+        live_in.push(LiveIn {
+            stmt: StmtId(ti as u32),
+            read: r,
+            array: read.array,
+            instances: exposed,
+        });
+    }
+    for (source, last) in last_writers {
+        let s = &program.statements[source.index()];
+        let relation = last.reverse().simplify()?;
+        if relation.is_empty()? {
+            continue;
+        }
+        for (level, order) in levels_of(model, s, t)? {
+            let part = relation.intersect(&order);
+            if part.is_empty()? {
                 continue;
             }
-            // Per read instance, the last write: { T[j] -> S[i] } for each source statement S.
-            let last_writers: Vec<(StmtId, Map)> = if let [only] = statements[..] {
-                // With one source statement, the original order of its instances is the
-                // lexicographic order of its iterators: no need to go through schedules.
-                let all = union_all(sources.iter().map(|d| d.relation.reverse()));
-                vec![(only, all.lexmax()?)]
-            } else {
-                let timed = union_all(sources.iter().map(|d| {
-                    d.relation
-                        .reverse()
-                        .apply_range(&schedules[d.source.index()])
-                }));
-                let latest = timed.lexmax()?;
-                statements
-                    .iter()
-                    .map(|&s| (s, latest.apply_range(&schedules[s.index()].reverse())))
-                    .collect()
-            };
-            let written = last_writers
-                .iter()
-                .map(|(_, m)| m.domain())
-                .reduce(|a, b| a.union(&b))
-                .expect("there is at least one source statement");
-            let exposed = reads.subtract(&written)?.simplify()?;
-            if !exposed.is_empty()? {
-                live_in.push(LiveIn {
-                    stmt: StmtId(ti as u32),
-                    read: r,
-                    array: read.array,
-                    instances: exposed,
-                });
-            }
-            for (source, last) in last_writers {
-                let s = &program.statements[source.index()];
-                let relation = last.reverse().simplify()?;
-                if relation.is_empty()? {
-                    continue;
-                }
-                for (level, order) in levels_of(model, s, t)? {
-                    let part = relation.intersect(&order);
-                    if part.is_empty()? {
-                        continue;
-                    }
-                    let part = part.simplify()?;
-                    let distance = model.distance(s, t, &part)?;
-                    flows.push(Dependence {
-                        kind: DepKind::Flow,
-                        source,
-                        sink: StmtId(ti as u32),
-                        array: read.array,
-                        source_access: 0,
-                        sink_access,
-                        level,
-                        relation: part,
-                        distance,
-                    });
-                }
-            }
+            let part = part.simplify()?;
+            let distance = model.distance(s, t, &part)?;
+            flows.push(Dependence {
+                kind: DepKind::Flow,
+                source,
+                sink: StmtId(ti as u32),
+                array: read.array,
+                source_access: 0,
+                sink_access,
+                level,
+                relation: part,
+                distance,
+            });
         }
     }
     Ok((flows, live_in))

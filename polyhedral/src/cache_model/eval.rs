@@ -49,6 +49,8 @@
 //! program counts its instances and its distinct lines exactly and a single instance counts
 //! one execution.
 
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use rustc_hash::FxHashMap;
 
 use crate::program::ArrayId;
@@ -115,12 +117,24 @@ impl Prediction {
 }
 
 /// Miss probabilities already computed, by cache and footprint: candidates of one search share
-/// most of their inner loops' footprints.
+/// most of their inner loops' footprints. The threads that evaluate a search's candidates
+/// share one memo; what it holds is a function of its key alone, so which thread computed it
+/// first does not matter.
 #[derive(Debug, Default)]
 pub(super) struct Memo {
-    known: FxHashMap<(usize, Vec<u64>), f64>,
-    /// Per cache and box, the distribution of the lines the box puts into one set.
-    loads: FxHashMap<(usize, Vec<u64>), Vec<f64>>,
+    known: Mutex<FxHashMap<(usize, Vec<u64>), f64>>,
+    /// Per cache, box and placement (whether the box's runs are placed at their sets or at
+    /// random ones), the distribution of the lines the box puts into one set.
+    loads: Mutex<FxHashMap<BoxKey, Vec<f64>>>,
+}
+
+/// A box's key in [`Memo`]: the cache, the box's [`key`] and whether its runs are placed.
+type BoxKey = (usize, Vec<u64>, bool);
+
+/// The map behind `mutex` (a thread that panicked holding it left nothing half-written: every
+/// entry is inserted whole).
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The bits of `runs`, as a key.
@@ -142,26 +156,28 @@ fn key(runs: &[Runs]) -> Vec<u64> {
 }
 
 impl Memo {
-    fn p_miss(&mut self, cache: usize, caches: &[Cache], runs: &[Runs]) -> f64 {
-        let whole = key(runs);
-        if let Some(&p) = self.known.get(&(cache, whole.clone())) {
+    fn p_miss(&self, cache: usize, caches: &[Cache], runs: &[Runs]) -> f64 {
+        let whole = (cache, key(runs));
+        if let Some(&p) = locked(&self.known).get(&whole) {
             return p;
         }
-        let known = &mut self.loads;
         let p = p_miss(&caches[cache], runs, &mut |c, r, placed| {
-            known
-                .entry((cache, key(std::slice::from_ref(r))))
-                .or_insert_with(|| loads(c, r, placed))
-                .clone()
+            let box_key = (cache, key(std::slice::from_ref(r)), placed);
+            if let Some(known) = locked(&self.loads).get(&box_key) {
+                return known.clone();
+            }
+            let computed = loads(c, r, placed);
+            locked(&self.loads).insert(box_key, computed.clone());
+            computed
         });
-        self.known.insert((cache, whole), p);
+        locked(&self.known).insert(whole, p);
         p
     }
 }
 
 /// The misses of `model` with tile sizes `sizes` (one per slot) in each of `levels`.
 pub fn predict(model: &Model, sizes: &[i64], levels: &[Level]) -> Prediction {
-    predict_with(model, sizes, levels, &mut Memo::default())
+    predict_with(model, sizes, levels, &Memo::default())
 }
 
 /// [`predict`], reusing and extending `memo`, which must have been used with `levels` only.
@@ -169,7 +185,7 @@ pub(super) fn predict_with(
     model: &Model,
     sizes: &[i64],
     levels: &[Level],
-    memo: &mut Memo,
+    memo: &Memo,
 ) -> Prediction {
     let sizes = &model.slot_sizes(sizes)[..];
     let boxes: Vec<(Vec<f64>, Vec<f64>)> = model
@@ -374,7 +390,7 @@ struct Walk<'a> {
     /// Every level's cache, and the ones (of this walk's line size) the walk counts.
     caches: &'a [Cache],
     chosen: &'a [usize],
-    memo: &'a mut Memo,
+    memo: &'a Memo,
     /// Per group, misses per cache.
     misses: Vec<Vec<f64>>,
     /// Where the closest level is among `chosen`: the walk that accounts for the band.

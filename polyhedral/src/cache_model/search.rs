@@ -46,6 +46,8 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use crate::deps::Dependences;
 use crate::program::{Program, StmtId};
 use crate::register_tile;
@@ -253,7 +255,7 @@ pub fn search_band(
             }
         })
         .collect();
-    let mut memo = Memo::default();
+    let memo = Memo::default();
     let mut streamed = None;
     if let Some(k) = streamed_member(program, schedule, band, &order, target) {
         // Where the streamed member is also the parallel one, its tiles are capped for the
@@ -276,9 +278,9 @@ pub fn search_band(
             Some(run) if capped && rule[k] < run => {
                 let mut judged = rule.clone();
                 judged[k] = run;
-                predict_with(&model, &judged, &levels, &mut memo)
+                predict_with(&model, &judged, &levels, &memo)
             }
-            _ => predict_with(&model, &rule, &levels, &mut memo),
+            _ => predict_with(&model, &rule, &levels, &memo),
         };
         if let (true, Some(run)) = (prediction.streams(), run) {
             let limit = &mut limits[k];
@@ -346,8 +348,7 @@ pub fn search_band(
     search.try_sizes(&rule);
     let points: usize = grid.iter().map(Vec::len).product();
     if points <= EXHAUSTIVE {
-        let mut sizes = vec![0; band.len];
-        search.all(&grid, 0, &mut sizes);
+        search.all(&grid);
     } else {
         search.descend(&grid, &rule);
     }
@@ -355,7 +356,7 @@ pub fn search_band(
     // the sizes around the rule's can beat those around the coarse grid's best.
     search.refine(search.best_sizes());
     search.refine(rule.clone());
-    let incumbent = predict_with(&model, &rule, &levels, &mut search.memo);
+    let incumbent = predict_with(&model, &rule, &levels, &search.memo);
     let incumbent = Candidate {
         cost: incumbent.cost(&levels),
         sizes: rule,
@@ -547,10 +548,28 @@ struct Search<'a> {
 impl Search<'_> {
     /// Evaluates `sizes` (once) and keeps it if it is among the two best; returns its cost.
     fn try_sizes(&mut self, sizes: &[i64]) -> f64 {
-        if let Some(&cost) = self.seen.get(sizes) {
-            return cost;
+        self.try_all(std::slice::from_ref(&sizes.to_vec()))[0]
+    }
+
+    /// [`Search::try_sizes`] on every candidate of `batch`, in its order: the candidates not
+    /// yet seen are evaluated side by side on the search's threads, then kept in the order
+    /// given, so that the outcome is the one of evaluating them one after the other.
+    fn try_all(&mut self, batch: &[Vec<i64>]) -> Vec<f64> {
+        let mut fresh: Vec<&[i64]> = Vec::new();
+        for sizes in batch {
+            if !self.seen.contains_key(sizes) && !fresh.contains(&sizes.as_slice()) {
+                fresh.push(sizes);
+            }
         }
-        let prediction = predict_with(self.model, sizes, self.levels, &mut self.memo);
+        let predictions = evaluate(self.model, self.levels, &fresh, &self.memo);
+        for (sizes, prediction) in fresh.into_iter().zip(predictions) {
+            self.keep(sizes, prediction);
+        }
+        batch.iter().map(|sizes| self.seen[sizes]).collect()
+    }
+
+    /// Records the cost of `sizes` and keeps it if it is among the two best.
+    fn keep(&mut self, sizes: &[i64], prediction: Prediction) {
         let cost = prediction.cost(self.levels);
         let cost = if cost.is_finite() {
             cost
@@ -559,7 +578,7 @@ impl Search<'_> {
         };
         self.seen.insert(sizes.to_vec(), cost);
         if !cost.is_finite() {
-            return cost;
+            return;
         }
         let candidate = Candidate {
             sizes: sizes.to_vec(),
@@ -578,40 +597,50 @@ impl Search<'_> {
             }
             _ => self.runner_up = self.best.replace(candidate),
         }
-        cost
     }
 
-    fn all(&mut self, grid: &[Vec<i64>], k: usize, sizes: &mut Vec<i64>) {
-        if k == grid.len() {
-            self.try_sizes(sizes);
-            return;
+    /// Every point of `grid`.
+    fn all(&mut self, grid: &[Vec<i64>]) {
+        let mut points: Vec<Vec<i64>> = vec![Vec::new()];
+        for values in grid {
+            points = points
+                .iter()
+                .flat_map(|p| {
+                    values.iter().map(move |&t| {
+                        let mut p = p.clone();
+                        p.push(t);
+                        p
+                    })
+                })
+                .collect();
         }
-        for &t in &grid[k] {
-            sizes[k] = t;
-            self.all(grid, k + 1, sizes);
-        }
+        self.try_all(&points);
     }
 
     /// One member at a time until no member improves, from the best uniform size and from
     /// `rule` (two starts, so that a good point far from the rule's is still found).
     fn descend(&mut self, grid: &[Vec<i64>], rule: &[i64]) {
-        let mut uniform: Option<(f64, Vec<i64>)> = None;
-        for &t in &COARSE {
-            let sizes: Vec<i64> = grid
-                .iter()
-                .map(|v| {
-                    *v.iter()
-                        .min_by_key(|&&x| (x - t).abs())
-                        .expect("every member has a size")
-                })
-                .collect();
-            let cost = self.try_sizes(&sizes);
-            if uniform.as_ref().is_none_or(|(c, _)| cost < *c) {
-                uniform = Some((cost, sizes));
+        let uniform: Vec<Vec<i64>> = COARSE
+            .iter()
+            .map(|&t| {
+                grid.iter()
+                    .map(|v| {
+                        *v.iter()
+                            .min_by_key(|&&x| (x - t).abs())
+                            .expect("every member has a size")
+                    })
+                    .collect()
+            })
+            .collect();
+        let costs = self.try_all(&uniform);
+        let mut start: Option<(f64, &Vec<i64>)> = None;
+        for (cost, sizes) in costs.into_iter().zip(&uniform) {
+            if start.is_none_or(|(c, _)| cost < c) {
+                start = Some((cost, sizes));
             }
         }
-        if let Some((_, start)) = uniform {
-            self.descend_from(grid, start);
+        if let Some((_, start)) = start {
+            self.descend_from(grid, start.clone());
         }
         self.descend_from(grid, rule.to_vec());
     }
@@ -622,10 +651,18 @@ impl Search<'_> {
         for _ in 0..8 {
             let before = at.clone();
             for (k, values) in grid.iter().enumerate() {
-                for &t in values {
-                    let mut sizes = at.clone();
-                    sizes[k] = t;
-                    let c = self.try_sizes(&sizes);
+                // (Moving to a better size changes only member `k`, which every candidate
+                // of this member sets anyway.)
+                let candidates: Vec<Vec<i64>> = values
+                    .iter()
+                    .map(|&t| {
+                        let mut sizes = at.clone();
+                        sizes[k] = t;
+                        sizes
+                    })
+                    .collect();
+                let costs = self.try_all(&candidates);
+                for (c, sizes) in costs.into_iter().zip(candidates) {
                     if c < cost {
                         cost = c;
                         at = sizes;
@@ -645,22 +682,25 @@ impl Search<'_> {
         for step in FINE_STEPS {
             for _ in 0..16 {
                 let before = at.clone();
+                let mut candidates = Vec::new();
                 for k in 0..before.len() {
                     let limit = self.limits[k];
                     let m = limit.multiple;
                     let step = (step.max(m) + m - 1) / m * m;
                     for t in [before[k] - step, before[k] + step] {
                         let t = (t / step) * step;
-                        if !limit.allows(t) {
-                            continue;
+                        if limit.allows(t) {
+                            let mut sizes = before.clone();
+                            sizes[k] = t;
+                            candidates.push(sizes);
                         }
-                        let mut sizes = before.clone();
-                        sizes[k] = t;
-                        let c = self.try_sizes(&sizes);
-                        if c < cost * (1.0 - REFINE_GAIN) {
-                            cost = c;
-                            at = sizes;
-                        }
+                    }
+                }
+                let costs = self.try_all(&candidates);
+                for (c, sizes) in costs.into_iter().zip(candidates) {
+                    if c < cost * (1.0 - REFINE_GAIN) {
+                        cost = c;
+                        at = sizes;
                     }
                 }
                 if at == before {
@@ -676,6 +716,16 @@ impl Search<'_> {
             .map(|b| b.sizes.clone())
             .unwrap_or_default()
     }
+}
+
+/// The predictions of `batch`, evaluated side by side on the machine's cores, which share
+/// `memo`: a prediction is a deterministic function of the model, the sizes and the levels,
+/// so which thread evaluates which candidate does not change it.
+fn evaluate(model: &Model, levels: &[Level], batch: &[&[i64]], memo: &Memo) -> Vec<Prediction> {
+    batch
+        .par_iter()
+        .map(|sizes| predict_with(model, sizes, levels, memo))
+        .collect()
 }
 
 /// Whether `a` is better than `b`: cheaper, or as cheap with a larger tile (then the

@@ -51,6 +51,7 @@
 //! variables.
 
 use num_traits::Zero;
+use rayon::prelude::*;
 
 use super::expr::QuasiAffine;
 use super::pluto::{affine_row, stmt_tuple, BandKind, DimKind, Error, PlutoSchedule};
@@ -127,72 +128,98 @@ pub fn coincident_dims_among(
     let Some(shape) = Shape::of(schedule) else {
         return coincident_dims_exact(program, deps, schedule, stmts);
     };
-    let mut coincident = vec![true; schedule.dims.len()];
-    for d in deps
+    // Each dependence's verdict on its own, side by side on the machine's cores; a dimension
+    // is coincident when every dependence finds it so, and the first dependence (in order)
+    // the shape cannot decide sends the whole question to the exact test.
+    let among: Vec<&Dependence> = deps
         .legality()
         .filter(|d| stmts.contains(&d.source) && stmts.contains(&d.sink))
-    {
-        let q = DepQuery::new(program, schedule, d)?;
-        let mut prefix = d.relation.clone();
-        for (r, &dim) in shape.skeleton.iter().enumerate() {
-            for band in shape.bands.iter().filter(|b| b.before == r) {
-                // Not a permutable tile band, or one whose floors differ between the
-                // statements: ask the tiled schedule itself.
-                let Some(matching) = band.matching(d.source, d.sink) else {
-                    return coincident_dims_exact(program, deps, schedule, stmts);
-                };
-                // A matched floor by what it divides at each end: point members that are
-                // the same expressions are the same floor.
-                let floor = |m: &Matched| {
-                    let exprs = |p: usize| &schedule.dims[band.point[p]].exprs;
-                    (
-                        &exprs(m.from)[d.source.index()],
-                        &exprs(m.to)[d.sink.index()],
-                        m.size,
-                    )
-                };
-                // The floors with pairs that reach the band at a positive distance.
-                let mut moves = Vec::new();
-                for m in distinct(&matching) {
-                    let (from, to) = (band.point[m.from], band.point[m.to]);
-                    if !q
-                        .cut_between(&prefix, from, to, Sign::Negative)?
-                        .is_empty()?
-                    {
-                        return coincident_dims_exact(program, deps, schedule, stmts);
-                    }
-                    if !q
-                        .cut_between(&prefix, from, to, Sign::Positive)?
-                        .is_empty()?
-                    {
-                        moves.push(floor(&m));
-                    }
-                }
-                // A floor an earlier tile member sums is equal on the pairs that reach a
-                // later one (a sum of non-decreasing floors that is equal has equal floors).
-                let mut forced = Vec::new();
-                for (j, terms) in matching.iter().enumerate() {
-                    let floors: Vec<_> = terms.iter().map(floor).collect();
-                    if floors
-                        .iter()
-                        .any(|f| moves.contains(f) && !forced.contains(f))
-                    {
-                        coincident[band.start + j] = false;
-                    }
-                    forced.extend(floors);
-                }
-                prefix = band.keep_equal(&matching, &q, prefix)?;
-            }
-            if coincident[dim] && !q.cut(&prefix, dim, Sign::Positive)?.is_empty()? {
-                coincident[dim] = false;
-            }
-            prefix = q.cut(&prefix, dim, Sign::Zero)?;
-            if prefix.is_empty()? {
-                break;
-            }
+        .collect();
+    let verdicts: Vec<Result<Option<Vec<bool>>, Error>> = among
+        .par_iter()
+        .map(|d| coincident_dims_of(program, schedule, &shape, d))
+        .collect();
+    let mut coincident = vec![true; schedule.dims.len()];
+    for verdict in verdicts {
+        let Some(own) = verdict? else {
+            return coincident_dims_exact(program, deps, schedule, stmts);
+        };
+        for (all, one) in coincident.iter_mut().zip(own) {
+            *all &= one;
         }
     }
     Ok(coincident)
+}
+
+/// Which dimensions of `schedule` (of the tiled `shape`) dependence `d` leaves coincident;
+/// `None` where the shape alone cannot tell.
+fn coincident_dims_of(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    shape: &Shape,
+    d: &Dependence,
+) -> Result<Option<Vec<bool>>, Error> {
+    let mut coincident = vec![true; schedule.dims.len()];
+    let q = DepQuery::new(program, schedule, d)?;
+    let mut prefix = d.relation.clone();
+    for (r, &dim) in shape.skeleton.iter().enumerate() {
+        for band in shape.bands.iter().filter(|b| b.before == r) {
+            // Not a permutable tile band, or one whose floors differ between the
+            // statements: ask the tiled schedule itself.
+            let Some(matching) = band.matching(d.source, d.sink) else {
+                return Ok(None);
+            };
+            // A matched floor by what it divides at each end: point members that are
+            // the same expressions are the same floor.
+            let floor = |m: &Matched| {
+                let exprs = |p: usize| &schedule.dims[band.point[p]].exprs;
+                (
+                    &exprs(m.from)[d.source.index()],
+                    &exprs(m.to)[d.sink.index()],
+                    m.size,
+                )
+            };
+            // The floors with pairs that reach the band at a positive distance.
+            let mut moves = Vec::new();
+            for m in distinct(&matching) {
+                let (from, to) = (band.point[m.from], band.point[m.to]);
+                if !q
+                    .cut_between(&prefix, from, to, Sign::Negative)?
+                    .is_empty()?
+                {
+                    return Ok(None);
+                }
+                if !q
+                    .cut_between(&prefix, from, to, Sign::Positive)?
+                    .is_empty()?
+                {
+                    moves.push(floor(&m));
+                }
+            }
+            // A floor an earlier tile member sums is equal on the pairs that reach a
+            // later one (a sum of non-decreasing floors that is equal has equal floors).
+            let mut forced = Vec::new();
+            for (j, terms) in matching.iter().enumerate() {
+                let floors: Vec<_> = terms.iter().map(floor).collect();
+                if floors
+                    .iter()
+                    .any(|f| moves.contains(f) && !forced.contains(f))
+                {
+                    coincident[band.start + j] = false;
+                }
+                forced.extend(floors);
+            }
+            prefix = band.keep_equal(&matching, &q, prefix)?;
+        }
+        if coincident[dim] && !q.cut(&prefix, dim, Sign::Positive)?.is_empty()? {
+            coincident[dim] = false;
+        }
+        prefix = q.cut(&prefix, dim, Sign::Zero)?;
+        if prefix.is_empty()? {
+            break;
+        }
+    }
+    Ok(Some(coincident))
 }
 
 /// A tile band of the schedule and how its members decompose over its point band.
