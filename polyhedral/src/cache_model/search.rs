@@ -39,10 +39,13 @@
 //! until no member improves, from the best uniform size and from the capacity rule's sizes;
 //! then the best candidate and the capacity rule's sizes are refined with
 //! finer steps ([`FINE_STEPS`]) until no neighbour is cheaper by
-//! [`REFINE_GAIN`]. Between candidates of equal cost
-//! the larger tile wins (fewer loop iterations around it). The capacity rule's sizes
-//! ([`crate::schedule::tile_size`], the register tile's limit applied) stay unless the best candidate beats them by
-//! [`RULE_MARGIN`].
+//! [`REFINE_GAIN`]. Between candidates of equal cost the larger tile wins (fewer loop
+//! iterations around it). The capacity rule's sizes ([`crate::schedule::tile_size`], the
+//! register tile's limit applied) stay unless the best candidate beats them by
+//! [`RULE_MARGIN`]. Candidates that do not wait for each other's costs (the whole grid, one
+//! member's sizes, a refinement round's neighbours) are evaluated side by side on the
+//! machine's cores and then compared in order, so that the outcome is that of evaluating
+//! them one by one.
 
 use std::collections::HashMap;
 
