@@ -27,7 +27,7 @@ mod syntax;
 mod vector;
 mod writer;
 
-pub use models::CpuModel;
+pub use models::{CacheLevel, Caches, CpuModel};
 pub use runner::{check, check_transformed, run, CheckReport, CpuRun};
 pub use scop::replace_scop;
 pub use writer::Writer;
@@ -42,11 +42,11 @@ use polyhedral::target::{
 use crate::report;
 use crate::target::{self as table, RunOutput, Source, Target, TargetOptions};
 
-/// The machine the CPU target optimizes for, as the middle end sees it: a 32 KiB 8-way L1
-/// data cache, a 1 MiB 16-way L2 and a shared 32 MiB 16-way L3, all with 64-byte lines, threads
-/// sharing memory, and the vector unit of the default [`CpuModel`] (256-bit vectors, 16
-/// registers, as on current x86 cores with AVX2; [`description_for`] gives the others). The
-/// miss penalties (the next level's latency beyond this one's, in cycles) are typical of
+/// The machine the CPU target optimizes for, as the middle end sees it: the caches and the
+/// vector unit of the default [`CpuModel`] (a 32 KiB 8-way L1 data cache, a 1 MiB 16-way L2
+/// and a shared 32 MiB 16-way L3, all with 64-byte lines; 256-bit vectors, 16 registers, as on
+/// current x86 cores with AVX2; [`description_for`] gives the others), threads sharing memory.
+/// The miss penalties (the next level's latency beyond this one's, in cycles) are typical of
 /// current x86 server cores. Fixed rather than read from the build machine, so that generated
 /// code does not depend on where it was generated. The data TLB holds 64 translations of 4 KiB
 /// pages.
@@ -54,17 +54,23 @@ pub fn description() -> TargetDescription {
     description_for(&CpuModel::default())
 }
 
-/// The description of [`description`] with the vector unit of `model`.
+/// The description of [`description`] with the caches and the vector unit of `model`.
 pub fn description_for(model: &CpuModel) -> TargetDescription {
+    let caches = &model.caches;
     let cache = |ways, miss_penalty_cycles| CacheGeometry {
-        line_bytes: 64,
+        line_bytes: caches.line_bytes,
         ways,
         miss_penalty_cycles,
     };
     let mut memory = MemoryTree::global("DRAM", 1 << 36);
-    let l3 = memory.add_cache("L3", 32 << 20, cache(16, 200), memory.root());
-    let l2 = memory.add_cache("L2", 1 << 20, cache(16, 40), l3);
-    memory.add_cache("L1d", 32 << 10, cache(8, 10), l2);
+    let l3 = memory.add_cache(
+        "L3",
+        caches.l3.bytes,
+        cache(caches.l3.ways, 200),
+        memory.root(),
+    );
+    let l2 = memory.add_cache("L2", caches.l2.bytes, cache(caches.l2.ways, 40), l3);
+    memory.add_cache("L1d", caches.l1d.bytes, cache(caches.l1d.ways, 10), l2);
     TargetDescription {
         name: "cpu".to_string(),
         memory,

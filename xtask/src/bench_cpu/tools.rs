@@ -175,9 +175,11 @@ pub(crate) struct HostCpu {
     pub(crate) about: &'static str,
 }
 
-/// The model of this machine, as `polyfuse compile --cpu native` picks it (the models are
-/// `backends::cpu::models`): AVX-512 (x86-64-v4) where `/proc/cpuinfo` lists its features,
-/// AVX2 (x86-64-v3) otherwise.
+/// The named model of this machine's vectors, as `polyfuse compile --cpu native` picks it
+/// (the models are `backends::cpu::models`): AVX-512 (x86-64-v4) where `/proc/cpuinfo` lists
+/// its features, AVX2 (x86-64-v3) otherwise. The benchmark names it rather than passing
+/// `native`, which also reads this machine's caches, so that the table's code is the code any
+/// machine generates for that model.
 pub(crate) fn host_cpu() -> HostCpu {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let flags: Vec<&str> = cpuinfo
