@@ -435,68 +435,99 @@ pub fn writes_every_element(program: &Program, array: ArrayId) -> Result<bool, D
     Ok(rest.is_empty()?)
 }
 
-/// The memory-based dependences of every ordered pair of statements, the pairs computed side
-/// by side on the machine's cores and listed in the order of a sequential walk.
+/// The memory-based dependences of every ordered pair of statements: per pair the levels
+/// at which its instances can be ordered, then every pair of their accesses to one array,
+/// both computed side by side on the machine's cores and listed in the order of a sequential
+/// walk.
 fn memory_dependences(model: &Model) -> Result<Vec<Dependence>, sets::Error> {
-    let n = model.program.statements.len();
+    let program = model.program;
+    let n = program.statements.len();
     let pairs: Vec<(usize, usize)> = (0..n).flat_map(|s| (0..n).map(move |t| (s, t))).collect();
-    let per_pair: Vec<Result<Vec<Dependence>, sets::Error>> = pairs
+    let orders = pairs
         .par_iter()
-        .map(|&(s, t)| pair_dependences(model, s, t))
+        .map(|&(si, ti)| orders(model, si, ti))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut accesses = Vec::new();
+    for (p, &(si, ti)) in pairs.iter().enumerate() {
+        if orders[p].is_empty() {
+            continue;
+        }
+        let (s, t) = (&program.statements[si], &program.statements[ti]);
+        for (a, (_, acc_a)) in s.accesses().enumerate() {
+            for (b, (_, acc_b)) in t.accesses().enumerate() {
+                if acc_a.array == acc_b.array {
+                    accesses.push((p, a, b));
+                }
+            }
+        }
+    }
+    let per_access: Vec<Result<Vec<Dependence>, sets::Error>> = accesses
+        .par_iter()
+        .map(|&(p, a, b)| {
+            let (si, ti) = pairs[p];
+            access_dependences(model, (si, a), (ti, b), &orders[p])
+        })
         .collect();
     let mut deps = Vec::new();
-    for pair in per_pair {
-        deps.extend(pair?);
+    for found in per_access {
+        deps.extend(found?);
     }
     Ok(deps)
 }
 
-/// The memory-based dependences from statement `si` to statement `ti`.
-fn pair_dependences(model: &Model, si: usize, ti: usize) -> Result<Vec<Dependence>, sets::Error> {
+/// The levels at which an instance of statement `si` can come before one of `ti`, each with
+/// the relation of the instance pairs so ordered.
+fn orders(model: &Model, si: usize, ti: usize) -> Result<Vec<(Level, Map)>, sets::Error> {
     let program = model.program;
     let (s, t) = (&program.statements[si], &program.statements[ti]);
-    let mut deps = Vec::new();
-    let levels: Vec<(Level, Map)> = (0..model.shared_loops(s, t))
+    (0..model.shared_loops(s, t))
         .map(Level::Loop)
         .chain([Level::Textual])
         .filter_map(|level| model.precedes(s, t, level).transpose().map(|m| (level, m)))
         .map(|(level, m)| m.map(|m| (level, m)))
-        .collect::<Result<_, _>>()?;
-    if levels.is_empty() {
-        return Ok(deps);
-    }
-    for (a, (ka, acc_a)) in s.accesses().enumerate() {
-        for (b, (kb, acc_b)) in t.accesses().enumerate() {
-            if acc_a.array != acc_b.array {
-                continue;
-            }
-            let kind = match (ka, kb) {
-                (AccessKind::Write, AccessKind::Read) => DepKind::Flow,
-                (AccessKind::Read, AccessKind::Write) => DepKind::Anti,
-                (AccessKind::Write, AccessKind::Write) => DepKind::Output,
-                (AccessKind::Read, AccessKind::Read) => DepKind::Input,
-            };
-            let same = model.accesses[si][a].apply_range(&model.accesses[ti][b].reverse());
-            for (level, order) in &levels {
-                let relation = same.intersect(order);
-                if relation.is_empty()? {
-                    continue;
-                }
-                let relation = relation.simplify()?;
-                let distance = model.distance(s, t, &relation)?;
-                deps.push(Dependence {
-                    kind,
-                    source: StmtId(si as u32),
-                    sink: StmtId(ti as u32),
-                    array: acc_a.array,
-                    source_access: a,
-                    sink_access: b,
-                    level: *level,
-                    relation,
-                    distance,
-                });
-            }
+        .collect()
+}
+
+/// The memory-based dependences from access `a` of statement `si` to access `b` of statement
+/// `ti` (the same array), one per level of `orders` at which they meet.
+fn access_dependences(
+    model: &Model,
+    (si, a): (usize, usize),
+    (ti, b): (usize, usize),
+    orders: &[(Level, Map)],
+) -> Result<Vec<Dependence>, sets::Error> {
+    let program = model.program;
+    let (s, t) = (&program.statements[si], &program.statements[ti]);
+    let (ka, acc_a) = s.accesses().nth(a).expect("the access exists");
+    let (kb, _) = t.accesses().nth(b).expect("the access exists");
+    let kind = match (ka, kb) {
+        (AccessKind::Write, AccessKind::Read) => DepKind::Flow,
+        (AccessKind::Read, AccessKind::Write) => DepKind::Anti,
+        (AccessKind::Write, AccessKind::Write) => DepKind::Output,
+        (AccessKind::Read, AccessKind::Read) => DepKind::Input,
+    };
+    let same = model.accesses[si][a].apply_range(&model.accesses[ti][b].reverse());
+    let mut deps = Vec::new();
+    for (level, order) in orders {
+        let relation = same.intersect(order);
+        if relation.is_empty()? {
+            continue;
         }
+        let relation = relation.simplify()?;
+        let distance = model.distance(s, t, &relation)?;
+        deps.push(Dependence {
+            kind,
+            source: StmtId(si as u32),
+            sink: StmtId(ti as u32),
+            array: acc_a.array,
+            source_access: a,
+            sink_access: b,
+            level: *level,
+            relation,
+            distance,
+        });
     }
     Ok(deps)
 }
