@@ -455,20 +455,29 @@ fn memory_dependences(model: &Model) -> Result<Vec<Dependence>, sets::Error> {
             continue;
         }
         let (s, t) = (&program.statements[si], &program.statements[ti]);
-        for (a, (_, acc_a)) in s.accesses().enumerate() {
-            for (b, (_, acc_b)) in t.accesses().enumerate() {
+        for (a, (ka, acc_a)) in s.accesses().enumerate() {
+            for (b, (kb, acc_b)) in t.accesses().enumerate() {
                 if acc_a.array == acc_b.array {
-                    accesses.push((p, a, b));
+                    let kind = match (ka, kb) {
+                        (AccessKind::Write, AccessKind::Read) => DepKind::Flow,
+                        (AccessKind::Read, AccessKind::Write) => DepKind::Anti,
+                        (AccessKind::Write, AccessKind::Write) => DepKind::Output,
+                        (AccessKind::Read, AccessKind::Read) => DepKind::Input,
+                    };
+                    accesses.push(AccessPair {
+                        kind,
+                        array: acc_a.array,
+                        source: (si, a),
+                        sink: (ti, b),
+                        orders: p,
+                    });
                 }
             }
         }
     }
     let per_access: Vec<Result<Vec<Dependence>, sets::Error>> = accesses
         .par_iter()
-        .map(|&(p, a, b)| {
-            let (si, ti) = pairs[p];
-            access_dependences(model, (si, a), (ti, b), &orders[p])
-        })
+        .map(|pair| access_dependences(model, pair, &orders[pair.orders]))
         .collect();
     let mut deps = Vec::new();
     for found in per_access {
@@ -490,24 +499,27 @@ fn orders(model: &Model, si: usize, ti: usize) -> Result<Vec<(Level, Map)>, sets
         .collect()
 }
 
-/// The memory-based dependences from access `a` of statement `si` to access `b` of statement
-/// `ti` (the same array), one per level of `orders` at which they meet.
+/// Two accesses to one array whose statements' instances can be ordered: the kind of
+/// dependence between them, the array, each end as (statement, access) and the index of
+/// the statement pair's orders.
+struct AccessPair {
+    kind: DepKind,
+    array: ArrayId,
+    source: (usize, usize),
+    sink: (usize, usize),
+    orders: usize,
+}
+
+/// The memory-based dependences of `pair`, one per level of `orders` at which its accesses
+/// meet.
 fn access_dependences(
     model: &Model,
-    (si, a): (usize, usize),
-    (ti, b): (usize, usize),
+    pair: &AccessPair,
     orders: &[(Level, Map)],
 ) -> Result<Vec<Dependence>, sets::Error> {
     let program = model.program;
+    let ((si, a), (ti, b)) = (pair.source, pair.sink);
     let (s, t) = (&program.statements[si], &program.statements[ti]);
-    let (ka, acc_a) = s.accesses().nth(a).expect("the access exists");
-    let (kb, _) = t.accesses().nth(b).expect("the access exists");
-    let kind = match (ka, kb) {
-        (AccessKind::Write, AccessKind::Read) => DepKind::Flow,
-        (AccessKind::Read, AccessKind::Write) => DepKind::Anti,
-        (AccessKind::Write, AccessKind::Write) => DepKind::Output,
-        (AccessKind::Read, AccessKind::Read) => DepKind::Input,
-    };
     let same = model.accesses[si][a].apply_range(&model.accesses[ti][b].reverse());
     let mut deps = Vec::new();
     for (level, order) in orders {
@@ -518,10 +530,10 @@ fn access_dependences(
         let relation = relation.simplify()?;
         let distance = model.distance(s, t, &relation)?;
         deps.push(Dependence {
-            kind,
+            kind: pair.kind,
             source: StmtId(si as u32),
             sink: StmtId(ti as u32),
-            array: acc_a.array,
+            array: pair.array,
             source_access: a,
             sink_access: b,
             level: *level,
