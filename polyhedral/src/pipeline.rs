@@ -130,6 +130,8 @@ pub struct Compiled {
     /// one entry per pass of [`passes`] that ran, by the pass's name.
     pub stages: Vec<(&'static str, ScheduleTree)>,
     pub ast: Ast,
+    /// The options it was compiled with.
+    pub options: Options,
 }
 
 impl Compiled {
@@ -307,5 +309,6 @@ pub fn compile(
         tree,
         stages,
         ast,
+        options: options.clone(),
     })
 }

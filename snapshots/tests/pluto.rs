@@ -102,6 +102,7 @@ fn every_kernel_every_strategy_is_legal_and_tiles_legally() {
                 &TileOptions {
                     sizes: TileSizes::Fixed(vec![4]),
                     wavefront: true,
+                    lookahead: None,
                 },
                 &tiny_target(),
             )
@@ -131,6 +132,7 @@ fn tiled_schedules_are_checked_soundly_from_their_point_bands() {
             let options = TileOptions {
                 sizes: TileSizes::Fixed(vec![4]),
                 wavefront: true,
+                lookahead: None,
             };
             let t = tile(&p, &d, &s, &options, &tiny_target()).unwrap();
             check_legality_exact(&p, &d, &t).unwrap();
@@ -160,6 +162,7 @@ fn tiled_schedules_are_checked_soundly_from_their_point_bands() {
     let options = TileOptions {
         sizes: TileSizes::Fixed(vec![4]),
         wavefront: false,
+        lookahead: None,
     };
     let t = tile(&p, &d, &s, &options, &tiny_target()).unwrap();
     assert!(check_legality(&p, &d, &t).is_err());
@@ -247,6 +250,7 @@ fn jacobi_2d_gets_a_skewed_band_and_a_tile_wavefront() {
             &TileOptions {
                 sizes: TileSizes::Fixed(vec![8, 16, 16]),
                 wavefront: true,
+                lookahead: None,
             },
             &tiny_target(),
         )
@@ -273,6 +277,7 @@ fn jacobi_2d_gets_a_skewed_band_and_a_tile_wavefront() {
             &TileOptions {
                 sizes: TileSizes::Fixed(vec![8]),
                 wavefront: false,
+                lookahead: None,
             },
             &tiny_target(),
         )
@@ -355,6 +360,7 @@ fn capacity_rule_picks_the_largest_fitting_tile() {
         &TileOptions {
             sizes: TileSizes::FromTarget,
             wavefront: true,
+            lookahead: None,
         },
         &one_cache(32 * 1024),
     )
@@ -383,7 +389,8 @@ fn bad_tile_sizes_are_errors() {
             &s,
             &TileOptions {
                 sizes: TileSizes::Fixed(sizes),
-                wavefront: true
+                wavefront: true,
+                lookahead: None,
             },
             &tiny_target(),
         )
@@ -411,7 +418,7 @@ fn gemm_sizes(target: &TargetDescription) -> Vec<i64> {
     let (p, d) = load("gemm.pf");
     let s = sched(&p, &d, Fusion::NoFuse);
     let band = *s.bands.iter().find(|b| b.len == 3).unwrap();
-    band_sizes(&p, &d, &s, &band, &TileSizes::FromTarget, target).unwrap()
+    band_sizes(&p, &d, &s, &band, &TileSizes::FromTarget, None, target).unwrap()
 }
 
 #[test]
@@ -501,7 +508,7 @@ fn skewed_stencil_tiles_keep_their_data_across_time_steps() {
     // (t, 2t + i, 2t + j, 2t + k): one time step moves a block two columns along i and j.
     assert_eq!(affine(&s, 0, band.start + 1).coeff(Var::Iter(0)), 2);
     let cpu = backends::cpu::description();
-    let sizes = band_sizes(&p, &d, &s, &band, &TileSizes::FromTarget, &cpu).unwrap();
+    let sizes = band_sizes(&p, &d, &s, &band, &TileSizes::FromTarget, None, &cpu).unwrap();
     // The L1 rule would give the middle members blocks of 2 × 2 columns, which share only
     // their halo with the next time step's; the densest tile that fits half the L2 cache
     // keeps (8 − 2)² / 8² of each block from one step to the next.

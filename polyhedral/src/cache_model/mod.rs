@@ -23,6 +23,7 @@
 //! keeps its capacity rule.
 
 mod eval;
+mod lookahead;
 #[cfg(test)]
 mod lru_sequence_tests;
 #[cfg(test)]
@@ -38,6 +39,7 @@ mod shape;
 mod tests;
 
 pub use eval::{predict, Prediction};
+pub use lookahead::{PackedRanking, FINALISTS, FINALIST_SPREAD, PACKED_MARGIN};
 pub use nest::{Model, RegisterBlocking};
 pub use packing::{packings, Packing, BUFFER_ALIGNMENT};
 pub use report::report;

@@ -25,6 +25,7 @@ use crate::schedule::NodeKind;
 use crate::target::TargetDescription;
 
 use super::eval::{predict, Prediction};
+use super::lookahead::{PackedRanking, PACKED_MARGIN};
 use super::nest::{ColumnBlocks, Model};
 use super::packing::packings;
 use super::search::{search_band, RULE_MARGIN, STREAMED_PARALLEL_TILES};
@@ -101,8 +102,15 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
             continue;
         };
         let actual = tile_sizes(compiled, &band, &tile_band);
-        let search = search_band(program, &compiled.deps, &compiled.schedule, &band, target)
-            .map_err(|e| Unsupported(e.to_string()))?;
+        let search = search_band(
+            program,
+            &compiled.deps,
+            &compiled.schedule,
+            &band,
+            target,
+            Some(&compiled.options),
+        )
+        .map_err(|e| Unsupported(e.to_string()))?;
         let Some(search) = search else {
             let _ = writeln!(
                 out,
@@ -174,6 +182,9 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
             Some(("model's choice", search.best.sizes, search.best.prediction))
         };
         table(&mut out, &levels, &actual, &mine, other.as_ref());
+        if let (true, Some(packed)) = (by_model, &search.packed) {
+            packed_table(&mut out, &levels, packed);
+        }
     }
     let (kernel, sizes) = match &register_aware {
         Some((m, s)) => (m, s.as_slice()),
@@ -293,6 +304,44 @@ fn table(
             let _ = write!(row, "  {:>20.0}", p.misses[k]);
         }
         let _ = writeln!(out, "{row}");
+    }
+}
+
+/// The finalists ranked with the buffers the pack pass gives them ([`super::lookahead`]).
+fn packed_table(out: &mut String, levels: &[Level], packed: &PackedRanking) {
+    let _ = writeln!(
+        out,
+        "  with the buffers the pack pass gives ({}), the search's finalists{}:",
+        packed.arrays.join(", "),
+        if packed.replaced {
+            format!(
+                ": the cheapest, with its own buffers, saves more than {:.0}% and replaces \
+                 the choice",
+                100.0 * PACKED_MARGIN
+            )
+        } else {
+            format!(" (none saves {:.0}% on the choice)", 100.0 * PACKED_MARGIN)
+        }
+    );
+    let choice = &packed.choice;
+    match &packed.challenger {
+        Some(c) if packed.replaced => {
+            let other = (
+                "the choice it replaced",
+                choice.sizes.clone(),
+                choice.prediction.clone(),
+            );
+            table(out, levels, &c.sizes, &c.prediction, Some(&other));
+        }
+        Some(c) => {
+            let other = (
+                "cheapest other finalist",
+                c.sizes.clone(),
+                c.prediction.clone(),
+            );
+            table(out, levels, &choice.sizes, &choice.prediction, Some(&other));
+        }
+        None => table(out, levels, &choice.sizes, &choice.prediction, None),
     }
 }
 

@@ -45,13 +45,15 @@
 //! [`RULE_MARGIN`]. Candidates that do not wait for each other's costs (the whole grid, one
 //! member's sizes, a refinement round's neighbours) are evaluated side by side on the
 //! machine's cores and then compared in order, so that the outcome is that of evaluating
-//! them one by one.
+//! them one by one. Where the pack pass will run after tiling, the search's finalists are
+//! ranked again with the packed buffers it gives them ([`super::lookahead`]).
 
 use std::collections::HashMap;
 
 use rayon::prelude::*;
 
 use crate::deps::Dependences;
+use crate::pipeline::Options;
 use crate::program::{Program, StmtId};
 use crate::register_tile;
 use crate::schedule::intra_tile::{
@@ -62,6 +64,7 @@ use crate::schedule::tile_size::rule_sizes;
 use crate::target::TargetDescription;
 
 use super::eval::{predict_with, Memo, Prediction};
+use super::lookahead::{rank_packed, PackedRanking};
 use super::nest::{Model, RegisterBlocking, Role};
 use super::{levels, Level};
 
@@ -128,6 +131,10 @@ pub struct BandSearch {
     /// The model the candidates were evaluated on: the schedule with the band tiled (its
     /// members' sizes in slots `0..band.len`).
     pub model: Model,
+    /// Where the pack pass will give the band buffers, the finalists ranked with them
+    /// ([`PackedRanking`]); when a finalist replaced the choice, `best` is it and
+    /// `runner_up` the choice it replaced.
+    pub packed: Option<PackedRanking>,
 }
 
 /// A streaming band's member whose tiles were made long: the innermost point loop, walking an
@@ -153,6 +160,7 @@ pub fn search_band(
     schedule: &PlutoSchedule,
     band: &Band,
     target: &TargetDescription,
+    lookahead: Option<&Options>,
 ) -> Result<Option<BandSearch>, Error> {
     let Some(levels) = levels(target) else {
         return Ok(None);
@@ -371,15 +379,46 @@ pub fn search_band(
     let incumbent_sizes = incumbent.sizes.clone();
     let kept_rule =
         best.sizes != incumbent.sizes && best.cost >= incumbent.cost * (1.0 - RULE_MARGIN);
-    let (best, runner_up) = if kept_rule {
+    let (mut best, mut runner_up) = if kept_rule {
         (incumbent, Some(best))
     } else {
         (best, runner_up)
     };
+    let packed = lookahead.and_then(|options| {
+        rank_packed(
+            program,
+            deps,
+            schedule,
+            band,
+            target,
+            options,
+            &model,
+            &levels,
+            &search.seen,
+            &search.memo,
+            &best.sizes,
+        )
+    });
+    let mut kept_rule = kept_rule;
+    if let Some(challenger) = packed
+        .as_ref()
+        .filter(|p| p.replaced)
+        .and_then(|p| p.challenger.as_ref())
+    {
+        let prediction = predict_with(&model, &challenger.sizes, &levels, &search.memo);
+        let replaced = Candidate {
+            cost: prediction.cost(&levels),
+            sizes: challenger.sizes.clone(),
+            prediction,
+        };
+        runner_up = Some(std::mem::replace(&mut best, replaced));
+        kept_rule = false;
+    }
     Ok(Some(BandSearch {
         best,
         runner_up,
         kept_rule,
+        packed,
         rule: incumbent_sizes,
         streamed,
         levels,
@@ -733,7 +772,7 @@ fn evaluate(model: &Model, levels: &[Level], batch: &[&[i64]], memo: &Memo) -> V
 
 /// Whether `a` is better than `b`: cheaper, or as cheap with a larger tile (then the
 /// lexicographically larger sizes, so that the choice never depends on the search's order).
-fn better(a: &Candidate, b: &Candidate) -> bool {
+pub(super) fn better(a: &Candidate, b: &Candidate) -> bool {
     let tolerance = 1e-9 * a.cost.abs().max(b.cost.abs()).max(1.0);
     if (a.cost - b.cost).abs() > tolerance {
         return a.cost < b.cost;

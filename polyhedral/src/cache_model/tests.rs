@@ -252,7 +252,7 @@ fn searched(
     band: usize,
     target: &crate::target::TargetDescription,
 ) -> super::search::BandSearch {
-    search_band(p, deps, schedule, &schedule.bands[band], target)
+    search_band(p, deps, schedule, &schedule.bands[band], target, None)
         .unwrap()
         .unwrap()
 }

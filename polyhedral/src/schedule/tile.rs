@@ -18,7 +18,7 @@
 //! for the new dimensions; bands that are not tiled are copied unchanged.
 
 use crate::deps::Dependences;
-use crate::pipeline::{Error as PipelineError, Pass, PassContext};
+use crate::pipeline::{Error as PipelineError, Options as PipelineOptions, Pass, PassContext};
 use crate::program::{Program, StmtId};
 
 use super::expr::QuasiAffine;
@@ -35,6 +35,9 @@ pub struct TileOptions {
     pub sizes: TileSizes,
     /// Turn tile bands whose first member is not parallel into wavefronts.
     pub wavefront: bool,
+    /// The options of the passes that run after tiling, which the cache model's search looks
+    /// ahead to for the packed buffers they give ([`crate::cache_model::search_band`]).
+    pub lookahead: Option<PipelineOptions>,
 }
 
 impl Default for TileOptions {
@@ -42,6 +45,7 @@ impl Default for TileOptions {
         TileOptions {
             sizes: TileSizes::Fixed(vec![32]),
             wavefront: true,
+            lookahead: None,
         }
     }
 }
@@ -61,6 +65,47 @@ pub fn tile(
             ));
         }
     }
+    tile_with(program, deps, schedule, options.wavefront, &mut |band| {
+        band_sizes(
+            program,
+            deps,
+            schedule,
+            band,
+            &options.sizes,
+            options.lookahead.as_ref(),
+            target,
+        )
+    })
+}
+
+/// `schedule` with only `band` tiled, in tiles of `sizes` (one per member), as [`tile`]
+/// tiles it.
+pub(crate) fn tile_band(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    sizes: &[i64],
+    wavefront: bool,
+) -> Result<PlutoSchedule, Error> {
+    tile_with(program, deps, schedule, wavefront, &mut |b| {
+        Ok(if b == band {
+            sizes.to_vec()
+        } else {
+            vec![1; b.len]
+        })
+    })
+}
+
+/// Tiles every permutable band of at least two loop members of `schedule` in tiles of the
+/// sizes `sizes_of` gives it (all 1: the band stays untiled).
+fn tile_with(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    wavefront: bool,
+    sizes_of: &mut dyn FnMut(&Band) -> Result<Vec<i64>, Error>,
+) -> Result<PlutoSchedule, Error> {
     let mut dims: Vec<ScheduleDim> = Vec::new();
     let mut bands: Vec<Band> = Vec::new();
     let mut d = 0;
@@ -77,7 +122,7 @@ pub fn tile(
             && band.len >= 2
             && members.iter().all(|m| m.kind == DimKind::Loop);
         let sizes = if tileable {
-            band_sizes(program, deps, schedule, &band, &options.sizes, target)?
+            sizes_of(&band)?
         } else {
             Vec::new()
         };
@@ -150,7 +195,7 @@ pub fn tile(
                         out.dims[b.start].exprs[s.index()] = member;
                     }
                 }
-                None if options.wavefront => make_wavefront(&mut out, &b, &nest),
+                None if wavefront => make_wavefront(&mut out, &b, &nest),
                 None => continue,
             }
             changed = true;
@@ -221,6 +266,7 @@ impl Pass for Tile {
         let options = TileOptions {
             sizes: cx.options.tiling.clone(),
             wavefront: cx.options.wavefront,
+            lookahead: Some(cx.options.clone()),
         };
         let tiled = tile(cx.program, cx.deps, &cx.schedule, &options, cx.target)?;
         cx.set_schedule(tiled)

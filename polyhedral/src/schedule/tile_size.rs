@@ -24,6 +24,7 @@
 
 use crate::cache_model::{search_band, PARALLEL_TILE};
 use crate::deps::Dependences;
+use crate::pipeline::Options;
 use crate::program::{AffineExpr, ConstraintKind, Program, StmtId, Var};
 use crate::sets::{Map, Set, Tuple};
 use crate::target::TargetDescription;
@@ -51,6 +52,7 @@ pub fn band_sizes(
     schedule: &PlutoSchedule,
     band: &Band,
     sizes: &TileSizes,
+    lookahead: Option<&Options>,
     target: &TargetDescription,
 ) -> Result<Vec<i64>, Error> {
     match sizes {
@@ -58,10 +60,12 @@ pub fn band_sizes(
         TileSizes::Fixed(v) => Ok((0..band.len)
             .map(|k| *v.get(k).unwrap_or(v.last().unwrap_or(&1)))
             .collect()),
-        TileSizes::FromTarget => match search_band(program, deps, schedule, band, target)? {
-            Some(found) => Ok(found.best.sizes),
-            None => rule_sizes(program, deps, schedule, band, target),
-        },
+        TileSizes::FromTarget => {
+            match search_band(program, deps, schedule, band, target, lookahead)? {
+                Some(found) => Ok(found.best.sizes),
+                None => rule_sizes(program, deps, schedule, band, target),
+            }
+        }
     }
 }
 

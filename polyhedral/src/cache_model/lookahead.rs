@@ -1,0 +1,187 @@
+//! The search's finalists ranked with the packed buffers the later passes give them.
+//!
+//! The tile search compares sizes on the kernel as tiling leaves it; the pack pass, which
+//! runs later, decides which arrays to copy into buffers at the sizes chosen, and the
+//! buffers change which sizes are cheapest: a buffer of a tile is dense, so its lines do not
+//! conflict with each other, but it takes its tile's whole size of the cache, beside the
+//! buffers around it (gemm's packed tiles of `C` and `B` fill a 512 KiB L2 at 256 columns,
+//! before any row of `A` is read, where on the kernel without them 256 columns miss the L2
+//! less than 128).
+//!
+//! So, where packing will run, the search looks ahead: it runs the passes between tiling and
+//! packing on the schedule with the band tiled in its chosen sizes, takes the pack marks
+//! they give ([`packings`]), and evaluates its finalists — the [`FINALISTS`] cheapest
+//! candidates within [`FINALIST_SPREAD`] of the cheapest — with those buffers. The cheapest
+//! of them replaces the choice only when, with the buffers the pack pass gives it at its own
+//! sizes (looked ahead to the same way), it is cheaper by [`PACKED_MARGIN`].
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use crate::deps::Dependences;
+use crate::pack::Pack;
+use crate::pipeline::{passes, Options, PassContext};
+use crate::program::Program;
+use crate::schedule::pluto::{Band, PlutoSchedule};
+use crate::schedule::tile::{tile_band, Tile};
+use crate::schedule::tree_of_schedule;
+use crate::target::TargetDescription;
+
+use super::eval::{predict_with, Memo};
+use super::nest::Model;
+use super::packing::{packings, Packing};
+use super::search::{better, Candidate};
+use super::Level;
+
+/// The most candidates ranked with the packed buffers.
+pub const FINALISTS: usize = 4;
+
+/// The finalists cost at most this much more than the cheapest candidate, unpacked.
+pub const FINALIST_SPREAD: f64 = 0.25;
+
+/// A finalist replaces the search's choice only when, packed, it is at least this much
+/// cheaper: smaller differences are below what the model tells apart.
+pub const PACKED_MARGIN: f64 = 0.05;
+
+/// The outcome of ranking the finalists with their packed buffers.
+#[derive(Clone, Debug)]
+pub struct PackedRanking {
+    /// The arrays the pack pass gives buffers at the search's choice.
+    pub arrays: Vec<String>,
+    /// The search's choice, with those buffers.
+    pub choice: Candidate,
+    /// The cheapest other finalist, with the buffers the pack pass gives it at its sizes.
+    pub challenger: Option<Candidate>,
+    /// Whether the challenger replaced the choice.
+    pub replaced: bool,
+}
+
+/// Ranks the search's candidates `seen` (sizes and unpacked costs) with the buffers of the
+/// pack pass under `options`, against the search's choice `choice` (sharing the search's
+/// `memo`); `None` where packing
+/// does not run, gives no buffers at `choice`, or the model does not cover them.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn rank_packed(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    target: &TargetDescription,
+    options: &Options,
+    model: &Model,
+    levels: &[Level],
+    seen: &HashMap<Vec<i64>, f64>,
+    memo: &Memo,
+    choice: &[i64],
+) -> Option<PackedRanking> {
+    if !options.pack || target.tlb.is_none() {
+        return None;
+    }
+    let buffers = packings_at(program, deps, schedule, band, choice, target, options)?;
+    if buffers.is_empty() {
+        return None;
+    }
+    let cheapest = seen
+        .values()
+        .copied()
+        .filter(|c| c.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    let mut near: Vec<(&Vec<i64>, f64)> = seen
+        .iter()
+        .filter(|(sizes, &c)| c <= cheapest * (1.0 + FINALIST_SPREAD) && *sizes != choice)
+        .map(|(sizes, &c)| (sizes, c))
+        .collect();
+    near.sort_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(a.0)));
+    // The cheapest of each shape (the sizes' powers of two), so that the finalists are not
+    // all the choice's close neighbours.
+    let shape = |sizes: &[i64]| -> Vec<u32> { sizes.iter().map(|&t| t.max(1).ilog2()).collect() };
+    let mut shapes = vec![shape(choice)];
+    let mut finalists = Vec::new();
+    for (sizes, c) in near {
+        let s = shape(sizes);
+        if !shapes.contains(&s) && finalists.len() < FINALISTS {
+            shapes.push(s);
+            finalists.push((sizes, c));
+        }
+    }
+    let packed = |sizes: &[i64], buffers: &[Packing]| -> Option<Candidate> {
+        let with = model.with_packing(program, buffers, sizes).ok()?;
+        let prediction = predict_with(&with, sizes, levels, memo);
+        let cost = prediction.cost(levels);
+        cost.is_finite().then(|| Candidate {
+            sizes: sizes.to_vec(),
+            prediction,
+            cost,
+        })
+    };
+    let mut ranked: Vec<Option<Candidate>> = std::iter::once(choice)
+        .chain(finalists.iter().map(|(sizes, _)| sizes.as_slice()))
+        .collect::<Vec<_>>()
+        .par_iter()
+        .map(|sizes| packed(sizes, &buffers))
+        .collect();
+    let choice = ranked.remove(0)?;
+    let best = ranked
+        .into_iter()
+        .flatten()
+        .reduce(|a, b| if better(&b, &a) { b } else { a });
+    // The challenger must win with the choice's buffers, and then with those the pack pass
+    // gives it at its own sizes.
+    let wins = |c: &Candidate| c.cost < choice.cost * (1.0 - PACKED_MARGIN);
+    let challenger = match best {
+        Some(c) if wins(&c) => {
+            packings_at(program, deps, schedule, band, &c.sizes, target, options)
+                .and_then(|own| packed(&c.sizes, &own))
+        }
+        other => other,
+    };
+    let replaced = challenger.as_ref().is_some_and(wins);
+    let arrays = buffers
+        .iter()
+        .map(|p| program.array(p.array).name.clone())
+        .collect();
+    Some(PackedRanking {
+        arrays,
+        choice,
+        challenger,
+        replaced,
+    })
+}
+
+/// The pack marks the passes after tiling give `schedule` with `band` tiled in `sizes`.
+fn packings_at(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    sizes: &[i64],
+    target: &TargetDescription,
+    options: &Options,
+) -> Option<Vec<Packing>> {
+    let tiled = tile_band(program, deps, schedule, band, sizes, options.wavefront).ok()?;
+    let options = Options {
+        verify: false,
+        post_tiling_fusion: false,
+        ..options.clone()
+    };
+    let tree = tree_of_schedule(program, deps, &tiled).ok()?;
+    let mut cx = PassContext {
+        program,
+        deps,
+        target,
+        options: &options,
+        schedule: tiled,
+        tree,
+    };
+    for pass in passes(target, &options) {
+        if pass.name() == Tile::NAME {
+            continue;
+        }
+        pass.run(&mut cx).ok()?;
+        if pass.name() == Pack::NAME {
+            break;
+        }
+    }
+    packings(program, &cx.tree).ok()
+}
