@@ -16,7 +16,8 @@
 //! does not is reported and not timed. Polly's builds are compared to the printed precision
 //! and only marked. Times are medians of `--runs` runs (default 3) interleaved across the
 //! builds, so that the shared machine's noise falls on all of them alike. gemm is also run
-//! through OpenBLAS (installed if missing) and reported in GFLOP/s.
+//! through OpenBLAS (installed if missing) and from polyfuse's output for `--cpu native`
+//! (this machine's caches, checked like the other output), and reported in GFLOP/s.
 //!
 //! Threads waiting at a barrier sleep (`OMP_WAIT_POLICY=passive`), which suits a machine
 //! shared with other work; `--active-wait` lets them spin, as on a machine of one's own.
@@ -285,12 +286,23 @@ impl Bench {
 
     /// `polyfuse compile` under the time limit, and what the result looks like.
     fn compile(&self, kernel: &Kernel, dataset: &str, output: &Path) -> Result<Compiled, String> {
+        self.compile_for(self.cpu.name, kernel, dataset, output)
+    }
+
+    /// [`Bench::compile`] for the CPU model `cpu`.
+    fn compile_for(
+        &self,
+        cpu: &str,
+        kernel: &Kernel,
+        dataset: &str,
+        output: &Path,
+    ) -> Result<Compiled, String> {
         let limit = Duration::from_secs(self.settings.compile_limit);
         let polyfuse = |extra: &[&str]| {
             let mut cmd = Command::new(&self.polyfuse);
             cmd.arg("compile")
                 .arg(&kernel.source)
-                .args(["--target", "cpu", "--cpu", self.cpu.name, "--threads"])
+                .args(["--target", "cpu", "--cpu", cpu, "--threads"])
                 .arg(self.settings.threads.to_string())
                 .arg("-I")
                 .arg(self.polybench.utilities())
@@ -428,6 +440,7 @@ impl Bench {
         };
         if let Some((b, _)) = &blas {
             binaries.push(Some(b.clone()));
+            binaries.push(self.native(kernel, dataset, &mut row));
         }
 
         let mut times: Vec<Vec<f64>> = vec![Vec::new(); binaries.len()];
@@ -456,49 +469,104 @@ impl Bench {
                 ("Polly", medians[2]),
                 ("Polly parallel", medians[3]),
                 ("OpenBLAS", medians[4]),
+                (table::NATIVE_BUILD, medians[5]),
             ];
             table::gemm_table(dataset, flops, &builds, threads)
         });
         Ok((row, gemm))
     }
 
+    /// polyfuse's output for `--cpu native` (this machine's caches), built once its dump
+    /// matches the original's; `None`, with the reason in `row`, otherwise.
+    fn native(&self, kernel: &Kernel, dataset: &str, row: &mut Row) -> Option<PathBuf> {
+        let name = &kernel.name;
+        let optimized = self.work.join(format!("{name}.native.c"));
+        let _ = std::fs::remove_file(&optimized);
+        let built = match self.compile_for("native", kernel, dataset, &optimized) {
+            Ok(Compiled::Yes { .. }) => {
+                match self.dumps_match(kernel, dataset, &optimized, "native").0 {
+                    Checked::Same => {
+                        let build = self.build(kernel, &optimized, &time_defines(dataset));
+                        self.binary(&self.gcc_openmp, &build, &[], &format!("{name}.native"))
+                    }
+                    Checked::Differs => Err("its arrays differ from the original's".into()),
+                    Checked::Broken(why) => Err(why),
+                }
+            }
+            Ok(Compiled::Refused(why) | Compiled::Failed(why)) => Err(why),
+            Ok(Compiled::TimedOut(limit)) => Err(format!("still compiling after {limit} s")),
+            Ok(Compiled::NotRun) => Err("not compiled".into()),
+            Err(why) => Err(why),
+        };
+        built
+            .map_err(|why| row.trouble.push(format!("polyfuse --cpu native: {why}")))
+            .ok()
+    }
+
     /// Builds and runs the dumps of the original and of polyfuse's output and compares them;
     /// records in `row` whether Polly's builds agree to the printed precision.
     fn check(&self, kernel: &Kernel, dataset: &str, optimized: &Path, row: &mut Row) -> Checked {
-        let name = &kernel.name;
-        let defines = vec![
-            format!("{dataset}_DATASET"),
-            "POLYBENCH_DUMP_ARRAYS".to_string(),
-        ];
-        let dump = |tools: &Toolchain, source: &Path, label: &str| -> Result<String, String> {
-            let build = self.build(kernel, source, &defines);
-            let binary = self.binary(
-                tools,
-                &build,
-                &["-ffp-contract=off"],
-                &format!("{name}.{label}.dump"),
-            )?;
-            Ok(run_binary(&binary, self.env(), RUN_LIMIT)?.1)
-        };
-        let reference = match dump(&self.gcc, &kernel.source, "gcc") {
-            Ok(r) if r.contains("begin dump") => r,
-            Ok(_) => return Checked::Broken("the original printed no arrays".into()),
-            Err(why) => return Checked::Broken(format!("the original's dump: {why}")),
-        };
-        let checked = match dump(&self.gcc_openmp, optimized, "polyfuse") {
-            Ok(ours) if ours == reference => Checked::Same,
-            Ok(_) => Checked::Differs,
-            Err(why) => Checked::Broken(why),
-        };
-        if let Some(polly) = &self.polly {
+        let (checked, reference) = self.dumps_match(kernel, dataset, optimized, "polyfuse");
+        if let (Some(polly), Some(reference)) = (&self.polly, reference) {
             for (k, tools) in [(0, &polly.sequential), (1, &polly.parallel)] {
                 let label = table::BUILDS[k + 2];
-                row.polly_agrees[k] = dump(tools, &kernel.source, label)
+                row.polly_agrees[k] = self
+                    .dump(kernel, dataset, tools, &kernel.source, label)
                     .ok()
                     .map(|theirs| same_to_printed_precision(&theirs, &reference));
             }
         }
         checked
+    }
+
+    /// Whether the dump of polyfuse's output `optimized` (the build `label`) is the
+    /// original's, and the original's dump when it has one.
+    fn dumps_match(
+        &self,
+        kernel: &Kernel,
+        dataset: &str,
+        optimized: &Path,
+        label: &str,
+    ) -> (Checked, Option<String>) {
+        let reference = match self.dump(kernel, dataset, &self.gcc, &kernel.source, "gcc") {
+            Ok(r) if r.contains("begin dump") => r,
+            Ok(_) => {
+                return (
+                    Checked::Broken("the original printed no arrays".into()),
+                    None,
+                )
+            }
+            Err(why) => return (Checked::Broken(format!("the original's dump: {why}")), None),
+        };
+        let checked = match self.dump(kernel, dataset, &self.gcc_openmp, optimized, label) {
+            Ok(ours) if ours == reference => Checked::Same,
+            Ok(_) => Checked::Differs,
+            Err(why) => Checked::Broken(why),
+        };
+        (checked, Some(reference))
+    }
+
+    /// What `source`, built by `tools` with the arrays dumped, prints.
+    fn dump(
+        &self,
+        kernel: &Kernel,
+        dataset: &str,
+        tools: &Toolchain,
+        source: &Path,
+        label: &str,
+    ) -> Result<String, String> {
+        let defines = vec![
+            format!("{dataset}_DATASET"),
+            "POLYBENCH_DUMP_ARRAYS".to_string(),
+        ];
+        let build = self.build(kernel, source, &defines);
+        let binary = self.binary(
+            tools,
+            &build,
+            &["-ffp-contract=off"],
+            &format!("{}.{label}.dump", kernel.name),
+        )?;
+        Ok(run_binary(&binary, self.env(), RUN_LIMIT)?.1)
     }
 
     /// OpenBLAS's gemm binary and the product's operation count; `None` (with the reason in

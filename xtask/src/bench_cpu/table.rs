@@ -357,6 +357,9 @@ fn summary(rows: &[Row], setup: &Setup) -> String {
     out
 }
 
+/// The gemm table's name of polyfuse's output for `--cpu native`.
+pub(crate) const NATIVE_BUILD: &str = "polyfuse `--cpu native`";
+
 /// gemm in GFLOP/s, every build and OpenBLAS.
 pub(crate) fn gemm_table(
     dataset: &str,
@@ -384,9 +387,18 @@ pub(crate) fn gemm_table(
     let time = |name: &str| builds.iter().find(|b| b.0 == name).and_then(|b| b.1);
     if let (Some(ours), Some(blas)) = (time("polyfuse"), time("OpenBLAS")) {
         out += &format!(
-            "\npolyfuse reaches {:.0}% of OpenBLAS's throughput.\n",
+            "\npolyfuse reaches {:.0}% of OpenBLAS's throughput",
             100.0 * blas / ours
         );
+        match time(NATIVE_BUILD) {
+            Some(native) => {
+                out += &format!(
+                    "; with `--cpu native` (this machine's caches), {:.0}%.\n",
+                    100.0 * blas / native
+                )
+            }
+            None => out += ".\n",
+        }
     }
     out
 }
@@ -471,6 +483,26 @@ pub(crate) mod tests {
             2,
         );
         assert!(text.contains("| polyfuse | 1.00 s | 2.00 |"));
-        assert!(text.contains("polyfuse reaches 50% of OpenBLAS's throughput"));
+        assert!(text.contains("polyfuse reaches 50% of OpenBLAS's throughput."));
+        let text = gemm_table(
+            "LARGE",
+            2e9,
+            &[
+                ("polyfuse", Some(1.0)),
+                ("OpenBLAS", Some(0.5)),
+                (NATIVE_BUILD, Some(0.625)),
+            ],
+            2,
+        );
+        assert!(
+            text.contains("| polyfuse `--cpu native` | 625.0 ms | 3.20 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "50% of OpenBLAS's throughput; with `--cpu native` (this machine's caches), 80%."
+            ),
+            "{text}"
+        );
     }
 }
