@@ -1,7 +1,9 @@
 //! The optimizing pipeline, written out in one place: dependences → array expansion →
 //! Pluto scheduling (with the fusion strategy) → schedule tree → the tree passes of
 //! [`passes`] (tiling, intra-tile permutation, intra-tile distribution, innermost-loop fission, post-tiling fusion, packing, register tiles, reduction tiles, mapping marks), each
-//! followed by the verifier → AST.
+//! followed by the verifier → AST. Tiling's search looks ahead once: it runs the passes up to
+//! packing on its choice to rank its finalists with their packed buffers
+//! ([`crate::cache_model::PackedRanking`]).
 //!
 //! What a pass does for a target comes from the target's [`TargetDescription`] (its memories,
 //! parallel hierarchy and vector unit), never from its name. With [`Options::verify`] every

@@ -45,7 +45,9 @@ pub enum TileSizes {
     FromTarget,
 }
 
-/// The tile sizes of `band`, one per member (all 1: leave the band untiled).
+/// The tile sizes of `band`, one per member (all 1: leave the band untiled). `lookahead` holds
+/// the pipeline's options where the cache model's search may look ahead to the passes after
+/// tiling (the buffers the pack pass gives its finalists).
 pub fn band_sizes(
     program: &Program,
     deps: &Dependences,
