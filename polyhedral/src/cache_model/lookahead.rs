@@ -4,16 +4,18 @@
 //! runs later, decides which arrays to copy into buffers at the sizes chosen, and the
 //! buffers change which sizes are cheapest: a buffer of a tile is dense, so its lines do not
 //! conflict with each other, but it takes its tile's whole size of the cache, beside the
-//! buffers around it (gemm's packed tiles of `C` and `B` fill a 512 KiB L2 at 256 columns,
-//! before any row of `A` is read, where on the kernel without them 256 columns miss the L2
-//! less than 128).
+//! buffers around it (on a 512 KiB L2, gemm's packed tile of `B` at 256 columns takes 304
+//! KiB of it, and 128 columns then miss it less, where on the kernel without buffers 256
+//! columns miss it less).
 //!
 //! So, where packing will run, the search looks ahead: it runs the passes between tiling and
 //! packing on the schedule with the band tiled in its chosen sizes, takes the pack marks
-//! they give ([`packings`]), and evaluates its finalists — the [`FINALISTS`] cheapest
-//! candidates within [`FINALIST_SPREAD`] of the cheapest — with those buffers. The cheapest
-//! of them replaces the choice only when, with the buffers the pack pass gives it at its own
-//! sizes (looked ahead to the same way), it is cheaper by [`PACKED_MARGIN`].
+//! they give ([`packings`]), and evaluates its finalists with those buffers: the cheapest
+//! candidate of each shape (the powers of two of its sizes) other than the choice's, up to
+//! [`FINALISTS`] of them, within [`FINALIST_SPREAD`] of the cheapest candidate. The cheapest
+//! finalist replaces the choice only when it is cheaper by [`PACKED_MARGIN`] both with the
+//! choice's buffers and with those the pack pass gives it at its own sizes (looked ahead to
+//! the same way).
 
 use std::collections::HashMap;
 
