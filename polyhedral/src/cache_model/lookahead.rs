@@ -15,7 +15,8 @@
 //! [`FINALISTS`] of them, within [`FINALIST_SPREAD`] of the cheapest candidate. The cheapest
 //! finalist replaces the choice only when it is cheaper by [`PACKED_MARGIN`] both with the
 //! choice's buffers and with those the pack pass gives it at its own sizes (looked ahead to
-//! the same way).
+//! the same way); where the choice is the capacity rule's sizes, kept over the model's best,
+//! by [`RULE_MARGIN`], as the model's best must be.
 
 use std::collections::HashMap;
 
@@ -33,7 +34,7 @@ use crate::target::TargetDescription;
 use super::eval::{predict_with, Memo};
 use super::nest::Model;
 use super::packing::{packings, Packing};
-use super::search::{better, Candidate};
+use super::search::{better, Candidate, RULE_MARGIN};
 use super::Level;
 
 /// The most candidates ranked with the packed buffers.
@@ -49,6 +50,9 @@ pub const PACKED_MARGIN: f64 = 0.05;
 /// The outcome of ranking the finalists with their packed buffers.
 #[derive(Clone, Debug)]
 pub struct PackedRanking {
+    /// How much cheaper a finalist must be to replace the choice ([`PACKED_MARGIN`], or
+    /// [`RULE_MARGIN`] against the capacity rule's sizes).
+    pub margin: f64,
     /// The arrays the pack pass gives buffers at the search's choice.
     pub arrays: Vec<String>,
     /// The search's choice, with those buffers.
@@ -60,8 +64,8 @@ pub struct PackedRanking {
 }
 
 /// Ranks the search's candidates `seen` (sizes and unpacked costs) with the buffers of the
-/// pack pass under `options`, against the search's choice `choice` (sharing the search's
-/// `memo`); `None` where packing
+/// pack pass under `options`, against the search's choice `choice` (the capacity rule's sizes
+/// where `rule`), sharing the search's `memo`; `None` where packing
 /// does not run, gives no buffers at `choice`, or the model does not cover them.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn rank_packed(
@@ -76,6 +80,7 @@ pub(super) fn rank_packed(
     seen: &HashMap<Vec<i64>, f64>,
     memo: &Memo,
     choice: &[i64],
+    rule: bool,
 ) -> Option<PackedRanking> {
     if !options.pack || target.tlb.is_none() {
         return None;
@@ -130,7 +135,8 @@ pub(super) fn rank_packed(
         .reduce(|a, b| if better(&b, &a) { b } else { a });
     // The challenger must win with the choice's buffers, and then with those the pack pass
     // gives it at its own sizes.
-    let wins = |c: &Candidate| c.cost < choice.cost * (1.0 - PACKED_MARGIN);
+    let margin = if rule { RULE_MARGIN } else { PACKED_MARGIN };
+    let wins = |c: &Candidate| c.cost < choice.cost * (1.0 - margin);
     let challenger = match best {
         Some(c) if wins(&c) => {
             packings_at(program, deps, schedule, band, &c.sizes, target, options)
@@ -144,6 +150,7 @@ pub(super) fn rank_packed(
         .map(|p| program.array(p.array).name.clone())
         .collect();
     Some(PackedRanking {
+        margin,
         arrays,
         choice,
         challenger,

@@ -25,7 +25,7 @@ use crate::schedule::NodeKind;
 use crate::target::TargetDescription;
 
 use super::eval::{predict, Prediction};
-use super::lookahead::{PackedRanking, PACKED_MARGIN};
+use super::lookahead::PackedRanking;
 use super::nest::{ColumnBlocks, Model};
 use super::packing::packings;
 use super::search::{search_band, RULE_MARGIN, STREAMED_PARALLEL_TILES};
@@ -317,10 +317,10 @@ fn packed_table(out: &mut String, levels: &[Level], packed: &PackedRanking) {
             format!(
                 ": the cheapest, with its own buffers, saves more than {:.0}% and replaces \
                  the choice",
-                100.0 * PACKED_MARGIN
+                100.0 * packed.margin
             )
         } else {
-            format!(" (none saves {:.0}% on the choice)", 100.0 * PACKED_MARGIN)
+            format!(" (none saves {:.0}% on the choice)", 100.0 * packed.margin)
         }
     );
     let choice = &packed.choice;

@@ -397,6 +397,7 @@ pub fn search_band(
             &search.seen,
             &search.memo,
             &best.sizes,
+            kept_rule,
         )
     });
     let mut kept_rule = kept_rule;
