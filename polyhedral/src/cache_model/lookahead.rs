@@ -53,7 +53,7 @@ pub struct PackedRanking {
     /// How much cheaper a finalist must be to replace the choice ([`PACKED_MARGIN`], or
     /// [`RULE_MARGIN`] against the capacity rule's sizes).
     pub margin: f64,
-    /// The arrays the pack pass gives buffers at the search's choice.
+    /// The arrays the pack pass gives buffers at the search's choice, each once.
     pub arrays: Vec<String>,
     /// The search's choice, with those buffers.
     pub choice: Candidate,
@@ -145,10 +145,13 @@ pub(super) fn rank_packed(
         other => other,
     };
     let replaced = challenger.as_ref().is_some_and(wins);
-    let arrays = buffers
-        .iter()
-        .map(|p| program.array(p.array).name.clone())
-        .collect();
+    let mut arrays: Vec<String> = Vec::new();
+    for p in &buffers {
+        let name = &program.array(p.array).name;
+        if !arrays.contains(name) {
+            arrays.push(name.clone());
+        }
+    }
     Some(PackedRanking {
         margin,
         arrays,
