@@ -82,18 +82,11 @@ pub(super) fn rank_packed(
     choice: &[i64],
     rule: bool,
 ) -> Option<PackedRanking> {
-    if !options.pack || target.tlb.is_none() {
-        return None;
-    }
     let buffers = packings_at(program, deps, schedule, band, choice, target, options)?;
     if buffers.is_empty() {
         return None;
     }
-    let cheapest = seen
-        .values()
-        .copied()
-        .filter(|c| c.is_finite())
-        .fold(f64::INFINITY, f64::min);
+    let cheapest = seen.values().copied().fold(f64::INFINITY, f64::min);
     let mut near: Vec<(&Vec<i64>, f64)> = seen
         .iter()
         .filter(|(sizes, &c)| c <= cheapest * (1.0 + FINALIST_SPREAD) && *sizes != choice)
@@ -161,7 +154,8 @@ pub(super) fn rank_packed(
     })
 }
 
-/// The pack marks the passes after tiling give `schedule` with `band` tiled in `sizes`.
+/// The pack marks the passes after tiling give `schedule` with `band` tiled in `sizes`;
+/// `None` where the pipeline under `options` does not pack for `target`.
 fn packings_at(
     program: &Program,
     deps: &Dependences,
@@ -171,12 +165,16 @@ fn packings_at(
     target: &TargetDescription,
     options: &Options,
 ) -> Option<Vec<Packing>> {
-    let tiled = tile_band(program, deps, schedule, band, sizes, options.wavefront).ok()?;
     let options = Options {
         verify: false,
         post_tiling_fusion: false,
         ..options.clone()
     };
+    let passes = passes(target, &options);
+    if !passes.iter().any(|p| p.name() == Pack::NAME) {
+        return None;
+    }
+    let tiled = tile_band(program, deps, schedule, band, sizes, options.wavefront).ok()?;
     let tree = tree_of_schedule(program, deps, &tiled).ok()?;
     let mut cx = PassContext {
         program,
@@ -186,7 +184,7 @@ fn packings_at(
         schedule: tiled,
         tree,
     };
-    for pass in passes(target, &options) {
+    for pass in passes {
         if pass.name() == Tile::NAME {
             continue;
         }

@@ -377,7 +377,7 @@ pub fn search_band(
         return Ok(None);
     };
     let incumbent_sizes = incumbent.sizes.clone();
-    let kept_rule =
+    let mut kept_rule =
         best.sizes != incumbent.sizes && best.cost >= incumbent.cost * (1.0 - RULE_MARGIN);
     let (mut best, mut runner_up) = if kept_rule {
         (incumbent, Some(best))
@@ -400,7 +400,6 @@ pub fn search_band(
             kept_rule,
         )
     });
-    let mut kept_rule = kept_rule;
     if let Some(challenger) = packed
         .as_ref()
         .filter(|p| p.replaced)
