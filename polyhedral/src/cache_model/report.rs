@@ -28,7 +28,7 @@ use super::eval::{predict, Prediction};
 use super::lookahead::PackedRanking;
 use super::nest::{ColumnBlocks, Model};
 use super::packing::packings;
-use super::search::{search_band, RULE_MARGIN, STREAMED_PARALLEL_TILES};
+use super::search::{search_band, RULE_MARGIN, STREAMED_PARALLEL_TILES, WAVEFRONT_TILES};
 use super::{levels, Level, Unsupported};
 
 /// The report of `compiled` on `target`'s caches.
@@ -144,6 +144,13 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
                 ", untiled: no member is parallel, so its tiles would run as a wavefront, and the \
                  band streams the kernel's data once"
                     .to_string()
+            } else if streamed.wavefront {
+                format!(
+                    ", like every member's tiles the extent over {WAVEFRONT_TILES}: no member is \
+                     parallel, so the tiles run as a wavefront, and no shape keeps more of the \
+                     data the band sweeps again and again, so the shape serves the wavefront's \
+                     diagonals"
+                )
             } else if streamed.parallel {
                 format!(
                     ", for the hardware prefetcher: a page, or as long as leaves the parallel \

@@ -15,7 +15,9 @@
 //! with `-DPOLYBENCH_DUMP_ARRAYS -ffp-contract=off` and must print the same arrays; one that
 //! does not is reported and not timed. Polly's builds are compared to the printed precision
 //! and only marked. Times are medians of `--runs` runs (default 3) interleaved across the
-//! builds, so that the shared machine's noise falls on all of them alike. gemm is also run
+//! builds, so that the shared machine's noise falls on all of them alike; a kernel whose
+//! first round takes under [`ROUND_BUDGET`] gets as many rounds as take that long (at most
+//! [`MAX_ROUNDS`]). gemm is also run
 //! through OpenBLAS (installed if missing) and from polyfuse's output for `--cpu native`
 //! (this machine's caches, checked like the other output), and reported in GFLOP/s.
 //!
@@ -52,6 +54,12 @@ use crate::{build_polyfuse, parse_runs, workspace_root};
 
 /// A baseline faster than this at LARGE is measured at EXTRALARGE.
 const SHORT_KERNEL: f64 = 0.05;
+/// A kernel whose first round of runs (every build once) takes less than this gets more
+/// rounds than `--runs`: as many as this takes, at most [`MAX_ROUNDS`], since the shared
+/// machine's noise decides the median of a few runs of a few milliseconds.
+pub(crate) const ROUND_BUDGET: f64 = 2.0;
+/// The most rounds a short kernel gets ([`ROUND_BUDGET`]).
+pub(crate) const MAX_ROUNDS: usize = 25;
 /// The limit of one C build or one run of a binary: a safety net, not a measurement.
 const RUN_LIMIT: Duration = Duration::from_secs(1800);
 
@@ -444,7 +452,9 @@ impl Bench {
         }
 
         let mut times: Vec<Vec<f64>> = vec![Vec::new(); binaries.len()];
-        for _ in 0..self.settings.runs {
+        let mut rounds = self.settings.runs;
+        let mut round = 0;
+        while round < rounds {
             for (k, binary) in binaries.iter_mut().enumerate() {
                 let Some(b) = binary else { continue };
                 match run_timed(b, self.env(), RUN_LIMIT) {
@@ -456,6 +466,11 @@ impl Bench {
                     }
                 }
             }
+            if round == 0 {
+                let first: f64 = times.iter().filter_map(|t| t.first()).sum();
+                rounds = rounds_for(self.settings.runs, first);
+            }
+            round += 1;
         }
         let medians: Vec<Option<f64>> = times
             .iter_mut()
@@ -619,6 +634,13 @@ fn same_to_printed_precision(a: &str, b: &str) -> bool {
             .all(|(x, y)| (x - y).abs() <= 0.010_000_1 + 1e-9 * y.abs())
 }
 
+/// How many rounds of runs a kernel gets: `runs`, or where its first round took `first`
+/// seconds, under [`ROUND_BUDGET`], as many as fill it (at most [`MAX_ROUNDS`]).
+fn rounds_for(runs: usize, first: f64) -> usize {
+    let wanted = (ROUND_BUDGET / first.max(1e-6)).ceil() as usize;
+    wanted.clamp(runs, MAX_ROUNDS.max(runs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -651,5 +673,15 @@ mod tests {
         assert!(same_to_printed_precision("A 1.00 2.00", "A 1.01 2.00"));
         assert!(!same_to_printed_precision("A 1.00 2.00", "A 1.03 2.00"));
         assert!(!same_to_printed_precision("A 1.00", "A 1.00 2.00"));
+    }
+
+    #[test]
+    fn short_kernels_get_rounds_that_fill_the_budget() {
+        assert_eq!(rounds_for(3, 10.0), 3);
+        assert_eq!(rounds_for(3, 1.0), 3);
+        assert_eq!(rounds_for(3, 0.5), 4);
+        assert_eq!(rounds_for(3, 0.125), 16);
+        assert_eq!(rounds_for(3, 0.001), MAX_ROUNDS);
+        assert_eq!(rounds_for(40, 0.001), 40);
     }
 }

@@ -189,6 +189,7 @@ pub(crate) struct Setup {
 }
 
 use super::earlier;
+use super::{MAX_ROUNDS, ROUND_BUDGET};
 
 pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
     let dataset = match setup.dataset {
@@ -197,7 +198,9 @@ pub(crate) fn table(rows: &[Row], setup: &Setup) -> String {
             .to_string(),
     };
     let mut out = format!(
-        "PolyBench/C 4.2.1 at {dataset}; median of {} interleaved runs; polyfuse's output \
+        "PolyBench/C 4.2.1 at {dataset}; median of {} interleaved runs (of more where one round \
+         of every build takes under {ROUND_BUDGET} s: as many as take that long, at most \
+         {MAX_ROUNDS}); polyfuse's output \
          and Polly parallel on {} thread(s). Times with the speedup over `gcc -O3 \
          -march=native` of the same run; compile is the median of polyfuse's wall times over \
          as many compiles, source to source; polyfuse's CPU description: {}.\n\n",
