@@ -356,8 +356,14 @@ fn a_band_that_sweeps_its_data_at_every_step_of_an_outer_loop_streams_per_execut
     let lines = 2.0 * 1024.0 * 1024.0 * 8.0 / 64.0;
     let (_, touched) = prediction.band.unwrap();
     assert!((touched / (1024.0 * lines) - 1.0).abs() < 1e-3, "{touched}");
-    // The wavefront is the band's only parallelism: rather than a whole row or page-long
-    // tiles of j, each member is cut into eight tiles, 15 diagonals of up to 8 tiles.
+    // With one thread, j gets page-long tiles, not the whole row.
+    assert_eq!(found.streamed, Some(lengthened(1, 512, false)));
+    assert_eq!(found.best.sizes[1], 512);
+    // With threads the wavefront is the band's only parallelism: rather than page-long tiles
+    // of j, each member is cut into eight tiles, 15 diagonals of up to 8 tiles.
+    let mut threads = one_cache(32 << 10, 64, Some(4096));
+    threads.parallel = vec![crate::target::ParallelLevel::Threads { count: None }];
+    let found = searched(&p, &deps, &schedule, 1, &threads);
     let wavefront = Streamed {
         wavefront: true,
         ..lengthened(1, 128, false)
