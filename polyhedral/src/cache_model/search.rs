@@ -29,10 +29,11 @@
 //! wait for each other (trisolv). A band that sweeps its data again at every step of a loop
 //! around it (floyd-warshall) stays tiled, since untiled every sweep would run on one
 //! thread, but its wavefront's diagonals, not the prefetcher, decide the shape: every member
-//! is cut into [`WAVEFRONT_TILES`] tiles ([`wavefront_tiles`]). Where the streamed member is also the parallel one, whose tiles are capped at
-//! [`PARALLEL_TILE`], the band is judged with that member page-long (at the cap, what the
-//! other members subscript is read again at every short tile), and its tiles may pass the
-//! cap as long as [`STREAMED_PARALLEL_TILES`] remain (gemver).
+//! is cut into [`WAVEFRONT_TILES`] tiles ([`wavefront_tiles`]). Where the streamed member is
+//! also the parallel one, whose tiles are capped at [`PARALLEL_TILE`], the band is judged
+//! with that member page-long (at the cap, what the other members subscript is read again
+//! at every short tile), and its tiles may pass the cap as long as
+//! [`STREAMED_PARALLEL_TILES`] remain (gemver).
 //! With a band split into loop nests by scalar dimensions, each nest's point loops are
 //! walked in the order the intra-tile permutation gives that nest.
 //! The coarse grid is searched
