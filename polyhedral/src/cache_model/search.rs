@@ -324,10 +324,7 @@ pub fn search_band(
             } else {
                 let limit = &mut limits[k];
                 let run = if whole { limit.hi } else { run };
-                limit.lo = limit.lo.max(run.min(limit.hi));
-                if limit.multiple > 1 {
-                    limit.lo = (limit.lo + limit.multiple - 1) / limit.multiple * limit.multiple;
-                }
+                limit.lo = round_up(limit.lo.max(run.min(limit.hi)), limit.multiple);
                 limit.hi = limit.hi.max(limit.lo);
                 rule[k] = rule[k].max(limit.lo);
             }
@@ -570,9 +567,14 @@ fn prefetch_run(program: &Program, target: &TargetDescription) -> Option<i64> {
 /// ran slower than gcc's sequential loops; 350 x 350 make 15 diagonals of up to 8 and ran
 /// 1.6x as fast as gcc's, by hand on 2 threads).
 fn wavefront_tiles(extent: i64, multiple: i64) -> i64 {
-    let t = (extent + WAVEFRONT_TILES - 1) / WAVEFRONT_TILES;
+    let even = round_up(extent, WAVEFRONT_TILES) / WAVEFRONT_TILES;
+    round_up(even, multiple).min(extent)
+}
+
+/// `x` rounded up to a multiple of `multiple` (positive both).
+fn round_up(x: i64, multiple: i64) -> i64 {
     let multiple = multiple.max(1);
-    ((t + multiple - 1) / multiple * multiple).min(extent)
+    (x + multiple - 1) / multiple * multiple
 }
 
 /// The sizes a member may take: from `lo` to `hi`, multiples of `multiple` (or `hi`, which
