@@ -214,7 +214,7 @@ pub fn passes(target: &TargetDescription, options: &Options) -> Vec<Box<dyn Pass
     if options.pack && target.tlb.is_some() {
         passes.push(Box::new(Pack));
     }
-    if options.register_tile && target.vector.is_some_and(|v| v.registers > 0) {
+    if options.register_tile && target.vector.is_some_and(|v| v.tile_registers > 0) {
         passes.push(Box::new(RegisterTile));
     }
     if options.register_tile

@@ -355,6 +355,7 @@ mod tests {
             bytes: 32,
             tile_iterations: 128,
             registers,
+            tile_registers: registers,
             fma_latency,
             fma_pipes,
         }

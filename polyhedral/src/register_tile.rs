@@ -19,8 +19,8 @@
 //!
 //! The shape `rows × vectors` is chosen from the vector unit alone (a row's, by
 //! [`row_shape`]): the accumulators, one
-//! vector of each column operand and one broadcast row operand must fit the registers
-//! (`rows·vectors + vectors + 1 ≤ registers`), and among those shapes the one with the most
+//! vector of each column operand and one broadcast row operand must fit the registers a
+//! register tile may fill (`rows·vectors + vectors + 1 ≤ tile_registers`), and among those shapes the one with the most
 //! multiply-adds per operand loaded (`rows·vectors / (rows + vectors)`) wins, preferring a
 //! shape whose rows and columns divide the sizes of the tiles the band runs in (no partial
 //! register tiles inside a full tile), then more rows.
@@ -80,7 +80,7 @@ pub fn shape(
     row_tile: Option<i64>,
     col_tile: Option<i64>,
 ) -> Option<(i64, i64)> {
-    let registers = i64::from(unit.registers);
+    let registers = i64::from(unit.tile_registers);
     // (divides the tiles, multiply-adds per operand loaded, rows) and the shape.
     type Ranked = ((bool, Rational64, i64), (i64, i64));
     let mut best: Option<Ranked> = None;
@@ -105,11 +105,12 @@ pub fn shape(
 }
 
 /// The vectors of a register tile of one row: its accumulators, one vector of each column
-/// operand and one broadcast operand must fit the registers (`2·vectors + 1 ≤ registers`);
-/// the most vectors (multiply-adds per operand loaded grow with them) whose columns divide
-/// the tile the columns run in (the unit's vectorised tile length when they are not tiled).
+/// operand and one broadcast operand must fit the registers a register tile may fill
+/// (`2·vectors + 1 ≤ tile_registers`); the most vectors (multiply-adds per operand loaded
+/// grow with them) whose columns divide the tile the columns run in (the unit's vectorised
+/// tile length when they are not tiled).
 pub fn row_shape(unit: &VectorUnit, lanes: i64, col_tile: Option<i64>) -> Option<i64> {
-    let registers = i64::from(unit.registers);
+    let registers = i64::from(unit.tile_registers);
     let tile = col_tile.unwrap_or(unit.tile_iterations);
     (1..registers)
         .filter(|v| 2 * v < registers && tile % (v * lanes) == 0)
@@ -227,7 +228,7 @@ pub fn decide(
     unit: Option<&VectorUnit>,
     tree: &ScheduleTree,
 ) -> Vec<(Vec<usize>, String)> {
-    let Some(unit) = unit.filter(|u| u.registers >= 4) else {
+    let Some(unit) = unit.filter(|u| u.tile_registers >= 4) else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -327,6 +328,7 @@ mod tests {
             bytes: 32,
             tile_iterations: 128,
             registers,
+            tile_registers: registers,
             fma_latency: 4,
             fma_pipes: 2,
         }
@@ -354,6 +356,14 @@ mod tests {
         let (r, v) = shape(&unit(32), 8, None, None).unwrap();
         assert!(r * v + v < 32);
         assert_eq!(shape(&unit(3), 4, None, None), None);
+        // 28 of 32 registers for the tile, 8 lanes, columns tiled by 256: 5 rows of 4 vectors
+        // (20 + 4 + 1 = 25; 6 rows would need 29).
+        let within_28 = VectorUnit {
+            tile_registers: 28,
+            ..unit(32)
+        };
+        assert_eq!(shape(&unit(32), 8, None, Some(256)), Some((6, 4)));
+        assert_eq!(shape(&within_28, 8, None, Some(256)), Some((5, 4)));
     }
 
     #[test]

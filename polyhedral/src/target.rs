@@ -211,8 +211,12 @@ pub struct VectorUnit {
     /// with few remainders and for the hardware's prefetching. A whole number of vectors for
     /// every element type.
     pub tile_iterations: i64,
-    /// Architectural vector registers: how many accumulators a register tile may keep.
+    /// Architectural vector registers.
     pub registers: u32,
+    /// The vector registers an outer-product register tile may fill with its accumulators
+    /// and operands (at most `registers`; see [`crate::register_tile::shape`]): the rest are
+    /// left to the C compiler, where it was seen to need them around the tile's loops.
+    pub tile_registers: u32,
     /// Cycles from one multiply-add to the next that uses its result (0: not described).
     pub fma_latency: u32,
     /// Multiply-adds that start in one cycle: with the latency, how many independent chains
@@ -407,7 +411,11 @@ impl fmt::Display for TargetDescription {
             writeln!(f, "  parallel: {l:?}")?;
         }
         if let Some(v) = self.vector {
-            writeln!(f, "  vector: {} bytes, {} registers", v.bytes, v.registers)?;
+            write!(f, "  vector: {} bytes, {} registers", v.bytes, v.registers)?;
+            if v.tile_registers != v.registers {
+                write!(f, " ({} for a register tile)", v.tile_registers)?;
+            }
+            writeln!(f)?;
         }
         if let Some(t) = self.tlb {
             writeln!(f, "  tlb: {} entries of {} bytes", t.entries, t.page_bytes)?;

@@ -104,6 +104,7 @@ pub fn tiny_target() -> TargetDescription {
             bytes: 16,
             tile_iterations: 128,
             registers: 32,
+            tile_registers: 32,
             fma_latency: 0,
             fma_pipes: 0,
         }),

@@ -100,7 +100,8 @@ fn cache_model_reports() {
 }
 
 /// The AVX-512 model's tree and C of the matrix products: register tiles of 64-byte vectors
-/// (4 × 32 doubles in 16 of its 32 registers).
+/// (5 × 32 doubles: 20 accumulators, four column vectors and a broadcast operand, 25 of the
+/// 28 registers the model lets a register tile fill).
 #[test]
 fn wide_vector_register_tiles() {
     let model = cpu::models::X86_64_V4;

@@ -79,6 +79,7 @@ pub fn description_for(model: &CpuModel) -> TargetDescription {
             bytes: model.vector_bytes,
             tile_iterations: 128,
             registers: model.vector_registers,
+            tile_registers: model.tile_registers,
             fma_latency: model.fma_latency,
             fma_pipes: model.fma_pipes,
         }),

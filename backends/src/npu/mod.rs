@@ -160,6 +160,7 @@ impl NpuTarget {
                 tile_iterations: 128,
                 // The Vector unit computes from and into the unified buffer.
                 registers: 0,
+                tile_registers: 0,
                 fma_latency: 0,
                 fma_pipes: 0,
             }),

@@ -340,6 +340,7 @@ fn register_blocked_misses_match_an_lru_simulation() {
         bytes: 32,
         tile_iterations: 128,
         registers: 16,
+        tile_registers: 16,
         fma_latency: 4,
         fma_pipes: 2,
     };

@@ -455,7 +455,7 @@ fn register_blocking(
     order: &[usize],
     target: &TargetDescription,
 ) -> Option<RegisterBlocking> {
-    let unit = target.vector.filter(|u| u.registers >= 4)?;
+    let unit = target.vector.filter(|u| u.tile_registers >= 4)?;
     let (&rows, &cols) = (order.first()?, order.last()?);
     let coincident = |k: usize| schedule.dims[band.start + k].coincident;
     if !band.permutable || order.len() < 3 || !coincident(rows) || !coincident(cols) {
