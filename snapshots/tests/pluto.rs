@@ -515,3 +515,44 @@ fn skewed_stencil_tiles_keep_their_data_across_time_steps() {
     assert_eq!(sizes, [4, 8, 8, 128]);
     assert!(footprint(&p, &s, &band, &sizes).unwrap() <= (1 << 20) / 2);
 }
+
+/// jacobi-1d of PolyBench/C 4.2.1 at EXTRALARGE_DATASET (N = 4000, TSTEPS = 1000): two
+/// 3-point sweeps per time step, 64 KB of data.
+const JACOBI_1D: &str = "#define N 4000
+#define TSTEPS 1000
+void kernel_jacobi_1d(double A[N], double B[N]) {
+  int t, i;
+#pragma scop
+  for (t = 0; t < TSTEPS; t++) {
+    for (i = 1; i < N - 1; i++)
+      B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1]);
+    for (i = 1; i < N - 1; i++)
+      A[i] = 0.33333 * (B[i - 1] + B[i] + B[i + 1]);
+  }
+#pragma endscop
+}
+";
+
+#[test]
+fn a_wavefront_band_whose_data_fits_the_cache_gets_fewer_diagonals() {
+    let path = std::env::temp_dir().join(format!("jacobi-1d-{}.c", std::process::id()));
+    std::fs::write(&path, JACOBI_1D).unwrap();
+    let p = frontend::load(&path, &frontend::Options::default()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let d = compute_dependences(&p).unwrap();
+    let s = sched(&p, &d, Fusion::SmartFuse);
+    let band = *s.bands.iter().find(|b| b.len == 2).unwrap();
+    // (t, 2t + i): neither member is parallel, so the tiles run as a wavefront.
+    assert!((0..2).all(|k| !s.dims[band.start + k].coincident));
+    let mut cpu = backends::cpu::description();
+    let sizes = band_sizes(&p, &d, &s, &band, &TileSizes::FromTarget, None, &cpu).unwrap();
+    // The capacity rule's 256 x 256 fit the L1 cache many times over; `2t + i` spans about
+    // 6,000 values, cut into 8 tiles of 750 (27 diagonals become 11). `t`'s tiles of 256 are
+    // already longer than 1,000 / 8.
+    assert_eq!(sizes, [256, 750]);
+    assert!(footprint(&p, &s, &band, &sizes).unwrap() <= 32 << 10);
+    // One thread has no diagonals to wait for: the rule's sizes stay.
+    cpu.parallel = vec![ParallelLevel::Threads { count: Some(1) }];
+    let sizes = band_sizes(&p, &d, &s, &band, &TileSizes::FromTarget, None, &cpu).unwrap();
+    assert_eq!(sizes, [256, 256]);
+}

@@ -44,8 +44,8 @@ pub use nest::{Model, RegisterBlocking};
 pub use packing::{packings, Packing, BUFFER_ALIGNMENT};
 pub use report::report;
 pub use search::{
-    search_band, BandSearch, Candidate, Streamed, COARSE, PARALLEL_TILE, RULE_MARGIN,
-    STREAMED_PARALLEL_TILES,
+    search_band, wavefront_tiles, BandSearch, Candidate, Streamed, COARSE, PARALLEL_TILE,
+    RULE_MARGIN, STREAMED_PARALLEL_TILES, WAVEFRONT_TILES,
 };
 
 use crate::target::{CacheGeometry, TargetDescription};

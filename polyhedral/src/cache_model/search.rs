@@ -566,7 +566,7 @@ fn prefetch_run(program: &Program, target: &TargetDescription) -> Option<i64> {
 /// add (floyd-warshall's 64 x 1,024 tiles made 46 diagonals of at most 3 tiles per step and
 /// ran slower than gcc's sequential loops; 350 x 350 make 15 diagonals of up to 8 and ran
 /// 1.6x as fast as gcc's, by hand on 2 threads).
-fn wavefront_tiles(extent: i64, multiple: i64) -> i64 {
+pub fn wavefront_tiles(extent: i64, multiple: i64) -> i64 {
     let even = round_up(extent, WAVEFRONT_TILES) / WAVEFRONT_TILES;
     round_up(even, multiple).min(extent)
 }

@@ -10,7 +10,9 @@
 //! - **caches without it**, or a schedule the model does not cover: with two or more caches,
 //!   the cache rule of [`hierarchy_sizes`] (for a time-skewed band whose blocks move too far
 //!   from one time step to the next, the densest tile that fits the second cache,
-//!   [`skewed_sizes`]); with one, the uniform rule on it;
+//!   [`skewed_sizes`]); with one, the uniform rule on it; then, where the band's tiles run
+//!   as a wavefront on a target with parallel units, fewer and longer tiles that still fit
+//!   the closest cache ([`wavefront_sizes`]);
 //! - **workgroups** (a GPU): the largest uniform power of two for which the band's parallel
 //!   members fit the workgroup's invocation limits (in all and per dimension), the tile's
 //!   footprint fits the workgroup memory and, where the machine caps the loop iterations of
@@ -22,7 +24,7 @@
 //! Footprints are the bounding boxes of the array elements one interior tile touches, computed
 //! exactly from the access relations at the program's parameter values ([`footprint`]).
 
-use crate::cache_model::{search_band, PARALLEL_TILE};
+use crate::cache_model::{search_band, wavefront_tiles, PARALLEL_TILE};
 use crate::deps::Dependences;
 use crate::pipeline::Options;
 use crate::program::{AffineExpr, ConstraintKind, Program, StmtId, Var};
@@ -80,26 +82,38 @@ pub(crate) fn rule_sizes(
     target: &TargetDescription,
 ) -> Result<Vec<i64>, Error> {
     let caches = target.memory.cache_chain();
-    match caches.as_slice() {
-        [] => {}
-        [only] => return uniform_sizes(program, schedule, band, only.bytes, |_| true),
-        [l1, l2, ..] => {
+    let sized = match caches.as_slice() {
+        [] => None,
+        [only] => Some(uniform_sizes(program, schedule, band, only.bytes, |_| {
+            true
+        })?),
+        [l1, l2, ..] => Some({
             // Two-member bands have no middle member whose block is reused from the L1
             // cache; measured on PolyBench, uniform tiles that fit it serve them best. Without
             // a vector unit, long inner tiles would buy nothing.
-            let vector = match target.vector {
-                Some(v) if band.len >= 3 => v,
-                _ => return uniform_sizes(program, schedule, band, l1.bytes, |_| true),
-            };
-            let length = vector.tile_length(program);
-            return match predicted_innermost(program, deps, schedule, band)? {
-                Some(v) => {
-                    hierarchy_sizes(program, schedule, band, v, l1.bytes, l2.bytes / 2, length)
+            match target.vector {
+                Some(vector) if band.len >= 3 => {
+                    let length = vector.tile_length(program);
+                    match predicted_innermost(program, deps, schedule, band)? {
+                        Some(v) => hierarchy_sizes(
+                            program,
+                            schedule,
+                            band,
+                            v,
+                            l1.bytes,
+                            l2.bytes / 2,
+                            length,
+                        )?,
+                        // Nothing will be vectorized: long inner tiles would buy nothing.
+                        None => uniform_sizes(program, schedule, band, l1.bytes, |_| true)?,
+                    }
                 }
-                // Nothing will be vectorized: long inner tiles would buy nothing.
-                None => uniform_sizes(program, schedule, band, l1.bytes, |_| true),
-            };
-        }
+                _ => uniform_sizes(program, schedule, band, l1.bytes, |_| true)?,
+            }
+        }),
+    };
+    if let (Some(sizes), Some(closest)) = (sized, caches.first()) {
+        return wavefront_sizes(program, schedule, band, target, sizes, closest.bytes);
     }
     let smallest = target.memory.scratchpads().map(|m| m.bytes).min();
     if let Some((max_total, max_per_dim)) = target.invocations() {
@@ -128,6 +142,76 @@ pub(crate) fn rule_sizes(
         return uniform_sizes(program, schedule, band, bytes, |t| t % multiple == 0);
     }
     Ok(vec![1; band.len])
+}
+
+/// The sizes of a band whose tiles run as a wavefront (no member is parallel: each diagonal
+/// of tiles is a parallel loop the threads finish together before the next starts), on a
+/// target with parallel units, given the capacity rule's `sizes`: each tiled member is cut
+/// into [`WAVEFRONT_TILES`](crate::cache_model::WAVEFRONT_TILES) tiles
+/// ([`wavefront_tiles`]) where that makes its tiles longer, as long as one tile still fits
+/// the closest cache (`closest` bytes): the band keeps the locality the rule gave it, with
+/// fewer diagonals to wait for. Where the band's data fits that cache several times over,
+/// the rule's sizes are the largest it tries (256), and the diagonals, not the cache, decide
+/// the time: jacobi-1d at PolyBench's EXTRALARGE (4,000 points, 1,000 steps) in tiles of
+/// 256 x 256 made 27 diagonals of at most 4 tiles and ran no faster than gcc's sequential
+/// loops (1.61 against 1.60 ms); in 256 x 750, 11 diagonals, it ran in 1.50 ms (medians of
+/// 21 interleaved runs on 2 threads). `sizes` as they are otherwise.
+fn wavefront_sizes(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    target: &TargetDescription,
+    sizes: Vec<i64>,
+    closest: u64,
+) -> Result<Vec<i64>, Error> {
+    let parallel = (0..band.len).any(|k| schedule.dims[band.start + k].coincident);
+    if parallel || !target.has_parallel_units() || sizes.iter().all(|&t| t == 1) {
+        return Ok(sizes);
+    }
+    let extents = member_extents(program, schedule, band)?;
+    let longer: Vec<i64> = sizes
+        .iter()
+        .zip(&extents)
+        .map(|(&t, &extent)| match t {
+            1 => 1,
+            t => t.max(wavefront_tiles(extent, 1)),
+        })
+        .collect();
+    if longer != sizes && footprint(program, schedule, band, &longer)? <= closest {
+        return Ok(longer);
+    }
+    Ok(sizes)
+}
+
+/// The extent of each member of `band` at the program's sizes: the most values its loop
+/// function takes over a statement's domain (estimated from the domain's bounding box).
+fn member_extents(
+    program: &Program,
+    schedule: &PlutoSchedule,
+    band: &Band,
+) -> Result<Vec<i64>, Error> {
+    let values = program.param_values();
+    let spans = domain_spans(program)?;
+    Ok((0..band.len)
+        .map(|k| {
+            spans
+                .iter()
+                .enumerate()
+                .filter_map(|(si, spans)| {
+                    let phi = schedule.dims[band.start + k].exprs[si]
+                        .as_affine()?
+                        .bind_params(&values);
+                    let spans = spans.as_ref()?;
+                    Some(
+                        1 + (0..spans.len())
+                            .map(|j| phi.coeff(Var::Iter(j)).abs() * spans[j])
+                            .sum::<i64>(),
+                    )
+                })
+                .max()
+                .unwrap_or(1)
+        })
+        .collect())
 }
 
 /// Under a cap on the loop iterations of one invocation, the sequential iterations of one tile
