@@ -18,12 +18,13 @@
 //! (see the CPU writer for what it checks of the loops and accesses it finds below the mark).
 //!
 //! The shape `rows × vectors` is chosen from the vector unit alone (a row's, by
-//! [`row_shape`]): the accumulators, one
-//! vector of each column operand and one broadcast row operand must fit the registers a
-//! register tile may fill (`rows·vectors + vectors + 1 ≤ tile_registers`), and among those shapes the one with the most
-//! multiply-adds per operand loaded (`rows·vectors / (rows + vectors)`) wins, preferring a
-//! shape whose rows and columns divide the sizes of the tiles the band runs in (no partial
-//! register tiles inside a full tile), then more rows.
+//! [`row_shape`]): the accumulators, one vector of each column operand and one broadcast row
+//! operand must fit the registers a register tile may fill (`rows·vectors + vectors + 1 ≤
+//! tile_registers`; the unit may leave some of its registers to the C compiler), and among
+//! those shapes the one with the most multiply-adds per operand loaded
+//! (`rows·vectors / (rows + vectors)`) wins, preferring a shape whose rows and columns divide
+//! the sizes of the tiles the band runs in (no partial register tiles inside a full tile),
+//! then more rows.
 //!
 //! The decision is a mark above the band ([`RegisterTileMark`]); nothing is recognised by
 //! its shape: the analysis sees the band's flags, the member functions and the vector unit.

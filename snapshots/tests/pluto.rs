@@ -28,6 +28,17 @@ fn load(name: &str) -> (Program, Dependences) {
     (p, d)
 }
 
+/// The C file `source`, written to a file called after `name` and loaded, with its
+/// dependences.
+fn load_source(name: &str, source: &str) -> (Program, Dependences) {
+    let path = std::env::temp_dir().join(format!("{name}-{}.c", std::process::id()));
+    std::fs::write(&path, source).unwrap();
+    let p = frontend::load(&path, &frontend::Options::default()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let d = compute_dependences(&p).unwrap();
+    (p, d)
+}
+
 /// A machine with one cache of `bytes` bytes: tiles get the uniform capacity rule on it.
 fn one_cache(bytes: u64) -> TargetDescription {
     let mut memory = MemoryTree::global("DRAM", 1 << 30);
@@ -498,11 +509,7 @@ void kernel_heat_3d(double A[N][N][N], double B[N][N][N]) {
 
 #[test]
 fn skewed_stencil_tiles_keep_their_data_across_time_steps() {
-    let path = std::env::temp_dir().join(format!("heat-3d-{}.c", std::process::id()));
-    std::fs::write(&path, HEAT_3D).unwrap();
-    let p = frontend::load(&path, &frontend::Options::default()).unwrap();
-    std::fs::remove_file(&path).unwrap();
-    let d = compute_dependences(&p).unwrap();
+    let (p, d) = load_source("heat-3d", HEAT_3D);
     let s = sched(&p, &d, Fusion::SmartFuse);
     let band = *s.bands.iter().find(|b| b.len == 4).unwrap();
     // (t, 2t + i, 2t + j, 2t + k): one time step moves a block two columns along i and j.
@@ -535,11 +542,7 @@ void kernel_jacobi_1d(double A[N], double B[N]) {
 
 #[test]
 fn a_wavefront_band_whose_data_fits_the_cache_gets_fewer_diagonals() {
-    let path = std::env::temp_dir().join(format!("jacobi-1d-{}.c", std::process::id()));
-    std::fs::write(&path, JACOBI_1D).unwrap();
-    let p = frontend::load(&path, &frontend::Options::default()).unwrap();
-    std::fs::remove_file(&path).unwrap();
-    let d = compute_dependences(&p).unwrap();
+    let (p, d) = load_source("jacobi-1d", JACOBI_1D);
     let s = sched(&p, &d, Fusion::SmartFuse);
     let band = *s.bands.iter().find(|b| b.len == 2).unwrap();
     // (t, 2t + i): neither member is parallel, so the tiles run as a wavefront.
