@@ -84,7 +84,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
         _ => return Err("usage: cargo xtask bench npu [--readme]".into()),
     };
     let root = workspace_root();
-    build_polyfuse()?;
+    let polyfuse = build_polyfuse()?;
     let machine = std::fs::read_to_string(root.join("sim/machines/davinci910.machine"))
         .map_err(|e| format!("cannot read the machine file: {e}"))?;
     let key = |k: &str| -> Result<u64, String> {
@@ -97,7 +97,6 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
     };
     let (gm_bw, path_bw) = (key("gm.bandwidth")?, key("path.GM_L1.bandwidth")?);
     let f32_mac = key("cube.per_fractal_f32")?;
-    let polyfuse = root.join("target/release/polyfuse");
     let work = root.join("target/bench-npu");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
 

@@ -97,12 +97,21 @@ fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Where cargo puts what it builds: `CARGO_TARGET_DIR` (relative to the workspace root when
+/// relative), or the workspace's `target`.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) if !dir.is_empty() => workspace_root().join(dir),
+        _ => workspace_root().join("target"),
+    }
+}
+
 /// Builds the release `polyfuse` binary that benchmarks run, and returns its path.
 fn build_polyfuse() -> Result<PathBuf, String> {
     if !status(cargo().args(["build", "--quiet", "--release", "--package", "polyfuse"]))? {
         return Err("cannot build polyfuse".into());
     }
-    Ok(workspace_root().join("target/release/polyfuse"))
+    Ok(target_dir().join("release/polyfuse"))
 }
 
 /// The kernels in `kernels/` with one of `extensions`, sorted, keeping those whose file name
