@@ -29,7 +29,7 @@ use crate::deps::Dependences;
 use crate::pipeline::Options;
 use crate::program::{AffineExpr, ConstraintKind, Program, StmtId, Var};
 use crate::sets::{Map, Set, Tuple};
-use crate::target::TargetDescription;
+use crate::target::{MemoryNode, TargetDescription};
 
 use super::intra_tile::predicted_innermost;
 use super::pluto::{affine_row, stmt_tuple, Band, DimKind, Error, PlutoSchedule};
@@ -82,37 +82,8 @@ pub(crate) fn rule_sizes(
     target: &TargetDescription,
 ) -> Result<Vec<i64>, Error> {
     let caches = target.memory.cache_chain();
-    let sized = match caches.as_slice() {
-        [] => None,
-        [only] => Some(uniform_sizes(program, schedule, band, only.bytes, |_| {
-            true
-        })?),
-        [l1, l2, ..] => Some({
-            // Two-member bands have no middle member whose block is reused from the L1
-            // cache; measured on PolyBench, uniform tiles that fit it serve them best. Without
-            // a vector unit, long inner tiles would buy nothing.
-            match target.vector {
-                Some(vector) if band.len >= 3 => {
-                    let length = vector.tile_length(program);
-                    match predicted_innermost(program, deps, schedule, band)? {
-                        Some(v) => hierarchy_sizes(
-                            program,
-                            schedule,
-                            band,
-                            v,
-                            l1.bytes,
-                            l2.bytes / 2,
-                            length,
-                        )?,
-                        // Nothing will be vectorized: long inner tiles would buy nothing.
-                        None => uniform_sizes(program, schedule, band, l1.bytes, |_| true)?,
-                    }
-                }
-                _ => uniform_sizes(program, schedule, band, l1.bytes, |_| true)?,
-            }
-        }),
-    };
-    if let (Some(sizes), Some(closest)) = (sized, caches.first()) {
+    if let Some(closest) = caches.first() {
+        let sizes = cache_sizes(program, deps, schedule, band, target, &caches)?;
         return wavefront_sizes(program, schedule, band, target, sizes, closest.bytes);
     }
     let smallest = target.memory.scratchpads().map(|m| m.bytes).min();
@@ -142,6 +113,36 @@ pub(crate) fn rule_sizes(
         return uniform_sizes(program, schedule, band, bytes, |t| t % multiple == 0);
     }
     Ok(vec![1; band.len])
+}
+
+/// The capacity rules' sizes on a target with the caches `caches` (closest first, at least
+/// one): the uniform rule on the only cache, or with two or more, the cache rule of
+/// [`hierarchy_sizes`] for a band of three or more members whose innermost will be vectorized.
+fn cache_sizes(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    target: &TargetDescription,
+    caches: &[&MemoryNode],
+) -> Result<Vec<i64>, Error> {
+    let (l1, l2) = match caches {
+        [l1, l2, ..] => (l1.bytes, l2.bytes),
+        _ => return uniform_sizes(program, schedule, band, caches[0].bytes, |_| true),
+    };
+    // Two-member bands have no middle member whose block is reused from the L1 cache;
+    // measured on PolyBench, uniform tiles that fit it serve them best. Without a vector
+    // unit, long inner tiles would buy nothing.
+    let vector = match target.vector {
+        Some(v) if band.len >= 3 => v,
+        _ => return uniform_sizes(program, schedule, band, l1, |_| true),
+    };
+    let length = vector.tile_length(program);
+    match predicted_innermost(program, deps, schedule, band)? {
+        Some(v) => hierarchy_sizes(program, schedule, band, v, l1, l2 / 2, length),
+        // Nothing will be vectorized: long inner tiles would buy nothing.
+        None => uniform_sizes(program, schedule, band, l1, |_| true),
+    }
 }
 
 /// The sizes of a band whose tiles run as a wavefront (no member is parallel: each diagonal
@@ -201,12 +202,7 @@ fn member_extents(
                     let phi = schedule.dims[band.start + k].exprs[si]
                         .as_affine()?
                         .bind_params(&values);
-                    let spans = spans.as_ref()?;
-                    Some(
-                        1 + (0..spans.len())
-                            .map(|j| phi.coeff(Var::Iter(j)).abs() * spans[j])
-                            .sum::<i64>(),
-                    )
+                    Some(values_taken(&phi, spans.as_ref()?, |_| true))
                 })
                 .max()
                 .unwrap_or(1)
@@ -481,16 +477,21 @@ fn tile_instances(
             let Some(m) = phi(k) else {
                 continue;
             };
-            let values_taken = 1
-                + (0..spans.len())
-                    .filter(|&j| k == outer || o.coeff(Var::Iter(j)) == 0)
-                    .map(|j| m.coeff(Var::Iter(j)).abs() * spans[j])
-                    .sum::<i64>();
-            count *= t.min(values_taken) as f64;
+            let taken = values_taken(&m, spans, |j| k == outer || o.coeff(Var::Iter(j)) == 0);
+            count *= t.min(taken) as f64;
         }
         largest = largest.max(count);
     }
     largest
+}
+
+/// The most values the affine function `f` takes over a box of iterator spans `spans` (from
+/// [`domain_spans`]) while only the iterators `varying` accepts move.
+fn values_taken(f: &AffineExpr, spans: &[i64], varying: impl Fn(usize) -> bool) -> i64 {
+    1 + (0..spans.len())
+        .filter(|&j| varying(j))
+        .map(|j| f.coeff(Var::Iter(j)).abs() * spans[j])
+        .sum::<i64>()
 }
 
 /// Inclusive bounds per array dimension.
