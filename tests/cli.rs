@@ -1199,3 +1199,46 @@ fn the_accelerator_compiles_what_it_runs_with_i32_counters() {
         assert_eq!(e.trim_end().lines().count(), 1, "{e}");
     }
 }
+
+#[test]
+fn an_integer_division_by_zero_stops_the_reference_on_every_target() {
+    let path = source(
+        "idiv.pf",
+        "kernel idiv<N = 8>(X: i32[N]) -> (Y: i32[N]) {\n    Y(i) = X(i) / 0;\n}\n",
+    );
+    for target in ["interp", "cpu", "gpu"] {
+        let o = polyfuse(&["run", path.to_str().unwrap(), "--target", target]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{target}: {err}");
+        assert!(
+            err.contains("S0 divides an integer by zero"),
+            "{target}: {err}"
+        );
+        assert!(!err.contains("compiler bug"), "{target}: {err}");
+    }
+}
+
+#[test]
+fn non_finite_elements_on_the_gpu_are_reported_as_unspecified() {
+    // `x - x` of an infinite `x` is NaN, but WGSL lets a shader compiler fold it to zero.
+    let path = source(
+        "nan.pf",
+        "kernel not_a_number<N = 8>(X: f32[N]) -> (Y: f32[N]) {\n    Y(i) = (X(i) / 0.0) - (X(i) / 0.0);\n}\n",
+    );
+    let o = polyfuse(&["run", path.to_str().unwrap(), "--target", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("result: matches the interpreter\n"));
+    let o = polyfuse(&["run", path.to_str().unwrap(), "--target", "gpu"]);
+    if stderr(&o).contains("no GPU adapter") {
+        return;
+    }
+    let text = stdout(&o);
+    assert!(o.status.success(), "{text}{}", stderr(&o));
+    if !text.contains("result: matches the interpreter\n") {
+        assert!(
+            text.contains("non-finite on gpu: unspecified by WGSL"),
+            "{text}"
+        );
+        assert!(!text.contains("  ok\n"), "{text}");
+    }
+}

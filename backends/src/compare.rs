@@ -14,7 +14,16 @@
 //! | `f16` | 2⁻¹⁰ (1 ulp) | 2⁻¹⁴ (smallest normal) |
 //! | `i32` | exact | exact |
 //!
-//! An element passes when `|actual - expected| <= abs + rel * |expected|`, or when both are NaN.
+//! A finite element passes when `|actual - expected| <= abs + rel * |expected|`. Special values
+//! match exactly: NaN only NaN, `+inf` only `+inf`, `-inf` only `-inf`; the tolerances apply to
+//! finite values only.
+//! WGSL lets a shader compiler assume that no value is an infinity or NaN, so on the GPU
+//! ([`Specials::UnspecifiedByWgsl`]) an element whose interpreter value is not finite and whose
+//! GPU value differs is neither a match nor a mismatch: it is counted as *unspecified* and the
+//! verdict says so. The GPU writer computes IEEE results where a kernel makes special values
+//! from finite ones by dividing by zero; what a shader compiler then folds (`x - x` to 0 for an
+//! infinite `x`) is what WGSL leaves open.
+//!
 //! The reported relative error of an element is `|actual - expected| / |expected|`, or the
 //! absolute error where the expected value is zero.
 
@@ -50,11 +59,24 @@ impl Tolerance {
         }
     }
 
+    /// Special values match exactly: NaN only NaN, an infinity only the same infinity (a
+    /// relative tolerance of an infinity would be infinite and accept any number).
     fn accepts(&self, expected: f64, actual: f64) -> bool {
-        (expected.is_nan() && actual.is_nan())
-            || expected == actual
-            || (actual - expected).abs() <= self.abs + self.rel * expected.abs()
+        if !expected.is_finite() || !actual.is_finite() {
+            return (expected.is_nan() && actual.is_nan()) || expected == actual;
+        }
+        (actual - expected).abs() <= self.abs + self.rel * expected.abs()
     }
+}
+
+/// What a target's language promises about infinities and NaNs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Specials {
+    /// IEEE arithmetic: special values are compared exactly, as every other value (C, the
+    /// simulator).
+    Ieee,
+    /// WGSL: an element whose interpreter value is not finite and that differs is unspecified.
+    UnspecifiedByWgsl,
 }
 
 /// The errors of one output array.
@@ -68,6 +90,11 @@ pub struct ArrayComparison {
     pub mismatches: usize,
     /// The first element outside the tolerance: flat index, expected and actual value.
     pub first_mismatch: Option<(usize, f64, f64)>,
+    /// Elements whose interpreter value is not finite and whose value here differs, where the
+    /// target's language leaves special values unspecified ([`Specials::UnspecifiedByWgsl`]).
+    pub unspecified: usize,
+    /// The first of those: flat index, expected and actual value.
+    pub first_unspecified: Option<(usize, f64, f64)>,
 }
 
 /// The errors of every output array of a run.
@@ -77,16 +104,27 @@ pub struct Comparison {
 }
 
 impl Comparison {
+    /// No element differs beyond its tolerance (unspecified elements aside: see
+    /// [`Comparison::unspecified`]).
     pub fn passed(&self) -> bool {
         self.arrays.iter().all(|a| a.mismatches == 0)
     }
 
+    /// Elements that differ where the target's language leaves special values unspecified.
+    pub fn unspecified(&self) -> usize {
+        self.arrays.iter().map(|a| a.unspecified).sum()
+    }
+
     /// The last line `polyfuse run` prints for a compiled target.
-    pub fn verdict(&self) -> &'static str {
-        if self.passed() {
-            "result: matches the interpreter\n"
-        } else {
-            "result: MISMATCH with the interpreter\n"
+    pub fn verdict(&self) -> String {
+        match (self.passed(), self.unspecified()) {
+            (false, _) => "result: MISMATCH with the interpreter\n".into(),
+            (true, 0) => "result: matches the interpreter\n".into(),
+            (true, n) => format!(
+                "result: matches the interpreter wherever WGSL specifies the result; {n} \
+                 element{} non-finite on gpu: unspecified by WGSL\n",
+                if n == 1 { "" } else { "s" }
+            ),
         }
     }
 
@@ -105,12 +143,26 @@ impl Comparison {
                 a.max_rel,
                 a.tolerance.abs,
                 a.tolerance.rel,
-                if a.mismatches == 0 { "ok" } else { "MISMATCH" }
+                match (a.mismatches, a.unspecified) {
+                    (0, 0) => "ok",
+                    (0, _) => "unspecified",
+                    _ => "MISMATCH",
+                }
             );
             if let Some((flat, expected, actual)) = a.first_mismatch {
                 out += &format!(
                     "    {} of {} elements differ; first {}[{}]: expected {expected:e}, got {actual:e}\n",
                     a.mismatches,
+                    program.array_len(a.array),
+                    array.name,
+                    join(&unflatten(flat, &extents))
+                );
+            }
+            if let Some((flat, expected, actual)) = a.first_unspecified {
+                out += &format!(
+                    "    {} of {} elements non-finite on gpu: unspecified by WGSL; first {}[{}]: \
+                     expected {expected:e}, got {actual:e}\n",
+                    a.unspecified,
                     program.array_len(a.array),
                     array.name,
                     join(&unflatten(flat, &extents))
@@ -146,9 +198,19 @@ fn unflatten(mut flat: usize, extents: &[i64]) -> Vec<i64> {
 }
 
 /// Compares `actual` (the live-out arrays a target produced, by array) with the interpreter's
-/// final memory `expected`. A live-out array missing from `actual`, or of the wrong length,
-/// counts as mismatching everywhere.
+/// final memory `expected`, special values exactly. A live-out array missing from `actual`, or
+/// of the wrong length, counts as mismatching everywhere.
 pub fn compare(program: &Program, expected: &Memory, actual: &[(ArrayId, Vec<f64>)]) -> Comparison {
+    compare_with(program, expected, actual, Specials::Ieee)
+}
+
+/// [`compare`] for a target whose language makes the promises `specials`.
+pub fn compare_with(
+    program: &Program,
+    expected: &Memory,
+    actual: &[(ArrayId, Vec<f64>)],
+    specials: Specials,
+) -> Comparison {
     let arrays = program
         .arrays
         .iter()
@@ -165,15 +227,23 @@ pub fn compare(program: &Program, expected: &Memory, actual: &[(ArrayId, Vec<f64
                 max_rel: 0.0,
                 mismatches: 0,
                 first_mismatch: None,
+                unspecified: 0,
+                first_unspecified: None,
             };
             let got = actual.iter().find(|(a, _)| *a == id).map(|(_, v)| v);
             match got {
                 Some(got) if got.len() == want.len() => {
                     for (flat, (&e, &g)) in want.iter().zip(got).enumerate() {
+                        let accepted = tolerance.accepts(e, g);
+                        if !accepted && specials == Specials::UnspecifiedByWgsl && !e.is_finite() {
+                            c.unspecified += 1;
+                            c.first_unspecified.get_or_insert((flat, e, g));
+                            continue;
+                        }
                         let (abs, rel) = errors(e, g);
                         c.max_abs = c.max_abs.max(abs);
                         c.max_rel = c.max_rel.max(rel);
-                        if !tolerance.accepts(e, g) {
+                        if !accepted {
                             c.mismatches += 1;
                             c.first_mismatch.get_or_insert((flat, e, g));
                         }
@@ -198,7 +268,7 @@ fn errors(expected: f64, actual: f64) -> (f64, f64) {
     }
     let abs = (actual - expected).abs();
     let abs = if abs.is_nan() { f64::INFINITY } else { abs };
-    let rel = if expected == 0.0 {
+    let rel = if expected == 0.0 || abs.is_infinite() {
         abs
     } else {
         abs / expected.abs()
@@ -238,9 +308,28 @@ mod tests {
     }
 
     #[test]
+    fn special_values_match_only_themselves() {
+        let inf = f64::INFINITY;
+        for ty in [ScalarType::F64, ScalarType::F32, ScalarType::F16] {
+            let t = Tolerance::for_type(ty);
+            assert!(t.accepts(inf, inf));
+            assert!(t.accepts(-inf, -inf));
+            assert!(!t.accepts(inf, 3.4e38));
+            assert!(!t.accepts(inf, -inf));
+            assert!(!t.accepts(-inf, 0.0));
+            assert!(!t.accepts(inf, f64::NAN));
+            assert!(!t.accepts(f64::NAN, inf));
+            assert!(!t.accepts(f64::NAN, 1.0));
+            assert!(!t.accepts(1.0, f64::NAN));
+            assert!(!t.accepts(1.0, inf));
+        }
+    }
+
+    #[test]
     fn relative_error_of_zero_is_the_absolute_error() {
         assert_eq!(errors(0.0, 0.5), (0.5, 0.5));
         assert_eq!(errors(2.0, 1.0), (1.0, 0.5));
         assert_eq!(errors(1.0, f64::NAN).0, f64::INFINITY);
+        assert_eq!(errors(f64::INFINITY, 1.0), (f64::INFINITY, f64::INFINITY));
     }
 }

@@ -152,7 +152,8 @@ pub fn to_value(program: &Program, target: &str, seed: u64, results: &[OutputSum
 }
 
 /// Adds a target's comparison with the interpreter to its JSON document: `matches_interp`, and
-/// per output its largest absolute and relative errors and its count of mismatches.
+/// per output its largest absolute and relative errors, its count of mismatches and of elements
+/// the target's language leaves unspecified (non-finite on the GPU).
 pub fn add_comparison(json: &mut Value, comparison: &Comparison) {
     json["matches_interp"] = json!(comparison.passed());
     if let Some(outputs) = json["outputs"].as_array_mut() {
@@ -160,6 +161,7 @@ pub fn add_comparison(json: &mut Value, comparison: &Comparison) {
             out["max_abs_error"] = json!(c.max_abs);
             out["max_rel_error"] = json!(c.max_rel);
             out["mismatches"] = json!(c.mismatches);
+            out["unspecified"] = json!(c.unspecified);
         }
     }
 }

@@ -117,7 +117,7 @@ impl CheckReport {
         );
         out += &self.comparison.to_text(program);
         out += &format!("kernel time: {:.6} s\n", self.kernel_seconds);
-        out += self.comparison.verdict();
+        out += &self.comparison.verdict();
         out
     }
 }

@@ -140,9 +140,14 @@ pub(super) fn binary(op: BinaryOp, ty: ScalarType, a: String, b: String) -> Stri
     match (ty, op) {
         (_, Min) => format!("min({a}, {b})"),
         (_, Max) => format!("max({a}, {b})"),
+        // The correctly rounded f32 quotient rounds to the correctly rounded f16 one (24 bits
+        // are at least 2·11 + 2), and `pf_div` gives IEEE's result for a zero divisor.
+        (ScalarType::F16, Div) => format!("pf_f16r(pf_div({a}, {b}))"),
         (ScalarType::F16, _) => format!("pf_f16r({a} {} {b})", op.symbol()),
         (ScalarType::F32 | ScalarType::F64, Mul) => format!("(({a} * {b}) + pf.zero)"),
         (ScalarType::F32 | ScalarType::F64, Div) => format!("pf_div({a}, {b})"),
+        (ScalarType::I32, Div) => format!("pf_idiv({a}, {b})"),
+        (ScalarType::I32, Rem) => format!("pf_irem({a}, {b})"),
         _ => format!("({a} {} {b})", op.symbol()),
     }
 }
@@ -196,6 +201,17 @@ fn pf_ceild(a: i32, b: i32) -> i32 {
     return q;
 }
 
+// A kernel's integer `/` and `%`: WGSL refuses a shader that divides by a constant zero, which
+// a kernel may well do (the interpreter stops where such a division runs); a divisor passed to
+// a function is no constant.
+fn pf_idiv(a: i32, b: i32) -> i32 {
+    return a / b;
+}
+
+fn pf_irem(a: i32, b: i32) -> i32 {
+    return a % b;
+}
+
 fn pf_mod(a: i32, b: i32) -> i32 {
     let r = a % b;
     if (r < 0i) {
@@ -222,8 +238,18 @@ fn pf_f2i(x: f32) -> i32 {
 // a / b correctly rounded. WGSL allows 2.5 ulp of error in `/`, and a fused multiply-add may
 // be computed unfused, so the residual a - q·b of the quotient is computed exactly with
 // Dekker's product (Veltkamp's splitting; `pf.zero` keeps the products from being contracted),
-// and one correction step gives the nearest value.
+// and one correction step gives the nearest value. A zero divisor gives IEEE's result, built
+// from bits (±inf, NaN for 0/0 and NaN/0): WGSL lets a shader compiler assume no infinity,
+// and one that sees the zero folds the quotient to anything.
 fn pf_div(a: f32, b: f32) -> f32 {
+    let ab = bitcast<u32>(a);
+    let bb = bitcast<u32>(b);
+    if ((bb & 0x7fffffffu) == 0u) {
+        if ((ab & 0x7fffffffu) == 0u || (ab & 0x7fffffffu) > 0x7f800000u) {
+            return bitcast<f32>(0x7fc00000u);
+        }
+        return bitcast<f32>(0x7f800000u | ((ab ^ bb) & 0x80000000u));
+    }
     let q = a / b;
     if (!(abs(q) < 1.0e30f) || abs(q) < 1.0e-30f || !(abs(b) < 1.0e30f) || abs(b) < 1.0e-30f
         || !(abs(a) < 1.0e30f) || abs(a) < 1.0e-30f) {

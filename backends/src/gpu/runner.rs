@@ -19,7 +19,7 @@ use wgpu::util::DeviceExt;
 use super::host::{HostOp, KernelMapping, MappedLoop};
 use super::writer::Module;
 use super::{Error, Limits, Options};
-use crate::compare::{compare, keeps_arrays, Comparison};
+use crate::compare::{compare_with, keeps_arrays, Comparison, Specials};
 
 /// What a kernel run produced.
 #[derive(Clone, Debug, PartialEq)]
@@ -663,7 +663,7 @@ impl GpuCheckReport {
             "wall clock"
         };
         out += &format!("kernel time: {:.6} s ({clock})\n", self.kernel_seconds);
-        out += self.comparison.verdict();
+        out += &self.comparison.verdict();
         out
     }
 }
@@ -688,7 +688,12 @@ pub fn check(
     let inputs = interp::random_inputs(program, seed);
     let gpu = run(program, module, &inputs, options)?;
     Ok(GpuCheckReport {
-        comparison: compare(reference, &expected, &gpu.outputs),
+        comparison: compare_with(
+            reference,
+            &expected,
+            &gpu.outputs,
+            Specials::UnspecifiedByWgsl,
+        ),
         outputs: gpu.outputs,
         kernel_seconds: gpu.kernel_seconds,
         timestamps: gpu.timestamps,

@@ -220,7 +220,7 @@ pub enum Error {
     /// The simulator rejected the program (a bug in the lowering) or stopped on it.
     #[error("the simulator stopped: {0}")]
     Simulator(String),
-    #[error(transparent)]
+    #[error("the reference interpreter stopped: {0}")]
     Interp(#[from] InterpError),
 }
 

@@ -483,7 +483,8 @@ fn fuse_group(
             )));
         };
         let inst = Instances::extension(program, s, k, &cs)?;
-        if writes_output && !covers(program, &inst, k)? {
+        let consumers = &tiles.readers[..groups[b].stmts.len()];
+        if writes_output && !covers(program, &inst, consumers, k)? {
             return Ok(Err(format!(
                 "some instances of {}, which writes the kernel output {}, are in no tile",
                 stmt_name(program, s),
@@ -755,25 +756,44 @@ fn computed_in_tile(
     Ok(true)
 }
 
-/// Every instance of the statement is in the extension of some tile, at the kernel's sizes.
-fn covers(program: &Program, ext: &Instances, k: usize) -> Result<bool, ScheduleError> {
+/// Every instance of the statement is in the extension of some tile that runs, at the
+/// kernel's sizes. The tile loops run the tiles of the `consumers` (the consumer group's
+/// statements with their `k` tile dimensions) and no others, so an instance whose extension
+/// tile holds no consumer instance is never executed: the tile must be one of theirs.
+fn covers(
+    program: &Program,
+    ext: &Instances,
+    consumers: &[Instances],
+    k: usize,
+) -> Result<bool, ScheduleError> {
     let np = ext.np;
     let n = ext.rel.n;
-    // [np | iterators | tile | locals], so that the tile and the locals are projected out.
-    let map: Vec<usize> = (0..n)
-        .map(|v| {
-            if v < np {
-                v
-            } else if v < np + k {
-                np + ext.n_iter + (v - np)
-            } else if v < np + k + ext.n_iter {
-                v - k
-            } else {
-                v
-            }
-        })
-        .collect();
-    let pieces = project(&ext.rel.remap(n, &map), np + ext.n_iter)?;
+    let mut pieces = Vec::new();
+    for r in consumers {
+        // [np | tile | ext iterators | ext locals | consumer iterators and locals]
+        let total = n + (r.rel.n - np - k);
+        let rmap: Vec<usize> = (0..r.rel.n)
+            .map(|v| if v < np + k { v } else { n + (v - np - k) })
+            .collect();
+        let mut c = ext.rel.remap(total, &(0..n).collect::<Vec<_>>());
+        c.and(&r.rel.remap(total, &rmap));
+        // [np | ext iterators | tile | the rest], so that all but the iterators are projected
+        // out.
+        let map: Vec<usize> = (0..total)
+            .map(|v| {
+                if v < np {
+                    v
+                } else if v < np + k {
+                    np + ext.n_iter + (v - np)
+                } else if v < np + k + ext.n_iter {
+                    v - k
+                } else {
+                    v
+                }
+            })
+            .collect();
+        pieces.extend(project(&c.remap(total, &map), np + ext.n_iter)?);
+    }
     let reached = as_set(program, &pieces, ext.n_iter);
     // At the kernel's sizes, which the generated code is for: a parametric check would fail
     // where a size that only the consumer depends on is zero.
