@@ -2,7 +2,9 @@
 //!
 //! Every subcommand that reads a kernel takes the same kernel options (`--size`, `-D`, `-I`);
 //! the file's extension picks the language (`.pf` kernel language, `.c` SCoP). Errors in the
-//! user's input are printed as located diagnostics and exit with status 1.
+//! user's input are printed as located diagnostics and exit with status 1; a run that a budget
+//! ended (the interpreter's loop limit, the simulator's instruction or cycle budget) exits with
+//! status 3.
 
 mod pipe;
 
@@ -62,6 +64,13 @@ struct SimArgs {
     /// A machine description file instead of the built-in 910-like core.
     #[arg(long, value_name = "FILE")]
     machine: Option<PathBuf>,
+    /// Stop with an error (exit status 3) after this many executed instructions; 0: no limit.
+    #[arg(long, value_name = "N", default_value_t = sim::SimOptions::MAX_INSTRUCTIONS)]
+    max_instructions: u64,
+    /// Stop with an error (exit status 3) once a core's clock passes this many cycles; 0: no
+    /// limit.
+    #[arg(long, value_name = "N", default_value_t = sim::SimOptions::MAX_CYCLES)]
+    max_cycles: u64,
 }
 
 /// How a kernel is read: sizes, macros and include folders.
@@ -365,13 +374,32 @@ fn parse_define(text: &str) -> Result<(String, Option<String>), String> {
     Ok((name.to_string(), value))
 }
 
-/// A failure already explained to the user; the message is printed to stderr.
-struct Failure(String);
+/// A failure already explained to the user; the message is printed to stderr, and the process
+/// exits with `status`.
+struct Failure {
+    message: String,
+    status: u8,
+}
+
+/// The exit status of every failure but a budget's: bad input, a refusal, a mismatch.
+const STATUS_FAILURE: u8 = 1;
+/// The exit status of a run that a budget ended: the interpreter's loop limit, the simulator's
+/// instruction or cycle budget.
+const STATUS_BUDGET: u8 = 3;
+
+impl Failure {
+    fn new(message: String) -> Failure {
+        Failure {
+            message,
+            status: STATUS_FAILURE,
+        }
+    }
+}
 
 impl From<frontend::LoadError> for Failure {
     fn from(e: frontend::LoadError) -> Failure {
         use std::io::IsTerminal;
-        Failure(e.render(std::io::stderr().is_terminal()))
+        Failure::new(e.render(std::io::stderr().is_terminal()))
     }
 }
 
@@ -403,13 +431,13 @@ fn print_program(program: &polyhedral::Program, notes: &[String]) {
 fn original_tree(
     program: &polyhedral::Program,
 ) -> Result<polyhedral::schedule::ScheduleTree, Failure> {
-    polyhedral::schedule_tree_of(program).map_err(|e| Failure(format!("error: {e}\n")))
+    polyhedral::schedule_tree_of(program).map_err(|e| Failure::new(format!("error: {e}\n")))
 }
 
 /// The loops of the original order, generated from its schedule tree.
 fn original_loops(program: &polyhedral::Program) -> Result<polyhedral::ast::Ast, Failure> {
     let tree = original_tree(program)?;
-    polyhedral::generate_ast(program, &tree).map_err(|e| Failure(format!("error: {e}\n")))
+    polyhedral::generate_ast(program, &tree).map_err(|e| Failure::new(format!("error: {e}\n")))
 }
 
 /// The masked forms run lane by lane on random inputs (8 lanes, every statement that calls a
@@ -456,7 +484,7 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
         CheckEmit::Program => print_program(&program, &notes),
         CheckEmit::Deps => {
             let deps = polyhedral::deps::compute_dependences(&program)
-                .map_err(|e| Failure(format!("error: {e}\n")))?;
+                .map_err(|e| Failure::new(format!("error: {e}\n")))?;
             print!("{}", deps.display(&program));
         }
         CheckEmit::Tree => print!("{}", original_tree(&program)?.display(&program)),
@@ -476,7 +504,14 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
 
 impl From<target::Error> for Failure {
     fn from(e: target::Error) -> Failure {
-        Failure(format!("error: {e}\n"))
+        Failure {
+            status: if e.is_budget() {
+                STATUS_BUDGET
+            } else {
+                STATUS_FAILURE
+            },
+            message: format!("error: {e}\n"),
+        }
     }
 }
 
@@ -490,7 +525,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     let text = match (&emit, &program.source) {
         (Emit::Code, polyhedral::program::SourceKind::CScop { .. }) => {
             let bytes = std::fs::read(&args.kernel.file).map_err(|e| {
-                Failure(format!(
+                Failure::new(format!(
                     "error: cannot read {}: {e}\n",
                     args.kernel.file.display()
                 ))
@@ -512,7 +547,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
     )?;
     match &args.output {
         Some(path) => std::fs::write(path, out)
-            .map_err(|e| Failure(format!("error: cannot write {}: {e}\n", path.display())))?,
+            .map_err(|e| Failure::new(format!("error: cannot write {}: {e}\n", path.display())))?,
         None => print!("{out}"),
     }
     Ok(())
@@ -533,7 +568,7 @@ fn check_memory(program: &polyhedral::Program) -> Result<(), Failure> {
     let limit = physical_memory().unwrap_or(u64::MAX);
     match bytes {
         Some(b) if b <= limit => Ok(()),
-        _ => Err(Failure(format!(
+        _ => Err(Failure::new(format!(
             "error: {}: does not fit in memory: its arrays take {} bytes in the interpreter, \
              more than the {limit} bytes of this machine's memory; run it with smaller `--size` \
              values\n",
@@ -576,7 +611,7 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
         {
             if let (Some(path), Some(svg)) = (&args.timeline, svg.as_str()) {
                 std::fs::write(path, svg).map_err(|e| {
-                    Failure(format!("error: cannot write {}: {e}\n", path.display()))
+                    Failure::new(format!("error: cannot write {}: {e}\n", path.display()))
                 })?;
             }
         }
@@ -602,7 +637,7 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
     if mismatch.is_empty() {
         Ok(())
     } else {
-        Err(Failure(format!(
+        Err(Failure::new(format!(
             "error: the {} outputs differ from the interpreter's\n",
             mismatch.join(", ")
         )))
@@ -610,14 +645,27 @@ fn run(args: &RunArgs) -> Result<(), Failure> {
 }
 
 fn simulate(args: &SimArgs) -> Result<(), Failure> {
+    let limits = sim::SimOptions {
+        max_instructions: args.max_instructions,
+        max_cycles: args.max_cycles,
+        ..sim::SimOptions::default()
+    };
     let out = sim::run_command_on(
         args.machine.as_deref(),
         &args.file,
         args.inputs.as_deref(),
         args.json,
         args.timeline.as_deref(),
+        &limits,
     )
-    .map_err(Failure)?;
+    .map_err(|e| Failure {
+        message: e.message,
+        status: if e.budget {
+            STATUS_BUDGET
+        } else {
+            STATUS_FAILURE
+        },
+    })?;
     print!("{out}");
     Ok(())
 }
@@ -663,12 +711,12 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure(message)) => {
+        Err(Failure { message, status }) => {
             eprint!("{message}");
             if !message.ends_with('\n') {
                 eprintln!();
             }
-            ExitCode::from(1)
+            ExitCode::from(status)
         }
     }
 }

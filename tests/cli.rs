@@ -1242,3 +1242,29 @@ fn non_finite_elements_on_the_gpu_are_reported_as_unspecified() {
         assert!(!text.contains("  ok\n"), "{text}");
     }
 }
+
+#[test]
+fn a_simulation_that_runs_out_of_its_budget_exits_with_status_3() {
+    let path = source(
+        "spin.npuasm",
+        "kernel spin\nfor i in 0..1000000000 {\n    mov s0, i\n}\n",
+    );
+    let file = path.to_str().unwrap();
+    let o = polyfuse(&["sim", file, "--max-instructions", "1000"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stopped after 1000 instructions"),
+        "{}",
+        stderr(&o)
+    );
+    let o = polyfuse(&["sim", file, "--max-cycles", "2000"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stopped after 2000 cycles"),
+        "{}",
+        stderr(&o)
+    );
+    // The default budget ends it too.
+    let o = polyfuse(&["sim", file]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+}

@@ -280,6 +280,35 @@ pub enum Error {
     Interp(#[from] polyhedral::interp::InterpError),
 }
 
+impl Error {
+    /// Whether a budget ended the run (the interpreter's loop limit, the simulator's
+    /// instruction or cycle budget) rather than a fault of the kernel or the compiler.
+    pub fn is_budget(&self) -> bool {
+        use polyhedral::interp::InterpError;
+        let interp = |e: &InterpError| matches!(e, InterpError::NonTerminating { .. });
+        match self {
+            Error::Interp(e)
+            | Error::Cpu {
+                source: cpu::Error::Interp(e),
+                ..
+            }
+            | Error::Gpu {
+                source: gpu::Error::Interp(e),
+                ..
+            }
+            | Error::Npu {
+                source: npu::Error::Interp(e),
+                ..
+            } => interp(e),
+            Error::Npu {
+                source: npu::Error::Budget(_),
+                ..
+            } => true,
+            _ => false,
+        }
+    }
+}
+
 impl fmt::Debug for dyn Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -62,10 +62,11 @@ fn main() {
         inputs.as_deref(),
         json,
         timeline.as_deref(),
+        &sim::SimOptions::default(),
     ) {
         Ok(out) => print!("{out}"),
         Err(e) => {
-            eprint!("{e}");
+            eprint!("{}", e.message);
             std::process::exit(1);
         }
     }

@@ -75,6 +75,9 @@ pub struct Error {
     pub file: Arc<str>,
     pub text: Arc<str>,
     pub diagnostic: Box<Diagnostic>,
+    /// The simulation stopped at one of its budgets ([`crate::SimOptions`]), not on a fault
+    /// of the program.
+    pub budget: bool,
 }
 
 impl Error {
@@ -83,6 +86,7 @@ impl Error {
             file: file.into(),
             text: text.into(),
             diagnostic: Box::new(diagnostic),
+            budget: false,
         }
     }
 
@@ -91,7 +95,14 @@ impl Error {
             file: file.clone(),
             text: text.clone(),
             diagnostic: Box::new(diagnostic),
+            budget: false,
         }
+    }
+
+    /// This error, marked as the end of a budget.
+    pub(crate) fn budget(mut self) -> Error {
+        self.budget = true;
+        self
     }
 
     pub fn message(&self) -> &str {

@@ -111,17 +111,37 @@ pub fn run_command(
     json: bool,
     timeline: Option<&Path>,
 ) -> Result<String, String> {
-    run_command_on(None, path, inputs, json, timeline)
+    run_command_on(None, path, inputs, json, timeline, &SimOptions::default())
+        .map_err(|e| e.message)
 }
 
-/// `run_command` on the machine described by the file `machine` (the default machine if None).
+/// Why a command failed: the rendered diagnostic for stderr, and whether the simulation
+/// stopped at one of its budgets (`--max-instructions`, `--max-cycles`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommandError {
+    pub message: String,
+    pub budget: bool,
+}
+
+impl From<String> for CommandError {
+    fn from(message: String) -> CommandError {
+        CommandError {
+            message,
+            budget: false,
+        }
+    }
+}
+
+/// `run_command` on the machine described by the file `machine` (the default machine if None),
+/// within the budgets of `limits` (its `timeline` is `timeline.is_some()`).
 pub fn run_command_on(
     machine: Option<&Path>,
     path: &Path,
     inputs: Option<&Path>,
     json: bool,
     timeline: Option<&Path>,
-) -> Result<String, String> {
+    limits: &SimOptions,
+) -> Result<String, CommandError> {
     let machine = match machine {
         None => Machine::default(),
         Some(m) => {
@@ -149,9 +169,12 @@ pub fn run_command_on(
     };
     let options = SimOptions {
         timeline: timeline.is_some(),
-        ..SimOptions::default()
+        ..limits.clone()
     };
-    let outcome = simulate_all(&kernels, &tensors, &options).map_err(|e| e.render(false))?;
+    let outcome = simulate_all(&kernels, &tensors, &options).map_err(|e| CommandError {
+        message: e.render(false),
+        budget: e.budget,
+    })?;
     if let (Some(out), Some(t)) = (timeline, &outcome.timeline) {
         std::fs::write(out, t.to_svg())
             .map_err(|e| format!("error: cannot write {}: {e}\n", out.display()))?;

@@ -49,13 +49,26 @@ pub struct SimOptions {
     /// Stop with an error after this many executed instructions (0: no limit), so that a
     /// program that loops for too long ends with a diagnostic.
     pub max_instructions: u64,
+    /// Stop with an error once a core's issue time passes this many cycles (0: no limit).
+    pub max_cycles: u64,
+}
+
+impl SimOptions {
+    /// The default instruction budget: a runaway loop of vector instructions and flags, the
+    /// slowest mix to simulate (about two million a second), stops within ten seconds; the
+    /// kernels of `kernels/` execute at most six million instructions.
+    pub const MAX_INSTRUCTIONS: u64 = 20_000_000;
+    /// The default cycle budget: a hundred seconds of a 1 GHz core, far beyond any kernel's
+    /// run (the longest of `kernels/` takes 30 million cycles).
+    pub const MAX_CYCLES: u64 = 100_000_000_000;
 }
 
 impl Default for SimOptions {
     fn default() -> SimOptions {
         SimOptions {
             timeline: false,
-            max_instructions: 1 << 32,
+            max_instructions: SimOptions::MAX_INSTRUCTIONS,
+            max_cycles: SimOptions::MAX_CYCLES,
         }
     }
 }
@@ -149,6 +162,7 @@ struct Machine<'k> {
     /// Reused staging buffer for copies between two memories.
     scratch: Vec<u8>,
     max_instructions: u64,
+    max_cycles: u64,
 }
 
 /// Per-block state.
@@ -329,6 +343,7 @@ pub(crate) fn simulate(
         gm_log: (k.program.blockdim > 1).then(Vec::new),
         scratch: Vec::new(),
         max_instructions: options.max_instructions,
+        max_cycles: options.max_cycles,
     };
     for (i, p) in k.program.params.iter().enumerate() {
         let buf = &k.bufs[i];
@@ -581,8 +596,23 @@ impl Machine<'_> {
                                     self.context(&b.slots, e.site)
                                 ),
                             )
-                            .with_hint("the program runs longer than the simulation allows; check its loop bounds"),
-                        ));
+                            .with_hint("the program runs longer than the simulation allows (`--max-instructions`); check its loop bounds"),
+                        ).budget());
+                    }
+                    if self.max_cycles != 0 && b.timing.issue > self.max_cycles {
+                        let site = &self.k.sites[e.site as usize];
+                        return Err(self.error(
+                            Diagnostic::new(
+                                site.span,
+                                format!(
+                                    "stopped after {} cycles at `{}`{}",
+                                    self.max_cycles,
+                                    site.text,
+                                    self.context(&b.slots, e.site)
+                                ),
+                            )
+                            .with_hint("the program runs longer than the simulation allows (`--max-cycles`); check its loop bounds"),
+                        ).budget());
                     }
                     let pipe = pipe_of(k, e);
                     if matches!(e.instr, Instr::SyncAll) {

@@ -197,4 +197,17 @@ fn limits_end_with_diagnostics() {
         e.message(),
         "stopped after 1000 instructions at `mov s0, i` (at i=1000)"
     );
+    assert!(e.budget);
+    let options = SimOptions {
+        max_cycles: 5000,
+        ..SimOptions::default()
+    };
+    let e = sim::simulate(&k, &Default::default(), &options).unwrap_err();
+    assert!(
+        e.message()
+            .starts_with("stopped after 5000 cycles at `mov s0, i`"),
+        "{}",
+        e.message()
+    );
+    assert!(e.budget);
 }

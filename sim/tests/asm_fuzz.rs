@@ -75,6 +75,7 @@ fn run_program(name: &str, text: &str, machine: &Machine) {
     let options = SimOptions {
         timeline: true,
         max_instructions: MAX_INSTRUCTIONS,
+        ..SimOptions::default()
     };
     match sim::load(name, text, machine) {
         Ok(kernel) => {

@@ -220,6 +220,9 @@ pub enum Error {
     /// The simulator rejected the program (a bug in the lowering) or stopped on it.
     #[error("the simulator stopped: {0}")]
     Simulator(String),
+    /// The simulation ran out of its instruction or cycle budget.
+    #[error("the simulator stopped: {0}")]
+    Budget(String),
     #[error("the reference interpreter stopped: {0}")]
     Interp(#[from] InterpError),
 }

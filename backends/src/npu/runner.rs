@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use polyhedral::interp;
-use polyhedral::program::{ArrayId, ArrayRole};
+use polyhedral::program::ArrayId;
 use polyhedral::Program;
 use sim::{SimOptions, Tensor};
 
@@ -62,10 +62,9 @@ pub fn simulate(
         let Some(id) = program.array_by_name(&name) else {
             continue;
         };
-        // An output the kernels declare `inout` starts with the caller's contents.
-        if program.array(id).role == ArrayRole::Temporary {
-            continue;
-        }
+        // An output the kernels declare `inout` starts with the caller's contents, and a
+        // temporary written in part (declared `inout` so that the rest is kept) with the
+        // interpreter's zeros.
         let Some(param) = kernels[k].program().params.iter().find(|p| p.name == name) else {
             continue;
         };
@@ -82,8 +81,10 @@ pub fn simulate(
         timeline,
         ..SimOptions::default()
     };
-    let outcome = sim::simulate_all(&kernels, &inputs, &options)
-        .map_err(|e| Error::Simulator(e.render(false)))?;
+    let outcome = sim::simulate_all(&kernels, &inputs, &options).map_err(|e| match e.budget {
+        true => Error::Budget(e.render(false)),
+        false => Error::Simulator(e.render(false)),
+    })?;
     let mut outputs = Vec::new();
     for (k, arr) in program.arrays.iter().enumerate() {
         if !arr.role.is_live_out() {

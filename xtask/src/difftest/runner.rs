@@ -229,7 +229,8 @@ fn classify(status: Option<std::process::ExitStatus>, printed: &Printed) -> Outc
         Some(1) if err.contains("not supported") && err.trim_end().lines().count() == 1 => {
             Outcome::Skip(first_line(err))
         }
-        Some(1) => Outcome::Error(first_line(err)),
+        // 3: a budget ended the run (the interpreter's loop limit, the simulator's budget).
+        Some(1 | 3) => Outcome::Error(first_line(err)),
         Some(code) => Outcome::Crash(format!("exit status {code}: {}", first_line(err))),
         None if err.contains("memory allocation of") => {
             Outcome::Crash(format!("out of memory: {}", first_line(err)))
