@@ -285,7 +285,12 @@ impl Error {
     /// instruction or cycle budget) rather than a fault of the kernel or the compiler.
     pub fn is_budget(&self) -> bool {
         use polyhedral::interp::InterpError;
-        let interp = |e: &InterpError| matches!(e, InterpError::NonTerminating { .. });
+        let interp = |e: &InterpError| {
+            matches!(
+                e,
+                InterpError::NonTerminating { .. } | InterpError::InstanceBudget { .. }
+            )
+        };
         match self {
             Error::Interp(e)
             | Error::Cpu {

@@ -14,14 +14,14 @@
 //! of the sequential run bit for bit, and an error is the one of the earliest failing chunk,
 //! which is the sequential run's first error.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
 use super::batch::{self, BatchState, LoopEntry, LANES};
 use super::code::{self, Env, Fault};
 use super::plan::{execute_checked, Bound, Compiled, Frames, RawMemory};
-use super::{round, InterpError, Memory, RunStats};
+use super::{round, InterpError, Memory, RunStats, MAX_INSTANCES};
 use crate::deps::{compute_dependences, Level};
 use crate::program::{build_nest, NestNode, Program, StmtId};
 
@@ -63,6 +63,7 @@ pub fn run_with(
         guards,
         threads: options.threads,
         progress: options.progress,
+        spent: AtomicU64::new(0),
     };
     let mut machine = Machine::new(&shared);
     if options.threads > 1 {
@@ -201,6 +202,22 @@ struct Shared<'p, 'm> {
     compiled: Compiled,
     threads: usize,
     progress: Option<&'p (dyn Fn(f64) + Sync)>,
+    /// Statement instances begun so far, by every thread (an innermost loop counts every
+    /// statement of it at every iteration, before its guards).
+    spent: AtomicU64,
+}
+
+impl Shared<'_, '_> {
+    /// Counts `n` more instances against [`MAX_INSTANCES`].
+    fn spend(&self, n: u64) -> Result<(), InterpError> {
+        let total = self.spent.fetch_add(n, Ordering::Relaxed).saturating_add(n);
+        if total > MAX_INSTANCES {
+            return Err(InterpError::InstanceBudget {
+                limit: MAX_INSTANCES,
+            });
+        }
+        Ok(())
+    }
 }
 
 /// How a statement runs in the innermost loop it is in, for the current loop entry.
@@ -305,6 +322,7 @@ impl<'s, 'p, 'm> Machine<'s, 'p, 'm> {
         let shared = self.shared;
         let plan = &shared.compiled.plans[s.index()];
         if plan.domain.iter().all(|b| b.holds(&self.iters)) {
+            shared.spend(1)?;
             execute_checked(
                 shared.program,
                 &shared.compiled,
@@ -410,6 +428,9 @@ impl<'s, 'p, 'm> Machine<'s, 'p, 'm> {
         chunk: bool,
     ) -> Result<(), InterpError> {
         let d = lp.depth;
+        let iterations = (hi - lo) as u64 + 1;
+        self.shared
+            .spend(iterations.saturating_mul(lp.stmts.len() as u64))?;
         for &s in &lp.stmts {
             // A loop over one statement runs exactly its range.
             let own = (lp.stmts.len() == 1 && !chunk).then_some((lo, hi));

@@ -40,6 +40,11 @@ impl Memory {
     }
 }
 
+/// The most statement instances one run of the interpreter begins: at its fastest (a few
+/// hundred million instances a second on two cores) about a minute and a half, well above
+/// PolyBench's LARGE datasets (floyd-warshall's 2.2·10¹⁰).
+pub const MAX_INSTANCES: u64 = 1 << 35;
+
 /// Why a run stopped.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum InterpError {
@@ -60,6 +65,11 @@ pub enum InterpError {
     },
     #[error("function `{function}` ran more than {limit} loop iterations in one call")]
     NonTerminating { function: String, limit: u64 },
+    #[error(
+        "the kernel runs more than {limit} statement instances, the interpreter's budget; run it \
+         with smaller `--size` values"
+    )]
+    InstanceBudget { limit: u64 },
     #[error("the statements' positions do not form a loop nest ({0})")]
     BadPositions(String),
     #[error("invalid AST: {0}")]
