@@ -777,6 +777,8 @@ fn covers(
             .collect();
         let mut c = ext.rel.remap(total, &(0..n).collect::<Vec<_>>());
         c.and(&r.rel.remap(total, &rmap));
+        // At the kernel's sizes (as the domain below), which also keeps the projection cheap.
+        fix_sizes(program, &mut c);
         // [np | ext iterators | tile | the rest], so that all but the iterators are projected
         // out.
         let map: Vec<usize> = (0..total)
@@ -798,14 +800,19 @@ fn covers(
     // At the kernel's sizes, which the generated code is for: a parametric check would fail
     // where a size that only the consumer depends on is zero.
     let mut dom = Instances::domain(program, ext.stmt)?.rel;
-    for (i, p) in program.params.iter().enumerate() {
-        let mut row = vec![0; dom.n + 1];
-        row[0] = -p.value;
-        row[1 + i] = 1;
-        dom.eqs.push(row);
-    }
+    fix_sizes(program, &mut dom);
     let dom = as_set(program, std::slice::from_ref(&dom), ext.n_iter);
     Ok(dom.is_subset(&reached)?)
+}
+
+/// Binds the parameters of `c` (its first variables) to the kernel's sizes.
+fn fix_sizes(program: &Program, c: &mut Conj) {
+    for (i, p) in program.params.iter().enumerate() {
+        let mut row = vec![0; c.n + 1];
+        row[0] = -p.value;
+        row[1 + i] = 1;
+        c.eqs.push(row);
+    }
 }
 
 /// The variables of a second copy of `ext` (tiles of `k` members) beside the first, sharing
