@@ -518,6 +518,21 @@ impl Machine<'_> {
         Error::shared(&self.k.file, &self.k.text, d)
     }
 
+    /// The error of a budget `(limit, what it counts, its option)` that ran out at `e`.
+    fn budget_error(&self, b: &Block, e: &Exec, (limit, unit, option): (u64, &str, &str)) -> Error {
+        let site = &self.k.sites[e.site as usize];
+        let message = format!(
+            "stopped after {limit} {unit} at `{}`{}",
+            site.text,
+            self.context(&b.slots, e.site)
+        );
+        let hint = format!(
+            "the program runs longer than the simulation allows (`{option}`); check its loop bounds"
+        );
+        self.error(Diagnostic::new(site.span, message).with_hint(hint))
+            .budget()
+    }
+
     fn context(&self, slots: &[i64], site: u32) -> String {
         let mut parts = Vec::new();
         if self.k.program.blockdim > 1 {
@@ -585,34 +600,15 @@ impl Machine<'_> {
                     self.stats.instructions += 1;
                     if self.max_instructions != 0 && self.stats.instructions > self.max_instructions
                     {
-                        let site = &self.k.sites[e.site as usize];
-                        return Err(self.error(
-                            Diagnostic::new(
-                                site.span,
-                                format!(
-                                    "stopped after {} instructions at `{}`{}",
-                                    self.max_instructions,
-                                    site.text,
-                                    self.context(&b.slots, e.site)
-                                ),
-                            )
-                            .with_hint("the program runs longer than the simulation allows (`--max-instructions`); check its loop bounds"),
-                        ).budget());
+                        let limit = (self.max_instructions, "instructions", "--max-instructions");
+                        return Err(self.budget_error(b, e, limit));
                     }
                     if self.max_cycles != 0 && b.timing.issue > self.max_cycles {
-                        let site = &self.k.sites[e.site as usize];
-                        return Err(self.error(
-                            Diagnostic::new(
-                                site.span,
-                                format!(
-                                    "stopped after {} cycles at `{}`{}",
-                                    self.max_cycles,
-                                    site.text,
-                                    self.context(&b.slots, e.site)
-                                ),
-                            )
-                            .with_hint("the program runs longer than the simulation allows (`--max-cycles`); check its loop bounds"),
-                        ).budget());
+                        return Err(self.budget_error(
+                            b,
+                            e,
+                            (self.max_cycles, "cycles", "--max-cycles"),
+                        ));
                     }
                     let pipe = pipe_of(k, e);
                     if matches!(e.instr, Instr::SyncAll) {

@@ -473,6 +473,8 @@ fn fuse_group(
     let mut readers: Vec<Instances> = tiles.readers.to_vec();
     let mut recomputed: Vec<StmtId> = tiles.recomputed.to_vec();
     let mut out: Fused = Vec::new();
+    // The tile loops run the consumer group's tiles: its statements lead the readers.
+    let consumers = &tiles.readers[..groups[b].stmts.len()];
     let mut stmts = groups[a].stmts.clone();
     stmts.sort_unstable();
     for &s in stmts.iter().rev() {
@@ -483,7 +485,6 @@ fn fuse_group(
             )));
         };
         let inst = Instances::extension(program, s, k, &cs)?;
-        let consumers = &tiles.readers[..groups[b].stmts.len()];
         if writes_output && !covers(program, &inst, consumers, k)? {
             return Ok(Err(format!(
                 "some instances of {}, which writes the kernel output {}, are in no tile",
