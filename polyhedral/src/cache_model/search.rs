@@ -93,6 +93,11 @@ pub const PARALLEL_TILE: i64 = 32;
 /// pass [`PARALLEL_TILE`], and the most the slowest thread's share may exceed an even one.
 const BALANCED_THREADS: [i64; 3] = [2, 4, 8];
 const SHARE_EXCESS: f64 = 0.10;
+/// At most this many sizes past the parallel cap are candidates: a long member has a balanced
+/// size at nearly every multiple (9,815 of them for a million rows of 5), so the count, and
+/// the search's time, would grow with the member's extent. Every extent up to 4,000 has fewer
+/// (84 at most, for rows of 2), so those keep all of theirs.
+const MAX_BALANCED_SIZES: usize = 128;
 
 /// The fewest tiles a streamed parallel member keeps when its tiles are made page-long: 2 to 8
 /// threads still get at least one each.
@@ -600,7 +605,7 @@ impl Limit {
             }
     }
 
-    /// The sizes past `hi` that threads share evenly.
+    /// The sizes past `hi` that threads share evenly, the [`MAX_BALANCED_SIZES`] shortest.
     fn balanced_sizes(&self) -> Vec<i64> {
         let Some(extent) = self.shares else {
             return Vec::new();
@@ -610,6 +615,7 @@ impl Limit {
             .map(|m| m * self.multiple)
             .take_while(|&t| t <= extent)
             .filter(|&t| self.allows(t))
+            .take(MAX_BALANCED_SIZES)
             .collect()
     }
 }
@@ -859,5 +865,20 @@ mod tests {
             ..limit
         };
         assert!(unshared.balanced_sizes().is_empty() && !unshared.allows(126));
+    }
+
+    #[test]
+    fn a_long_member_keeps_a_bounded_count_of_balanced_sizes() {
+        let limit = Limit {
+            lo: 5,
+            hi: 30,
+            multiple: 5,
+            shares: Some(1_000_000),
+        };
+        let sizes = limit.balanced_sizes();
+        assert_eq!(sizes.len(), MAX_BALANCED_SIZES);
+        // The shortest ones, in order.
+        assert_eq!(sizes[..3], [35, 40, 45]);
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]));
     }
 }
