@@ -281,8 +281,9 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether a budget ended the run (the interpreter's loop limit, the simulator's
-    /// instruction or cycle budget) rather than a fault of the kernel or the compiler.
+    /// Whether a budget ended the run (the interpreter's loop limit and instance budget, the
+    /// simulator's instruction or cycle budget, the CPU kernel's time limit) rather than a
+    /// fault of the kernel or the compiler.
     pub fn is_budget(&self) -> bool {
         use polyhedral::interp::InterpError;
         let interp = |e: &InterpError| {
@@ -307,6 +308,10 @@ impl Error {
             } => interp(e),
             Error::Npu {
                 source: npu::Error::Budget(_),
+                ..
+            }
+            | Error::Cpu {
+                source: cpu::Error::TimeLimit { .. },
                 ..
             } => true,
             _ => false,

@@ -270,4 +270,10 @@ pub enum Error {
     Build { command: String, log: String },
     #[error("the generated kernel failed ({status}):\n{log}")]
     Kernel { status: String, log: String },
+    /// The built kernel ran past its time limit and was stopped.
+    #[error(
+        "the generated kernel ran longer than its limit of {seconds:.0} s (a minute plus twenty \
+         times the interpreter's time) and was stopped"
+    )]
+    TimeLimit { seconds: f64 },
 }

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use polyhedral::ast::Ast;
 use polyhedral::interp::{self, Memory};
@@ -34,6 +35,13 @@ pub const RUNNER_VAR: &str = "POLYFUSE_CPU_RUNNER";
 /// `-mno-avx512f` for a runner that does not know AVX-512).
 pub const CFLAGS_VAR: &str = "POLYFUSE_CPU_CFLAGS";
 
+/// The built kernel of [`check`] may run this long, plus [`TIME_LIMIT_FACTOR`] times the
+/// interpreter's time on the same inputs: compiled code that runs that much slower than the
+/// interpreter loops where it should not.
+pub const TIME_LIMIT_FLOOR: Duration = Duration::from_secs(60);
+/// See [`TIME_LIMIT_FLOOR`].
+pub const TIME_LIMIT_FACTOR: u32 = 20;
+
 /// Builds and runs the kernel of `ast` on `inputs` (the initial contents of every array); under
 /// the command [`RUNNER_VAR`] names, when it is set.
 pub fn run(
@@ -41,6 +49,17 @@ pub fn run(
     ast: &Ast,
     inputs: &Memory,
     options: &Options,
+) -> Result<CpuRun, Error> {
+    run_within(program, ast, inputs, options, None)
+}
+
+/// [`run`], the built kernel stopped once it has run for `limit`.
+fn run_within(
+    program: &Program,
+    ast: &Ast,
+    inputs: &Memory,
+    options: &Options,
+    limit: Option<Duration>,
 ) -> Result<CpuRun, Error> {
     let (kernel, interface) = Writer::new(program, options).write_unit(ast)?;
     let dir = tempfile::Builder::new()
@@ -70,16 +89,40 @@ pub fn run(
     if let Some(n) = options.threads {
         command.env("OMP_NUM_THREADS", n.to_string());
     }
-    let result = command
-        .output()
+    // Its output goes to files, so that a kernel stopped at its limit leaves no pipe behind.
+    let create = |name: &str| {
+        std::fs::File::create(path(name)).map_err(|e| io(&format!("create {name}"), e))
+    };
+    command
+        .stdout(create("stdout.txt")?)
+        .stderr(create("stderr.txt")?);
+    let mut child = command
+        .spawn()
         .map_err(|e| io("start the built kernel", e))?;
-    if !result.status.success() {
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| io("wait for the kernel", e))? {
+            break status;
+        }
+        if let Some(limit) = limit.filter(|&l| started.elapsed() > l) {
+            // The kernel may have ended meanwhile; either way it is gone after `wait`.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::TimeLimit {
+                seconds: limit.as_secs_f64(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let read = |name: &str| std::fs::read(path(name)).map_err(|e| io(&format!("read {name}"), e));
+    if !status.success() {
         return Err(Error::Kernel {
-            status: result.status.to_string(),
-            log: String::from_utf8_lossy(&result.stderr).into_owned(),
+            status: status.to_string(),
+            log: String::from_utf8_lossy(&read("stderr.txt")?).into_owned(),
         });
     }
-    let stdout = String::from_utf8_lossy(&result.stdout);
+    let stdout = read("stdout.txt")?;
+    let stdout = String::from_utf8_lossy(&stdout);
     let kernel_seconds = stdout.trim().parse::<f64>().map_err(|_| Error::Kernel {
         status: "no time reported".into(),
         log: stdout.to_string(),
@@ -155,6 +198,7 @@ pub fn check_transformed(
     let threads = options
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let started = Instant::now();
     interp::run_with(
         reference,
         &mut expected,
@@ -163,8 +207,9 @@ pub fn check_transformed(
             ..interp::RunOptions::default()
         },
     )?;
+    let limit = TIME_LIMIT_FLOOR + started.elapsed() * TIME_LIMIT_FACTOR;
     let inputs = interp::random_inputs(program, seed);
-    let cpu = run(program, ast, &inputs, options)?;
+    let cpu = run_within(program, ast, &inputs, options, Some(limit))?;
     Ok(CheckReport {
         comparison: compare(reference, &expected, &cpu.outputs),
         outputs: cpu.outputs,
@@ -324,4 +369,31 @@ int main(int pf_argc, char **pf_argv)\n{\n    if (pf_argc != 3)\n        return 
     }
     out += "    printf(\"%.9f\\n\", (double)(pf_t1.tv_sec - pf_t0.tv_sec) + 1e-9 * (double)(pf_t1.tv_nsec - pf_t0.tv_nsec));\n    return 0;\n}\n";
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_past_its_time_limit_is_stopped() {
+        // A scalar function that loops for far longer than the limit.
+        let text = "fn spin(x: f32) -> f32 {\n    var y = x; var n = 0;\n    \
+                    while n < 2000000000 { y = y * 0.5 + 1.0; n = n + 1; }\n    return y;\n}\n\
+                    kernel slow<N = 4>(X: f32[N]) -> (Y: f32[N]) {\n    Y(i) = spin(X(i));\n}\n";
+        let file = frontend::SourceFile::new("slow.pf", text);
+        let program = frontend::parse(&file, frontend::Language::Kernel, &Default::default())
+            .expect("the kernel parses");
+        let ast = polyhedral::ast::original_ast(&program).expect("the loops are generated");
+        let inputs = interp::random_inputs(&program, 1);
+        let options = Options::default();
+        let started = Instant::now();
+        let limit = Some(Duration::from_millis(300));
+        match run_within(&program, &ast, &inputs, &options, limit) {
+            Err(Error::TimeLimit { .. }) => {}
+            other => panic!("expected the time limit, got {other:?}"),
+        }
+        // Building takes a while; the kernel itself did not run its two billion iterations.
+        assert!(started.elapsed() < Duration::from_secs(60));
+    }
 }
