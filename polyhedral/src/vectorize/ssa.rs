@@ -270,6 +270,10 @@ impl Builder<'_> {
                                 self.new_value(Op::Phi(LocalId(l as u32), inputs), f.locals[l].ty);
                             joins.push(Join { phi, inputs });
                             env[l] = phi;
+                        } else {
+                            // Both paths give the local one value, perhaps not the one it had
+                            // before the `if` (each branch assigns it the same parameter).
+                            env[l] = te[l];
                         }
                     }
                     out.push(Node::If {

@@ -18,13 +18,19 @@ impl Gen {
                 let op = *self.rng.pick(&[BinOp::Add, BinOp::Sub, BinOp::Mul]);
                 let a = self.expr(elem, idx, depth - 1);
                 let b = self.expr(elem, idx, depth - 1);
+                let b = match op == BinOp::Mul && self.special() {
+                    true => Expr::Lit(huge(elem)),
+                    false => b,
+                };
                 Expr::Bin(op, Box::new(a), Box::new(b))
             }
             45..=54 => {
                 let a = self.expr(elem, idx, depth - 1);
                 if float {
                     let b = self.expr(elem, idx, depth - 1);
-                    let denominator = if self.rng.chance(0.9) {
+                    let denominator = if self.special() {
+                        Expr::Lit(Lit::Float(0.0))
+                    } else if self.rng.chance(0.9) {
                         Expr::Bin(
                             BinOp::Add,
                             Box::new(Expr::Call("abs".into(), vec![b])),
@@ -71,6 +77,13 @@ impl Gen {
             }
             _ => Expr::Neg(Box::new(self.expr(elem, idx, depth - 1))),
         }
+    }
+
+    /// Whether this operation makes a special value (in a kernel that makes them).
+    fn special(&mut self) -> bool {
+        self.specials
+            .as_mut()
+            .is_some_and(|r| r.chance(super::SPECIAL_OPERATIONS))
     }
 
     pub(super) fn math(&mut self, elem: Elem, idx: &[Idx], depth: usize) -> Expr {
@@ -547,5 +560,15 @@ impl Gen {
             ret: elem,
             body,
         });
+    }
+}
+
+/// A factor whose product with a value near one overflows `elem` (or wraps, for `i32`).
+fn huge(elem: Elem) -> Lit {
+    match elem {
+        Elem::F16 => Lit::Float(60000.0),
+        Elem::F32 => Lit::Float(3.0e38),
+        Elem::F64 => Lit::Float(1.5e308),
+        Elem::I32 => Lit::Int(2147483647),
     }
 }

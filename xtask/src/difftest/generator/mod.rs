@@ -13,7 +13,9 @@
 //! too (a padded input has `h < 0`; a temporary only where it was written), and an offset is
 //! chosen so that the one fits in the other. Values stay small and finite where it matters:
 //! divisors are `abs(…) + 1`, logarithms and square roots take `abs(…)`, integer division is by
-//! a positive constant; `select` and `if` conditions compare inputs and indices, never values
+//! a positive constant, except in the kernels that make special values on purpose (a fifth of
+//! those without transcendental functions), where some float divisions are by zero and some
+//! products are by a factor that overflows the type (floats to ±inf, `i32` wrapping); `select` and `if` conditions compare inputs and indices, never values
 //! a target could round differently from the interpreter, and kernels with transcendental
 //! functions (which may differ by an ulp between math libraries) call no scalar functions.
 
@@ -32,6 +34,10 @@ const LOOP_NAMES: &[&str] = &["t", "u"];
 const SIZE_NAMES: &[&str] = &["N", "M", "K"];
 /// The deepest statement (loops around it included).
 const MAX_DEPTH: usize = 4;
+/// The share of kernels (without transcendental functions) that make special values.
+const SPECIAL_KERNELS: f64 = 0.2;
+/// In such a kernel, the share of divisions by zero and of products by a huge factor.
+const SPECIAL_OPERATIONS: f64 = 0.3;
 
 /// Generates the kernel of `seed`.
 pub fn generate(seed: u64) -> Kernel {
@@ -47,10 +53,15 @@ pub fn generate(seed: u64) -> Kernel {
         (Elem::F16, 20),
     ]);
     let transcendental = elem.is_float() && elem != Elem::F16 && rng.chance(0.3);
+    // Special values come from a generator of their own, so that the kernels of the main one
+    // are those of every seed before they were added.
+    let mut specials = Rng::new(seed ^ 0x5bec_1a15_0f1e_7d00);
+    let specials = (!transcendental && specials.chance(SPECIAL_KERNELS)).then_some(specials);
     let mut g = Gen {
         rng,
         elem,
         transcendental,
+        specials,
         kernel: Kernel {
             name: format!("k{:x}", seed & 0xffff_ffff),
             sizes,
@@ -124,6 +135,9 @@ struct Gen {
     rng: Rng,
     elem: Elem,
     transcendental: bool,
+    /// In a kernel with special values, what draws them: divisions by zero (±inf, NaN for
+    /// 0/0) and products that overflow (±inf in floats, wrapping in `i32`).
+    specials: Option<Rng>,
     kernel: Kernel,
     arrays: Vec<ArrayInfo>,
     temps: usize,
