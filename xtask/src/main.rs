@@ -9,6 +9,8 @@
 //!   environment variable); a panic fails the run and prints the input.
 //! - `cargo xtask difftest --seconds N [--seed S] [--target cpu|gpu|npu|all] [--keep]`: run
 //!   random kernels on every target against the interpreter (see [`difftest`]).
+//! - `cargo xtask outputs --save DIR | --against DIR`: the generated code of every kernel on
+//!   every target, saved or compared (see [`outputs`]).
 
 mod bench_cache_model;
 mod bench_cpu;
@@ -18,6 +20,7 @@ mod bench_gpu;
 mod bench_npu;
 mod bench_vector;
 mod difftest;
+mod outputs;
 mod readme;
 mod runs;
 
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("difftest") => difftest::difftest(&args[1..]),
+        Some("outputs") => outputs::outputs(&args[1..]),
         _ => Err(USAGE.to_string()),
     };
     match result {
@@ -53,6 +57,10 @@ tasks:
                                random kernels on every target, compared with the
                                interpreter; failures shrunk into target/difftest/;
                                with islpy, dependences and schedules checked by isl
+  outputs --save DIR | --against DIR [--polybench DIR] [--only TEXT]
+                               what `polyfuse compile` writes for every kernel of
+                               kernels/ and PolyBench on every target (code, tree,
+                               post-tiling fusion), saved or compared with a save
   bench deps                   time dependence analysis of every kernel; with islpy
                                installed, recompute the answers with isl and compare
   bench interp [--readme]      statement instances per second of the reference

@@ -34,8 +34,8 @@
 
 mod compile_times;
 mod earlier;
-mod polybench;
-mod process;
+pub(crate) mod polybench;
+pub(crate) mod process;
 mod table;
 mod tools;
 
