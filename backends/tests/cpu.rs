@@ -237,7 +237,7 @@ fn pack_inside_loop(ast: &mut Ast, var: &str, arrays: &[&str]) -> bool {
         Ast::Block(items) => items.iter_mut().any(|a| pack_inside_loop(a, var, arrays)),
         Ast::For { var: v, body, .. } if v == var => {
             for a in arrays {
-                let mark = polyhedral::pack::PackMark {
+                let mark = polyhedral::schedule::mark::PackMark {
                     array: a.to_string(),
                     layout: vec![0, 1],
                     owned: false,
@@ -245,7 +245,7 @@ fn pack_inside_loop(ast: &mut Ast, var: &str, arrays: &[&str]) -> bool {
                 };
                 let inner = std::mem::replace(&mut **body, Ast::Block(Vec::new()));
                 **body = Ast::Mark {
-                    name: mark.name(),
+                    mark: polyhedral::schedule::Mark::Pack(mark),
                     body: Box::new(inner),
                 };
             }

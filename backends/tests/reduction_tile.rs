@@ -4,7 +4,7 @@
 
 use backends::cpu::{self, Options};
 use polyhedral::pipeline::{self, Compiled};
-use polyhedral::reduction_tile::ReductionTileMark;
+use polyhedral::schedule::mark::{Mark, ReductionTileMark};
 use polyhedral::schedule::tile_size::TileSizes;
 use polyhedral::schedule::NodeKind;
 use polyhedral::Program;
@@ -24,15 +24,18 @@ fn compile(program: &Program, model: &cpu::CpuModel, tiles: &[i64]) -> Compiled 
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The reduction-tile marks of `c`'s tree, their shapes without the reasons.
 fn marks(c: &Compiled) -> Vec<ReductionTileMark> {
-    c.tree
-        .find(&|k| matches!(k, NodeKind::Mark(m) if ReductionTileMark::parse(m).is_some()))
-        .iter()
-        .filter_map(|p| match &c.tree.node(p)?.kind {
-            NodeKind::Mark(m) => ReductionTileMark::parse(m),
-            _ => None,
-        })
-        .collect()
+    let mut out = Vec::new();
+    c.tree.root.walk(&mut |n| {
+        if let NodeKind::Mark(Mark::ReductionTile(m)) = &n.kind {
+            out.push(ReductionTileMark {
+                why: String::new(),
+                ..m.clone()
+            });
+        }
+    });
+    out
 }
 
 /// Checks the written kernel against the interpreter: every output exactly equal.
@@ -77,7 +80,8 @@ fn row_reductions_run_jammed_rows_with_their_own_accumulators() {
                 rows: 4,
                 member: 0,
                 loops: 2,
-                tile: 16
+                tile: 16,
+                why: String::new(),
             }],
             "{}",
             c.tree.display(&c.program)
@@ -122,7 +126,8 @@ fn partial_tiles_run_their_rows_one_at_a_time() {
             rows: 12,
             member: 0,
             loops: 2,
-            tile: 12
+            tile: 12,
+            why: String::new(),
         }]
     );
     let options = Options::for_model(model).with(|o| o.threads = Some(2));

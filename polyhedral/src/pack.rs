@@ -38,7 +38,7 @@
 //! recognised by its shape: the analysis sees loops, subscripts and sizes only.
 //!
 //! Decisions are written into the tree as a mark above `M` per packed array
-//! ([`PackMark`]: the array, the layout and the reason), splitting `M`'s band where `M` is not
+//! ([`Mark::Pack`]: the array, the layout and the reason), splitting `M`'s band where `M` is not
 //! its first member; the back end copies a box that contains every element the accesses below
 //! the mark reach: where loop bounds depend on loops below `M` (triangles, tiles of the
 //! subscripts' iterators below `M`) it is the hull of their ranges, or the array's whole
@@ -59,7 +59,7 @@ use std::fmt::Write as _;
 
 use crate::pipeline::{Error, Pass, PassContext};
 use crate::program::{AffineExpr, ArrayId, ConstraintKind, Program, SourceKind, StmtId, Var};
-use crate::schedule::tree::SKIPPED;
+use crate::schedule::mark::{Mark, PackMark};
 use crate::schedule::{NodeKind, QuasiAffine, ScheduleTree};
 use crate::target::{MemoryKind, TargetDescription, Tlb};
 
@@ -68,64 +68,6 @@ const LINE_BYTES: i64 = 64;
 
 /// The largest buffer the back end packs an array into; a larger box stays unpacked.
 pub const MAX_PACKED_BYTES: i64 = 1 << 20;
-
-/// What a pack mark says: the array, the layout of its buffer (`layout[k]` is the array
-/// dimension stored as the buffer's dimension `k`), whether the loops above that may run in
-/// parallel each own the part of the array the buffer holds (so a written buffer may be
-/// copied back from inside them), and why it was packed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PackMark {
-    pub array: String,
-    pub layout: Vec<usize>,
-    pub owned: bool,
-    pub reason: String,
-}
-
-impl PackMark {
-    const PREFIX: &'static str = "pack ";
-
-    const OWNED: &'static str = " owned by the parallel loops";
-
-    /// The mark's name in the tree: `pack A layout [1, 0]: reason`, with `owned by the
-    /// parallel loops` after the layout when [`PackMark::owned`].
-    pub fn name(&self) -> String {
-        let layout: Vec<String> = self.layout.iter().map(|d| d.to_string()).collect();
-        format!(
-            "{}{} layout [{}]{}: {}",
-            Self::PREFIX,
-            self.array,
-            layout.join(", "),
-            if self.owned { Self::OWNED } else { "" },
-            self.reason
-        )
-    }
-
-    /// The mark a name written by [`PackMark::name`] stands for.
-    pub fn parse(name: &str) -> Option<PackMark> {
-        let rest = name.strip_prefix(Self::PREFIX)?;
-        let (array, rest) = rest.split_once(" layout [")?;
-        let (layout, rest) = rest.split_once(']')?;
-        let (owned, rest) = match rest.strip_prefix(Self::OWNED) {
-            Some(r) => (true, r),
-            None => (false, rest),
-        };
-        let reason = rest.strip_prefix(": ")?;
-        let layout = if layout.is_empty() {
-            Vec::new()
-        } else {
-            layout
-                .split(", ")
-                .map(|d| d.parse().ok())
-                .collect::<Option<Vec<usize>>>()?
-        };
-        Some(PackMark {
-            array: array.to_string(),
-            layout,
-            owned,
-            reason: reason.to_string(),
-        })
-    }
-}
 
 /// One band member of the tree: a loop of the generated code.
 #[derive(Clone, Debug)]
@@ -353,7 +295,7 @@ impl<'a> Analysis<'a> {
         let mut parent = parent;
         let mut parallel = parallel;
         match &node.kind {
-            NodeKind::Mark(m) if m == SKIPPED => return,
+            NodeKind::Mark(Mark::Skipped) => return,
             NodeKind::Extension(e) => {
                 // The statements the extension adds run under its own schedule, and the loops
                 // around it run them too: neither can be analysed. The statements that were
@@ -1007,7 +949,7 @@ fn insert_marks(
             at.push(0);
         }
         for (_, _, mark) in &decisions[k..k + group] {
-            tree.insert_mark(&at, &mark.name())?;
+            tree.insert_mark(&at, Mark::Pack(mark.clone()))?;
         }
         k += group;
     }
@@ -1018,10 +960,8 @@ fn insert_marks(
 pub fn describe(tree: &ScheduleTree) -> String {
     let mut out = String::new();
     tree.root.walk(&mut |n| {
-        if let NodeKind::Mark(m) = &n.kind {
-            if PackMark::parse(m).is_some() {
-                let _ = writeln!(out, "{m}");
-            }
+        if let NodeKind::Mark(m @ Mark::Pack(_)) = &n.kind {
+            let _ = writeln!(out, "{m}");
         }
     });
     out
@@ -1049,20 +989,6 @@ impl Pass for Pack {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn mark_names_round_trip() {
-        let mut m = PackMark {
-            array: "A".into(),
-            layout: vec![2, 0, 1],
-            owned: false,
-            reason: "reused in depth 1: x".into(),
-        };
-        assert_eq!(PackMark::parse(&m.name()), Some(m.clone()));
-        m.owned = true;
-        assert_eq!(PackMark::parse(&m.name()), Some(m));
-        assert_eq!(PackMark::parse("kernel"), None);
-    }
 
     #[test]
     fn pins_of_tile_and_point_members() {

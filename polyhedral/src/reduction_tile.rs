@@ -37,53 +37,11 @@ use crate::pipeline::{Error, Pass, PassContext};
 use crate::program::{Program, StmtId, Var};
 use crate::register_tile::{iterator_of, tile_of};
 use crate::schedule::legality::coincident_dims_among;
+use crate::schedule::mark::{Mark, ReductionTileMark};
 use crate::schedule::pluto::{Band as FlatBand, BandKind, DimKind, PlutoSchedule, ScheduleDim};
 use crate::schedule::tree::Band;
 use crate::schedule::{Node, NodeKind, QuasiAffine, ScheduleTree};
 use crate::target::VectorUnit;
-
-/// What a reduction-tile mark says: how many rows run jammed, which member of the band below
-/// is the rows' loop (0 = outermost), how many members the band has, and the size of the
-/// tiles the rows' loop runs in (0 when it is not tiled).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReductionTileMark {
-    pub rows: i64,
-    pub member: usize,
-    pub loops: usize,
-    pub tile: i64,
-}
-
-impl ReductionTileMark {
-    const PREFIX: &'static str = "reduction tile ";
-
-    /// The mark's name in the tree: `reduction tile 4 rows of loop 0 over 2 loops in tiles of
-    /// 32: …`.
-    pub fn name(&self, why: &str) -> String {
-        format!(
-            "{}{} rows of loop {} over {} loops in tiles of {}: {why}",
-            Self::PREFIX,
-            self.rows,
-            self.member,
-            self.loops,
-            self.tile
-        )
-    }
-
-    /// The mark a name written by [`ReductionTileMark::name`] stands for.
-    pub fn parse(name: &str) -> Option<ReductionTileMark> {
-        let rest = name.strip_prefix(Self::PREFIX)?;
-        let (rows, rest) = rest.split_once(" rows of loop ")?;
-        let (member, rest) = rest.split_once(" over ")?;
-        let (loops, rest) = rest.split_once(" loops in tiles of ")?;
-        let (tile, _) = rest.split_once(':')?;
-        Some(ReductionTileMark {
-            rows: rows.parse().ok()?,
-            member: member.parse().ok()?,
-            loops: loops.parse().ok()?,
-            tile: tile.parse().ok()?,
-        })
-    }
-}
 
 /// The rows to jam for a vector unit, given the reduction chains one row runs and the size of
 /// the tile the rows run in (when known); `None` when the unit does not describe its
@@ -271,7 +229,7 @@ pub fn decide(
     deps: &Dependences,
     unit: Option<&VectorUnit>,
     tree: &ScheduleTree,
-) -> Result<Vec<(Vec<usize>, String)>, Error> {
+) -> Result<Vec<(Vec<usize>, Mark)>, Error> {
     let Some(unit) = unit else {
         return Ok(Vec::new());
     };
@@ -300,12 +258,6 @@ pub fn decide(
             continue;
         };
         let n = band.n_members();
-        let mark = ReductionTileMark {
-            rows,
-            member,
-            loops: n,
-            tile: row_tile.unwrap_or(0),
-        };
         let s = &program.statements[first.index()];
         let inner = band.functions(first).and_then(|f| iterator_of(&f[n - 1]));
         let name = |d: Option<usize>| d.map_or("?", |d| s.iterators[d].as_str()).to_string();
@@ -318,7 +270,14 @@ pub fn decide(
             unit.fma_pipes,
             name(row_iter),
         );
-        out.push((path, mark.name(&why)));
+        let mark = ReductionTileMark {
+            rows,
+            member,
+            loops: n,
+            tile: row_tile.unwrap_or(0),
+            why,
+        };
+        out.push((path, Mark::ReductionTile(mark)));
     }
     Ok(out)
 }
@@ -339,8 +298,8 @@ impl Pass for ReductionTile {
         let marks = decide(cx.program, cx.deps, cx.target.vector.as_ref(), &cx.tree)?;
         // The bands are innermost, not inside each other: inserting above one keeps the
         // others' paths.
-        for (path, name) in marks.into_iter().rev() {
-            cx.tree.insert_mark(&path, &name)?;
+        for (path, mark) in marks.into_iter().rev() {
+            cx.tree.insert_mark(&path, mark)?;
         }
         Ok(())
     }
@@ -359,21 +318,6 @@ mod tests {
             fma_latency,
             fma_pipes,
         }
-    }
-
-    #[test]
-    fn mark_names_round_trip() {
-        let m = ReductionTileMark {
-            rows: 4,
-            member: 1,
-            loops: 3,
-            tile: 32,
-        };
-        assert_eq!(ReductionTileMark::parse(&m.name("why")), Some(m));
-        assert_eq!(
-            ReductionTileMark::parse("register tile 4x8 over 3 loops: x"),
-            None
-        );
     }
 
     #[test]

@@ -33,45 +33,9 @@ use num_rational::Rational64;
 
 use crate::pipeline::{Error, Pass, PassContext};
 use crate::program::{Program, StmtId, Var};
+use crate::schedule::mark::{Mark, RegisterTileMark};
 use crate::schedule::{NodeKind, QuasiAffine, ScheduleTree};
 use crate::target::VectorUnit;
-
-/// What a register-tile mark says: rows and columns (elements) of the tile, and the loops of
-/// the band below it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RegisterTileMark {
-    pub rows: i64,
-    pub cols: i64,
-    pub loops: usize,
-}
-
-impl RegisterTileMark {
-    const PREFIX: &'static str = "register tile ";
-
-    /// The mark's name in the tree: `register tile 4x8 over 3 loops: …`.
-    pub fn name(&self, why: &str) -> String {
-        format!(
-            "{}{}x{} over {} loops: {why}",
-            Self::PREFIX,
-            self.rows,
-            self.cols,
-            self.loops
-        )
-    }
-
-    /// The mark a name written by [`RegisterTileMark::name`] stands for.
-    pub fn parse(name: &str) -> Option<RegisterTileMark> {
-        let rest = name.strip_prefix(Self::PREFIX)?;
-        let (shape, rest) = rest.split_once(" over ")?;
-        let (rows, cols) = shape.split_once('x')?;
-        let (loops, _) = rest.split_once(" loops")?;
-        Some(RegisterTileMark {
-            rows: rows.parse().ok()?,
-            cols: cols.parse().ok()?,
-            loops: loops.parse().ok()?,
-        })
-    }
-}
 
 /// The register tile shape `(rows, vectors)` for a vector unit, given the sizes of the tiles
 /// the rows and the columns run in (when known) and the lanes of a vector.
@@ -228,7 +192,7 @@ pub fn decide(
     program: &Program,
     unit: Option<&VectorUnit>,
     tree: &ScheduleTree,
-) -> Vec<(Vec<usize>, String)> {
+) -> Vec<(Vec<usize>, Mark)> {
     let Some(unit) = unit.filter(|u| u.tile_registers >= 4) else {
         return Vec::new();
     };
@@ -275,11 +239,6 @@ pub fn decide(
         let Some((rows, vectors)) = shaped else {
             continue;
         };
-        let mark = RegisterTileMark {
-            rows,
-            cols: vectors * lanes,
-            loops: n,
-        };
         let row = if rows == 1 {
             "one row of".to_string()
         } else {
@@ -293,7 +252,13 @@ pub fn decide(
             written.elem,
             s.iterators[iters[n - 1]],
         );
-        out.push((path, mark.name(&why)));
+        let mark = RegisterTileMark {
+            rows,
+            cols: vectors * lanes,
+            loops: n,
+            why,
+        };
+        out.push((path, Mark::RegisterTile(mark)));
     }
     out
 }
@@ -313,8 +278,8 @@ impl Pass for RegisterTile {
     fn run(&self, cx: &mut PassContext) -> Result<(), Error> {
         let marks = decide(cx.program, cx.target.vector.as_ref(), &cx.tree);
         // Leaf bands are not inside each other: inserting above one keeps the others' paths.
-        for (path, name) in marks.into_iter().rev() {
-            cx.tree.insert_mark(&path, &name)?;
+        for (path, mark) in marks.into_iter().rev() {
+            cx.tree.insert_mark(&path, mark)?;
         }
         Ok(())
     }
@@ -333,17 +298,6 @@ mod tests {
             fma_latency: 4,
             fma_pipes: 2,
         }
-    }
-
-    #[test]
-    fn mark_names_round_trip() {
-        let m = RegisterTileMark {
-            rows: 4,
-            cols: 8,
-            loops: 3,
-        };
-        assert_eq!(RegisterTileMark::parse(&m.name("why")), Some(m));
-        assert_eq!(RegisterTileMark::parse("pack A layout [0]: x"), None);
     }
 
     #[test]

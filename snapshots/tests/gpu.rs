@@ -6,6 +6,7 @@
 
 use backends::gpu::{self, Limits};
 use polyhedral::pipeline::Options;
+use polyhedral::schedule::Mark;
 use snapshots::{kernels, load, load_small, snapshot_name};
 
 fn gpu_options() -> gpu::Options {
@@ -348,9 +349,10 @@ fn post_tiling_fusion_runs_on_the_gpu_like_the_interpreter() {
         let c = gpu::compile(&program, &fused, &gpu_options()).unwrap_or_else(|e| panic!("{e}"));
         let mut skipped = 0;
         c.compiled.tree.root.walk(&mut |n| {
-            skipped += usize::from(
-                matches!(&n.kind, polyhedral::schedule::NodeKind::Mark(m) if m == "skipped"),
-            )
+            skipped += usize::from(matches!(
+                &n.kind,
+                polyhedral::schedule::NodeKind::Mark(Mark::Skipped)
+            ))
         });
         assert_eq!(skipped > 0, fuses, "{name}: {skipped} producers fused");
         run_checked(&program, &fused, &gpu_options());
@@ -400,7 +402,7 @@ fn fused_intermediates_live_in_workgroup_memory() {
 }
 
 /// The marks of `tree`, outermost first.
-fn marks(tree: &polyhedral::schedule::ScheduleTree) -> Vec<String> {
+fn marks(tree: &polyhedral::schedule::ScheduleTree) -> Vec<Mark> {
     let mut marks = Vec::new();
     tree.root.walk(&mut |n| {
         if let polyhedral::schedule::NodeKind::Mark(m) = &n.kind {
@@ -429,11 +431,11 @@ fn post_tiling_fusion_keeps_to_a_loop_cap() {
     let c = gpu::compile(&program, &fused, &capped).unwrap_or_else(|e| panic!("{e}"));
     let m = marks(&c.compiled.tree);
     assert_eq!(
-        m.iter().filter(|m| m.starts_with("unfused")).count(),
+        m.iter().filter(|m| matches!(m, Mark::Unfused(_))).count(),
         2,
         "{m:?}"
     );
-    assert_eq!(m.iter().filter(|m| *m == "kernel").count(), 3, "{m:?}");
+    assert_eq!(m.iter().filter(|m| **m == Mark::Kernel).count(), 3, "{m:?}");
     // Fusing tmp into D's row tiles would give one invocation about NJ·NK/16 iterations: it
     // is fused without a cap and left unfused under one.
     let src = "kernel t<NI = 16, NJ = 1100, NK = 1100, NL = 16>(A: f32[NI, NK], B: f32[NK, NJ],\n\
@@ -449,14 +451,18 @@ fn post_tiling_fusion_keeps_to_a_loop_cap() {
     )
     .unwrap_or_else(|e| panic!("{}", e.render(false)));
     let free = gpu::compile(&program, &fused, &gpu_options()).unwrap_or_else(|e| panic!("{e}"));
-    let skipped = |m: &[String]| m.iter().filter(|m| *m == "skipped").count();
+    let skipped = |m: &[Mark]| m.iter().filter(|m| **m == Mark::Skipped).count();
     // T's two statements (initialisation and update) and D's initialisation.
     let m = marks(&free.compiled.tree);
     assert_eq!(skipped(&m), 3, "{m:?}");
     let c = gpu::compile(&program, &fused, &capped).unwrap_or_else(|e| panic!("{e}"));
     let m = marks(&c.compiled.tree);
     assert!(skipped(&m) < 3, "{m:?}");
-    assert!(m.iter().any(|m| m.starts_with("unfused: T")), "{m:?}");
+    assert!(
+        m.iter()
+            .any(|m| matches!(m, Mark::Unfused(why) if why.starts_with("T "))),
+        "{m:?}"
+    );
     run_checked(&program, &fused, &capped);
     // On an adapter with the cap, the kernels that once left loops early run to their ends.
     if let Some(limits) = capped_adapter() {

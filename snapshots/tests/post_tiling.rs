@@ -9,7 +9,8 @@ use std::path::Path;
 use backends::cpu;
 use polyhedral::pipeline::{compile, Compiled, Options};
 use polyhedral::schedule::tile_size::TileSizes;
-use polyhedral::schedule::tree::{NodeKind, SKIPPED};
+use polyhedral::schedule::tree::NodeKind;
+use polyhedral::schedule::Mark;
 use polyhedral::Program;
 use snapshots::{kernels, load_small, snapshot_name, tiny_target};
 
@@ -39,7 +40,7 @@ fn check_on_cpu(program: &Program, c: &Compiled, what: &str) {
     );
 }
 
-fn marks(c: &Compiled) -> Vec<String> {
+fn marks(c: &Compiled) -> Vec<Mark> {
     let mut out = Vec::new();
     c.tree.root.walk(&mut |n| {
         if let NodeKind::Mark(m) = &n.kind {
@@ -99,7 +100,7 @@ fn fused_trees_of_the_fusion_kernels() {
             .unwrap_or_else(|e| panic!("{file}: {e}"));
         assert!(extensions(&c) >= 1, "{file}: no extension node");
         assert!(
-            marks(&c).iter().any(|m| m == SKIPPED),
+            marks(&c).contains(&Mark::Skipped),
             "{file}: no skipped mark"
         );
         // The fused tree is the one the pass list records under its name.
@@ -133,7 +134,7 @@ fn an_intermediate_two_outputs_read_is_not_fused() {
         let why = marks(&c);
         assert!(
             why.iter()
-                .any(|m| m.starts_with("unfused: T is also read by")),
+                .any(|m| matches!(m, Mark::Unfused(why) if why.starts_with("T is also read by"))),
             "{why:?}\n{}",
             c.tree.display(&c.program)
         );
@@ -158,9 +159,9 @@ fn an_intermediate_two_outputs_read_in_disjoint_tiles_is_fused() {
         let c = compile(&program, &target, &fused()).unwrap();
         let tree = c.tree.display(&c.program);
         assert!(extensions(&c) >= 1, "{tree}");
-        assert!(marks(&c).iter().any(|m| m == SKIPPED), "{tree}");
+        assert!(marks(&c).contains(&Mark::Skipped), "{tree}");
         assert!(
-            !marks(&c).iter().any(|m| m.starts_with("unfused")),
+            !marks(&c).iter().any(|m| matches!(m, Mark::Unfused(_))),
             "{tree}"
         );
         check_on_cpu(&program, &c, "intermediate of two outputs, disjoint tiles");
@@ -210,7 +211,7 @@ fn stencil_halos_are_recomputed_at_tile_borders_and_domain_edges() {
     // a tile are computed again by the next tile (2 of 10 shared, within the cost bound).
     let (program, c) = blur(8);
     assert_eq!(
-        marks(&c).iter().filter(|m| *m == SKIPPED).count(),
+        marks(&c).iter().filter(|m| **m == Mark::Skipped).count(),
         2,
         "{}",
         c.tree.display(&c.program)
@@ -237,7 +238,7 @@ fn halos_too_costly_to_recompute_stay_unfused() {
     ));
     let (program, c) = blur(tile_rows);
     assert!(
-        !marks(&c).iter().any(|m| m == SKIPPED),
+        !marks(&c).contains(&Mark::Skipped),
         "{}",
         c.tree.display(&c.program)
     );

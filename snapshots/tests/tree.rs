@@ -68,7 +68,7 @@ fn trees_and_asts_of_some_kernels() {
 use polyhedral::ast::Ast;
 use polyhedral::program::{StmtId, Var};
 use polyhedral::schedule::{
-    Band, Extension, Filter, Node, NodeKind, QuasiAffine, QuasiConstraint, ScheduleTree,
+    Band, Extension, Filter, Mark, Node, NodeKind, QuasiAffine, QuasiConstraint, ScheduleTree,
 };
 
 fn kernel(file: &str) -> Program {
@@ -346,7 +346,8 @@ fn extension_mark_and_split() {
     };
     let scaling = band(vec![(s(0), vec![v(1)])], vec![true], Node::leaf());
     t.split_band(&[0, 0], 1).unwrap();
-    t.insert_mark(&[0, 0], "product").unwrap();
+    t.insert_mark(&[0, 0], Mark::Unfused("product".into()))
+        .unwrap();
     t.insert_extension(&[0, 0], ext, scaling, true).unwrap();
     assert_eq!(t.statements_at(&[0, 0, 0]).unwrap(), vec![s(0), s(1)]);
     let printed = t.display(&p);
@@ -354,11 +355,11 @@ fn extension_mark_and_split() {
     let ast = check(&p, &t);
     let mut marks = Vec::new();
     ast.walk(&mut |a| {
-        if let Ast::Mark { name, .. } = a {
-            marks.push(name.clone());
+        if let Ast::Mark { mark, .. } = a {
+            marks.push(mark.clone());
         }
     });
-    assert_eq!(marks, vec!["product".to_string()]);
+    assert_eq!(marks, vec![Mark::Unfused("product".into())]);
     insta::assert_snapshot!("hand_extension_ast", ast.display(&p).to_string());
 }
 

@@ -34,9 +34,9 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use polyhedral::ast::{Ast, AstExpr, LoopAnnotations};
-use polyhedral::pack::PackMark;
 use polyhedral::program::ArrayId;
-use polyhedral::register_tile::RegisterTileMark;
+use polyhedral::schedule::mark::PackMark;
+use polyhedral::schedule::mark::RegisterTileMark;
 
 use super::micro_vector::VectorTile;
 use super::writer::{jam, Writer};

@@ -34,7 +34,7 @@
 use std::fmt::Write as _;
 
 use polyhedral::ast::Ast;
-use polyhedral::reduction_tile::ReductionTileMark;
+use polyhedral::schedule::mark::ReductionTileMark;
 
 use super::micro::{bound_vars, single};
 use super::writer::{jam_strided, Writer};

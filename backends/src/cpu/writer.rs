@@ -16,7 +16,7 @@
 //! A pack mark ([`PackMark`]) becomes a buffer of the box its loops access, aligned to a cache
 //! line, in the mark's layout: copied in before the loops, read and written there instead of
 //! the array, and copied back after them when they write it (inside a parallel loop only when
-//! the mark says that loop owns the box). A register-tile mark ([`RegisterTileMark`]) becomes
+//! the mark says that loop owns the box). A register-tile mark ([`Mark::RegisterTile`]) becomes
 //! an outer product of accumulators kept in a local buffer (see [`super::micro`]). Elsewhere, a
 //! loop that carries no dependence
 //! around a vectorizable innermost loop is unrolled and its copies jammed into that loop (a
@@ -29,12 +29,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write;
 
 use polyhedral::ast::{self, Ast, AstCond, AstExpr};
-use polyhedral::pack::PackMark;
 use polyhedral::program::{
     ArrayId, ArrayRole, FunctionId, ParamId, Program, ScalarType, SourceKind, Stmt, StmtId,
 };
-use polyhedral::reduction_tile::ReductionTileMark;
-use polyhedral::register_tile::RegisterTileMark;
+use polyhedral::schedule::mark::{Mark, PackMark, ReductionTileMark};
 
 use super::accumulate::Accumulator;
 use super::body::{value_type, BodyContext};
@@ -895,36 +893,36 @@ impl<'a> Writer<'a> {
                 let line = self.instance(*stmt, args);
                 let _ = writeln!(out, "{pad}{line}");
             }
-            Ast::Mark { name, body } => {
-                if let Some(mark) = RegisterTileMark::parse(name) {
+            Ast::Mark { mark, body } => {
+                if let Mark::RegisterTile(mark) = mark {
                     let micro = self
                         .options
                         .register_tile
-                        .then(|| self.micro_kernel(&mark, body, in_parallel));
+                        .then(|| self.micro_kernel(mark, body, in_parallel));
                     match micro.flatten() {
                         Some(micro) => {
                             let (r, c) = (mark.rows, mark.cols);
                             let _ = writeln!(out, "{pad}/* register tile {r}x{c} */");
-                            self.write_micro(out, &mark, micro, indent, in_parallel);
+                            self.write_micro(out, mark, micro, indent, in_parallel);
                         }
                         None => self.write_node(out, body, indent, in_parallel),
                     }
                     return;
                 }
-                if let Some(mark) = ReductionTileMark::parse(name) {
+                if let Mark::ReductionTile(mark) = mark {
                     let rows = self
                         .options
                         .register_tile
-                        .then(|| self.reduction_rows_loop(&mark, body))
+                        .then(|| self.reduction_rows_loop(mark, body))
                         .flatten();
                     if let Some(rows) = rows {
-                        self.reduction_rows.insert(rows as *const Ast, mark);
+                        self.reduction_rows.insert(rows as *const Ast, mark.clone());
                     }
                     self.write_node(out, body, indent, in_parallel);
                     return;
                 }
-                if let Some(mark) = PackMark::parse(name) {
-                    match self.pack_box(&mark, body, in_parallel, false) {
+                if let Mark::Pack(mark) = mark {
+                    match self.pack_box(mark, body, in_parallel, false) {
                         Ok(packed) => {
                             self.write_packed(out, packed, body, indent, in_parallel);
                             return;
@@ -936,7 +934,8 @@ impl<'a> Writer<'a> {
                         }
                     }
                 }
-                let _ = writeln!(out, "{pad}/* mark: {} */", name.replace("*/", "* /"));
+                let text = mark.to_string().replace("*/", "* /");
+                let _ = writeln!(out, "{pad}/* mark: {text} */");
                 let _ = writeln!(out, "{pad}{{");
                 self.write_node(out, body, indent + 1, in_parallel);
                 let _ = writeln!(out, "{pad}}}");

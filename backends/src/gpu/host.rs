@@ -20,7 +20,7 @@
 //! smaller than a tile) runs every iteration exactly once.
 
 use polyhedral::ast::{Ast, AstCond, AstExpr};
-use polyhedral::schedule::map::{KERNEL_MARK, THREAD_MARK};
+use polyhedral::schedule::Mark;
 
 use std::collections::BTreeSet;
 
@@ -89,10 +89,12 @@ impl Kernel {
             KernelMapping::Groups { .. } => {
                 let mut dims = 0;
                 self.body.walk(&mut |a| {
-                    if let Ast::Mark { name, body } = a {
-                        if name == THREAD_MARK {
-                            dims = dims.max(leading_parallel(body, 3).0.len());
-                        }
+                    if let Ast::Mark {
+                        mark: Mark::Thread,
+                        body,
+                    } = a
+                    {
+                        dims = dims.max(leading_parallel(body, 3).0.len());
                     }
                 });
                 if dims == 0 {
@@ -153,7 +155,13 @@ fn single(ast: &Ast) -> &Ast {
 fn contains_kernel(ast: &Ast) -> bool {
     let mut found = false;
     ast.walk(&mut |a| {
-        found |= matches!(a, Ast::Mark { name, .. } if name == KERNEL_MARK);
+        found |= matches!(
+            a,
+            Ast::Mark {
+                mark: Mark::Kernel,
+                ..
+            }
+        );
     });
     found
 }
@@ -161,7 +169,13 @@ fn contains_kernel(ast: &Ast) -> bool {
 fn contains_thread(ast: &Ast) -> bool {
     let mut found = false;
     ast.walk(&mut |a| {
-        found |= matches!(a, Ast::Mark { name, .. } if name == THREAD_MARK);
+        found |= matches!(
+            a,
+            Ast::Mark {
+                mark: Mark::Thread,
+                ..
+            }
+        );
     });
     found
 }
@@ -229,7 +243,10 @@ impl Splitter<'_> {
                 then: self.host(then),
                 otherwise: otherwise.as_ref().map_or(Vec::new(), |o| self.host(o)),
             }],
-            Ast::Mark { name, body } if name == KERNEL_MARK => self.kernel(body),
+            Ast::Mark {
+                mark: Mark::Kernel,
+                body,
+            } => self.kernel(body),
             Ast::Mark { body, .. } => self.host(body),
             Ast::User { .. } => self.launch(KernelMapping::Serial, ast.clone()),
         }

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 
 use polyhedral::ast::{Ast, AstCond, AstExpr};
 use polyhedral::program::{ArrayId, Program, ScalarType};
-use polyhedral::schedule::map::THREAD_MARK;
+use polyhedral::schedule::Mark;
 
 use super::body::{self, BodyWriter, Leaves};
 use super::host::{leading_parallel, split_host, HostOp, Kernel, KernelMapping, MappedLoop};
@@ -535,7 +535,10 @@ impl KernelWriter<'_> {
                 }
                 self.line(depth, "}");
             }
-            Ast::Mark { name, body } if name == THREAD_MARK => self.thread_region(body, depth)?,
+            Ast::Mark {
+                mark: Mark::Thread,
+                body,
+            } => self.thread_region(body, depth)?,
             Ast::Mark { body, .. } => self.group(body, depth)?,
             Ast::User { .. } => {
                 self.line(depth, "if (pf_lidx == 0u) {");

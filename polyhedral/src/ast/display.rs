@@ -254,8 +254,8 @@ fn write_node(out: &mut String, ast: &Ast, program: &Program, s: &dyn Spelling, 
             let args: Vec<String> = args.iter().map(|a| a.to_infix(s)).collect();
             let _ = writeln!(out, "{pad}{name}({});", args.join(", "));
         }
-        Ast::Mark { name, body } => {
-            let _ = writeln!(out, "{pad}// mark: {name}");
+        Ast::Mark { mark, body } => {
+            let _ = writeln!(out, "{pad}// mark: {mark}");
             let _ = writeln!(out, "{pad}{{");
             write_node(out, body, program, s, indent + 1);
             let _ = writeln!(out, "{pad}}}");

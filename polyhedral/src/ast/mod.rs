@@ -28,6 +28,7 @@ pub use run::run_ast;
 pub use verify::verify;
 
 use crate::program::{AffineExpr, ParamId, StmtId, Var};
+use crate::schedule::Mark;
 
 /// An integer expression over loop variables and size parameters, evaluated in `i64`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -169,8 +170,8 @@ pub enum Ast {
     },
     /// One instance of `stmt`, its iterators (outermost first) given by `args`.
     User { stmt: StmtId, args: Vec<AstExpr> },
-    /// A named region for the emitters (a kernel boundary, a `skipped` subtree, …).
-    Mark { name: String, body: Box<Ast> },
+    /// A region a pass marked for the emitters (a kernel boundary, a packed array, …).
+    Mark { mark: Mark, body: Box<Ast> },
 }
 
 impl Ast {

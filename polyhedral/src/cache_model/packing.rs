@@ -26,9 +26,9 @@
 //!
 //! [`Node::Copy`]: super::nest::Node::Copy
 
-use crate::pack::{PackMark, MAX_PACKED_BYTES};
+use crate::pack::MAX_PACKED_BYTES;
 use crate::program::{ArrayId, Program};
-use crate::schedule::{NodeKind, ScheduleTree};
+use crate::schedule::{Mark, NodeKind, ScheduleTree};
 
 use super::nest::{tree, Group, Member, Model, Role};
 use super::Unsupported;
@@ -71,13 +71,10 @@ pub struct Packing {
 
 /// The pack marks of `tree`, outer ones first.
 pub fn packings(program: &Program, tree: &ScheduleTree) -> Result<Vec<Packing>, Unsupported> {
-    let paths = tree.find(&|k| matches!(k, NodeKind::Mark(m) if PackMark::parse(m).is_some()));
+    let paths = tree.find(&|k| matches!(k, NodeKind::Mark(Mark::Pack(_))));
     let mut out = Vec::with_capacity(paths.len());
     for path in paths {
-        let Some(NodeKind::Mark(name)) = tree.node(&path).map(|n| &n.kind) else {
-            continue;
-        };
-        let Some(mark) = PackMark::parse(name) else {
+        let Some(NodeKind::Mark(Mark::Pack(mark))) = tree.node(&path).map(|n| &n.kind) else {
             continue;
         };
         let array = program.array_by_name(&mark.array).ok_or_else(|| {
@@ -94,7 +91,7 @@ pub fn packings(program: &Program, tree: &ScheduleTree) -> Result<Vec<Packing>, 
             .collect();
         out.push(Packing {
             array,
-            layout: mark.layout,
+            layout: mark.layout.clone(),
             depth,
             stmts,
         });

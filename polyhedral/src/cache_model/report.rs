@@ -19,9 +19,8 @@ use std::fmt::Write;
 use crate::fusion::post_tiling::PostTilingFusion;
 use crate::pipeline::Compiled;
 use crate::program::StmtId;
-use crate::register_tile::RegisterTileMark;
 use crate::schedule::pluto::{display_expr, Band, BandKind, PlutoSchedule};
-use crate::schedule::NodeKind;
+use crate::schedule::{Mark, NodeKind};
 use crate::target::TargetDescription;
 
 use super::eval::{predict, Prediction};
@@ -85,7 +84,7 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
     // band leaves it without one).
     let register_tiled = !compiled
         .tree
-        .find(&|k| matches!(k, NodeKind::Mark(m) if RegisterTileMark::parse(m).is_some()))
+        .find(&|k| matches!(k, NodeKind::Mark(Mark::RegisterTile(_))))
         .is_empty();
     let mut before = 0;
     for tile_band in tile_bands {
@@ -380,10 +379,12 @@ fn column_blocks(compiled: &Compiled) -> Vec<ColumnBlocks> {
         .iter()
         .filter_map(|path| {
             let node = tree.node(path)?;
-            let NodeKind::Mark(name) = &node.kind else {
+            let NodeKind::Mark(Mark::RegisterTile(mark)) = &node.kind else {
                 return None;
             };
-            let mark = RegisterTileMark::parse(name).filter(|m| m.rows == 1)?;
+            if mark.rows != 1 {
+                return None;
+            }
             let NodeKind::Band(band) = &node.children.first()?.kind else {
                 return None;
             };

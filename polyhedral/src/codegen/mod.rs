@@ -68,7 +68,7 @@ mod tests;
 use crate::ast::{Ast, AstCond, AstExpr, LoopAnnotations};
 use crate::program::{ConstraintKind, Program, StmtId, Var};
 use crate::schedule::instances::Instances;
-use crate::schedule::tree::SKIPPED;
+use crate::schedule::Mark;
 use crate::schedule::{verify, Node, NodeKind, QuasiAffine, ScheduleError, ScheduleTree};
 use crate::sets::conj::{negate, Conj, Row};
 use crate::sets::omega::{is_feasible, project};
@@ -273,11 +273,11 @@ impl Gen<'_> {
                 let all = self.prune(all)?;
                 self.children(node, all)
             }
-            NodeKind::Mark(name) if name == SKIPPED => Ok(Vec::new()),
-            NodeKind::Mark(name) => {
+            NodeKind::Mark(Mark::Skipped) => Ok(Vec::new()),
+            NodeKind::Mark(mark) => {
                 let body = self.children(node, actives)?;
                 Ok(vec![Ast::Mark {
-                    name: name.clone(),
+                    mark: mark.clone(),
                     body: Box::new(Ast::Block(body)),
                 }])
             }

@@ -16,7 +16,7 @@
 //!
 //! The fused producers are inserted under the consumer's first `k` band members with one
 //! extension node (their own subtrees, tile bands included, below it, before the consumer's
-//! rest), and their original subtrees are marked [`SKIPPED`], which AST generation leaves out.
+//! rest), and their original subtrees are marked [`Mark::Skipped`], which AST generation leaves out.
 //!
 //! A producer group is fused only when all of these hold, each checked exactly on the integer
 //! sets the extension will run:
@@ -59,7 +59,8 @@ use crate::program::{AffineExpr, ArrayRole, ConstraintKind, ParamId, Program, St
 use crate::schedule::expr::{QuasiAffine, QuasiConstraint};
 use crate::schedule::instances::Instances;
 use crate::schedule::pluto;
-use crate::schedule::tree::{Extension, Filter, Node, NodeKind, ScheduleTree, SKIPPED};
+use crate::schedule::tree::{Extension, Filter, Node, NodeKind, ScheduleTree};
+use crate::schedule::Mark;
 use crate::schedule::ScheduleError;
 use crate::schedule::{tree_of_schedule, verify};
 use crate::sets::conj::{Conj, Row};
@@ -184,7 +185,7 @@ fn shape(tree: &ScheduleTree) -> (usize, usize) {
     let mut parallel = 0;
     for g in group_roots(tree) {
         match &g.kind {
-            NodeKind::Mark(m) if m == SKIPPED => {}
+            NodeKind::Mark(Mark::Skipped) => {}
             NodeKind::Band(band) => {
                 live += 1;
                 parallel += band.coincident.iter().take_while(|c| **c).count();
@@ -312,7 +313,7 @@ pub(crate) fn fuse_after_tiling(
     }
     for (_, plan) in &plans {
         for &a in &plan.fused {
-            out.insert_mark(&[0, a, 0], SKIPPED)?;
+            out.insert_mark(&[0, a, 0], Mark::Skipped)?;
         }
     }
     let mut marked = Vec::new();
@@ -321,7 +322,7 @@ pub(crate) fn fuse_after_tiling(
             continue;
         }
         marked.push(a);
-        out.insert_mark(&[0, a, 0], &format!("unfused: {why}"))?;
+        out.insert_mark(&[0, a, 0], Mark::Unfused(why.clone()))?;
     }
     Ok(out)
 }

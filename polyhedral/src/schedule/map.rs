@@ -2,10 +2,10 @@
 //! each a block of threads) starts mapping loops to its levels.
 //!
 //! The pass walks the tree from the root and puts
-//! - a [`KERNEL_MARK`] above the outermost band whose first member is coincident: from there,
+//! - a [`Mark::Kernel`] above the outermost band whose first member is coincident: from there,
 //!   the band's leading coincident members run on different groups, and everything outside
 //!   a kernel mark runs sequentially on the host (one launch per instance of the kernel);
-//! - a [`THREAD_MARK`] above the first band below a kernel band (through sequences, filters and
+//! - a [`Mark::Thread`] above the first band below a kernel band (through sequences, filters and
 //!   other bands) whose first member is coincident: its leading coincident members run on the
 //!   threads of one group.
 //!
@@ -23,13 +23,9 @@
 //! in the same order afterwards. Either way [`super::verify`] accepts it whenever it accepted
 //! the input.
 
-use super::tree::{Node, NodeKind, ScheduleTree, SKIPPED};
+use super::mark::Mark;
+use super::tree::{Node, NodeKind, ScheduleTree};
 use super::ScheduleError;
-
-/// The mark above a band whose leading coincident members map to groups.
-pub const KERNEL_MARK: &str = "kernel";
-/// The mark above a band whose leading coincident members map to threads of a group.
-pub const THREAD_MARK: &str = "thread";
 
 /// Where the sequential members of a kernel band run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,9 +126,9 @@ fn split(node: &mut Node, k: usize) {
     }];
 }
 
-fn wrap(node: &mut Node, name: &str) {
+fn wrap(node: &mut Node, mark: Mark) {
     let old = std::mem::replace(node, Node::leaf());
-    *node = Node::with_child(NodeKind::Mark(name.to_string()), old);
+    *node = Node::with_child(NodeKind::Mark(mark), old);
 }
 
 /// Marks the subtree `node`, `depth` schedule dimensions deep, which runs on the host.
@@ -149,7 +145,7 @@ fn mark_host(node: &mut Node, hoist: Hoist, depth: usize) -> Result<(), Schedule
             for c in &mut node.children {
                 mark_group(c)?;
             }
-            wrap(node, KERNEL_MARK);
+            wrap(node, Mark::Kernel);
             Ok(())
         }
         Some(k) => {
@@ -163,7 +159,7 @@ fn mark_host(node: &mut Node, hoist: Hoist, depth: usize) -> Result<(), Schedule
             // A skipped subtree is not generated and a kernel mark is mapped already; any
             // other mark (a producer post-tiling fusion left `unfused`, with the reason) only
             // annotates the subtree below it, which still needs its kernels.
-            if matches!(&node.kind, NodeKind::Mark(m) if m == SKIPPED || m == KERNEL_MARK) {
+            if matches!(&node.kind, NodeKind::Mark(Mark::Skipped | Mark::Kernel)) {
                 return Ok(());
             }
             for c in &mut node.children {
@@ -193,7 +189,7 @@ fn mark_group(node: &mut Node) -> Result<(), ScheduleError> {
             mark_group(&mut node.children[0])
         }
         Some(0) => {
-            wrap(node, THREAD_MARK);
+            wrap(node, Mark::Thread);
             Ok(())
         }
         Some(k) => {

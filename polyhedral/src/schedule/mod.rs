@@ -20,6 +20,7 @@
 //! - [`intra_tile`]: the permutation of point bands that puts a parallel, stride-one loop
 //!   innermost; [`distribute`]: the distribution of a point band's statements into loop nests
 //!   of their own, inside the tile, where they walk memory along different loops;
+//! - [`mark`]: the marks passes leave in the tree for later passes and the back ends;
 //! - [`map`]: kernel and thread marks, where a grid of groups of threads starts mapping loops.
 //!
 //! AST generation from a tree is [`crate::codegen::generate_ast`].
@@ -32,6 +33,7 @@ pub(crate) mod instances;
 pub mod intra_tile;
 pub mod legality;
 pub mod map;
+pub mod mark;
 pub mod pluto;
 mod print;
 pub mod tile;
@@ -41,6 +43,7 @@ mod verify;
 
 pub use expr::{FloorTerm, QuasiAffine, QuasiConstraint};
 pub use from_pluto::tree_of_schedule;
+pub use mark::Mark;
 pub use tree::{schedule_tree_of, Band, Extension, Filter, Node, NodeKind, NodePath, ScheduleTree};
 pub use verify::verify;
 

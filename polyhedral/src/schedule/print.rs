@@ -185,7 +185,7 @@ impl Printer<'_> {
                     parts.join("; ")
                 )]
             }
-            NodeKind::Mark(name) => vec![format!("mark: \"{name}\"")],
+            NodeKind::Mark(mark) => vec![format!("mark: \"{mark}\"")],
             NodeKind::Leaf => vec!["leaf".into()],
         }
     }

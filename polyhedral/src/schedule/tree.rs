@@ -13,12 +13,9 @@
 //!   new statement's iterators.
 
 use super::expr::{QuasiAffine, QuasiConstraint};
+use super::mark::Mark;
 use super::ScheduleError;
 use crate::program::{build_nest, collect_stmts, Constraint, NestNode, Program, StmtId, Var};
-
-/// The mark above a subtree whose instances do not run where the subtree is: extensions run
-/// them elsewhere (post-tiling fusion). AST generation leaves the subtree out.
-pub const SKIPPED: &str = "skipped";
 
 /// A multi-dimensional schedule piece: one member per dimension.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,8 +89,8 @@ pub enum NodeKind {
     Set,
     Filter(Filter),
     Extension(Extension),
-    /// A name for the subtree (`kernel`, `skipped`, …), carried to the AST.
-    Mark(String),
+    /// A decision about the subtree ([`Mark`]), carried to the AST.
+    Mark(Mark),
     Leaf,
 }
 
@@ -251,9 +248,9 @@ impl ScheduleTree {
         Ok(())
     }
 
-    /// Puts a mark named `name` above the node at `path`.
-    pub fn insert_mark(&mut self, path: &NodePath, name: &str) -> Result<(), ScheduleError> {
-        self.insert_above(path, NodeKind::Mark(name.to_string()))
+    /// Puts `mark` above the node at `path`.
+    pub fn insert_mark(&mut self, path: &NodePath, mark: Mark) -> Result<(), ScheduleError> {
+        self.insert_above(path, NodeKind::Mark(mark))
     }
 
     /// Puts a node of the given kind (one that takes one child) above the node at `path`.
@@ -458,7 +455,7 @@ mod tests {
         assert!(t.split_band(&[0], 2).is_err());
         assert!(t.split_band(&[0, 0], 1).is_err());
         assert!(t.split_band(&[5], 1).is_err());
-        assert!(t.insert_mark(&[], "root").is_err());
+        assert!(t.insert_mark(&[], Mark::Skipped).is_err());
         assert!(t.insert_above(&[0], NodeKind::Sequence).is_err());
         assert!(t
             .set_band_schedule(&[0], vec![(StmtId(0), vec![QuasiAffine::constant(0)])])

@@ -6,12 +6,13 @@
 //! partition every statement's instances (pairwise disjoint, together complete), with the
 //! outer dimensions fixed; a filter elsewhere must keep every instance that reaches it; a band
 //! must give every statement reaching it a function per member; an extension must add only
-//! statements that do not reach it already. A subtree below a [`SKIPPED`] mark is not walked:
+//! statements that do not reach it already. A subtree below a [`Mark::Skipped`] mark is not walked:
 //! its instances run where extensions put them, and the pass that marks it checks that they
 //! run exactly once there. With these rules every instance reaches exactly one leaf.
 
 use super::instances::Instances;
-use super::tree::{Node, NodeKind, ScheduleTree, SKIPPED};
+use super::mark::Mark;
+use super::tree::{Node, NodeKind, ScheduleTree};
 use super::ScheduleError;
 use crate::program::Program;
 use crate::sets::conj::Conj;
@@ -196,7 +197,7 @@ impl Verifier<'_> {
                     }
                     // The pass that marks a subtree skipped checks that its extensions run
                     // every instance of it exactly once.
-                    NodeKind::Mark(name) if name == SKIPPED => Ok(()),
+                    NodeKind::Mark(Mark::Skipped) => Ok(()),
                     NodeKind::Mark(_) => self.node(child, actives, d),
                     NodeKind::Leaf | NodeKind::Sequence | NodeKind::Set => {
                         invalid("a leaf, sequence or set checked as a single-child node")
