@@ -94,7 +94,9 @@ struct KernelArgs {
 struct CheckArgs {
     #[command(flatten)]
     kernel: KernelArgs,
-    /// What to print: the kernel as read (`program`) or its dependences (`deps`).
+    /// What to print: the kernel as read (`program`), its dependences (`deps`), the schedule
+    /// tree of its original order (`tree`), the loops generated from it (`ast`), or the
+    /// vectorised forms of the scalar functions it calls (`vector`).
     #[arg(long, value_enum, default_value = "program")]
     emit: CheckEmit,
 }
@@ -232,8 +234,8 @@ struct OptimizeArgs {
 
 impl OptimizeArgs {
     fn pipeline(&self) -> polyhedral::pipeline::Options {
+        use polyhedral::passes::tile_size::TileSizes;
         use polyhedral::schedule::pluto::Fusion;
-        use polyhedral::schedule::tile_size::TileSizes;
         let tiling = match (&self.tile, self.no_tile) {
             (_, true) => TileSizes::Off,
             (Some(sizes), false) => TileSizes::Fixed(sizes.clone()),
@@ -273,6 +275,20 @@ impl OptimizeArgs {
     }
 }
 
+/// The help of `--emit`, with the stages of the pipeline.
+fn emit_help() -> String {
+    let stages: Vec<&str> = polyhedral::passes::stages().collect();
+    format!(
+        "What to write: the target's code (`c` for cpu; the default), `tree` (the optimized \
+         schedule tree), `tree=after:STAGE` (the tree after one stage: {}), `ast` (the loop \
+         AST), `deps` (the dependences the scheduler worked from), `program` (the program they \
+         are for: arrays the pipeline expanded for parallelism appear expanded) or \
+         `cache-model` (predicted cache misses per tile band and cache level, for the chosen \
+         tile sizes and the runner-up)",
+        stages.join(", ")
+    )
+}
+
 #[derive(Args)]
 struct CompileArgs {
     #[command(flatten)]
@@ -283,13 +299,7 @@ struct CompileArgs {
     /// Where to write the output (default: standard output).
     #[arg(short = 'o', value_name = "OUT")]
     output: Option<PathBuf>,
-    /// What to write: the target's code (`c` for cpu; the default), `tree` (the optimized
-    /// schedule tree), `tree=after:STAGE` (the tree after one stage: schedule, tile,
-    /// intra-tile, distribute, fission, post-tiling-fusion, pack, register-tile, reduction-tile), `ast` (the loop AST), `deps` (the
-    /// dependences the scheduler worked from), `program` (the program they are for: arrays the pipeline
-    /// expanded for parallelism appear expanded) or `cache-model` (predicted cache misses per
-    /// tile band and cache level, for the chosen tile sizes and the runner-up).
-    #[arg(long, value_name = "WHAT")]
+    #[arg(long, value_name = "WHAT", help = emit_help())]
     emit: Option<String>,
     #[command(flatten)]
     optimize: OptimizeArgs,
@@ -305,7 +315,7 @@ struct RunArgs {
     /// Seed of the random inputs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Print the results as JSON (format documented in the README).
+    /// Print the results as JSON (format documented in docs/usage.md).
     #[arg(long)]
     json: bool,
     /// npu: write an SVG Gantt chart of the accelerator's pipes (core 0).

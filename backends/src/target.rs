@@ -10,7 +10,8 @@
 
 use std::fmt;
 
-use polyhedral::pipeline::{self, Compiled, STAGES};
+use polyhedral::passes;
+use polyhedral::pipeline::{self, Compiled};
 use polyhedral::program::Program;
 use polyhedral::target::TargetDescription;
 
@@ -168,13 +169,13 @@ impl Emit {
             "program" => Emit::Program,
             _ if Some(text) == target.code() => Emit::Code,
             _ => match text.strip_prefix("tree=after:") {
-                Some(stage) if STAGES.contains(&stage) => Emit::Tree {
+                Some(stage) if passes::stages().any(|s| s == stage) => Emit::Tree {
                     after: Some(stage.to_string()),
                 },
                 Some(stage) => {
                     return Err(Error::Usage(format!(
                         "`{stage}` is not a stage of the pipeline; the stages are {}",
-                        STAGES.join(", ")
+                        passes::stages().collect::<Vec<_>>().join(", ")
                     )))
                 }
                 None => {

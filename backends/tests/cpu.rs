@@ -343,7 +343,7 @@ fn register_tiles_are_vectors_only_where_columns_are_loaded() {
         for model in cpu::models::MODELS {
             let options = Options::for_model(model).with(|o| o.threads = Some(2));
             let pipeline = polyhedral::pipeline::Options {
-                tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![8, 64, 4]),
+                tiling: polyhedral::passes::tile_size::TileSizes::Fixed(vec![8, 64, 4]),
                 ..Default::default()
             };
             let c =
@@ -386,7 +386,7 @@ fn a_sum_over_rows_holds_one_row_of_columns_in_registers() {
     for model in cpu::models::MODELS {
         let options = Options::for_model(model).with(|o| o.threads = Some(2));
         let pipeline = polyhedral::pipeline::Options {
-            tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![16, 32]),
+            tiling: polyhedral::passes::tile_size::TileSizes::Fixed(vec![16, 32]),
             ..Default::default()
         };
         let c = polyhedral::pipeline::compile(&program, &cpu::description_for(&model), &pipeline)

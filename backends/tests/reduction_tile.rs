@@ -3,9 +3,9 @@
 //! for bit; and bands whose innermost loop carries more than reductions left alone.
 
 use backends::cpu::{self, Options};
+use polyhedral::passes::tile_size::TileSizes;
 use polyhedral::pipeline::{self, Compiled};
 use polyhedral::schedule::mark::{Mark, ReductionTileMark};
-use polyhedral::schedule::tile_size::TileSizes;
 use polyhedral::schedule::NodeKind;
 use polyhedral::Program;
 

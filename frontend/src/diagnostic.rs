@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use codespan_reporting::diagnostic::{Diagnostic as Report, Label};
 use codespan_reporting::files::SimpleFile;
-use codespan_reporting::term::{self, termcolor};
+use codespan_reporting::term::{self, termcolor, Styles, StylesWriter};
 use polyhedral::program::Span;
 
 /// What went wrong, where, and what to do about it.
@@ -112,7 +112,10 @@ impl Error {
         };
         let config = term::Config::default();
         // Writing into an in-memory buffer cannot fail, and the span was clamped to the text.
-        term::emit(&mut buffer, &config, &files, &report).expect("rendering a diagnostic");
+        let styles = Styles::default();
+        let mut writer = StylesWriter::new(&mut buffer, &styles);
+        term::emit_to_write_style(&mut writer, &config, &files, &report)
+            .expect("rendering a diagnostic");
         String::from_utf8_lossy(buffer.as_slice()).into_owned()
     }
 }

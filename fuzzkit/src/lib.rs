@@ -1,4 +1,4 @@
-//! What the bounded fuzz tests of polyfuse's readers share: a fast pseudo-random generator,
+//! What the bounded fuzz tests of polyfuse's readers share: the pseudo-random generator,
 //! byte-level mutations of valid inputs, the corpus of valid inputs in a folder, and the time
 //! budget and seed of a long run from the environment (`POLYFUSE_FUZZ_SECONDS`,
 //! `POLYFUSE_FUZZ_SEED`, which `cargo xtask fuzz` sets).
@@ -10,27 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// A xorshift generator: the fuzz loops need speed, not quality.
-pub struct Rng(pub u64);
-
-impl Rng {
-    /// A generator from `seed` (any value; zero is avoided).
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    /// Uniform-ish in `0..n` (`0` when `n` is 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-}
+pub use prng::Rng;
 
 /// One to four edits of `input`: a flipped bit, a deleted run, one of `tokens` inserted, a
 /// piece of `other` spliced in, a number replaced by a boundary value, or random bytes.

@@ -13,7 +13,7 @@
 //!   invocations, a matrix unit's fractal;
 //! - the vector unit, if any, with the number of its registers;
 //! - the data TLB, if the machine translates addresses through one ([`Tlb`]): what packing
-//!   ([`crate::pack`]) weighs its copies against;
+//!   ([`crate::passes::pack`]) weighs its copies against;
 //! - the element types the machine computes in.
 //!
 //! Invariants (checked by [`TargetDescription::validate`]): the memory tree has exactly one root,
@@ -214,13 +214,13 @@ pub struct VectorUnit {
     /// Architectural vector registers.
     pub registers: u32,
     /// The vector registers an outer-product register tile may fill with its accumulators
-    /// and operands (at most `registers`; see [`crate::register_tile::shape`]): the rest are
+    /// and operands (at most `registers`; see [`crate::passes::register_tile::shape`]): the rest are
     /// left to the C compiler, where it was seen to need them around the tile's loops.
     pub tile_registers: u32,
     /// Cycles from one multiply-add to the next that uses its result (0: not described).
     pub fma_latency: u32,
     /// Multiply-adds that start in one cycle: with the latency, how many independent chains
-    /// of dependent multiply-adds keep the unit busy (see [`crate::reduction_tile`]).
+    /// of dependent multiply-adds keep the unit busy (see [`crate::passes::reduction_tile`]).
     pub fma_pipes: u32,
 }
 

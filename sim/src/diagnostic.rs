@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use codespan_reporting::diagnostic::{Diagnostic as Report, Label};
 use codespan_reporting::files::SimpleFile;
-use codespan_reporting::term::{self, termcolor};
+use codespan_reporting::term::{self, termcolor, Styles, StylesWriter};
 
 /// Byte range of source text.
 #[derive(Clone, Copy, Debug, Default, Eq)]
@@ -141,7 +141,9 @@ impl Error {
             termcolor::Buffer::no_color()
         };
         // Writing into memory cannot fail, and every span was clamped to the text.
-        term::emit(&mut buffer, &term::Config::default(), &files, &report)
+        let styles = Styles::default();
+        let mut writer = StylesWriter::new(&mut buffer, &styles);
+        term::emit_to_write_style(&mut writer, &term::Config::default(), &files, &report)
             .expect("rendering a diagnostic");
         String::from_utf8_lossy(buffer.as_slice()).into_owned()
     }

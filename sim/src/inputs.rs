@@ -113,27 +113,16 @@ fn line_col(text: &str, at: usize) -> (usize, usize) {
     (line, col)
 }
 
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e3779b97f4a7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d049bb133111eb);
-    z ^ (z >> 31)
-}
-
-/// Deterministic inputs for every `in` / `inout` parameter.
+/// Deterministic inputs for every `in` / `inout` parameter: the values the reference
+/// interpreter gives an array of the same name and element type ([`prng::input_bits`]).
 pub fn random_inputs(program: &Program, seed: u64) -> BTreeMap<String, Tensor> {
     let mut out = BTreeMap::new();
     for p in program.params.iter().filter(|p| p.role != Role::Out) {
-        let mut state = seed;
-        for b in p.name.bytes() {
-            state = (state ^ b as u64).wrapping_mul(0x100000001b3);
-        }
-        let values = (0..p.elements()).map(|_| {
-            let r = splitmix(&mut state);
+        let values = (0..p.elements()).map(|i| {
+            let bits = prng::input_bits(seed, &p.name, i);
             match p.dtype {
-                DType::I32 => (r % 17) as f64 - 8.0,
-                _ => (r >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0,
+                DType::I32 => prng::input_int(bits) as f64,
+                _ => prng::input_unit(bits),
             }
         });
         out.insert(

@@ -6,9 +6,9 @@
 
 use polyhedral::ast::{run_ast, Ast, AstCond, AstExpr};
 use polyhedral::interp::{random_inputs, run};
+use polyhedral::passes::tile_size::TileSizes;
 use polyhedral::pipeline::{compile, Options};
 use polyhedral::schedule::pluto::Fusion;
-use polyhedral::schedule::tile_size::TileSizes;
 use polyhedral::Program;
 use snapshots::{kernels, observable_bits, tiny_target};
 

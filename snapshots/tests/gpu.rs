@@ -155,14 +155,14 @@ fn a_grid_larger_than_the_dimension_limit_is_folded() {
         ..gpu_options()
     };
     let pipeline = Options {
-        tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![8, 8, 8]),
+        tiling: polyhedral::passes::tile_size::TileSizes::Fixed(vec![8, 8, 8]),
         ..Options::default()
     };
     // 9 × 12 tiles on a grid of at most 2 × 2 groups.
     run_checked(&program, &pipeline, &options);
     // Untiled, every loop on global ids: 70 rows on 2 groups of 16.
     let untiled = Options {
-        tiling: polyhedral::schedule::tile_size::TileSizes::Off,
+        tiling: polyhedral::passes::tile_size::TileSizes::Off,
         ..Options::default()
     };
     run_checked(&program, &untiled, &options);
@@ -177,7 +177,7 @@ fn tiles_that_do_not_divide_the_sizes_leave_correct_tails() {
             ..gpu_options()
         };
         let pipeline = Options {
-            tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![16, 16, 16]),
+            tiling: polyhedral::passes::tile_size::TileSizes::Fixed(vec![16, 16, 16]),
             ..Options::default()
         };
         let (module, _) = run_checked(&program, &pipeline, &options);
@@ -190,7 +190,7 @@ fn a_time_iterated_stencil_runs_as_several_dispatches() {
     let program = load_sized("jacobi2d.pf", &[("N", 40), ("TSTEPS", 6)]);
     // Small tiles: a wavefront of tiles, one dispatch per wavefront step.
     let tiled = Options {
-        tiling: polyhedral::schedule::tile_size::TileSizes::Fixed(vec![4, 4, 4]),
+        tiling: polyhedral::passes::tile_size::TileSizes::Fixed(vec![4, 4, 4]),
         ..Options::default()
     };
     let (module, dispatches) = run_checked(&program, &tiled, &gpu_options());
@@ -226,7 +226,7 @@ fn a_loop_the_driver_leaves_early_is_an_error() {
         ..gpu_options()
     };
     let pipeline = Options {
-        tiling: polyhedral::schedule::tile_size::TileSizes::Off,
+        tiling: polyhedral::passes::tile_size::TileSizes::Off,
         ..Options::default()
     };
     let c = gpu::compile(&program, &pipeline, &options).unwrap_or_else(|e| panic!("{e}"));

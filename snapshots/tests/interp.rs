@@ -91,26 +91,7 @@ fn every_kernel_matches_the_tree_walker() {
     }
 }
 
-/// A small deterministic generator (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut x = self.0;
-        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        x ^ (x >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len())]
-    }
-}
+use prng::Rng;
 
 /// A random expression of type `ty` over `leaves`, at most `depth` operators deep.
 fn expr(rng: &mut Rng, ty: &str, leaves: &[String], depth: usize) -> String {
@@ -143,7 +124,7 @@ fn expr(rng: &mut Rng, ty: &str, leaves: &[String], depth: usize) -> String {
 /// A random kernel: element type, sizes, statements (elementwise, reductions, a stencil in a
 /// time loop, a triangular update) and a scalar function with a loop.
 fn random_kernel(rng: &mut Rng) -> String {
-    let ty = rng.pick(&["f16", "f32", "f64", "i32"]);
+    let ty = *rng.pick(&["f16", "f32", "f64", "i32"]);
     let (n, m) = (3 + rng.below(6), 3 + rng.below(6));
     let one = if ty == "i32" { "1" } else { "1.0" };
     let mut src = format!(
@@ -164,7 +145,7 @@ fn random_kernel(rng: &mut Rng) -> String {
     src += &format!("    P(i, j) = A(i, j) + {};\n", expr(rng, ty, &leaves, 3));
     leaves.push("P(i, j)".into());
     src += &format!("    O(i, j) = B(j, i) - {};\n", expr(rng, ty, &leaves, 3));
-    let op = rng.pick(&["+=!", "max=!", "min=!"]);
+    let op = *rng.pick(&["+=!", "max=!", "min=!"]);
     src += &format!("    R(i) {op} A(i, j) * {};\n", expr(rng, ty, &leaves, 2));
     src += &format!(
         "    S(i, k) +=! A(i, j) * B(j, k) - {};\n",
@@ -183,7 +164,7 @@ fn random_kernel(rng: &mut Rng) -> String {
 fn random_kernels_match_the_tree_walker() {
     let dir = std::env::temp_dir().join(format!("polyfuse-interp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary directory");
-    let mut rng = Rng(0x5eed);
+    let mut rng = Rng::new(0x5eed);
     for case in 0..60 {
         let src = random_kernel(&mut rng);
         let path = dir.join(format!("random{case}.pf"));

@@ -7,9 +7,9 @@
 use std::fmt::Write as _;
 
 use backends::cpu;
-use polyhedral::pack;
+use polyhedral::passes::pack;
+use polyhedral::passes::tile_size::TileSizes;
 use polyhedral::pipeline::{compile, Options};
-use polyhedral::schedule::tile_size::TileSizes;
 use snapshots::{kernels, load, load_small, packing_target, snapshot_name};
 
 const KERNELS: &[&str] = &[

@@ -4,9 +4,9 @@
 
 use polyhedral::ast::{run_ast, verify};
 use polyhedral::interp::{random_inputs, run};
+use polyhedral::passes::tile_size::TileSizes;
 use polyhedral::pipeline::{compile, Options};
 use polyhedral::schedule::pluto::Fusion;
-use polyhedral::schedule::tile_size::TileSizes;
 use snapshots::{kernels, load_small, observable_bits, roomy_target, tiny_target};
 
 #[test]

@@ -2,13 +2,13 @@
 //! schedule is checked exactly for legality, and the textbook answers are asserted.
 
 use polyhedral::deps::{compute_dependences, Dependences};
+use polyhedral::passes::tile::{tile, TileOptions};
+use polyhedral::passes::tile_size::{band_sizes, footprint, TileSizes};
 use polyhedral::program::{AffineExpr, Program, StmtId, Var};
 use polyhedral::schedule::legality::{check_legality_exact, coincident_dims_exact};
 use polyhedral::schedule::pluto::{
     self, check_legality, BandKind, DimKind, Fusion, Options, PlutoSchedule,
 };
-use polyhedral::schedule::tile::{tile, TileOptions};
-use polyhedral::schedule::tile_size::{band_sizes, footprint, TileSizes};
 use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription};
 use snapshots::tiny_target;
 use std::path::{Path, PathBuf};

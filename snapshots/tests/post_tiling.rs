@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use backends::cpu;
+use polyhedral::passes::tile_size::TileSizes;
 use polyhedral::pipeline::{compile, Compiled, Options};
-use polyhedral::schedule::tile_size::TileSizes;
 use polyhedral::schedule::tree::NodeKind;
 use polyhedral::schedule::Mark;
 use polyhedral::Program;
@@ -233,9 +233,7 @@ fn halos_too_costly_to_recompute_stay_unfused() {
     let tile_rows = 4;
     let shared = 2 * tile_rows;
     let total = (tile_rows + 2) * tile_rows;
-    assert!(!polyhedral::fusion::recompute::worth_recomputing(
-        shared, total
-    ));
+    assert!(!polyhedral::passes::post_tiling_fusion::recompute::worth_recomputing(shared, total));
     let (program, c) = blur(tile_rows);
     assert!(
         !marks(&c).contains(&Mark::Skipped),

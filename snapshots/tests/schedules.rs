@@ -6,6 +6,7 @@
 //! The cache model's report (`--emit cache-model`) of a few of them is snapshotted too.
 
 use backends::cpu;
+use polyhedral::passes::tile::Lookahead;
 use polyhedral::pipeline::{compile, Compiled, Options};
 use polyhedral::program::SourceKind;
 use polyhedral::schedule::pluto::Fusion;
@@ -183,7 +184,7 @@ fn searched(c: &Compiled, members: usize) -> polyhedral::cache_model::BandSearch
         &c.schedule,
         band,
         &cpu::description(),
-        Some(&c.options),
+        Lookahead::of(&cpu::description(), &c.options).as_ref(),
     )
     .unwrap()
     .unwrap()
@@ -218,7 +219,7 @@ fn gemm_finalists_ranked_with_their_packed_buffers() {
             &c.schedule,
             band,
             &target,
-            Some(&options),
+            Lookahead::of(&target, &options).as_ref(),
         )
         .unwrap()
         .unwrap();

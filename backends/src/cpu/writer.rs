@@ -102,12 +102,12 @@ const TILE_LOCAL_BYTES: i64 = 64 << 10;
 
 /// The most bytes of one packed buffer, which lives on the stack of the thread that runs the
 /// packed loop.
-const PACKED_BYTES: i64 = polyhedral::pack::MAX_PACKED_BYTES;
+const PACKED_BYTES: i64 = polyhedral::passes::pack::MAX_PACKED_BYTES;
 
 /// The alignment of packed buffers: a cache line, and a whole number of vectors.
 const PACKED_ALIGN: i64 = polyhedral::cache_model::BUFFER_ALIGNMENT as i64;
 
-/// An array copied into a packed buffer for one region (see [`polyhedral::pack`]).
+/// An array copied into a packed buffer for one region (see [`polyhedral::passes::pack`]).
 pub(super) struct Packed {
     array: ArrayId,
     /// Per array dimension, the lowest subscript of the box (an expression of the loops

@@ -3,7 +3,7 @@
 //! [`compile`] runs the optimizing pipeline on the GPU's description ([`target`]: tiles sized
 //! for the invocation limits and the workgroup memory; no vector unit, so point bands keep
 //! their coincident members outermost, where they can map to invocations), whose last pass
-//! inserts the kernel and thread marks of [`polyhedral::schedule::map`]. [`Writer`] turns the
+//! inserts the kernel and thread marks of [`polyhedral::passes::map`]. [`Writer`] turns the
 //! loop AST into a [`Module`]: one WGSL module with one entry point per kernel and the host
 //! program that dispatches them (sequential outer loops, one dispatch per kernel instance),
 //! every module validated with naga before it is returned. [`run`] and [`check`] execute a module with wgpu

@@ -23,12 +23,10 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::deps::Dependences;
-use crate::pack::Pack;
-use crate::pipeline::{passes, Options, PassContext};
+use crate::passes::tile::{tile_band, Lookahead};
+use crate::passes::PassContext;
 use crate::program::Program;
 use crate::schedule::pluto::{Band, PlutoSchedule};
-use crate::schedule::tile::{tile_band, Tile};
-use crate::schedule::tree_of_schedule;
 use crate::target::TargetDescription;
 
 use super::eval::{predict_with, Memo};
@@ -64,7 +62,7 @@ pub struct PackedRanking {
 }
 
 /// Ranks the search's candidates `seen` (sizes and unpacked costs) with the buffers of the
-/// pack pass under `options`, against the search's choice `choice` (the capacity rule's sizes
+/// pack pass the passes of `lookahead` give them, against the search's choice `choice` (the capacity rule's sizes
 /// where `rule`), sharing the search's `memo`; `None` where packing
 /// does not run, gives no buffers at `choice`, or the model does not cover them.
 #[allow(clippy::too_many_arguments)]
@@ -74,7 +72,7 @@ pub(super) fn rank_packed(
     schedule: &PlutoSchedule,
     band: &Band,
     target: &TargetDescription,
-    options: &Options,
+    lookahead: &Lookahead,
     model: &Model,
     levels: &[Level],
     seen: &HashMap<Vec<i64>, f64>,
@@ -82,7 +80,7 @@ pub(super) fn rank_packed(
     choice: &[i64],
     rule: bool,
 ) -> Option<PackedRanking> {
-    let buffers = packings_at(program, deps, schedule, band, choice, target, options)?;
+    let buffers = packings_at(program, deps, schedule, band, choice, target, lookahead)?;
     if buffers.is_empty() {
         return None;
     }
@@ -132,7 +130,7 @@ pub(super) fn rank_packed(
     let wins = |c: &Candidate| c.cost < choice.cost * (1.0 - margin);
     let challenger = match best {
         Some(c) if wins(&c) => {
-            packings_at(program, deps, schedule, band, &c.sizes, target, options)
+            packings_at(program, deps, schedule, band, &c.sizes, target, lookahead)
                 .and_then(|own| packed(&c.sizes, &own))
         }
         other => other,
@@ -154,8 +152,7 @@ pub(super) fn rank_packed(
     })
 }
 
-/// The pack marks the passes after tiling give `schedule` with `band` tiled in `sizes`;
-/// `None` where the pipeline under `options` does not pack for `target`.
+/// The pack marks the passes of `lookahead` give `schedule` with `band` tiled in `sizes`.
 fn packings_at(
     program: &Program,
     deps: &Dependences,
@@ -163,35 +160,12 @@ fn packings_at(
     band: &Band,
     sizes: &[i64],
     target: &TargetDescription,
-    options: &Options,
+    lookahead: &Lookahead,
 ) -> Option<Vec<Packing>> {
-    let options = Options {
-        verify: false,
-        post_tiling_fusion: false,
-        ..options.clone()
-    };
-    let passes = passes(target, &options);
-    if !passes.iter().any(|p| p.name() == Pack::NAME) {
-        return None;
-    }
+    let options = &lookahead.options;
     let tiled = tile_band(program, deps, schedule, band, sizes, options.wavefront).ok()?;
-    let tree = tree_of_schedule(program, deps, &tiled).ok()?;
-    let mut cx = PassContext {
-        program,
-        deps,
-        target,
-        options: &options,
-        schedule: tiled,
-        tree,
-    };
-    for pass in passes {
-        if pass.name() == Tile::NAME {
-            continue;
-        }
-        pass.run(&mut cx).ok()?;
-        if pass.name() == Pack::NAME {
-            break;
-        }
-    }
+    let mut cx = PassContext::new(program, deps, target, options, tiled).ok()?;
+    let passes = &lookahead.passes;
+    cx.run(passes, 0..passes.len(), |_, _| Ok(())).ok()?;
     packings(program, &cx.tree).ok()
 }

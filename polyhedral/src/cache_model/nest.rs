@@ -23,10 +23,10 @@ use std::collections::BTreeMap;
 use num_rational::Rational64;
 use num_traits::Zero;
 
+use crate::passes::intra_tile::invert;
+use crate::passes::register_tile;
 use crate::program::{AffineExpr, ArrayId, Program, Var};
-use crate::register_tile;
 use crate::schedule::expr::QuasiAffine;
-use crate::schedule::intra_tile::invert;
 use crate::schedule::pluto::{Band, BandKind, DimKind, PlutoSchedule};
 use crate::target::VectorUnit;
 
@@ -167,7 +167,7 @@ pub struct ColumnBlocks {
     pub width: i64,
 }
 
-/// A register tile ([`crate::register_tile`]) inside the tiles of a band: the band members of
+/// A register tile ([`crate::passes::register_tile`]) inside the tiles of a band: the band members of
 /// its rows and its columns, and the vector unit and lanes its shape comes from. Between its
 /// copies the accumulators stay in registers while the members between rows and columns run,
 /// so the code walks blocks of `rows × cols` elements with those members inside them.

@@ -1,5 +1,5 @@
 //! Packed buffers in the model: the code as the back end writes it for the pack marks of the
-//! tree ([`crate::pack`]).
+//! tree ([`crate::passes::pack`]).
 //!
 //! A pack mark of array `T` above a loop copies the box of `T` its loops reach into a buffer
 //! `T'` before the loop, runs the loop on `T'`, and copies a written box back after it. The
@@ -21,12 +21,12 @@
 //! buffer in place; loops below move its accesses as they move the array's.
 //!
 //! Marks nest: a mark below another one of the same array copies from the outer buffer. A
-//! buffer beyond [`crate::pack::MAX_PACKED_BYTES`] is not packed by the back end, nor here. A
+//! buffer beyond [`crate::passes::pack::MAX_PACKED_BYTES`] is not packed by the back end, nor here. A
 //! mark among the loops a register tile reorders is [`Unsupported`].
 //!
 //! [`Node::Copy`]: super::nest::Node::Copy
 
-use crate::pack::MAX_PACKED_BYTES;
+use crate::passes::pack::MAX_PACKED_BYTES;
 use crate::program::{ArrayId, Program};
 use crate::schedule::{Mark, NodeKind, ScheduleTree};
 

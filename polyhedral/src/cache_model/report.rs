@@ -16,7 +16,8 @@
 
 use std::fmt::Write;
 
-use crate::fusion::post_tiling::PostTilingFusion;
+use crate::passes::post_tiling_fusion;
+use crate::passes::tile::Lookahead;
 use crate::pipeline::Compiled;
 use crate::program::StmtId;
 use crate::schedule::pluto::{display_expr, Band, BandKind, PlutoSchedule};
@@ -41,7 +42,7 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
     if compiled
         .stages
         .iter()
-        .any(|(name, _)| *name == PostTilingFusion::NAME)
+        .any(|(name, _)| *name == post_tiling_fusion::PASS.name)
     {
         return Err(Unsupported(
             "the cache model of trees with extension nodes (post-tiling fusion)".into(),
@@ -71,6 +72,8 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
     // With a register tile on the kernel's one tile band, the search's walk of it (below),
     // and the sizes of its slots.
     let mut register_aware: Option<(Model, Vec<i64>)> = None;
+    // The passes the search looked ahead to when tiling.
+    let lookahead = Lookahead::of(target, &compiled.options);
     let mut tile_bands: Vec<Band> = compiled
         .tiled
         .bands
@@ -107,7 +110,7 @@ pub fn report(compiled: &Compiled, target: &TargetDescription) -> Result<String,
             &compiled.schedule,
             &band,
             target,
-            Some(&compiled.options),
+            lookahead.as_ref(),
         )
         .map_err(|e| Unsupported(e.to_string()))?;
         let Some(search) = search else {

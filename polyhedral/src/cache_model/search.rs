@@ -42,7 +42,7 @@
 //! then the best candidate and the capacity rule's sizes are refined with
 //! finer steps ([`FINE_STEPS`]) until no neighbour is cheaper by
 //! [`REFINE_GAIN`]. Between candidates of equal cost the larger tile wins (fewer loop
-//! iterations around it). The capacity rule's sizes ([`crate::schedule::tile_size`], the
+//! iterations around it). The capacity rule's sizes ([`crate::passes::tile_size`], the
 //! register tile's limit applied) stay unless the best candidate beats them by
 //! [`RULE_MARGIN`]. Candidates that do not wait for each other's costs (the whole grid, one
 //! member's sizes, a refinement round's neighbours) are evaluated side by side on the
@@ -55,14 +55,14 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::deps::Dependences;
-use crate::pipeline::Options;
-use crate::program::{Program, StmtId};
-use crate::register_tile;
-use crate::schedule::intra_tile::{
+use crate::passes::intra_tile::{
     deepest_nest, member_scores, predicted_innermost, predicted_order,
 };
+use crate::passes::register_tile;
+use crate::passes::tile::Lookahead;
+use crate::passes::tile_size::rule_sizes;
+use crate::program::{Program, StmtId};
 use crate::schedule::pluto::{Band, Error, PlutoSchedule};
-use crate::schedule::tile_size::rule_sizes;
 use crate::target::TargetDescription;
 
 use super::eval::{predict_with, Memo, Prediction};
@@ -174,7 +174,7 @@ pub fn search_band(
     schedule: &PlutoSchedule,
     band: &Band,
     target: &TargetDescription,
-    lookahead: Option<&Options>,
+    lookahead: Option<&Lookahead>,
 ) -> Result<Option<BandSearch>, Error> {
     let Some(levels) = levels(target) else {
         return Ok(None);
@@ -406,14 +406,14 @@ pub fn search_band(
     } else {
         (best, runner_up)
     };
-    let packed = lookahead.and_then(|options| {
+    let packed = lookahead.and_then(|lookahead| {
         rank_packed(
             program,
             deps,
             schedule,
             band,
             target,
-            options,
+            lookahead,
             &model,
             &levels,
             &search.seen,
@@ -448,7 +448,7 @@ pub fn search_band(
     }))
 }
 
-/// The register tile the band's point loops will get ([`crate::register_tile`]): where the
+/// The register tile the band's point loops will get ([`crate::passes::register_tile`]): where the
 /// band is permutable, the first and the last member of `order` (the point loops' order) are
 /// coincident, and a statement of the band accumulates into an element those two subscript
 /// and the members between do not. Its shape depends on the tile sizes, so the model holds

@@ -9,23 +9,7 @@ use crate::program::StmtId;
 use crate::schedule::instances::Instances;
 use crate::sets::conj::{Conj, Row};
 
-/// A deterministic generator of small test cases (splitmix64).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `lo..=hi`.
-    fn range(&mut self, lo: i64, hi: i64) -> i64 {
-        lo + (self.next() % (hi - lo + 1) as u64) as i64
-    }
-}
+use prng::Rng;
 
 fn eval(r: &[i64], x: &[i64]) -> i64 {
     r[0] + r[1..].iter().zip(x).map(|(a, b)| a * b).sum::<i64>()
@@ -81,7 +65,7 @@ fn random_conj(rng: &mut Rng, n: usize, b: i64) -> Conj {
 
 #[test]
 fn shadows_contain_the_integer_projection() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let (n, keep, b) = (4, 2, 4);
     let all = points(n, -b, b);
     let mut exact_seen = 0;
@@ -117,7 +101,7 @@ fn shadows_contain_the_integer_projection() {
 
 #[test]
 fn statement_ranges_hold_at_every_instance() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     // [parameter | c0 | c1 | iterator | iterator]; the range is that of c1.
     let (n, b) = (5, 3);
     let all = points(n, -b, b);
@@ -193,7 +177,7 @@ fn parameter_box() -> Conj {
 
 #[test]
 fn separated_pieces_partition_the_dimension_in_order() {
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     let ctx = parameter_box();
     let mut separated = 0;
     for case in 0..300 {
@@ -229,7 +213,7 @@ fn separated_pieces_partition_the_dimension_in_order() {
 
 #[test]
 fn hulls_cover_every_statement() {
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     let ctx = parameter_box();
     for case in 0..200 {
         let k = rng.range(2, 3) as usize;

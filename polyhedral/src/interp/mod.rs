@@ -104,7 +104,7 @@ pub fn memory_bytes(program: &Program) -> Option<u64> {
 /// start as zeros.
 ///
 /// The value of an element depends only on the seed, the array's name and element type, and the
-/// element's flat index, so two programs with the same arrays (say, a `.pf` kernel and its C
+/// element's flat index ([`prng::input_bits`]), so two programs with the same arrays (say, a `.pf` kernel and its C
 /// version) get the same inputs whatever order they declare them in. Floats are uniform in
 /// [-1, 1) rounded to the element type; `i32`s are uniform in [-16, 16).
 pub fn random_inputs(program: &Program, seed: u64) -> Memory {
@@ -117,36 +117,18 @@ pub fn random_inputs(program: &Program, seed: u64) -> Memory {
             if a.role == ArrayRole::Temporary {
                 return vec![0.0; len];
             }
-            let base = splitmix64(seed ^ fnv1a(a.name.as_bytes()));
             (0..len as u64)
                 .map(|i| {
-                    let bits = splitmix64(base ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                    let bits = prng::input_bits(seed, &a.name, i);
                     match a.elem {
-                        ScalarType::I32 => ((bits >> 59) as i64 - 16) as f64,
-                        ty => {
-                            // 53 random bits → [0, 1) exactly, then [-1, 1).
-                            let unit = (bits >> 11) as f64 / (1u64 << 53) as f64;
-                            round(ty, 2.0 * unit - 1.0)
-                        }
+                        ScalarType::I32 => prng::input_int(bits) as f64,
+                        ty => round(ty, prng::input_unit(bits)),
                     }
                 })
                 .collect()
         })
         .collect();
     Memory { arrays }
-}
-
-fn splitmix64(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 /// Rounds `x` to the nearest value of type `ty` (integers wrap to 32 bits; booleans are 0/1).

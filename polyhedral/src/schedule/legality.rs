@@ -11,7 +11,7 @@
 //! a few affine rows is empty. Prefixes on which no pair agrees end the walk over the
 //! dimensions early.
 //!
-//! Tile bands ([`super::tile`]) are not asked about directly. A tile member is a sum of
+//! Tile bands ([`crate::passes::tile`]) are not asked about directly. A tile member is a sum of
 //! `floor(φ_k / T_k)` over members `φ_k` of the point band right after it, and an integer
 //! question about floors of several expressions (each an existential variable) may need
 //! branch and bound or the Omega test's splinters to prove empty, while its answer follows

@@ -15,29 +15,18 @@
 //!   from the dependences;
 //! - [`from_pluto`]: a flat Pluto schedule as a tree (bands, sequences for distribution, tile
 //!   and point bands);
-//! - [`tile`]: tiling of permutable bands into tile and point bands, and the tile-level
-//!   wavefront; [`tile_size`]: the sizes, from the target's description;
-//! - [`intra_tile`]: the permutation of point bands that puts a parallel, stride-one loop
-//!   innermost; [`distribute`]: the distribution of a point band's statements into loop nests
-//!   of their own, inside the tile, where they walk memory along different loops;
-//! - [`mark`]: the marks passes leave in the tree for later passes and the back ends;
-//! - [`map`]: kernel and thread marks, where a grid of groups of threads starts mapping loops.
+//! - [`mark`]: the marks passes leave in the tree for later passes and the back ends.
 //!
-//! AST generation from a tree is [`crate::codegen::generate_ast`].
+//! The passes that rewrite trees and schedules are [`crate::passes`]; AST generation from a tree
+//! is [`crate::codegen::generate_ast`].
 
-pub mod distribute;
 pub mod expr;
-pub mod fission;
 mod from_pluto;
 pub(crate) mod instances;
-pub mod intra_tile;
 pub mod legality;
-pub mod map;
 pub mod mark;
 pub mod pluto;
 mod print;
-pub mod tile;
-pub mod tile_size;
 pub mod tree;
 mod verify;
 

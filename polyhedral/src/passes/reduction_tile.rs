@@ -33,9 +33,10 @@
 //! shape: the analysis sees the band's flags, the dependences and the vector unit.
 
 use crate::deps::Dependences;
-use crate::pipeline::{Error, Pass, PassContext};
+use crate::passes::register_tile::{iterator_of, tile_of};
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::Error;
 use crate::program::{Program, StmtId, Var};
-use crate::register_tile::{iterator_of, tile_of};
 use crate::schedule::legality::coincident_dims_among;
 use crate::schedule::mark::{Mark, ReductionTileMark};
 use crate::schedule::pluto::{Band as FlatBand, BandKind, DimKind, PlutoSchedule, ScheduleDim};
@@ -283,26 +284,26 @@ pub fn decide(
 }
 
 /// The pass: a reduction-tile mark above each band [`decide`] picks.
-pub struct ReductionTile;
+pub const PASS: Pass = Pass {
+    name: "reduction-tile",
+    summary: "innermost reductions given independent chains from rows of a parallel loop (CPU)",
+    enabled: |target, options| {
+        options.register_tile
+            && target
+                .vector
+                .is_some_and(|v| v.fma_latency > 0 && v.fma_pipes > 0 && v.registers > 0)
+    },
+    run,
+};
 
-impl ReductionTile {
-    pub const NAME: &'static str = "reduction-tile";
-}
-
-impl Pass for ReductionTile {
-    fn name(&self) -> &'static str {
-        ReductionTile::NAME
+fn run(cx: &mut PassContext) -> Result<(), Error> {
+    let marks = decide(cx.program, cx.deps, cx.target.vector.as_ref(), &cx.tree)?;
+    // The bands are innermost, not inside each other: inserting above one keeps the
+    // others' paths.
+    for (path, mark) in marks.into_iter().rev() {
+        cx.tree.insert_mark(&path, mark)?;
     }
-
-    fn run(&self, cx: &mut PassContext) -> Result<(), Error> {
-        let marks = decide(cx.program, cx.deps, cx.target.vector.as_ref(), &cx.tree)?;
-        // The bands are innermost, not inside each other: inserting above one keeps the
-        // others' paths.
-        for (path, mark) in marks.into_iter().rev() {
-            cx.tree.insert_mark(&path, mark)?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 #[cfg(test)]

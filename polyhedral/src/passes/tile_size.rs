@@ -26,13 +26,13 @@
 
 use crate::cache_model::{search_band, wavefront_tiles, PARALLEL_TILE};
 use crate::deps::Dependences;
-use crate::pipeline::Options;
+use crate::passes::tile::Lookahead;
 use crate::program::{AffineExpr, ConstraintKind, Program, StmtId, Var};
 use crate::sets::{Map, Set, Tuple};
 use crate::target::{MemoryNode, TargetDescription};
 
 use super::intra_tile::predicted_innermost;
-use super::pluto::{affine_row, stmt_tuple, Band, DimKind, Error, PlutoSchedule};
+use crate::schedule::pluto::{affine_row, stmt_tuple, Band, DimKind, Error, PlutoSchedule};
 
 /// Where tile sizes come from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -48,15 +48,15 @@ pub enum TileSizes {
 }
 
 /// The tile sizes of `band`, one per member (all 1: leave the band untiled). `lookahead` holds
-/// the pipeline's options where the cache model's search may look ahead to the passes after
-/// tiling (the buffers the pack pass gives its finalists).
+/// the passes after tiling that the cache model's search may look ahead to (the buffers the
+/// pack pass gives its finalists).
 pub fn band_sizes(
     program: &Program,
     deps: &Dependences,
     schedule: &PlutoSchedule,
     band: &Band,
     sizes: &TileSizes,
-    lookahead: Option<&Options>,
+    lookahead: Option<&Lookahead>,
     target: &TargetDescription,
 ) -> Result<Vec<i64>, Error> {
     match sizes {

@@ -38,12 +38,13 @@
 use num_rational::Rational64;
 use num_traits::{One, Signed, Zero};
 
-use super::pluto::{
+use crate::deps::Dependences;
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::Error as PipelineError;
+use crate::program::{Program, StmtId, Var};
+use crate::schedule::pluto::{
     coincident_dims, coincident_dims_among, Band, BandKind, DimKind, Error, PlutoSchedule,
 };
-use crate::deps::Dependences;
-use crate::pipeline::{Error as PipelineError, Pass, PassContext};
-use crate::program::{Program, StmtId, Var};
 
 /// `schedule` with the innermost member of every permutable point band (and untiled
 /// permutable band) chosen for stride-one accesses, as the module docs describe.
@@ -448,21 +449,16 @@ pub(crate) fn invert(rows: &[Vec<Rational64>]) -> Option<Vec<Vec<Rational64>>> {
 }
 
 /// The intra-tile permutation pass ([`sink_vector_loops`]).
-pub struct IntraTile;
+pub const PASS: Pass = Pass {
+    name: "intra-tile",
+    summary: "inside each point band, a parallel loop with stride-one accesses made innermost",
+    enabled: |target, options| options.intra_tile && target.vector.is_some(),
+    run,
+};
 
-impl IntraTile {
-    pub const NAME: &'static str = "intra-tile";
-}
-
-impl Pass for IntraTile {
-    fn name(&self) -> &'static str {
-        IntraTile::NAME
-    }
-
-    fn run(&self, cx: &mut PassContext) -> Result<(), PipelineError> {
-        let permuted = sink_vector_loops(cx.program, cx.deps, &cx.schedule)?;
-        cx.set_schedule(permuted)
-    }
+fn run(cx: &mut PassContext) -> Result<(), PipelineError> {
+    let permuted = sink_vector_loops(cx.program, cx.deps, &cx.schedule)?;
+    cx.set_schedule(permuted)
 }
 
 #[cfg(test)]

@@ -19,12 +19,13 @@
 //! if the schedule stays legal (checked exactly: a dependence from a later statement of the
 //! body to an earlier one in a later iteration forbids it).
 
-use super::legality::{check_legality, coincident_dims, coincident_dims_among};
-use super::pluto::{Band, BandKind, DimKind, Error, PlutoSchedule};
 use crate::deps::{DepKind, Dependences};
-use crate::pipeline::{Error as PipelineError, Pass, PassContext};
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::Error as PipelineError;
 use crate::program::{Program, StmtId};
 use crate::schedule::expr::QuasiAffine;
+use crate::schedule::legality::{check_legality, coincident_dims, coincident_dims_among};
+use crate::schedule::pluto::{Band, BandKind, DimKind, Error, PlutoSchedule};
 
 /// `schedule` with the innermost loop split into one loop per statement wherever a flow
 /// dependence between two of its statements is carried by it, as the module docs describe.
@@ -143,19 +144,17 @@ fn with_scalar_dim(schedule: &PlutoSchedule, inner: usize, band: Band) -> PlutoS
 }
 
 /// The innermost-loop fission pass ([`split_innermost_loops`]).
-pub struct Fission;
+pub const PASS: Pass = Pass {
+    name: "fission",
+    summary: "innermost loops whose statements pass values through memory split into one loop per \
+        statement",
+    enabled: |target, options| {
+        options.fission && target.vector.is_some() && target.invocations().is_none()
+    },
+    run,
+};
 
-impl Fission {
-    pub const NAME: &'static str = "fission";
-}
-
-impl Pass for Fission {
-    fn name(&self) -> &'static str {
-        Fission::NAME
-    }
-
-    fn run(&self, cx: &mut PassContext) -> Result<(), PipelineError> {
-        let split = split_innermost_loops(cx.program, cx.deps, &cx.schedule)?;
-        cx.set_schedule(split)
-    }
+fn run(cx: &mut PassContext) -> Result<(), PipelineError> {
+    let split = split_innermost_loops(cx.program, cx.deps, &cx.schedule)?;
+    cx.set_schedule(split)
 }

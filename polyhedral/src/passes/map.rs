@@ -20,12 +20,14 @@
 //! legal, and a coincident member stays coincident wherever it moves.
 //!
 //! Otherwise the pass only adds marks and splits bands: the tree schedules the same instances
-//! in the same order afterwards. Either way [`super::verify`] accepts it whenever it accepted
+//! in the same order afterwards. Either way [`crate::schedule::verify`] accepts it whenever it accepted
 //! the input.
 
-use super::mark::Mark;
-use super::tree::{Node, NodeKind, ScheduleTree};
-use super::ScheduleError;
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::Error;
+use crate::schedule::mark::Mark;
+use crate::schedule::tree::{Node, NodeKind, ScheduleTree};
+use crate::schedule::ScheduleError;
 
 /// Where the sequential members of a kernel band run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,7 +112,7 @@ fn split(node: &mut Node, k: usize) {
     let NodeKind::Band(band) = &mut node.kind else {
         return;
     };
-    let inner = super::tree::Band {
+    let inner = crate::schedule::tree::Band {
         schedule: band
             .schedule
             .iter_mut()
@@ -209,24 +211,21 @@ fn mark_group(node: &mut Node) -> Result<(), ScheduleError> {
 }
 
 /// The mapping marks as a pass of the pipeline, for targets with workgroups of invocations.
-pub struct MapMarks;
+pub const PASS: Pass = Pass {
+    name: "map",
+    summary:
+        "kernel and thread marks: where the loops start mapping to groups and to their threads \
+        (GPU)",
+    enabled: |target, _| target.invocations().is_some(),
+    run,
+};
 
-impl MapMarks {
-    pub const NAME: &'static str = "map";
-}
-
-impl crate::pipeline::Pass for MapMarks {
-    fn name(&self) -> &'static str {
-        Self::NAME
-    }
-
-    fn run(&self, cx: &mut crate::pipeline::PassContext) -> Result<(), crate::pipeline::Error> {
-        let hoist = if cx.target.loop_iterations().is_some() {
-            Hoist::Sequential
-        } else {
-            Hoist::None
-        };
-        insert_mapping_marks(&mut cx.tree, hoist)?;
-        Ok(())
-    }
+fn run(cx: &mut PassContext) -> Result<(), Error> {
+    let hoist = if cx.target.loop_iterations().is_some() {
+        Hoist::Sequential
+    } else {
+        Hoist::None
+    };
+    insert_mapping_marks(&mut cx.tree, hoist)?;
+    Ok(())
 }

@@ -57,7 +57,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::pipeline::{Error, Pass, PassContext};
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::Error;
 use crate::program::{AffineExpr, ArrayId, ConstraintKind, Program, SourceKind, StmtId, Var};
 use crate::schedule::mark::{Mark, PackMark};
 use crate::schedule::{NodeKind, QuasiAffine, ScheduleTree};
@@ -969,21 +970,16 @@ pub fn describe(tree: &ScheduleTree) -> String {
 
 /// The packing pass: the analysis of the module docs on the tiled tree, its decisions as
 /// marks. Runs on targets that describe a TLB.
-pub struct Pack;
+pub const PASS: Pass = Pass {
+    name: "pack",
+    summary: "arrays copied into contiguous buffers where the TLB and the cache lines gain (CPU)",
+    enabled: |target, options| options.pack && target.tlb.is_some(),
+    run,
+};
 
-impl Pack {
-    pub const NAME: &'static str = "pack";
-}
-
-impl Pass for Pack {
-    fn name(&self) -> &'static str {
-        Pack::NAME
-    }
-
-    fn run(&self, cx: &mut PassContext) -> Result<(), Error> {
-        let decisions = decide(cx.program, cx.target, &cx.tree);
-        insert_marks(&mut cx.tree, decisions)
-    }
+fn run(cx: &mut PassContext) -> Result<(), Error> {
+    let decisions = decide(cx.program, cx.target, &cx.tree);
+    insert_marks(&mut cx.tree, decisions)
 }
 
 #[cfg(test)]

@@ -35,12 +35,13 @@
 //! innermost loop that reads memory with stride one, in a loop nest of its own.
 
 use super::intra_tile::{innermost_last, member_scores, writes_move_along};
-use super::legality::{check_legality, coincident_dims, coincident_dims_among};
-use super::pluto::{Band, BandKind, DimKind, Error, PlutoSchedule};
 use crate::deps::Dependences;
-use crate::pipeline::{Error as PipelineError, Pass, PassContext};
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::Error as PipelineError;
 use crate::program::{Program, StmtId};
 use crate::schedule::expr::QuasiAffine;
+use crate::schedule::legality::{check_legality, coincident_dims, coincident_dims_among};
+use crate::schedule::pluto::{Band, BandKind, DimKind, Error, PlutoSchedule};
 
 /// `schedule` with the statements of every point-band loop nest that prefer different
 /// innermost members distributed into one loop nest per preferred member, as the module docs
@@ -206,19 +207,18 @@ fn split_nest(
 }
 
 /// The intra-tile distribution pass ([`distribute_point_bands`]).
-pub struct Distribute;
+pub const PASS: Pass = Pass {
+    name: "distribute",
+    summary:
+        "a point band's statements that walk memory along different loops distributed into loop \
+        nests of their own inside the tile",
+    enabled: |target, options| {
+        options.distribute && target.vector.is_some() && target.invocations().is_none()
+    },
+    run,
+};
 
-impl Distribute {
-    pub const NAME: &'static str = "distribute";
-}
-
-impl Pass for Distribute {
-    fn name(&self) -> &'static str {
-        Distribute::NAME
-    }
-
-    fn run(&self, cx: &mut PassContext) -> Result<(), PipelineError> {
-        let split = distribute_point_bands(cx.program, cx.deps, &cx.schedule)?;
-        cx.set_schedule(split)
-    }
+fn run(cx: &mut PassContext) -> Result<(), PipelineError> {
+    let split = distribute_point_bands(cx.program, cx.deps, &cx.schedule)?;
+    cx.set_schedule(split)
 }

@@ -25,7 +25,7 @@
 //!   whose values nobody reads write temporaries only, and are dropped) — unless the statement
 //!   is a single assignment to a temporary and the shared instances are a small part of a
 //!   tile's (a stencil's halo): then every tile computes its own copy of them
-//!   ([`super::recompute`]), and dependences on that array between tiles carry nothing;
+//!   ([`recompute`]), and dependences on that array between tiles carry nothing;
 //! - every dependence between its instances and the fused statements stays inside one tile:
 //!   the tile loops carry no new dependence, so those that were parallel stay parallel (the
 //!   seed's parallel-loop rule, in its strictest form: the consumer loses no parallel loop);
@@ -34,7 +34,7 @@
 //!   kernel output every one of its instances (at the kernel's sizes) is in some tile (**multiple live-outs**: an intermediate that another live-out group reads too
 //!   would have to be computed twice, so it is not fused);
 //! - on a target that caps the loop iterations of one invocation, a fused tile stays within
-//!   the share of the cap that tile sizes keep to ([`super::budget`]).
+//!   the share of the cap that tile sizes keep to ([`budget`]).
 //!
 //! Among the prefixes of the consumer's tile band, the one that fuses the most groups is used
 //! (the longest among equals): a producer that every tile of one row needs (a row maximum in
@@ -50,11 +50,18 @@
 //! What holds on the way out: the tree schedules every instance exactly once (skipped
 //! subtrees excepted, whose instances the extensions run once each, recomputed halos once per
 //! tile that needs them), in an order that respects every dependence.
+//!
+//! - [`budget`]: on targets that cap the loop iterations of one invocation, how much work a
+//!   fused tile may give one invocation;
+//! - [`recompute`]: when producer instances overlapping tiles need may be computed by each of
+//!   them (halos), and whether that is worth it.
 
-use super::budget::InvocationBudget;
-use super::recompute;
+mod budget;
+pub mod recompute;
+
 use crate::deps::Dependences;
-use crate::pipeline::{passes, Error as PipelineError, Pass, PassContext};
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::Error as PipelineError;
 use crate::program::{AffineExpr, ArrayRole, ConstraintKind, ParamId, Program, StmtId, Var};
 use crate::schedule::expr::{QuasiAffine, QuasiConstraint};
 use crate::schedule::instances::Instances;
@@ -62,44 +69,41 @@ use crate::schedule::pluto;
 use crate::schedule::tree::{Extension, Filter, Node, NodeKind, ScheduleTree};
 use crate::schedule::Mark;
 use crate::schedule::ScheduleError;
-use crate::schedule::{tree_of_schedule, verify};
+use budget::InvocationBudget;
+
 use crate::sets::conj::{Conj, Row};
 use crate::sets::omega::{is_feasible, project};
 use crate::sets::rel::{Basic, Rel};
 use crate::sets::{Set, Tuple};
 
 /// The post-tiling fusion pass (see the module docs).
-pub struct PostTilingFusion;
+pub const PASS: Pass = Pass {
+    name: "post-tiling-fusion",
+    summary: "producers pulled into the tiles of the statements that write the outputs (extension \
+        nodes; `--fuse post-tiling`)",
+    enabled: |_, options| options.post_tiling_fusion,
+    run,
+};
 
-impl PostTilingFusion {
-    pub const NAME: &'static str = "post-tiling-fusion";
-}
-
-impl Pass for PostTilingFusion {
-    fn name(&self) -> &'static str {
-        PostTilingFusion::NAME
-    }
-
-    fn run(&self, cx: &mut PassContext) -> Result<(), PipelineError> {
-        let budget = InvocationBudget::of(cx.target);
-        let fused = fuse_after_tiling(cx.program, cx.deps, &cx.tree, budget)?;
-        let alternative = match mixes_producers(cx.program, &cx.tree) {
-            true => distributed(cx)?,
-            false => None,
-        };
-        if let Some((schedule, tree)) = alternative {
-            let alternative = fuse_after_tiling(cx.program, cx.deps, &tree, budget)?;
-            let (live, parallel) = shape(&fused);
-            let (alt_live, alt_parallel) = shape(&alternative);
-            if alt_live <= live && alt_parallel > parallel {
-                cx.schedule = schedule;
-                cx.tree = alternative;
-                return Ok(());
-            }
+fn run(cx: &mut PassContext) -> Result<(), PipelineError> {
+    let budget = InvocationBudget::of(cx.target);
+    let fused = fuse_after_tiling(cx.program, cx.deps, &cx.tree, budget)?;
+    let alternative = match mixes_producers(cx.program, &cx.tree) {
+        true => distributed(cx)?,
+        false => None,
+    };
+    if let Some((schedule, tree)) = alternative {
+        let alternative = fuse_after_tiling(cx.program, cx.deps, &tree, budget)?;
+        let (live, parallel) = shape(&fused);
+        let (alt_live, alt_parallel) = shape(&alternative);
+        if alt_live <= live && alt_parallel > parallel {
+            cx.schedule = schedule;
+            cx.tree = alternative;
+            return Ok(());
         }
-        cx.tree = fused;
-        Ok(())
     }
+    cx.tree = fused;
+    Ok(())
 }
 
 /// The subtrees of the root's groups (the root's child when it is not a sequence).
@@ -141,7 +145,7 @@ fn mixes_producers(program: &Program, tree: &ScheduleTree) -> bool {
 }
 
 /// The scheduler's schedule with every strongly connected component distributed, through
-/// the tree passes that run before this one: the live-out statements tiled on their own.
+/// the tree passes that ran before this one: the live-out statements tiled on their own.
 /// `None` when the sizes of `--tile` do not fit that schedule's deepest band (they were
 /// given for the scheduler's own fusion).
 fn distributed(
@@ -155,26 +159,11 @@ fn distributed(
     if cx.options.verify {
         pluto::check_legality(cx.program, cx.deps, &schedule)?;
     }
-    let tree = tree_of_schedule(cx.program, cx.deps, &schedule)?;
-    let mut sub = PassContext {
-        program: cx.program,
-        deps: cx.deps,
-        target: cx.target,
-        options: cx.options,
-        schedule,
-        tree,
-    };
-    for pass in passes(cx.target, cx.options) {
-        if pass.name() == PostTilingFusion::NAME {
-            break;
-        }
-        match pass.run(&mut sub) {
-            Err(PipelineError::TileSizes(_)) => return Ok(None),
-            result => result?,
-        }
-        if cx.options.verify {
-            verify(cx.program, &sub.tree)?;
-        }
+    let mut sub = PassContext::new(cx.program, cx.deps, cx.target, cx.options, schedule)?;
+    let earlier = cx.earlier();
+    match sub.run(cx.pipeline(), 0..earlier.len(), |_, _| Ok(())) {
+        Err(PipelineError::TileSizes(_)) => return Ok(None),
+        result => result?,
     }
     Ok(Some((sub.schedule, sub.tree)))
 }

@@ -18,15 +18,16 @@
 //! for the new dimensions; bands that are not tiled are copied unchanged.
 
 use crate::deps::Dependences;
-use crate::pipeline::{Error as PipelineError, Options as PipelineOptions, Pass, PassContext};
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::{Error as PipelineError, Options as PipelineOptions};
 use crate::program::{Program, StmtId};
 
-use super::expr::QuasiAffine;
-use super::pluto::{
+use super::tile_size::{band_sizes, TileSizes};
+use crate::schedule::expr::QuasiAffine;
+use crate::schedule::pluto::{
     coincident_dims, coincident_dims_among, Band, BandKind, DimKind, Error, PlutoSchedule,
     ScheduleDim,
 };
-use super::tile_size::{band_sizes, TileSizes};
 use crate::target::TargetDescription;
 
 /// Tiling options.
@@ -35,9 +36,46 @@ pub struct TileOptions {
     pub sizes: TileSizes,
     /// Turn tile bands whose first member is not parallel into wavefronts.
     pub wavefront: bool,
-    /// The options of the passes that run after tiling, which the cache model's search looks
-    /// ahead to for the packed buffers they give ([`crate::cache_model::search_band`]).
-    pub lookahead: Option<PipelineOptions>,
+    /// The passes after tiling that the cache model's search looks ahead to for the packed
+    /// buffers they give ([`crate::cache_model::search_band`]).
+    pub lookahead: Option<Lookahead>,
+}
+
+/// What the tile search runs on its finalists to rank them with the buffers packing gives
+/// them: the passes after tiling up to packing, and the options they run under (unverified;
+/// post-tiling fusion, which would change which statements a tile holds, left out).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lookahead {
+    pub passes: Vec<&'static Pass>,
+    pub options: PipelineOptions,
+}
+
+impl Lookahead {
+    /// The look-ahead of the pipeline's tiling for `target` under `options`; `None` where it
+    /// does not tile or does not pack.
+    pub fn of(target: &TargetDescription, options: &PipelineOptions) -> Option<Lookahead> {
+        let pipeline = super::select(target, options);
+        let at = pipeline.iter().position(|p| **p == PASS)?;
+        Lookahead::after_tiling(&pipeline[at + 1..], options)
+    }
+
+    /// The look-ahead through `later`, the passes that run after tiling under `options`;
+    /// `None` where packing is not among them.
+    pub fn after_tiling(later: &[&'static Pass], options: &PipelineOptions) -> Option<Lookahead> {
+        let end = later.iter().position(|p| **p == super::pack::PASS)?;
+        Some(Lookahead {
+            passes: later[..=end]
+                .iter()
+                .copied()
+                .filter(|p| **p != super::post_tiling_fusion::PASS)
+                .collect(),
+            options: PipelineOptions {
+                verify: false,
+                post_tiling_fusion: false,
+                ..options.clone()
+            },
+        })
+    }
 }
 
 impl Default for TileOptions {
@@ -232,45 +270,42 @@ fn make_wavefront(s: &mut PlutoSchedule, b: &Band, nest: &[StmtId]) {
 
 /// The tiling pass: every permutable band of two or more loops split into a tile band and a
 /// point band, with sizes from [`crate::pipeline::Options::tiling`].
-pub struct Tile;
+pub const PASS: Pass = Pass {
+    name: "tile",
+    summary:
+        "permutable bands of two or more loops split into tile and point bands, sized by the cache \
+        model or `--tile`; tile wavefronts where the outer tile loop carries a dependence",
+    enabled: |_, options| options.tiling != TileSizes::Off,
+    run,
+};
 
-impl Tile {
-    pub const NAME: &'static str = "tile";
-}
-
-impl Pass for Tile {
-    fn name(&self) -> &'static str {
-        Tile::NAME
+fn run(cx: &mut PassContext) -> Result<(), PipelineError> {
+    let deepest = deepest_tileable_band(&cx.schedule);
+    if deepest == 0 {
+        return Ok(());
     }
-
-    fn run(&self, cx: &mut PassContext) -> Result<(), PipelineError> {
-        let deepest = deepest_tileable_band(&cx.schedule);
-        if deepest == 0 {
-            return Ok(());
+    if let TileSizes::Fixed(sizes) = &cx.options.tiling {
+        if sizes.len() != deepest {
+            return Err(PipelineError::TileSizes(format!(
+                "{} tile sizes given, but the deepest permutable band of `{}` has {deepest} \
+                 members",
+                sizes.len(),
+                cx.program.name
+            )));
         }
-        if let TileSizes::Fixed(sizes) = &cx.options.tiling {
-            if sizes.len() != deepest {
-                return Err(PipelineError::TileSizes(format!(
-                    "{} tile sizes given, but the deepest permutable band of `{}` has {deepest} \
-                     members",
-                    sizes.len(),
-                    cx.program.name
-                )));
-            }
-            if let Some(t) = sizes.iter().find(|&&t| t < 1) {
-                return Err(PipelineError::TileSizes(format!(
-                    "tile sizes must be positive, found {t}"
-                )));
-            }
+        if let Some(t) = sizes.iter().find(|&&t| t < 1) {
+            return Err(PipelineError::TileSizes(format!(
+                "tile sizes must be positive, found {t}"
+            )));
         }
-        let options = TileOptions {
-            sizes: cx.options.tiling.clone(),
-            wavefront: cx.options.wavefront,
-            lookahead: Some(cx.options.clone()),
-        };
-        let tiled = tile(cx.program, cx.deps, &cx.schedule, &options, cx.target)?;
-        cx.set_schedule(tiled)
     }
+    let options = TileOptions {
+        sizes: cx.options.tiling.clone(),
+        wavefront: cx.options.wavefront,
+        lookahead: Lookahead::after_tiling(cx.later(), cx.options),
+    };
+    let tiled = tile(cx.program, cx.deps, &cx.schedule, &options, cx.target)?;
+    cx.set_schedule(tiled)
 }
 
 /// The members of the deepest band tiling would split (permutable, at least two loops).

@@ -20,7 +20,7 @@ use crate::schedule::instances::Instances;
 use crate::schedule::ScheduleError;
 use crate::sets::conj::{Conj, Row};
 
-use super::post_tiling::{as_set, second_tile};
+use super::{as_set, second_tile};
 
 /// The largest share (numerator, denominator) of a tile's producer instances that
 /// neighbouring tiles compute too, for the producer to be recomputed rather than left unfused.

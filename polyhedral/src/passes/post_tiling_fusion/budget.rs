@@ -11,9 +11,9 @@
 //! ([`LOOP_CAP_SHARE`]). The instances are counted, at the kernel's sizes, in the rectangular
 //! hull of a tile in the middle of the tile space.
 
+use crate::passes::tile_size::LOOP_CAP_SHARE;
 use crate::program::Program;
 use crate::schedule::instances::Instances;
-use crate::schedule::tile_size::LOOP_CAP_SHARE;
 use crate::schedule::ScheduleError;
 use crate::target::TargetDescription;
 

@@ -32,11 +32,13 @@ mod temporaries;
 
 pub use temporaries::expand_temporaries;
 
-use crate::deps::{Dependences, Level};
+use crate::deps::{compute_dependences, Dependences, Level};
+use crate::pipeline::{Error, Options};
 use crate::program::{
     Access, AffineExpr, Array, ArrayId, ArrayRole, Constraint, ConstraintKind, Expr, ExprArena,
     Program, Span, Statement, StmtId, Var,
 };
+use crate::target::TargetDescription;
 
 /// One expanded array.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +47,57 @@ pub struct Expansion {
     pub copy: ArrayId,
     /// The copy-out statement, when the original's final contents are needed.
     pub copy_out: Option<StmtId>,
+}
+
+/// What the expansion stage gives the rest of the pipeline.
+pub struct Expanded {
+    /// The expanded program; `None` when nothing was expanded.
+    pub program: Option<Program>,
+    /// The dependences of the program the pipeline goes on with.
+    pub deps: Dependences,
+    pub expansions: Vec<Expansion>,
+}
+
+/// The expansion stage of the pipeline, on targets with parallel units: arrays for
+/// parallelism ([`expand_for_parallelism`]), then temporaries ([`expand_temporaries`]), within
+/// the capacity of the target's outermost cache (or of its global memory, when it has no
+/// cache); each expanded program is checked when verifying and its dependences recomputed.
+pub fn run(
+    program: &Program,
+    deps: Dependences,
+    target: &TargetDescription,
+    options: &Options,
+) -> Result<Expanded, Error> {
+    let mut out = Expanded {
+        program: None,
+        deps,
+        expansions: Vec::new(),
+    };
+    if !options.expand || !target.has_parallel_units() {
+        return Ok(out);
+    }
+    let budget = target
+        .memory
+        .cache_chain()
+        .last()
+        .map_or(target.memory.node(target.memory.root()).bytes, |m| m.bytes);
+    let take = |out: &mut Expanded, (p, e): (Program, Vec<Expansion>)| {
+        if options.verify {
+            p.verify().map_err(|e| Error::Deps(e.to_string()))?;
+        }
+        out.deps = compute_dependences(&p).map_err(|e| Error::Deps(e.to_string()))?;
+        out.expansions.extend(e);
+        out.program = Some(p);
+        Ok::<(), Error>(())
+    };
+    if let Some(found) = expand_for_parallelism(program, &out.deps, budget) {
+        take(&mut out, found)?;
+    }
+    let current = out.program.as_ref().unwrap_or(program);
+    if let Some(found) = expand_temporaries(current, &out.deps, budget) {
+        take(&mut out, found)?;
+    }
+    Ok(out)
 }
 
 /// `program` with the arrays that keep an outermost loop sequential expanded along it (see

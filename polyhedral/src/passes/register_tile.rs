@@ -31,7 +31,8 @@
 
 use num_rational::Rational64;
 
-use crate::pipeline::{Error, Pass, PassContext};
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::Error;
 use crate::program::{Program, StmtId, Var};
 use crate::schedule::mark::{Mark, RegisterTileMark};
 use crate::schedule::{NodeKind, QuasiAffine, ScheduleTree};
@@ -264,25 +265,23 @@ pub fn decide(
 }
 
 /// The pass: a register-tile mark above each band [`decide`] picks.
-pub struct RegisterTile;
+pub const PASS: Pass = Pass {
+    name: "register-tile",
+    summary:
+        "point bands whose accumulators can stay in vector registers marked as register tiles (CPU)",
+    enabled: |target, options| {
+        options.register_tile && target.vector.is_some_and(|v| v.tile_registers > 0)
+    },
+    run,
+};
 
-impl RegisterTile {
-    pub const NAME: &'static str = "register-tile";
-}
-
-impl Pass for RegisterTile {
-    fn name(&self) -> &'static str {
-        RegisterTile::NAME
+fn run(cx: &mut PassContext) -> Result<(), Error> {
+    let marks = decide(cx.program, cx.target.vector.as_ref(), &cx.tree);
+    // Leaf bands are not inside each other: inserting above one keeps the others' paths.
+    for (path, mark) in marks.into_iter().rev() {
+        cx.tree.insert_mark(&path, mark)?;
     }
-
-    fn run(&self, cx: &mut PassContext) -> Result<(), Error> {
-        let marks = decide(cx.program, cx.target.vector.as_ref(), &cx.tree);
-        // Leaf bands are not inside each other: inserting above one keeps the others' paths.
-        for (path, mark) in marks.into_iter().rev() {
-            cx.tree.insert_mark(&path, mark)?;
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 #[cfg(test)]
