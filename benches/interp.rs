@@ -3,7 +3,7 @@
 //! thread and on every core, on the same kernels at the same sizes in one run, with the
 //! outputs of all three compared bit for bit. Run with `cargo xtask bench interp`; with
 //! `--readme`, the table replaces the one between the `<!-- bench interp -->` markers of
-//! README.md.
+//! docs/benchmarks.md.
 
 use std::path::Path;
 use std::time::Instant;
@@ -130,13 +130,13 @@ fn main() {
     );
     println!("\n{table}");
     if readme {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
-        let text = std::fs::read_to_string(&path).expect("README.md is readable");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/benchmarks.md");
+        let text = std::fs::read_to_string(&path).expect("docs/benchmarks.md is readable");
         let (Some(a), Some(b)) = (text.find(README_BEGIN), text.find(README_END)) else {
-            panic!("README.md has no `{README_BEGIN}` … `{README_END}` markers");
+            panic!("docs/benchmarks.md has no `{README_BEGIN}` … `{README_END}` markers");
         };
         let new = format!("{}{README_BEGIN}\n{table}{}", &text[..a], &text[b..]);
-        std::fs::write(&path, new).expect("README.md is writable");
-        println!("README.md updated");
+        std::fs::write(&path, new).expect("docs/benchmarks.md is writable");
+        println!("docs/benchmarks.md updated");
     }
 }

@@ -14,7 +14,7 @@
 //! (`-O3`, no `-march=native`: valgrind does not run AVX-512).
 //!
 //! `--readme` rewrites the table between the `<!-- bench cache-model -->` markers of
-//! README.md; `--only TEXT` keeps the kernels whose file name contains TEXT.
+//! docs/benchmarks.md; `--only TEXT` keeps the kernels whose file name contains TEXT.
 
 use std::path::Path;
 use std::process::Command;

@@ -19,7 +19,7 @@
 //!
 //! The accelerator's table comes first ([`crate::bench_fusion_npu`]; `--npu`: only it).
 //!
-//! `--readme` rewrites the tables between the `<!-- bench fusion -->` markers of README.md.
+//! `--readme` rewrites the tables between the `<!-- bench fusion -->` markers of docs/benchmarks.md.
 
 use std::path::Path;
 use std::process::Command;
@@ -90,7 +90,7 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
                 times[s].push(kernel_seconds(&polyfuse, &path, strategy)?);
             }
         }
-        let medians: Vec<f64> = times.into_iter().map(median).collect();
+        let medians: Vec<f64> = times.iter().map(|t| median(t)).collect();
         let row = format!(
             "| {} | {} | {} | {} | {:.2}× | {} | {} |",
             k.trim_end_matches(".pf"),
@@ -126,7 +126,7 @@ pub(crate) fn bench_fusion(args: &[String]) -> Result<(), String> {
             }
             let times: Vec<f64> = samples
                 .iter()
-                .map(|v| median(v.iter().map(|(t, _)| *t).collect()))
+                .map(|v| median(&v.iter().map(|(t, _)| *t).collect::<Vec<_>>()))
                 .collect();
             let mut global = Vec::new();
             for strategy in GPU_STRATEGIES {

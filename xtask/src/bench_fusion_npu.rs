@@ -10,7 +10,7 @@
 //!
 //! `cargo xtask bench fusion --npu` runs this part alone; with `--readme` it rewrites the
 //! tables between the `<!-- bench fusion-npu -->` and `<!-- bench fusion-npu-cores -->`
-//! markers of README.md.
+//! markers of docs/benchmarks.md.
 
 use std::path::Path;
 

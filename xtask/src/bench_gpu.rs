@@ -11,10 +11,11 @@
 //! from the shared machine falls on both alike. GFLOP/s count the floating-point operations of
 //! the kernel's statements (a multiply-add is two).
 //!
-//! `--readme` rewrites the table between the `<!-- bench gpu -->` markers of README.md.
+//! `--readme` rewrites the table between the `<!-- bench gpu -->` markers of docs/benchmarks.md.
 
 use std::process::Command;
 
+use crate::runs::median;
 use crate::{build_polyfuse, parse_runs, workspace_root};
 
 /// A kernel's sizes, by name.
@@ -140,11 +141,6 @@ fn run_once(
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 pub(crate) fn bench_gpu(args: &[String]) -> Result<(), String> {
     let mut runs = 3usize;
     let mut readme = false;
@@ -181,7 +177,7 @@ pub(crate) fn bench_gpu(args: &[String]) -> Result<(), String> {
             on.push(r.seconds);
             off.push(run_once(&polyfuse, case, false, adapter.as_deref())?.seconds);
         }
-        let (on, off) = (median(on), median(off));
+        let (on, off) = (median(&on), median(&off));
         let shown: Vec<String> = sizes.iter().map(|(n, v)| format!("{n}={v}")).collect();
         eprintln!("{}: promoted {on:.4} s, unpromoted {off:.4} s", case.file);
         rows.push(format!(

@@ -12,7 +12,7 @@
 //! here (the interpreter is slow at these sizes): `polyfuse run --target npu` and the tests do
 //! that. Kernels the target refuses are listed with the reason.
 //!
-//! `--readme` rewrites the table between the `<!-- bench npu -->` markers of README.md.
+//! `--readme` rewrites the table between the `<!-- bench npu -->` markers of docs/benchmarks.md.
 
 use std::process::Command;
 

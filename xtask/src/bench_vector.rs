@@ -17,7 +17,7 @@
 //! and how often a branch on superword condition skipped its block on the tiles the program
 //! computes (every lane of a tile, not eight).
 //!
-//! `--readme` rewrites the table between the `<!-- bench vector -->` markers of README.md.
+//! `--readme` rewrites the table between the `<!-- bench vector -->` markers of docs/benchmarks.md.
 
 use std::path::Path;
 use std::process::Command;
@@ -67,7 +67,7 @@ pub(crate) fn bench_vector(args: &[String]) -> Result<(), String> {
         }
         let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
         let (bs, bv) = (best(&scalar), best(&vector));
-        let (s, v) = (median(scalar), median(vector));
+        let (s, v) = (median(&scalar), median(&vector));
         let lanes = lane_line(&polyfuse, &path)?;
         let npu = npu_columns(&polyfuse, &path, npu_args)?;
         let row = format!(
@@ -87,16 +87,18 @@ pub(crate) fn bench_vector(args: &[String]) -> Result<(), String> {
         rows.join("\n")
     );
     if readme {
-        let file = root.join("README.md");
-        let text = std::fs::read_to_string(&file).map_err(|e| format!("README.md: {e}"))?;
+        let file = root.join(crate::readme::BENCHMARKS);
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
         let (Some(b), Some(e)) = (text.find(README_BEGIN), text.find(README_END)) else {
             return Err(format!(
-                "README.md has no {README_BEGIN} … {README_END} markers"
+                "{} has no {README_BEGIN} … {README_END} markers",
+                file.display()
             ));
         };
         let new = format!("{}{README_BEGIN}\n{table}{}", &text[..b], &text[e..]);
-        std::fs::write(&file, new).map_err(|e| format!("README.md: {e}"))?;
-        println!("README.md updated");
+        std::fs::write(&file, new).map_err(|e| format!("{}: {e}", file.display()))?;
+        println!("{} updated", file.display());
     }
     Ok(())
 }

@@ -1,20 +1,23 @@
-//! The README's generated sections: a benchmark's table lives between the markers
+//! The generated sections of `docs/benchmarks.md`: a benchmark's table lives between the markers
 //! `<!-- bench NAME: begin -->` and `<!-- bench NAME: end -->`, and `--readme` replaces what is
 //! between them, leaving the text around them as the author wrote it.
 
 use std::path::Path;
 
-/// Replaces the section `name` of the workspace's README.md with `table`.
+/// Where the benchmarks' tables live, from the workspace root.
+pub(crate) const BENCHMARKS: &str = "docs/benchmarks.md";
+
+/// Replaces the section `name` of the workspace's docs/benchmarks.md with `table`.
 pub(crate) fn write_section(name: &str, table: &str) -> Result<(), String> {
-    let path = crate::workspace_root().join("README.md");
+    let path = crate::workspace_root().join(BENCHMARKS);
     replace_in_file(&path, name, table)?;
-    println!("README.md updated");
+    println!("{BENCHMARKS} updated");
     Ok(())
 }
 
-/// The text of the README's section `name`, between its markers.
+/// The text of the section `name` of docs/benchmarks.md, between its markers.
 pub(crate) fn section(name: &str) -> Result<String, String> {
-    let path = crate::workspace_root().join("README.md");
+    let path = crate::workspace_root().join(BENCHMARKS);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let (begin, end) = (begin(name), end(name));
     let a = text.find(&begin).map(|a| a + begin.len() + 1);

@@ -40,8 +40,9 @@ pub(crate) fn checked_kernel_seconds(json: &str, what: &str) -> Result<f64, Stri
         .ok_or_else(|| format!("{what}: no kernel time in the JSON"))
 }
 
-/// The median of a non-empty list of times.
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+/// The median of a non-empty list of times (the upper one of an even count).
+pub(crate) fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }

@@ -1,9 +1,9 @@
-//! `bench cpu --compile-times --readme`: the compile column of the README's table measured
+//! `bench cpu --compile-times --readme`: the compile column of docs/benchmarks.md's table measured
 //! again alone, with the other figures of each row kept as they were measured.
 
 use super::table::{compile_later, compile_summary, Compiled, Row, COMPILE_LATER, COMPILE_SUMMARY};
 
-/// `section` (the README's `bench cpu` section, whose rows [`super::earlier::read`] gave as
+/// `section` (docs/benchmarks.md's `bench cpu` section, whose rows [`super::earlier::read`] gave as
 /// `rows`) with the compile cells of the `measured` rows, the summary's compile line and the
 /// heading's sentence on the compile column (`runs` compiles of each kernel, under a limit
 /// of `limit` seconds) rewritten.
@@ -18,7 +18,7 @@ pub(crate) fn refresh(
     for new in measured {
         let Some(row) = rows.iter_mut().find(|r| r.kernel == new.kernel) else {
             return Err(format!(
-                "README: no row of {} to update; measure it with `bench cpu --kernels {} --readme`",
+                "docs/benchmarks.md: no row of {} to update; measure it with `bench cpu --kernels {} --readme`",
                 new.kernel, new.kernel
             ));
         };
@@ -45,7 +45,7 @@ pub(crate) fn refresh(
     }
     let summary = text
         .find(COMPILE_SUMMARY)
-        .ok_or("README: the `bench cpu` section has no compile-time line")?;
+        .ok_or("docs/benchmarks.md: the `bench cpu` section has no compile-time line")?;
     let end = text[summary + 1..]
         .find('\n')
         .map_or(text.len(), |e| summary + 1 + e + 1);
@@ -56,7 +56,7 @@ pub(crate) fn refresh(
         None => {
             let at = text
                 .find("| kernel | dataset |")
-                .ok_or("README: the `bench cpu` section has no table")?;
+                .ok_or("docs/benchmarks.md: the `bench cpu` section has no table")?;
             text.insert_str(at, &format!("{sentence}\n\n"));
         }
     }

@@ -1,4 +1,4 @@
-//! The rows of an earlier run, read back from the README's `bench cpu` section, so that a run
+//! The rows of an earlier run, read back from docs/benchmarks.md's `bench cpu` section, so that a run
 //! of a few kernels (`--kernels a,b --readme`) replaces only their rows and the table keeps the
 //! others as they were measured. A kept row is printed as it was; its figures are read back
 //! only for the summary under the table (compile times, kernels behind gcc or Polly).
@@ -10,7 +10,7 @@ use super::table::{Checked, Compiled, Row, COMPILE_LATER};
 pub(crate) const LATER: &str = "Measured again in later runs of a few kernels, with the same \
     settings (the other rows come from one run of all): the rows of";
 
-/// What an earlier run left in the README: its rows (other than `measured`'s), its gemm
+/// What an earlier run left in docs/benchmarks.md: its rows (other than `measured`'s), its gemm
 /// GFLOP/s table when gemm is not among them, and the kernels its heading names as measured
 /// later.
 pub(crate) struct Earlier {
@@ -21,7 +21,7 @@ pub(crate) struct Earlier {
     pub(crate) compile_later: Option<String>,
 }
 
-/// Reads `section`, the text between the README's `bench cpu` markers.
+/// Reads `section`, the text between docs/benchmarks.md's `bench cpu` markers.
 pub(crate) fn read(section: &str, measured: &[String]) -> Result<Earlier, String> {
     let notes = |heading: &str| -> Vec<(String, String)> {
         let Some(start) = section.find(heading) else {
@@ -61,13 +61,14 @@ pub(crate) fn read(section: &str, measured: &[String]) -> Result<Earlier, String
         let [kernel, dataset, compile, gcc, polyfuse, polly, polly_parallel, schedule] = cells[..]
         else {
             return Err(format!(
-                "README: a `bench cpu` row of an unknown form: {line}"
+                "docs/benchmarks.md: a `bench cpu` row of an unknown form: {line}"
             ));
         };
         if measured.iter().any(|m| m == kernel) {
             continue;
         }
-        let bad = || format!("README: cannot read the `bench cpu` row of {kernel}: {line}");
+        let bad =
+            || format!("docs/benchmarks.md: cannot read the `bench cpu` row of {kernel}: {line}");
         let dataset = match dataset {
             "—" => "—",
             d => parse_dataset(d).map_err(|_| bad())?,
@@ -119,7 +120,9 @@ pub(crate) fn read(section: &str, measured: &[String]) -> Result<Earlier, String
         rows.push(row);
     }
     if rows.is_empty() && !section.contains("| kernel | dataset |") {
-        return Err("README: the `bench cpu` section has no table to keep rows of".into());
+        return Err(
+            "docs/benchmarks.md: the `bench cpu` section has no table to keep rows of".into(),
+        );
     }
     let gemm = (!measured.iter().any(|m| m == "gemm"))
         .then(|| {
@@ -245,7 +248,7 @@ mod tests {
         assert!(earlier.gemm.unwrap().starts_with("\ngemm at LARGE_DATASET"));
     }
 
-    /// The README's own table reads back whole, so that a run of a few kernels can keep it.
+    /// The table of docs/benchmarks.md reads back whole, so that a run of a few kernels can keep it.
     #[test]
     fn the_readme_table_reads_back() {
         let section = crate::readme::section("cpu").unwrap();

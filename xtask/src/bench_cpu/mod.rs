@@ -24,7 +24,7 @@
 //! Threads waiting at a barrier sleep (`OMP_WAIT_POLICY=passive`), which suits a machine
 //! shared with other work; `--active-wait` lets them spin, as on a machine of one's own.
 //!
-//! `--kernels a,b` restricts the set, `--readme` rewrites the README's `bench cpu` section:
+//! `--kernels a,b` restricts the set, `--readme` rewrites docs/benchmarks.md's `bench cpu` section:
 //! with `--kernels`, only those kernels' rows, the others kept as an earlier run left them
 //! ([`earlier`]) and the heading naming the rows measured later.
 //!
@@ -44,12 +44,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use polybench::{Kernel, PolyBench};
-use process::{
-    compile_c, first_line, median, run_binary, run_limited, run_timed, run_timed_within,
-};
+use process::{compile_c, first_line, run_binary, run_limited, run_timed, run_timed_within};
 use process::{CBuild, Outcome, RunEnv, Toolchain};
 use table::{Checked, Compiled, Row, Setup};
 
+use crate::runs::median;
 use crate::{build_polyfuse, parse_runs, workspace_root};
 
 /// A baseline faster than this at LARGE is measured at EXTRALARGE.
@@ -337,7 +336,7 @@ impl Bench {
                 }
             }
         }
-        let seconds = median(&mut times);
+        let seconds = median(&times);
         // The schedule tree says whether a band was tiled (its tile loops divide by the
         // tile size); the C whether a loop runs in parallel.
         let tiled = match run_limited(&mut polyfuse(&["--emit", "tree"]), limit)? {
@@ -353,7 +352,7 @@ impl Bench {
     }
 
     /// `--compile-times`: polyfuse's compile time alone, of each of `kernels` at the dataset
-    /// the README's row has (found as a full run finds it for a kernel without a row); with
+    /// docs/benchmarks.md's row has (found as a full run finds it for a kernel without a row); with
     /// `--readme`, those rows' compile cells and the summary's compile line are rewritten and
     /// the heading says so, every other figure kept.
     fn compile_times(&self, kernels: &[Kernel]) -> Result<(), String> {
@@ -387,7 +386,8 @@ impl Bench {
             measured.push(row);
         }
         if self.settings.readme {
-            let section = section.ok_or("README.md has no `bench cpu` section to update")?;
+            let section =
+                section.ok_or("docs/benchmarks.md has no `bench cpu` section to update")?;
             let s = &self.settings;
             let text =
                 compile_times::refresh(&section, earlier, measured, s.runs, s.compile_limit)?;

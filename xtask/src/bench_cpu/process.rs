@@ -224,11 +224,6 @@ pub(crate) fn run_timed_within(
         .ok_or_else(|| format!("{} printed no time", binary.display()))
 }
 
-pub(crate) fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

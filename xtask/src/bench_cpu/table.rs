@@ -1,5 +1,5 @@
 //! The CPU benchmark's results: one row per PolyBench kernel, whatever became of it, and
-//! the markdown the README shows.
+//! the markdown docs/benchmarks.md shows.
 
 /// What `polyfuse compile` did with a kernel.
 pub(crate) enum Compiled {
@@ -42,7 +42,7 @@ pub(crate) struct Row {
     pub(crate) polly_agrees: [Option<bool>; 2],
     /// A failure of the baseline or of Polly's builds, which leaves their cells empty.
     pub(crate) trouble: Vec<String>,
-    /// The row's line in the README, for a row kept from an earlier run.
+    /// The row's line in docs/benchmarks.md, for a row kept from an earlier run.
     pub(crate) kept: Option<String>,
 }
 

@@ -37,48 +37,7 @@ use std::time::{Duration, Instant};
 use kernel::{Kernel, Lang};
 use runner::{configs, run_config, Config, Outcome, Polyfuse};
 
-/// A deterministic pseudo-random generator (SplitMix64).
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut x = self.0;
-        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        x ^ (x >> 31)
-    }
-
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        assert!(n > 0, "below(0)");
-        (self.next_u64() % n as u64) as usize
-    }
-
-    pub fn chance(&mut self, p: f64) -> bool {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-
-    pub fn weighted<'a, T>(&mut self, items: &'a [(T, u32)]) -> &'a T {
-        let total: u32 = items.iter().map(|(_, w)| w).sum();
-        let mut r = self.below(total as usize) as u32;
-        for (item, w) in items {
-            if r < *w {
-                return item;
-            }
-            r -= w;
-        }
-        &items[items.len() - 1].0
-    }
-}
+pub use prng::Rng;
 
 /// The seed of kernel `n` of a run with seed `seed`.
 fn kernel_seed(seed: u64, n: u64) -> u64 {
