@@ -185,11 +185,6 @@ struct OptimizeArgs {
     /// OpenMP threads of the generated code (default: every core).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     threads: Option<u32>,
-    /// CPU: the CPU to optimize for: x86-64-v3 (AVX2: 32-byte vectors, 16 registers; the
-    /// default), x86-64-v4 (AVX-512: 64-byte vectors, 32 registers) or native (the one of this
-    /// machine).
-    #[arg(long, value_name = "NAME", value_parser = parse_cpu)]
-    cpu: Option<backends::cpu::CpuModel>,
     /// CPU: do not pack arrays into contiguous buffers.
     #[arg(long)]
     no_pack: bool,
@@ -206,30 +201,6 @@ struct OptimizeArgs {
     /// nest inside the tile, with its stride-one loop innermost, where that is legal).
     #[arg(long)]
     no_distribute: bool,
-    /// Run scalar functions one element at a time instead of vectorised over the innermost
-    /// parallel loop (for comparison).
-    #[arg(long)]
-    no_vectorize_functions: bool,
-    /// GPU: do not promote tiles to workgroup memory or accumulators to registers.
-    #[arg(long)]
-    no_promote: bool,
-    /// GPU: compute f64 kernels in f32 (WGSL has no f64).
-    #[arg(long)]
-    gpu_f32: bool,
-    /// GPU: run on the adapter whose name contains NAME (default: `POLYFUSE_GPU_ADAPTER`, else
-    /// the first GPU, else a software adapter).
-    #[arg(long, value_name = "NAME")]
-    adapter: Option<String>,
-    /// npu: one buffer per tile in L1, L0 and UB instead of two (for comparison).
-    #[arg(long)]
-    no_double_buffer: bool,
-    /// npu: compute f64 arithmetic in f32 (compared with f32 tolerance).
-    #[arg(long)]
-    npu_f32: bool,
-    /// npu: use at most N of the machine's cores (default: all); the kernel's blocks are
-    /// spread over those, fused or not, and `run` simulates it on them.
-    #[arg(long, value_name = "N", value_parser = parse_npu_cores)]
-    npu_cores: Option<usize>,
 }
 
 impl OptimizeArgs {
@@ -258,20 +229,13 @@ impl OptimizeArgs {
         }
     }
 
+    /// The options every target gets, without the targets' own ([`target::read_args`] adds
+    /// them).
     fn target(&self) -> TargetOptions {
-        TargetOptions {
-            threads: self.threads.map(|n| n as usize),
-            no_promote: self.no_promote,
-            no_register_tile: self.no_register_tile,
-            cpu: self.cpu.unwrap_or_default(),
-            no_vectorize_functions: self.no_vectorize_functions,
-            adapter: self.adapter.clone(),
-            no_double_buffer: self.no_double_buffer,
-            f64_as_f32: self.npu_f32 || self.gpu_f32,
-            npu_cores: self.npu_cores,
-            unfused: self.fuse == FuseArg::Nofuse,
-            ..TargetOptions::default()
-        }
+        let mut options = TargetOptions::default();
+        options.threads = self.threads.map(|n| n as usize);
+        options.unfused = self.fuse == FuseArg::Nofuse;
+        options
     }
 }
 
@@ -336,22 +300,6 @@ fn parse_tile(text: &str) -> Result<i64, String> {
 }
 
 /// A number of the accelerator's cores: 1 to the machine's.
-fn parse_npu_cores(text: &str) -> Result<usize, String> {
-    let cores = backends::npu::NpuTarget::default().cores();
-    match text.trim().parse::<u64>() {
-        Ok(n) if (1..=cores).contains(&n) => Ok(n as usize),
-        _ => Err(format!(
-            "the machine has {cores} cores: N must be 1 to {cores}, found `{text}`"
-        )),
-    }
-}
-
-fn parse_cpu(text: &str) -> Result<backends::cpu::CpuModel, String> {
-    use backends::cpu::CpuModel;
-    CpuModel::find(text.trim())
-        .ok_or_else(|| format!("unknown CPU `{text}` (known: {})", CpuModel::names()))
-}
-
 fn parse_size(text: &str) -> Result<(String, i64), String> {
     let (name, value) = text
         .split_once('=')
@@ -504,7 +452,8 @@ fn check(args: &CheckArgs) -> Result<(), Failure> {
             if vp.variants.is_empty() {
                 println!("no statement calls a scalar function");
             } else {
-                print!("{}", vp.display(&program));
+                let note = |v| Some(backends::cpu::profit::note(&vp, v));
+                print!("{}", vp.display(&program, &note));
                 print_lane_statistics(&program);
             }
         }
@@ -525,7 +474,7 @@ impl From<target::Error> for Failure {
     }
 }
 
-fn compile(args: &CompileArgs) -> Result<(), Failure> {
+fn compile(args: &CompileArgs, matches: &clap::ArgMatches) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
     let target = target::find(&args.target)?;
     let emit = match &args.emit {
@@ -553,7 +502,7 @@ fn compile(args: &CompileArgs) -> Result<(), Failure> {
         &source,
         &emit,
         &args.optimize.pipeline(),
-        &args.optimize.target(),
+        &target::read_args(TARGETS, matches, args.optimize.target()).map_err(usage)?,
     )?;
     match &args.output {
         Some(path) => std::fs::write(path, out)
@@ -588,14 +537,12 @@ fn check_memory(program: &polyhedral::Program) -> Result<(), Failure> {
     }
 }
 
-fn run(args: &RunArgs) -> Result<(), Failure> {
+fn run(args: &RunArgs, matches: &clap::ArgMatches) -> Result<(), Failure> {
     let program = load(&args.kernel)?;
     check_memory(&program)?;
-    let options = TargetOptions {
-        progress: !args.json,
-        timeline: args.timeline.is_some(),
-        ..args.optimize.target()
-    };
+    let mut options = target::read_args(TARGETS, matches, args.optimize.target()).map_err(usage)?;
+    options.progress = !args.json;
+    options.timeline = args.timeline.is_some();
     let targets: Vec<&dyn Target> = if args.target == "all" {
         TARGETS
             .iter()
@@ -680,6 +627,11 @@ fn simulate(args: &SimArgs) -> Result<(), Failure> {
     Ok(())
 }
 
+/// A target's own arguments that do not read as its options.
+fn usage(e: clap::Error) -> Failure {
+    Failure::new(format!("error: {}", e.kind()))
+}
+
 /// What the command line's parser found wrong, as one line with status 1 (help and version
 /// are printed as asked, with status 0).
 fn usage_error(e: clap::Error) -> ExitCode {
@@ -707,16 +659,32 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
 }
 
+/// The command line: [`Cli`] with every target's own arguments on `compile` and `run`.
+fn command() -> clap::Command {
+    use clap::CommandFactory;
+    Cli::command()
+        .mut_subcommand("compile", |c| target::with_args(c, TARGETS))
+        .mut_subcommand("run", |c| target::with_args(c, TARGETS))
+}
+
 fn main() -> ExitCode {
+    use clap::FromArgMatches;
     pipe::restore_default_sigpipe();
-    let cli = match Cli::try_parse() {
+    let matches = match command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(e) => return usage_error(e),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
+    let (_, sub) = matches
+        .subcommand()
+        .expect("clap requires a subcommand before parsing succeeds");
     let result = match &cli.command {
         Command::Check(args) => check(args),
-        Command::Compile(args) => compile(args),
-        Command::Run(args) => run(args),
+        Command::Compile(args) => compile(args, sub),
+        Command::Run(args) => run(args, sub),
         Command::Sim(args) => simulate(args),
     };
     match result {

@@ -11,12 +11,18 @@
 //! - [`npu`]: `.npuasm` for the DaVinci-like accelerator, run on the simulator in `sim`;
 //! - [`compare`]: checks a target's outputs against the reference interpreter's, with a
 //!   tolerance by element type; shared by every runner;
-//! - [`report`]: what `polyfuse run` prints about a kernel's outputs, as text and JSON.
+//! - [`report`]: what `polyfuse run` prints about a kernel's outputs, as text and JSON;
+//! - shared by several back ends: `loops` (affine forms, accesses and bounds of the loop AST),
+//!   `promote` (memory promotion: workgroup tiles and registers on the GPU, tile-local
+//!   temporaries and packed boxes on the CPU), `narrow` (f64 kernels computed in f32, on the
+//!   GPU and the accelerator).
 
 pub mod compare;
 pub mod cpu;
 pub mod gpu;
 pub mod interp;
+mod loops;
+mod narrow;
 pub mod npu;
 mod progress;
 pub(crate) mod promote;

@@ -49,114 +49,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use polyhedral::ast::{Ast, AstExpr};
-use polyhedral::program::{ArrayId, ArrayRole, ParamId, Program};
+use polyhedral::program::{ArrayId, ArrayRole, Program};
 
-/// An affine form over loop variables and parameters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Linear {
-    pub vars: BTreeMap<String, i64>,
-    pub params: BTreeMap<u32, i64>,
-    pub constant: i64,
-}
-
-impl Linear {
-    pub(crate) fn of(e: &AstExpr) -> Option<Linear> {
-        let mut out = Linear::default();
-        out.add(e, 1)?;
-        out.vars.retain(|_, c| *c != 0);
-        out.params.retain(|_, c| *c != 0);
-        Some(out)
-    }
-
-    fn add(&mut self, e: &AstExpr, k: i64) -> Option<()> {
-        match e {
-            AstExpr::Int(v) => self.constant += k * v,
-            AstExpr::Var(v) => *self.vars.entry(v.clone()).or_default() += k,
-            AstExpr::Param(p) => *self.params.entry(p.0).or_default() += k,
-            AstExpr::Add(a, b) => {
-                self.add(a, k)?;
-                self.add(b, k)?;
-            }
-            AstExpr::Mul(m, a) => self.add(a, k * m)?,
-            _ => return None,
-        }
-        Some(())
-    }
-
-    /// `self - other`, without zero terms.
-    pub(crate) fn minus(&self, other: &Linear) -> Linear {
-        let mut out = self.clone();
-        for (v, c) in &other.vars {
-            *out.vars.entry(v.clone()).or_default() -= c;
-        }
-        for (p, c) in &other.params {
-            *out.params.entry(*p).or_default() -= c;
-        }
-        out.constant -= other.constant;
-        out.vars.retain(|_, c| *c != 0);
-        out.params.retain(|_, c| *c != 0);
-        out
-    }
-
-    fn is_constant(&self) -> bool {
-        self.vars.is_empty() && self.params.is_empty()
-    }
-
-    /// The form without the constant and the terms of `skip`, as an expression.
-    fn to_expr_without(&self, skip: &BTreeSet<String>) -> AstExpr {
-        let mut out = AstExpr::Int(0);
-        for (v, c) in &self.vars {
-            if !skip.contains(v) {
-                out = AstExpr::plus(out, AstExpr::mul(*c, AstExpr::Var(v.clone())));
-            }
-        }
-        for (p, c) in &self.params {
-            out = AstExpr::plus(out, AstExpr::mul(*c, AstExpr::Param(ParamId(*p))));
-        }
-        out
-    }
-}
-
-/// The variables an expression reads.
-pub(crate) fn expr_vars(e: &AstExpr, out: &mut BTreeSet<String>) {
-    match e {
-        AstExpr::Var(v) => {
-            out.insert(v.clone());
-        }
-        AstExpr::Add(a, b) => {
-            expr_vars(a, out);
-            expr_vars(b, out);
-        }
-        AstExpr::Mul(_, a)
-        | AstExpr::FloorDiv(a, _)
-        | AstExpr::CeilDiv(a, _)
-        | AstExpr::Mod(a, _) => expr_vars(a, out),
-        AstExpr::Min(items) | AstExpr::Max(items) => items.iter().for_each(|i| expr_vars(i, out)),
-        AstExpr::Int(_) | AstExpr::Param(_) => {}
-    }
-}
-
-/// The subscripts of every access of the statements below `ast`: (array, subscripts, is the
-/// write).
-pub(crate) fn accesses(program: &Program, ast: &Ast) -> Vec<(ArrayId, Vec<AstExpr>, bool)> {
-    let mut out = Vec::new();
-    ast.walk(&mut |a| {
-        if let Ast::User { stmt, args } = a {
-            let s = &program.statements[stmt.index()];
-            let subs = |acc: &polyhedral::program::Access| -> Vec<AstExpr> {
-                acc.subscripts
-                    .iter()
-                    .map(|e| AstExpr::from_affine(e, &|d| args[d].clone()))
-                    .collect()
-            };
-            for r in &s.reads {
-                out.push((r.array, subs(r), false));
-            }
-            out.push((s.write.array, subs(&s.write), true));
-        }
-    });
-    out
-}
+use crate::loops::{accesses, evaluate, expr_vars, Linear};
 
 /// An access of a region with the loops that enclose it there: (array, subscripts, is the
 /// write, the enclosing loops outermost first as (variable, lower, upper)).
@@ -201,37 +96,6 @@ fn enclosed_accesses(program: &Program, ast: &Ast) -> Vec<Enclosed> {
     let mut out = Vec::new();
     rec(program, ast, &mut Vec::new(), &mut out);
     out
-}
-
-/// The value of `e` when it uses only parameters (at `values`) and the variables of `fixed`.
-pub(crate) fn evaluate(
-    e: &AstExpr,
-    values: Option<&[i64]>,
-    fixed: &BTreeMap<String, i64>,
-) -> Option<i64> {
-    let ev = |x: &AstExpr| evaluate(x, values, fixed);
-    Some(match e {
-        AstExpr::Int(v) => *v,
-        AstExpr::Var(v) => *fixed.get(v)?,
-        AstExpr::Param(p) => values?[p.index()],
-        AstExpr::Add(a, b) => ev(a)?.checked_add(ev(b)?)?,
-        AstExpr::Mul(k, a) => k.checked_mul(ev(a)?)?,
-        AstExpr::FloorDiv(a, k) => ev(a)?.div_euclid(*k),
-        AstExpr::CeilDiv(a, k) => -(-ev(a)?).div_euclid(*k),
-        AstExpr::Mod(a, k) => ev(a)?.rem_euclid(*k),
-        AstExpr::Min(items) => items
-            .iter()
-            .map(ev)
-            .collect::<Option<Vec<_>>>()?
-            .into_iter()
-            .min()?,
-        AstExpr::Max(items) => items
-            .iter()
-            .map(ev)
-            .collect::<Option<Vec<_>>>()?
-            .into_iter()
-            .max()?,
-    })
 }
 
 /// A range `[lo, lo + width]` whose lowest value is an affine form of outer loops.

@@ -1,14 +1,19 @@
 //! The table of targets: everything the command line knows about a target comes from here.
 //!
-//! A [`Target`] gives its name and a line of help, its [`TargetDescription`] (what the middle
-//! end optimizes for), its writer (the code it emits, with its own options and errors behind
-//! [`Target::write`]) and its runner ([`Target::run`]: the kernel run on deterministic random
-//! inputs and compared with the reference interpreter). [`TARGETS`] lists them in the order
-//! `run --target all` runs them; [`compile`] and [`emit`] drive the optimizing pipeline for any
-//! target, so a target added to the table (or defined elsewhere, as the tests do) needs nothing
-//! else.
+//! A [`Target`] gives its name and a line of help, its own command-line arguments and the
+//! options it reads from them ([`Target::args`], [`Target::read_args`]), its
+//! [`TargetDescription`] (what the middle end optimizes for), its writer (the code it emits,
+//! its errors behind [`TargetError`]) and its runner ([`Target::run`]: the kernel run on
+//! deterministic random inputs and compared with the reference interpreter). [`TARGETS`] lists
+//! them in the order `run --target all` runs them; [`with_args`] and [`read_args`] give the
+//! command line every target's arguments, and [`compile`] and [`emit`] drive the optimizing
+//! pipeline for any target, so a target added to the table (or defined elsewhere, as the tests
+//! do) needs nothing else.
 
+use std::any::Any;
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use polyhedral::passes;
 use polyhedral::pipeline::{self, Compiled};
@@ -41,34 +46,20 @@ pub fn names() -> String {
         .join(", ")
 }
 
-/// Options the command line gives every target; each target reads those it has a use for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Options the command line gives every target, and each target's own options.
+#[derive(Clone, Debug, Default)]
 pub struct TargetOptions {
     /// Threads of the generated code and of the interpreter (`None`: every core).
     pub threads: Option<usize>,
-    /// GPU: no promotion to workgroup memory or registers.
-    pub no_promote: bool,
-    /// CPU: no unroll-and-jam of point loops into register tiles.
-    pub no_register_tile: bool,
-    /// CPU: the CPU model to optimize for (its vector unit and C compiler flags).
-    pub cpu: cpu::CpuModel,
-    /// CPU: scalar functions run one element at a time, not vectorised.
-    pub no_vectorize_functions: bool,
-    /// GPU: part of the name of the adapter to run on.
-    pub adapter: Option<String>,
-    /// Accelerator: one buffer per tile instead of two.
-    pub no_double_buffer: bool,
-    /// GPU and accelerator: compute f64 arithmetic in f32.
-    pub f64_as_f32: bool,
-    /// Accelerator: the most cores a kernel may use (`None`: every core of the machine).
-    pub npu_cores: Option<usize>,
-    /// Accelerator: record the pipes' timeline (written by `run --timeline`).
+    /// Record the run's timeline where the target has one (written by `run --timeline`).
     pub timeline: bool,
     /// Whether a long interpreter run may show a progress line (on a terminal only).
     pub progress: bool,
-    /// Accelerator: every statement group its own kernel, intermediates through GM
-    /// (`--fuse nofuse`); otherwise the lowering fuses statements into tiles.
+    /// Every statement group its own kernel (`--fuse nofuse`), for targets that fuse by their
+    /// own rules otherwise.
     pub unfused: bool,
+    /// The options each target read from its own arguments, by target name.
+    own: BTreeMap<&'static str, Arc<dyn Any + Send + Sync>>,
 }
 
 impl TargetOptions {
@@ -77,6 +68,37 @@ impl TargetOptions {
         self.threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
+
+    /// These options with `own` as the options of the target `name`.
+    pub fn with_own<T: Any + Send + Sync>(mut self, name: &'static str, own: T) -> TargetOptions {
+        self.own.insert(name, Arc::new(own));
+        self
+    }
+
+    /// The options of the target `name`, or the defaults of their type where it has none.
+    pub fn own<T: Any + Clone + Default>(&self, name: &str) -> T {
+        self.own
+            .get(name)
+            .and_then(|o| o.downcast_ref::<T>())
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// `command` with the own arguments of every target of `targets`.
+pub fn with_args(command: clap::Command, targets: &[&dyn Target]) -> clap::Command {
+    targets.iter().fold(command, |c, t| t.args(c))
+}
+
+/// `options` with the own options every target of `targets` reads from `matches`.
+pub fn read_args(
+    targets: &[&dyn Target],
+    matches: &clap::ArgMatches,
+    options: TargetOptions,
+) -> Result<TargetOptions, clap::Error> {
+    targets
+        .iter()
+        .try_fold(options, |o, t| t.read_args(matches, o))
 }
 
 /// A kernel as read: the program and, for C input, the text of the file it came from (for
@@ -102,6 +124,20 @@ pub trait Target: Sync {
     fn name(&self) -> &'static str;
     /// One line for `--help`.
     fn about(&self) -> &'static str;
+    /// The target's own command-line arguments, added to `compile` and `run` (their help names
+    /// the target); none by default.
+    fn args(&self, command: clap::Command) -> clap::Command {
+        command
+    }
+    /// `options` with the target's own options read from `matches` (see
+    /// [`TargetOptions::with_own`]); `options` as they are by default.
+    fn read_args(
+        &self,
+        _matches: &clap::ArgMatches,
+        options: TargetOptions,
+    ) -> Result<TargetOptions, clap::Error> {
+        Ok(options)
+    }
     /// The `--emit` name of the code the target writes (`c`), or `None` for a target that
     /// only runs kernels (the interpreter).
     fn code(&self) -> Option<&'static str>;
@@ -269,52 +305,53 @@ pub enum Error {
         kernel: String,
         source: pipeline::Error,
     },
-    #[error("{kernel}: {source}")]
-    Cpu { kernel: String, source: cpu::Error },
-    #[error("{kernel}: {source}")]
-    Gpu { kernel: String, source: gpu::Error },
-    #[error("{kernel}: {source}")]
-    Npu { kernel: String, source: npu::Error },
+    /// What a target's writer or runner found (see [`TargetError`]).
+    #[error("{kernel}: {error}")]
+    Target {
+        kernel: String,
+        error: Box<dyn TargetError>,
+    },
     #[error("{kernel}: not supported yet by the cache model: {what}")]
     CacheModel { kernel: String, what: String },
     #[error("the interpreter stopped: {0}")]
     Interp(#[from] polyhedral::interp::InterpError),
 }
 
+/// An error of a target's own (its writer's, its runner's), one line.
+pub trait TargetError: std::error::Error + Send + Sync + 'static {
+    /// Whether a budget ended the run (a time or instruction limit, or the interpreter's, see
+    /// [`interp_budget`]) rather than a fault of the kernel or the compiler.
+    fn is_budget(&self) -> bool {
+        false
+    }
+}
+
+/// Whether the interpreter stopped at one of its budgets (its loop limit or its instance
+/// budget).
+pub fn interp_budget(e: &polyhedral::interp::InterpError) -> bool {
+    use polyhedral::interp::InterpError;
+    matches!(
+        e,
+        InterpError::NonTerminating { .. } | InterpError::InstanceBudget { .. }
+    )
+}
+
 impl Error {
+    /// `error` of a target, about `kernel`.
+    pub fn target(kernel: &str, error: impl TargetError) -> Error {
+        Error::Target {
+            kernel: kernel.to_string(),
+            error: Box::new(error),
+        }
+    }
+
     /// Whether a budget ended the run (the interpreter's loop limit and instance budget, the
     /// simulator's instruction or cycle budget, the CPU kernel's time limit) rather than a
     /// fault of the kernel or the compiler.
     pub fn is_budget(&self) -> bool {
-        use polyhedral::interp::InterpError;
-        let interp = |e: &InterpError| {
-            matches!(
-                e,
-                InterpError::NonTerminating { .. } | InterpError::InstanceBudget { .. }
-            )
-        };
         match self {
-            Error::Interp(e)
-            | Error::Cpu {
-                source: cpu::Error::Interp(e),
-                ..
-            }
-            | Error::Gpu {
-                source: gpu::Error::Interp(e),
-                ..
-            }
-            | Error::Npu {
-                source: npu::Error::Interp(e),
-                ..
-            } => interp(e),
-            Error::Npu {
-                source: npu::Error::Budget(_),
-                ..
-            }
-            | Error::Cpu {
-                source: cpu::Error::TimeLimit { .. },
-                ..
-            } => true,
+            Error::Interp(e) => interp_budget(e),
+            Error::Target { error, .. } => error.is_budget(),
             _ => false,
         }
     }

@@ -117,7 +117,8 @@ fn bodies_the_compiler_vectorises_itself_stay_scalar_by_default() {
         assert_eq!(!text.contains("pf_any_v8"), scalar, "{file}");
         let vp = VectorProgram::for_program(&program);
         assert_eq!(
-            vp.display(&program).contains("the CPU keeps it scalar"),
+            vp.display(&program, &|v| Some(backends::cpu::profit::note(&vp, v)))
+                .contains("the CPU keeps it scalar"),
             scalar,
             "{file}"
         );

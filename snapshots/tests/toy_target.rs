@@ -1,5 +1,6 @@
-//! A target defined entirely in this file — a description and a writer that prints the loop
-//! AST — driven through the same pipeline and drivers as the targets of the table.
+//! A target defined entirely in this file — a description, a command-line flag of its own and
+//! a writer that prints the loop AST — driven through the same command line, pipeline and
+//! drivers as the targets of the table.
 
 use backends::compare::compare;
 use backends::target::{self, Emit, RunOutput, Source, Target, TargetOptions};
@@ -10,12 +11,34 @@ use polyhedral::program::{Program, ScalarType};
 use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription};
 use snapshots::{kernels, load_small};
 
-/// A machine with a 4 KiB scratchpad per core and four cores; its "code" is the loop AST.
+/// A machine with a scratchpad per core (4 KiB unless `--toy-scratchpad` says otherwise) and
+/// four cores; its "code" is the loop AST.
 struct Toy;
+
+/// The toy target's own command-line options.
+#[derive(clap::Args, Clone, Debug, Default)]
+struct ToyArgs {
+    /// toy: the bytes of each core's scratchpad (default 4096).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(256..))]
+    toy_scratchpad: Option<u64>,
+}
 
 impl Target for Toy {
     fn name(&self) -> &'static str {
         "toy"
+    }
+
+    fn args(&self, command: clap::Command) -> clap::Command {
+        <ToyArgs as clap::Args>::augment_args(command)
+    }
+
+    fn read_args(
+        &self,
+        matches: &clap::ArgMatches,
+        options: TargetOptions,
+    ) -> Result<TargetOptions, clap::Error> {
+        let own = <ToyArgs as clap::FromArgMatches>::from_arg_matches(matches)?;
+        Ok(options.with_own(self.name(), own))
     }
 
     fn about(&self) -> &'static str {
@@ -26,9 +49,11 @@ impl Target for Toy {
         Some("loops")
     }
 
-    fn description(&self, _: &TargetOptions) -> Option<TargetDescription> {
+    fn description(&self, options: &TargetOptions) -> Option<TargetDescription> {
+        let own: ToyArgs = options.own(self.name());
         let mut memory = MemoryTree::global("global", 1 << 24);
-        memory.add("local", MemoryKind::Scratchpad, 4096, memory.root());
+        let bytes = own.toy_scratchpad.unwrap_or(4096);
+        memory.add("local", MemoryKind::Scratchpad, bytes, memory.root());
         Some(TargetDescription {
             name: "toy".into(),
             memory,
@@ -132,4 +157,35 @@ fn a_target_outside_the_table_compiles_and_runs_kernels() {
     .is_err());
     assert!(Emit::parse("c", &Toy).is_err());
     assert!(Emit::parse("tree=after:nothing", &Toy).is_err());
+}
+
+/// The toy's flag goes on the command line beside the table's targets' flags, its value
+/// reaches its description, and a bad value is the command line's error.
+#[test]
+fn a_target_outside_the_table_brings_its_own_flag() {
+    let command = |c: clap::Command| target::with_args(c, &[&Toy, backends::target::TARGETS[1]]);
+    let parse = |words: &[&str]| {
+        let matches = command(clap::Command::new("compile")).try_get_matches_from(words)?;
+        target::read_args(&[&Toy], &matches, TargetOptions::default())
+    };
+    let small = parse(&["compile"]).unwrap();
+    let large = parse(&["compile", "--toy-scratchpad", "65536", "--cpu", "x86-64-v4"]).unwrap();
+    let bytes = |o: &TargetOptions| {
+        let d = Toy.description(o).unwrap();
+        let local = d.memory.children(d.memory.root()).next().unwrap();
+        d.memory.node(local).bytes
+    };
+    assert_eq!(bytes(&small), 4096);
+    assert_eq!(bytes(&large), 65536);
+    let e = parse(&["compile", "--toy-scratchpad", "12"]).unwrap_err();
+    assert!(e.to_string().contains("--toy-scratchpad"), "{e}");
+    assert!(parse(&["compile", "--toy-cores", "2"]).is_err());
+    let help = command(clap::Command::new("compile"))
+        .render_help()
+        .to_string();
+    assert!(
+        help.contains("toy: the bytes of each core's scratchpad"),
+        "{help}"
+    );
+    assert!(help.contains("CPU: the CPU to optimize for"), "{help}");
 }

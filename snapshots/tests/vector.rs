@@ -20,7 +20,7 @@ fn classification_and_masked_form_of_every_kernel_with_functions() {
         seen += 1;
         insta::assert_snapshot!(
             format!("vector_{}", snapshot_name(&path)),
-            vp.display(&program)
+            vp.display(&program, &|v| Some(backends::cpu::profit::note(&vp, v)))
         );
     }
     assert!(seen >= 5, "only {seen} kernels call scalar functions");

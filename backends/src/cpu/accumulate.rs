@@ -27,7 +27,7 @@ use polyhedral::ast::{Ast, AstExpr};
 use polyhedral::program::{ScalarType, StmtId};
 
 use super::writer::{storage_type, Writer};
-use crate::promote::Linear;
+use crate::loops::Linear;
 
 /// One element kept in a local variable: its text in C, the local's name and its type.
 #[derive(Clone, Debug)]

@@ -40,7 +40,7 @@ use polyhedral::schedule::mark::RegisterTileMark;
 
 use super::micro_vector::VectorTile;
 use super::writer::{jam, Writer};
-use crate::promote::{accesses, expr_vars, Linear};
+use crate::loops::{accesses, expr_vars, Linear};
 
 /// The loops a register tile rewrites.
 pub(super) struct Micro<'t> {

@@ -33,7 +33,7 @@ use polyhedral::program::{
 use super::body::BodyContext;
 use super::helpers::Helper;
 use super::writer::{shift, Writer};
-use crate::promote::{expr_vars, Linear};
+use crate::loops::{expr_vars, Linear};
 
 /// A register tile's full tile, as [`Writer::write_vector_tile`] needs it.
 pub(super) struct VectorTile<'t> {

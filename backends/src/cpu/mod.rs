@@ -20,6 +20,7 @@ mod micro;
 mod micro_vector;
 pub mod models;
 mod names;
+pub mod profit;
 mod reduction;
 mod runner;
 mod scop;
@@ -99,12 +100,34 @@ pub fn description_for(model: &CpuModel) -> TargetDescription {
 /// The CPU target of the table.
 pub struct Cpu;
 
+/// The CPU target's own command-line options.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct CpuArgs {
+    /// CPU: the CPU to optimize for: x86-64-v3 (AVX2: 32-byte vectors, 16 registers; the
+    /// default), x86-64-v4 (AVX-512: 64-byte vectors, 32 registers) or native (the one of this
+    /// machine).
+    #[arg(long, value_name = "NAME", value_parser = parse_cpu)]
+    pub cpu: Option<CpuModel>,
+    /// CPU: run scalar functions one element at a time instead of vectorised over the
+    /// innermost parallel loop (for comparison).
+    #[arg(long)]
+    pub no_vectorize_functions: bool,
+}
+
+fn parse_cpu(text: &str) -> Result<CpuModel, String> {
+    CpuModel::find(text.trim())
+        .ok_or_else(|| format!("unknown CPU `{text}` (known: {})", CpuModel::names()))
+}
+
 impl Cpu {
-    fn options(options: &TargetOptions) -> Options {
-        Options::for_model(options.cpu).with(|o| {
+    /// The writer's options: the target's own, the threads, and whether the pipeline marked
+    /// register tiles.
+    fn options(options: &TargetOptions, register_tile: bool) -> Options {
+        let own: CpuArgs = options.own(Cpu.name());
+        Options::for_model(own.cpu.unwrap_or_default()).with(|o| {
             o.threads = options.threads;
-            o.register_tile = !options.no_register_tile;
-            o.vectorize_functions = !options.no_vectorize_functions;
+            o.register_tile = register_tile;
+            o.vectorize_functions = !own.no_vectorize_functions;
         })
     }
 }
@@ -118,12 +141,26 @@ impl Target for Cpu {
         "C99 + OpenMP, built with the system C compiler"
     }
 
+    fn args(&self, command: clap::Command) -> clap::Command {
+        <CpuArgs as clap::Args>::augment_args(command)
+    }
+
+    fn read_args(
+        &self,
+        matches: &clap::ArgMatches,
+        options: TargetOptions,
+    ) -> Result<TargetOptions, clap::Error> {
+        let own = <CpuArgs as clap::FromArgMatches>::from_arg_matches(matches)?;
+        Ok(options.with_own(self.name(), own))
+    }
+
     fn code(&self) -> Option<&'static str> {
         Some("c")
     }
 
     fn description(&self, options: &TargetOptions) -> Option<TargetDescription> {
-        Some(description_for(&options.cpu))
+        let own: CpuArgs = options.own(self.name());
+        Some(description_for(&own.cpu.unwrap_or_default()))
     }
 
     fn write(
@@ -132,17 +169,14 @@ impl Target for Cpu {
         compiled: &Compiled,
         options: &TargetOptions,
     ) -> Result<String, table::Error> {
-        let options = Cpu::options(options);
+        let options = Cpu::options(options, compiled.options.register_tile);
         let generated = match (&source.program.source, source.text) {
             (SourceKind::CScop { .. }, Some(text)) => {
                 replace_scop(&compiled.program, &compiled.ast, text, &options)
             }
             _ => Writer::new(&compiled.program, &options).write(&compiled.ast),
         };
-        generated.map_err(|source_error| table::Error::Cpu {
-            kernel: source.program.name.clone(),
-            source: source_error,
-        })
+        generated.map_err(|e| table::Error::target(&source.program.name, e))
     }
 
     fn run(
@@ -157,13 +191,10 @@ impl Target for Cpu {
             program,
             &compiled.program,
             &compiled.ast,
-            &Cpu::options(options),
+            &Cpu::options(options, pipeline.register_tile),
             seed,
         )
-        .map_err(|source| table::Error::Cpu {
-            kernel: program.name.clone(),
-            source,
-        })?;
+        .map_err(|e| table::Error::target(&program.name, e))?;
         let results = report::summarize_outputs(program, &report.outputs);
         let mut json = report::to_value(program, self.name(), seed, &results);
         json["kernel_seconds"] = serde_json::json!(report.kernel_seconds);
@@ -204,7 +235,7 @@ pub struct Options {
     /// default; off, the functions run one element at a time.
     pub vectorize_functions: bool,
     /// Vectorise even the bodies that the C compiler vectorises by itself
-    /// ([`polyhedral::vectorize::profit`]), which otherwise stay scalar.
+    /// ([`profit`]), which otherwise stay scalar.
     pub vectorize_plain_functions: bool,
     /// The CPU the code is for: its vector unit sizes vectors and register tiles.
     pub cpu: CpuModel,
@@ -245,6 +276,16 @@ impl Default for Options {
             vectorize_functions: true,
             vectorize_plain_functions: false,
             cpu: CpuModel::default(),
+        }
+    }
+}
+
+impl table::TargetError for Error {
+    fn is_budget(&self) -> bool {
+        match self {
+            Error::Interp(e) => table::interp_budget(e),
+            Error::TimeLimit { .. } => true,
+            _ => false,
         }
     }
 }

@@ -49,8 +49,10 @@ use polyhedral::vectorize::classify::Class;
 use polyhedral::vectorize::mask::{MNode, MaskDef, MaskId, Region};
 use polyhedral::vectorize::ssa::{Join, Op, ValueId};
 use polyhedral::vectorize::{
-    access_pattern, aligned, calls_function, profit, AccessPattern, VectorFunction, VectorProgram,
+    access_pattern, aligned, calls_function, AccessPattern, VectorFunction, VectorProgram,
 };
+
+use super::profit;
 
 use super::body::{literal, value_type};
 use super::helpers::Helper;

@@ -654,7 +654,7 @@ impl<'a> Writer<'a> {
         let program = self.program;
         let values = program.param_values();
         let mut totals: BTreeMap<ArrayId, usize> = BTreeMap::new();
-        for (a, _, _) in crate::promote::accesses(program, ast) {
+        for (a, _, _) in crate::loops::accesses(program, ast) {
             *totals.entry(a).or_default() += 1;
         }
         // (depth, loop, array, lowest subscripts, extents, bytes)
@@ -692,7 +692,7 @@ impl<'a> Writer<'a> {
                 } => {
                     // A loop of one iteration at the kernel's sizes fixes its variable.
                     let mut inner = fixed.clone();
-                    let at = |e| crate::promote::evaluate(e, Some(&values), &fixed);
+                    let at = |e| crate::loops::evaluate(e, Some(&values), &fixed);
                     if let (Some(l), Some(u)) = (at(lower), at(upper)) {
                         if l == u {
                             inner.insert(var.clone(), l);
@@ -997,8 +997,8 @@ impl<'a> Writer<'a> {
                     ..
                 } => {
                     let mut used = BTreeSet::new();
-                    crate::promote::expr_vars(lower, &mut used);
-                    crate::promote::expr_vars(upper, &mut used);
+                    crate::loops::expr_vars(lower, &mut used);
+                    crate::loops::expr_vars(upper, &mut used);
                     if used.contains(var) || self.tile_locals.contains_key(&(at as *const Ast)) {
                         return None;
                     }
@@ -1017,11 +1017,11 @@ impl<'a> Writer<'a> {
                             other => plain(other),
                         };
                         // Some array operand the rows share, or the jam saves nothing.
-                        let shared = crate::promote::accesses(self.program, body).iter().any(
+                        let shared = crate::loops::accesses(self.program, body).iter().any(
                             |(a, subs, write)| {
                                 let mut used = BTreeSet::new();
                                 subs.iter()
-                                    .for_each(|e| crate::promote::expr_vars(e, &mut used));
+                                    .for_each(|e| crate::loops::expr_vars(e, &mut used));
                                 !write
                                     && !self.program.array(*a).shape.is_empty()
                                     && !used.contains(var)

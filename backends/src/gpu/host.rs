@@ -25,7 +25,7 @@ use polyhedral::schedule::Mark;
 use std::collections::BTreeSet;
 
 use super::Limits;
-use crate::promote::expr_vars;
+use crate::loops::expr_vars;
 
 /// One step of the host program.
 #[derive(Clone, Debug, PartialEq)]

@@ -18,13 +18,12 @@
 
 mod body;
 mod host;
-mod narrow;
 mod runner;
 mod uniform;
 mod writer;
 
+pub use crate::narrow::narrow_f64;
 pub use host::{HostOp, Kernel, KernelMapping};
-pub use narrow::narrow_f64;
 pub use runner::{adapter_limits, check, run, GpuCheckReport, GpuRun};
 pub use writer::{validate, Module, Writer};
 
@@ -258,21 +257,40 @@ pub fn compile(
 /// The GPU in the table of targets.
 pub struct Gpu;
 
+/// The GPU target's own command-line options.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct GpuArgs {
+    /// GPU: do not promote tiles to workgroup memory or accumulators to registers.
+    #[arg(long)]
+    pub no_promote: bool,
+    /// GPU: compute f64 kernels in f32 (WGSL has no f64).
+    #[arg(long)]
+    pub gpu_f32: bool,
+    /// GPU: run on the adapter whose name contains NAME (default: `POLYFUSE_GPU_ADAPTER`, else
+    /// the first GPU, else a software adapter).
+    #[arg(long, value_name = "NAME")]
+    pub adapter: Option<String>,
+}
+
 impl Gpu {
     fn options(options: &TargetOptions) -> Options {
+        let own: GpuArgs = options.own(Gpu.name());
         Options {
-            promote: !options.no_promote,
-            f64_as_f32: options.f64_as_f32,
-            adapter: options.adapter.clone(),
+            promote: !own.no_promote,
+            f64_as_f32: own.gpu_f32,
+            adapter: own.adapter,
             ..Options::default()
         }
     }
 
-    fn error(program: &Program, source: Error) -> table::Error {
-        table::Error::Gpu {
-            kernel: program.name.clone(),
-            source,
-        }
+    fn error(program: &Program, error: Error) -> table::Error {
+        table::Error::target(&program.name, error)
+    }
+}
+
+impl table::TargetError for Error {
+    fn is_budget(&self) -> bool {
+        matches!(self, Error::Interp(e) if table::interp_budget(e))
     }
 }
 
@@ -283,6 +301,19 @@ impl Target for Gpu {
 
     fn about(&self) -> &'static str {
         "WGSL compute shaders, validated by naga and run through wgpu (Vulkan; lavapipe without a GPU)"
+    }
+
+    fn args(&self, command: clap::Command) -> clap::Command {
+        <GpuArgs as clap::Args>::augment_args(command)
+    }
+
+    fn read_args(
+        &self,
+        matches: &clap::ArgMatches,
+        options: TargetOptions,
+    ) -> Result<TargetOptions, clap::Error> {
+        let own = <GpuArgs as clap::FromArgMatches>::from_arg_matches(matches)?;
+        Ok(options.with_own(self.name(), own))
     }
 
     fn code(&self) -> Option<&'static str> {
@@ -369,9 +400,6 @@ impl Target for Gpu {
     fn available(&self) -> Result<(), table::Error> {
         adapter_limits(None)
             .map(|_| ())
-            .map_err(|e| table::Error::Gpu {
-                kernel: "gpu".into(),
-                source: e,
-            })
+            .map_err(|e| table::Error::target("gpu", e))
     }
 }

@@ -27,7 +27,8 @@ use polyhedral::schedule::Mark;
 use super::body::{self, BodyWriter, Leaves};
 use super::host::{leading_parallel, split_host, HostOp, Kernel, KernelMapping, MappedLoop};
 use super::{Error, Options};
-use crate::promote::{accesses, evaluate, register_candidates, shared_tiles, Region, SharedTile};
+use crate::loops::{accesses, evaluate};
+use crate::promote::{register_candidates, shared_tiles, Region, SharedTile};
 
 /// A written module: the WGSL text and what the runner needs to run it.
 #[derive(Clone, Debug, PartialEq)]

@@ -356,11 +356,37 @@ fn lowers(program: &Program, options: &Options) -> Result<(), Error> {
 /// The accelerator target of the table.
 pub struct Npu;
 
+/// The accelerator target's own command-line options.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct NpuArgs {
+    /// npu: one buffer per tile in L1, L0 and UB instead of two (for comparison).
+    #[arg(long)]
+    pub no_double_buffer: bool,
+    /// npu: compute f64 arithmetic in f32 (compared with f32 tolerance).
+    #[arg(long)]
+    pub npu_f32: bool,
+    /// npu: use at most N of the machine's cores (default: all); the kernel's blocks are
+    /// spread over those, fused or not, and `run` simulates it on them.
+    #[arg(long, value_name = "N", value_parser = parse_cores)]
+    pub npu_cores: Option<usize>,
+}
+
+fn parse_cores(text: &str) -> Result<usize, String> {
+    let cores = NpuTarget::default().cores();
+    match text.trim().parse::<u64>() {
+        Ok(n) if (1..=cores).contains(&n) => Ok(n as usize),
+        _ => Err(format!(
+            "the machine has {cores} cores: N must be 1 to {cores}, found `{text}`"
+        )),
+    }
+}
+
 impl Npu {
     fn options(options: &TargetOptions) -> Options {
+        let own: NpuArgs = options.own(Npu.name());
         Options {
-            double_buffer: !options.no_double_buffer,
-            f64_as_f32: options.f64_as_f32,
+            double_buffer: !own.no_double_buffer,
+            f64_as_f32: own.npu_f32,
             fuse: !options.unfused,
             ..Options::default()
         }
@@ -368,15 +394,23 @@ impl Npu {
 
     /// The machine the options ask for: the default one, on at most `--npu-cores` cores.
     fn target(program: &Program, options: &TargetOptions) -> Result<NpuTarget, table::Error> {
+        let own: NpuArgs = options.own(Npu.name());
         NpuTarget::default()
-            .with_cores(options.npu_cores)
+            .with_cores(own.npu_cores)
             .map_err(|e| Npu::error(program, e))
     }
 
-    fn error(program: &Program, source: Error) -> table::Error {
-        table::Error::Npu {
-            kernel: program.name.clone(),
-            source,
+    fn error(program: &Program, error: Error) -> table::Error {
+        table::Error::target(&program.name, error)
+    }
+}
+
+impl table::TargetError for Error {
+    fn is_budget(&self) -> bool {
+        match self {
+            Error::Interp(e) => table::interp_budget(e),
+            Error::Budget(_) => true,
+            _ => false,
         }
     }
 }
@@ -390,17 +424,31 @@ impl Target for Npu {
         "the DaVinci-like accelerator: .npuasm run on the simulator"
     }
 
+    fn args(&self, command: clap::Command) -> clap::Command {
+        <NpuArgs as clap::Args>::augment_args(command)
+    }
+
+    fn read_args(
+        &self,
+        matches: &clap::ArgMatches,
+        options: TargetOptions,
+    ) -> Result<TargetOptions, clap::Error> {
+        let own = <NpuArgs as clap::FromArgMatches>::from_arg_matches(matches)?;
+        Ok(options.with_own(self.name(), own))
+    }
+
     fn code(&self) -> Option<&'static str> {
         Some("npuasm")
     }
 
     fn description(&self, options: &TargetOptions) -> Option<TargetDescription> {
+        let own: NpuArgs = options.own(self.name());
         let target = NpuTarget::default();
         Some(
             target
-                .with_cores(options.npu_cores)
+                .with_cores(own.npu_cores)
                 .unwrap_or(target)
-                .description(options.f64_as_f32),
+                .description(own.npu_f32),
         )
     }
 

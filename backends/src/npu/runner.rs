@@ -3,7 +3,7 @@
 //! The inputs are the interpreter's random inputs (`polyhedral::interp::random_inputs`), as
 //! the CPU runner uses them, so the comparison is element by element with the same tolerances
 //! ([`crate::compare`]). With [`Options::f64_as_f32`] the program is narrowed to f32 first
-//! ([`crate::gpu::narrow_f64`], as the GPU does): the machine computes it in f32 and is
+//! ([`crate::narrow::narrow_f64`], as the GPU does): the machine computes it in f32 and is
 //! compared with the interpreter running the same narrowed program, at the f32 tolerance.
 
 use std::collections::BTreeMap;
@@ -110,7 +110,7 @@ pub fn check(
 ) -> Result<NpuCheck, Error> {
     let narrowed;
     let program = if options.f64_as_f32 {
-        narrowed = crate::gpu::narrow_f64(program);
+        narrowed = crate::narrow::narrow_f64(program);
         &narrowed
     } else {
         program

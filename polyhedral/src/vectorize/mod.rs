@@ -24,7 +24,6 @@ pub mod classify;
 pub mod exec;
 pub mod frozen;
 pub mod mask;
-pub mod profit;
 pub mod ssa;
 
 use std::collections::HashMap;
@@ -215,20 +214,27 @@ impl VectorProgram {
     }
 
     /// The printed form of every variant: its parameters' classes, and its masked form with
-    /// the class of every value.
-    pub fn display(&self, program: &Program) -> String {
+    /// the class of every value; `note` adds a line to a statement's variant (a target's cost
+    /// model: whether it runs the masked form), given the variant's index.
+    pub fn display(&self, program: &Program, note: &dyn Fn(usize) -> Option<String>) -> String {
         let mut out = String::new();
         for (k, v) in self.variants.iter().enumerate() {
             if k > 0 {
                 out.push('\n');
             }
-            print_variant(&mut out, program, self, v);
+            print_variant(&mut out, program, self, v, note);
         }
         out
     }
 }
 
-fn print_variant(out: &mut String, program: &Program, vp: &VectorProgram, v: &VectorFunction) {
+fn print_variant(
+    out: &mut String,
+    program: &Program,
+    vp: &VectorProgram,
+    v: &VectorFunction,
+    note: &dyn Fn(usize) -> Option<String>,
+) {
     match (v.function, v.statement) {
         (Some(f), _) => {
             let params: Vec<String> = v
@@ -281,13 +287,8 @@ fn print_variant(out: &mut String, program: &Program, vp: &VectorProgram, v: &Ve
                      widened to them"
                 );
             }
-            match profit::compiler_vectorises(vp, index) {
-                Some(why) => {
-                    let _ = writeln!(out, "  cost model: {why}");
-                }
-                None => {
-                    let _ = writeln!(out, "  cost model: the CPU runs this masked form");
-                }
+            if let Some(line) = note(index) {
+                let _ = writeln!(out, "  {line}");
             }
         }
         (None, None) => {}

@@ -35,7 +35,7 @@ use masked::{emit, Buf, Geometry, Kind, Line, Lowering, Ty};
 /// allow it (the machine has no `f64`), as the runner narrows it before comparing.
 pub(crate) fn narrowed<'p>(program: &'p Program, options: &Options) -> Cow<'p, Program> {
     if options.f64_as_f32 {
-        Cow::Owned(crate::gpu::narrow_f64(program))
+        Cow::Owned(crate::narrow::narrow_f64(program))
     } else {
         Cow::Borrowed(program)
     }

@@ -1,5 +1,6 @@
 //! Whether the explicit vector variant of a statement body pays on a CPU whose C compiler
-//! vectorises loops itself.
+//! vectorises loops itself: a model of the C compiler's loop vectoriser, which only the CPU
+//! target has.
 //!
 //! A loop vectoriser (gcc's and clang's at `-O3`) if-converts a loop body that has branches
 //! but no inner loop, once the scalar functions it calls are inlined, as long as every
@@ -14,11 +15,11 @@
 //!
 //! [`interleave`] decides how many vectors one run of a masked form interleaves.
 
-use super::classify::Class;
-use super::mask::MNode;
-use super::ssa::{Op, ValueId};
-use super::VectorProgram;
-use crate::program::{BinaryOp, MathFn, ScalarType};
+use polyhedral::program::{BinaryOp, MathFn, ScalarType};
+use polyhedral::vectorize::classify::Class;
+use polyhedral::vectorize::mask::MNode;
+use polyhedral::vectorize::ssa::{Op, ValueId};
+use polyhedral::vectorize::VectorProgram;
 
 /// Why the compiler is expected to vectorise the scalar loop around variant `variant` by
 /// itself, or `None` when the masked form is worth writing.
@@ -138,4 +139,12 @@ fn loop_state(vp: &VectorProgram, variant: usize, nodes: &[MNode]) -> usize {
         })
         .max()
         .unwrap_or(0)
+}
+
+/// The cost model's line for `check --emit vector` about statement variant `variant`.
+pub fn note(vp: &VectorProgram, variant: usize) -> String {
+    match compiler_vectorises(vp, variant) {
+        Some(why) => format!("cost model: {why}"),
+        None => "cost model: the CPU runs this masked form".to_string(),
+    }
 }
