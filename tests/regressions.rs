@@ -1,7 +1,8 @@
-//! Kernels that once made polyfuse fail, most of them found by `cargo xtask difftest`: each file
-//! in `tests/regressions/` says in its `// run:` lines how to run it, and every run must succeed
-//! (for a compiled target: match the interpreter). Runs on the GPU are left out where no adapter
-//! is available.
+//! Kernels that once made polyfuse fail, most of them found by `cargo xtask difftest`
+//! (`tests/regressions/`), and C SCoPs written the ways polyhedral tools other than PolyBench
+//! write them (`tests/scops/`): each file says in its `// run:` lines how to run it, and every
+//! run must succeed (for a compiled target: match the interpreter). Runs on the GPU are left
+//! out where no adapter is available.
 
 use std::path::Path;
 use std::process::Command;
@@ -35,9 +36,10 @@ fn gpu_available() -> bool {
 
 #[test]
 fn every_regression_kernel_runs_as_its_header_says() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/regressions");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("tests/regressions exists")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<_> = ["tests/regressions", "tests/scops"]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(root.join(dir)).expect("the folder exists"))
         .flatten()
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|e| e == "pf" || e == "c"))

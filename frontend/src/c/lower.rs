@@ -2,9 +2,11 @@
 //! array roles and the original 2d+1 schedule.
 //!
 //! Names in the SCoP resolve, in this order, to: an enclosing loop's iterator; a size (a size
-//! macro the preprocessor kept as a name, a `--size` name, or an `int` kernel parameter whose
-//! upper-cased name is a size, as PolyBench pairs `ni` with `NI`); a kernel parameter or local
-//! declared before the SCoP (an array, or a 0-d array for a scalar). Sizes become
+//! macro the preprocessor kept as a name, a `--size` name, an `int` kernel parameter whose
+//! upper-cased name is a size, as PolyBench pairs `ni` with `NI`, or an `int` scalar parameter
+//! or local that the SCoP never writes and uses in a loop bound, a condition or a subscript:
+//! `int n = 1000;` before the SCoP, its value from `--size n=…`, `-D`, or its initializer); a
+//! kernel parameter or local declared before the SCoP (an array, or a 0-d array for a scalar). Sizes become
 //! [`Param`]s in order of first use, keeping their macro names; `--size` overrides their
 //! values.
 //!
@@ -60,6 +62,7 @@ pub(crate) fn lower(
         in_statements: false,
         decls: HashMap::new(),
         iterator_names: HashSet::new(),
+        int_sizes: HashMap::new(),
         arrays: Vec::new(),
         array_of: HashMap::new(),
         statements: Vec::new(),
@@ -75,7 +78,8 @@ pub(crate) fn lower(
     for s in &kernel.body {
         collect_names_stmt(s, &mut body_used);
     }
-    let inits = initializers(kernel, &body_used)?;
+    l.int_sizes = int_sizes(kernel);
+    let inits = initializers(kernel, &body_used, &l.int_sizes)?;
     let mut used = body_used;
     for s in &inits {
         collect_names_stmt(s, &mut used);
@@ -91,7 +95,9 @@ pub(crate) fn lower(
     let mut order: Vec<(&Decl, bool, usize)> = l.decls.values().copied().collect();
     order.sort_by_key(|&(_, _, k)| k);
     for (d, is_param, _) in order {
-        let data = !l.iterator_names.contains(&d.name) && l.size_alias(&d.name).is_none();
+        let data = !l.iterator_names.contains(&d.name)
+            && l.size_alias(&d.name).is_none()
+            && !l.int_sizes.contains_key(&d.name);
         if used.contains(d.name.as_str()) && data {
             l.declare_array(d, is_param)?;
         }
@@ -149,11 +155,15 @@ pub(crate) fn lower(
 
 /// The initializers of the scalar locals the SCoP uses, as assignments that run before its
 /// first statement: C stores them before the SCoP starts, so the SCoP sees the values.
-fn initializers(kernel: &Kernel, used: &HashSet<&str>) -> Result<Vec<Stmt>, CError> {
+fn initializers(
+    kernel: &Kernel,
+    used: &HashSet<&str>,
+    sizes: &HashMap<String, Option<i64>>,
+) -> Result<Vec<Stmt>, CError> {
     let mut out = Vec::new();
     for d in &kernel.locals {
         let Some(init) = &d.init else { continue };
-        if !used.contains(d.name.as_str()) {
+        if !used.contains(d.name.as_str()) || sizes.contains_key(&d.name) {
             continue;
         }
         let value =
@@ -188,6 +198,145 @@ fn initializers(kernel: &Kernel, used: &HashSet<&str>) -> Result<Vec<Stmt>, CErr
         });
     }
     Ok(out)
+}
+
+/// The `int` scalar parameters and locals that are sizes (see the module docs), with the
+/// value of a local's constant initializer.
+fn int_sizes(kernel: &Kernel) -> HashMap<String, Option<i64>> {
+    let mut affine = HashSet::new();
+    let mut written = HashSet::new();
+    for s in &kernel.body {
+        collect_affine_names(s, &mut affine);
+        collect_written(s, &mut written);
+    }
+    kernel
+        .params
+        .iter()
+        .chain(&kernel.locals)
+        .filter(|d| d.ty == CType::Int && d.dims.is_empty() && !d.pointer && d.narrow.is_none())
+        .filter(|d| affine.contains(d.name.as_str()) && !written.contains(d.name.as_str()))
+        .map(|d| {
+            let value = match &d.init {
+                Some(Ok(e)) => constant(e),
+                _ => None,
+            };
+            (d.name.clone(), value)
+        })
+        .collect()
+}
+
+/// The value of an integer constant expression of literals and size macros.
+fn constant(e: &Expr) -> Option<i64> {
+    match &e.kind {
+        ExprKind::Int(v) => Some(*v),
+        ExprKind::Name { size, .. } => *size,
+        ExprKind::Unary(UnOp::Neg, a) => constant(a)?.checked_neg(),
+        ExprKind::Binary(op, a, b) => {
+            let (a, b) = (constant(a)?, constant(b)?);
+            match op {
+                BinOp::Add => a.checked_add(b),
+                BinOp::Sub => a.checked_sub(b),
+                BinOp::Mul => a.checked_mul(b),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The names used in loop headers, conditions and subscripts.
+fn collect_affine_names<'a>(s: &'a Stmt, out: &mut HashSet<&'a str>) {
+    match &s.kind {
+        StmtKind::For {
+            init,
+            cond,
+            step,
+            body,
+        } => {
+            for e in [init, cond, step].into_iter().flatten() {
+                collect_names(e, out);
+            }
+            collect_affine_names(body, out);
+        }
+        StmtKind::If {
+            cond,
+            then,
+            otherwise,
+        } => {
+            collect_names(cond, out);
+            collect_affine_names(then, out);
+            if let Some(o) = otherwise {
+                collect_affine_names(o, out);
+            }
+        }
+        StmtKind::Block(b) => b.iter().for_each(|s| collect_affine_names(s, out)),
+        StmtKind::Expr(e) => collect_subscript_names(e, out),
+        StmtKind::Empty => {}
+    }
+}
+
+fn collect_subscript_names<'a>(e: &'a Expr, out: &mut HashSet<&'a str>) {
+    match &e.kind {
+        ExprKind::Index(a, i) => {
+            collect_names(i, out);
+            collect_subscript_names(a, out);
+        }
+        ExprKind::Binary(_, a, b) | ExprKind::Assign(_, a, b) => {
+            collect_subscript_names(a, out);
+            collect_subscript_names(b, out);
+        }
+        ExprKind::Call { args, .. } => args.iter().for_each(|a| collect_subscript_names(a, out)),
+        ExprKind::Unary(_, a) | ExprKind::Cast(_, a) => collect_subscript_names(a, out),
+        ExprKind::Cond(c, a, b) => {
+            collect_subscript_names(c, out);
+            collect_subscript_names(a, out);
+            collect_subscript_names(b, out);
+        }
+        _ => {}
+    }
+}
+
+/// The names the SCoP assigns (the root of every assignment's target).
+fn collect_written<'a>(s: &'a Stmt, out: &mut HashSet<&'a str>) {
+    match &s.kind {
+        StmtKind::For { body, .. } => collect_written(body, out),
+        StmtKind::If {
+            then, otherwise, ..
+        } => {
+            collect_written(then, out);
+            if let Some(o) = otherwise {
+                collect_written(o, out);
+            }
+        }
+        StmtKind::Block(b) => b.iter().for_each(|s| collect_written(s, out)),
+        StmtKind::Expr(e) => written_root(e, out),
+        StmtKind::Empty => {}
+    }
+}
+
+fn written_root<'a>(e: &'a Expr, out: &mut HashSet<&'a str>) {
+    match &e.kind {
+        ExprKind::Assign(_, target, value) => {
+            let mut root = &**target;
+            while let ExprKind::Index(base, _) = &root.kind {
+                root = base;
+            }
+            if let ExprKind::Name { name, .. } = &root.kind {
+                out.insert(name);
+            }
+            written_root(value, out);
+        }
+        ExprKind::Step { target, .. } => {
+            let mut root = &**target;
+            while let ExprKind::Index(base, _) = &root.kind {
+                root = base;
+            }
+            if let ExprKind::Name { name, .. } = &root.kind {
+                out.insert(name);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn collect_iterators(s: &Stmt, out: &mut HashSet<String>) {
@@ -348,6 +497,8 @@ struct Lowerer<'a> {
     /// Declared names: the declaration, whether it is a kernel parameter, and its order.
     decls: HashMap<String, (&'a Decl, bool, usize)>,
     iterator_names: HashSet<String>,
+    /// The `int` scalars that are sizes, with a local's initial value.
+    int_sizes: HashMap<String, Option<i64>>,
     /// Arrays and whether each is a kernel parameter.
     arrays: Vec<(Array, bool)>,
     array_of: HashMap<String, ArrayId>,
@@ -430,6 +581,25 @@ impl<'a> Lowerer<'a> {
         Ok(ParamId(self.params.len() as u32 - 1))
     }
 
+    /// The parameter for the `int` scalar `name` that is a size, its value `--size`'s, `-D`'s
+    /// or its initializer's.
+    fn int_size(&mut self, name: &str, init: Option<i64>, loc: Loc) -> Result<ParamId, CError> {
+        let given =
+            self.options.sizes.iter().any(|(n, _)| n == name) || self.pp.size_value(name).is_some();
+        if init.is_none() && !given {
+            let (d, _, _) = self.decls[name];
+            return Err(CError::new(
+                d.loc,
+                format!("the size `{name}` has no value"),
+                format!(
+                    "`{name}` bounds the SCoP's loops: give it with --size {name}=VALUE, or \
+                     initialize it with a constant"
+                ),
+            ));
+        }
+        self.param(name, init, loc)
+    }
+
     /// Notes that the statements spell parameter `p` as `name`, unless spelled before.
     fn spelled(&mut self, p: ParamId, name: &str) {
         if self.in_statements && self.size_names[p.index()].is_none() {
@@ -468,6 +638,11 @@ impl<'a> Lowerer<'a> {
         }
         if let Some(alias) = self.size_alias(name) {
             let p = self.param(&alias, None, loc)?;
+            self.spelled(p, name);
+            return Ok(Some(AffineExpr::var(Var::Param(p))));
+        }
+        if let Some(&value) = self.int_sizes.get(name) {
+            let p = self.int_size(name, value, loc)?;
             self.spelled(p, name);
             return Ok(Some(AffineExpr::var(Var::Param(p))));
         }

@@ -694,3 +694,54 @@ fn error_unsupported_initializer_of_a_used_local() {
     let src = src.replace("x[i] = w[i]", "x[i] = 1.0");
     parse(&src).unwrap_or_else(|e| panic!("{}", e.render(false)));
 }
+
+// ---------------------------------------------------------------- int sizes
+
+/// `int` scalars that bound the SCoP's loops and that it never writes are sizes: a local
+/// takes its initializer's value, `--size` overrides it, and a parameter needs `--size`.
+#[test]
+fn int_locals_and_parameters_that_bound_loops_are_sizes() {
+    let local = "void k(double A[1000], double B[1000]) {\n\
+                 int n = 1000, steps = 2 * 5;\nint i, t;\n#pragma scop\n\
+                 for (t = 0; t < steps; t++)\n\
+                 for (i = 1; i < n - 1; i++) B[i] = (A[i - 1] + A[i] + A[i + 1]) / 3.0;\n\
+                 #pragma endscop\n}\n";
+    let p = parse(local).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    p.verify().unwrap();
+    let sizes: Vec<(&str, i64)> = p
+        .params
+        .iter()
+        .map(|q| (q.name.as_str(), q.value))
+        .collect();
+    assert_eq!(sizes, vec![("steps", 10), ("n", 1000)]);
+    assert_eq!(p.arrays.len(), 2, "{p}");
+    let options = Options {
+        sizes: vec![("n".into(), 500)],
+        ..Options::default()
+    };
+    let p = parse_scop(&SourceFile::new("test.c", local), &options).unwrap();
+    assert_eq!(p.params[1].value, 500);
+    // A parameter has no value of its own.
+    let param = "void k(int n, double A[100]) {\nint i;\n#pragma scop\n\
+                 for (i = 0; i < n; i++) A[i] = A[i] * 2.0;\n#pragma endscop\n}\n";
+    let (message, line, col) = error(param);
+    assert_eq!(
+        (message.as_str(), line, col),
+        ("the size `n` has no value", 1, 12)
+    );
+    let options = Options {
+        sizes: vec![("n".into(), 100)],
+        ..Options::default()
+    };
+    let p = parse_scop(&SourceFile::new("test.c", param), &options).unwrap();
+    assert_eq!(p.params[0].value, 100);
+    // An int the SCoP writes, or reads only as data, stays data.
+    let data = "void k(double A[10], int c) {\nint i;\n#pragma scop\n\
+                for (i = 0; i < 10; i++) A[i] = A[i] * c;\n#pragma endscop\n}\n";
+    let p = parse(data).unwrap();
+    assert!(p.params.is_empty());
+    assert_eq!(p.arrays.len(), 2);
+    let written = "void k(double A[10]) {\nint i, m = 3;\n#pragma scop\n\
+                   for (i = 0; i < 10; i++) { m = i; A[m] = 1.0; }\n#pragma endscop\n}\n";
+    assert!(parse(written).is_err());
+}
