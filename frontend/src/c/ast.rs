@@ -149,7 +149,10 @@ pub(crate) struct Decl {
 /// The function holding the SCoP.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Kernel {
+    /// The function's name; empty for a SCoP at file scope (a fragment).
     pub name: String,
+    /// Variables declared at file scope before the SCoP.
+    pub globals: Vec<Decl>,
     pub params: Vec<Decl>,
     /// Declarations in the function body before `#pragma scop`.
     pub locals: Vec<Decl>,

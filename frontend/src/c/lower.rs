@@ -84,12 +84,18 @@ pub(crate) fn lower(
     for s in &inits {
         collect_names_stmt(s, &mut used);
     }
-    for (k, d) in kernel.params.iter().enumerate() {
+    // Locals shadow parameters, which shadow variables at file scope; file-scope arrays are
+    // the caller's data as parameters are.
+    let outer = kernel.globals.len();
+    for (k, d) in kernel.globals.iter().enumerate() {
         l.decls.insert(d.name.clone(), (d, true, k));
+    }
+    for (k, d) in kernel.params.iter().enumerate() {
+        l.decls.insert(d.name.clone(), (d, true, outer + k));
     }
     for (k, d) in kernel.locals.iter().enumerate() {
         l.decls
-            .insert(d.name.clone(), (d, false, kernel.params.len() + k));
+            .insert(d.name.clone(), (d, false, outer + kernel.params.len() + k));
     }
     // Arrays in declaration order, so the Program lists them as the C function does.
     let mut order: Vec<(&Decl, bool, usize)> = l.decls.values().copied().collect();
@@ -128,12 +134,16 @@ pub(crate) fn lower(
             a
         })
         .collect();
-    let name = kernel
-        .name
-        .strip_prefix("kernel_")
-        .filter(|n| !n.is_empty())
-        .unwrap_or(&kernel.name)
-        .to_string();
+    let name = if kernel.name.is_empty() {
+        fragment_name(pp)
+    } else {
+        kernel
+            .name
+            .strip_prefix("kernel_")
+            .filter(|n| !n.is_empty())
+            .unwrap_or(&kernel.name)
+            .to_string()
+    };
     Ok(Program {
         name,
         source: SourceKind::CScop {
@@ -151,6 +161,25 @@ pub(crate) fn lower(
         functions: Vec::new(),
         statements: l.statements,
     })
+}
+
+/// The name of a SCoP at file scope: its file's stem as an identifier (`scop` when nothing of
+/// it is left).
+fn fragment_name(pp: &Preprocessed) -> String {
+    let stem = pp
+        .files
+        .first()
+        .and_then(|f| f.path.file_stem())
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut name: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert_str(0, "scop_");
+    }
+    name
 }
 
 /// The initializers of the scalar locals the SCoP uses, as assignments that run before its
@@ -210,8 +239,9 @@ fn int_sizes(kernel: &Kernel) -> HashMap<String, Option<i64>> {
         collect_written(s, &mut written);
     }
     kernel
-        .params
+        .globals
         .iter()
+        .chain(&kernel.params)
         .chain(&kernel.locals)
         .filter(|d| d.ty == CType::Int && d.dims.is_empty() && !d.pointer && d.narrow.is_none())
         .filter(|d| affine.contains(d.name.as_str()) && !written.contains(d.name.as_str()))
@@ -1102,23 +1132,24 @@ impl<'a> Lowerer<'a> {
             ));
         };
         let Some(&array) = self.array_of.get(name) else {
-            let (message, hint) =
-                if self.iterator_names.contains(name) || self.size_alias(name).is_some() {
-                    (
-                        format!("`{name}` is not an array"),
-                        "only arrays and scalars declared before the SCoP hold data",
-                    )
-                } else if cur.kind != e.kind || !self.decls.contains_key(name.as_str()) {
-                    (
+            let (message, hint) = if self.iterator_names.contains(name)
+                || self.size_alias(name).is_some()
+            {
+                (
+                    format!("`{name}` is not an array"),
+                    "only arrays and scalars declared before the SCoP hold data",
+                )
+            } else if cur.kind != e.kind || !self.decls.contains_key(name.as_str()) {
+                (
                         format!("unknown identifier `{name}`"),
-                        "declare it as a kernel parameter or a local before #pragma scop",
+                        "declare it at file scope, as a kernel parameter, or as a local before #pragma scop",
                     )
-                } else {
-                    (
-                        format!("`{name}` is not an array"),
-                        "only arrays and scalars declared before the SCoP hold data",
-                    )
-                };
+            } else {
+                (
+                    format!("`{name}` is not an array"),
+                    "only arrays and scalars declared before the SCoP hold data",
+                )
+            };
             return Err(CError::new(cur.loc, message, hint));
         };
         let dims = self.arrays[array.index()].0.shape.len();
@@ -1320,7 +1351,7 @@ impl<'a> Lowerer<'a> {
                     return Err(CError::new(
                         e.loc,
                         format!("unknown identifier `{name}`"),
-                        "declare it as a kernel parameter or a local before #pragma scop",
+                        "declare it at file scope, as a kernel parameter, or as a local before #pragma scop",
                     ));
                 }
                 match self.affine_name(name, *size, e.loc)? {

@@ -1,9 +1,11 @@
 //! Finds the kernel in a preprocessed translation unit and parses it.
 //!
-//! Everything outside the function that holds `#pragma scop` is skipped by matching braces
-//! only, so arbitrary C (harness code, `main`, headers' declarations) never has to parse. Of
-//! the kernel function, the parameter list, the declarations before the SCoP and the SCoP
-//! itself are parsed; code after `#pragma endscop` is ignored. File-scope `typedef`s of
+//! Outside the function that holds `#pragma scop`, only the declarations of variables at file
+//! scope before it are read (arrays and scalars: the kernel's data, as its parameters are);
+//! everything else is skipped by matching braces, so arbitrary C (harness code, `main`,
+//! headers' declarations) never has to parse. A `#pragma scop` at file scope is a fragment
+//! with no function around it. Of the kernel function, the parameter list, the declarations
+//! before the SCoP and the SCoP itself are parsed; code after `#pragma endscop` is ignored. File-scope `typedef`s of
 //! arithmetic types (`typedef char base;`) are recorded and expanded in the kernel's
 //! declarations. `a = b = e;` is split into `b = e; a = b;`.
 
@@ -97,17 +99,22 @@ pub(crate) fn parse_kernel(tokens: &[Token]) -> Result<Kernel, CError> {
             decl_start = k + 1;
         }
     }
-    let Some(open) = body_open else {
-        return Err(CError::new(
-            begin_loc,
-            "#pragma scop outside a function",
-            "put the SCoP inside the body of the kernel function",
-        ));
+    // A SCoP at file scope is a fragment: no function, only the declarations before it.
+    let (file_scope, function) = match body_open {
+        Some(open) => (&tokens[..decl_start], Some(open)),
+        None => (&tokens[..begin], None),
     };
-    let typedefs = collect_typedefs(&tokens[..decl_start]);
-    let header = expand_typedefs(&tokens[decl_start..open], &typedefs);
-    let (name, params) = parse_header(&header, tokens[open].loc)?;
-    let locals = parse_locals(&expand_typedefs(&tokens[open + 1..begin], &typedefs))?;
+    let typedefs = collect_typedefs(file_scope);
+    let globals = parse_globals(&expand_typedefs(file_scope, &typedefs));
+    let (name, params, locals) = match function {
+        Some(open) => {
+            let header = expand_typedefs(&tokens[decl_start..open], &typedefs);
+            let (name, params) = parse_header(&header, tokens[open].loc)?;
+            let locals = parse_locals(&expand_typedefs(&tokens[open + 1..begin], &typedefs))?;
+            (name, params, locals)
+        }
+        None => (String::new(), Vec::new(), Vec::new()),
+    };
     let mut p = Parser {
         tokens: &tokens[begin + 1..end],
         pos: 0,
@@ -121,6 +128,7 @@ pub(crate) fn parse_kernel(tokens: &[Token]) -> Result<Kernel, CError> {
     }
     Ok(Kernel {
         name,
+        globals,
         params,
         locals,
         body,
@@ -315,9 +323,9 @@ fn parse_initializer(tokens: &[Token], at: Loc) -> Result<Expr, Loc> {
     }
 }
 
-/// Declarations at the top of the kernel body; other statements there are skipped.
-fn parse_locals(tokens: &[Token]) -> Result<Vec<Decl>, CError> {
-    let mut locals = Vec::new();
+/// The statements of `tokens`: each up to `;` outside braces, or a whole braced block.
+fn statements(tokens: &[Token]) -> Vec<&[Token]> {
+    let mut out = Vec::new();
     let mut k = 0;
     while k < tokens.len() {
         // One statement: up to `;` outside braces, or a whole braced block.
@@ -337,36 +345,68 @@ fn parse_locals(tokens: &[Token]) -> Result<Vec<Decl>, CError> {
             }
             end += 1;
         }
-        let stmt = &tokens[k..end.min(tokens.len())];
-        let starts_decl = stmt
-            .first()
-            .is_some_and(|t| t.kind == TokKind::Ident && is_type_word(&t.text));
-        if starts_decl {
-            let mut p = Parser {
-                tokens: stmt,
-                pos: 0,
-                end_loc: stmt[stmt.len() - 1].loc,
-                depth: 0,
-                narrow: None,
-            };
-            let ty = p.type_specifiers()?;
-            loop {
-                let mut decl = p.declarator(ty)?;
-                if p.eat("=") {
-                    let rest = split_top_level(&p.tokens[p.pos..], ",");
-                    decl.init = Some(parse_initializer(rest[0], p.loc()));
-                    p.pos += rest[0].len();
-                }
-                locals.push(decl);
-                if !p.eat(",") {
-                    break;
-                }
-            }
-            p.expect_end("a declaration")?;
-        }
+        out.push(&tokens[k..end.min(tokens.len())]);
         k = end + 1;
     }
+    out
+}
+
+/// Whether `stmt` starts like a declaration (with a type word).
+fn starts_declaration(stmt: &[Token]) -> bool {
+    stmt.first()
+        .is_some_and(|t| t.kind == TokKind::Ident && is_type_word(&t.text))
+}
+
+/// The declarators of the declaration `stmt`, with their initializers.
+fn declaration(stmt: &[Token]) -> Result<Vec<Decl>, CError> {
+    let mut p = Parser {
+        tokens: stmt,
+        pos: 0,
+        end_loc: stmt[stmt.len() - 1].loc,
+        depth: 0,
+        narrow: None,
+    };
+    let ty = p.type_specifiers()?;
+    let mut out = Vec::new();
+    loop {
+        let mut decl = p.declarator(ty)?;
+        if p.eat("=") {
+            let rest = split_top_level(&p.tokens[p.pos..], ",");
+            decl.init = Some(parse_initializer(rest[0], p.loc()));
+            p.pos += rest[0].len();
+        }
+        out.push(decl);
+        if !p.eat(",") {
+            break;
+        }
+    }
+    p.expect_end("a declaration")?;
+    Ok(out)
+}
+
+/// Declarations at the top of the kernel body; other statements there are skipped.
+fn parse_locals(tokens: &[Token]) -> Result<Vec<Decl>, CError> {
+    let mut locals = Vec::new();
+    for stmt in statements(tokens) {
+        if starts_declaration(stmt) {
+            locals.extend(declaration(stmt)?);
+        }
+    }
     Ok(locals)
+}
+
+/// The variables declared at file scope: declarations of arrays and scalars outside any
+/// function. Function prototypes and definitions, typedefs, struct definitions and
+/// declarations polyfuse cannot read are skipped (a header's own declarations need not be
+/// SCoP data); a SCoP that uses such a name says it does not know it.
+fn parse_globals(tokens: &[Token]) -> Vec<Decl> {
+    statements(tokens)
+        .into_iter()
+        .filter(|stmt| starts_declaration(stmt))
+        .filter(|stmt| !stmt.iter().any(|t| t.is("(") || t.is("{")))
+        .filter_map(|stmt| declaration(stmt).ok())
+        .flatten()
+        .collect()
 }
 
 struct Parser<'t> {

@@ -745,3 +745,41 @@ fn int_locals_and_parameters_that_bound_loops_are_sizes() {
                    for (i = 0; i < 10; i++) { m = i; A[m] = 1.0; }\n#pragma endscop\n}\n";
     assert!(parse(written).is_err());
 }
+
+// ---------------------------------------------------------------- file scope
+
+/// Variables at file scope are the kernel's data, as parameters are; a SCoP outside any
+/// function is a fragment named after its file; what file scope holds besides declarations
+/// polyfuse reads (prototypes, function bodies, structs) is skipped.
+#[test]
+fn file_scope_variables_and_fragments() {
+    let src = "struct point { int x, y; };\nextern void log_it(const char *what);\n\
+               static int helper(int a) { return a + 1; }\n\
+               double A[20][20], s;\nint n = 20;\n\
+               void k(double s) {\nint i, j;\n#pragma scop\n\
+               for (i = 0; i < n; i++) for (j = 0; j < n; j++) A[i][j] = A[i][j] * s;\n\
+               #pragma endscop\n}\n";
+    let p = parse(src).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    p.verify().unwrap();
+    assert_eq!(p.name, "k");
+    let arrays: Vec<(&str, ArrayRole)> =
+        p.arrays.iter().map(|a| (a.name.as_str(), a.role)).collect();
+    // The parameter `s` shadows the global one.
+    assert_eq!(
+        arrays,
+        vec![("A", ArrayRole::InOut), ("s", ArrayRole::Input)]
+    );
+    assert_eq!(p.params[0].name, "n");
+    let fragment = "double a[8], b[8];\nint i;\n#pragma scop\nfor (i = 0; i < 8; i++) b[i] = a[i] + 1.0;\n#pragma endscop\n";
+    let p = parse_scop(
+        &SourceFile::new("dir/my-loop.c", fragment),
+        &Options::default(),
+    )
+    .unwrap();
+    p.verify().unwrap();
+    assert_eq!(p.name, "my_loop");
+    assert_eq!(p.arrays.len(), 2);
+    let undeclared = "int i;\n#pragma scop\nfor (i = 0; i < 8; i++) b[i] = 1.0;\n#pragma endscop\n";
+    let (message, line, _) = error(undeclared);
+    assert_eq!((message.as_str(), line), ("unknown identifier `b`", 3));
+}
