@@ -138,6 +138,9 @@ pub(crate) struct Decl {
     /// `char` or `short` data, held as `int`: reading it is exact, storing to it is not
     /// (C would truncate), so the lowering refuses stores.
     pub narrow: Option<&'static str>,
+    /// An integer type fine for sizes and iterators but refused as data (`unsigned`,
+    /// `size_t`, `uint32_t`, `int64_t`, …), whose arithmetic polyfuse's `i32` does not have.
+    pub index_only: Option<&'static str>,
     /// Extents, outermost first; empty for a scalar. `None` for an extent left out (`A[]`).
     pub dims: Vec<Option<Expr>>,
     pub pointer: bool,

@@ -543,6 +543,16 @@ struct Lowerer<'a> {
 
 impl<'a> Lowerer<'a> {
     fn declare_array(&mut self, d: &Decl, is_param: bool) -> Result<(), CError> {
+        if let Some(ty) = d.index_only {
+            return Err(CError::new(
+                d.loc,
+                format!("`{ty}` data `{}` is not supported yet", d.name),
+                format!(
+                    "polyfuse computes integer data as 32-bit signed int, whose arithmetic \
+                     differs from `{ty}`'s; declare it as int (`{ty}` sizes and iterators are fine)"
+                ),
+            ));
+        }
         if d.pointer {
             return Err(CError::new(
                 d.loc,

@@ -42,7 +42,36 @@ fn is_type_word(name: &str) -> bool {
             | "extern"
             | "auto"
             | "void"
+            | "size_t"
+            | "ssize_t"
+            | "ptrdiff_t"
+            | "intptr_t"
+            | "uintptr_t"
+            | "int8_t"
+            | "int16_t"
+            | "int32_t"
+            | "int64_t"
+            | "uint8_t"
+            | "uint16_t"
+            | "uint32_t"
+            | "uint64_t"
     )
+}
+
+/// The name of a type that is fine for sizes and iterators only, as a static string.
+fn index_type(word: &str) -> &'static str {
+    match word {
+        "size_t" => "size_t",
+        "uintptr_t" => "uintptr_t",
+        "uint8_t" => "uint8_t",
+        "uint16_t" => "uint16_t",
+        "uint32_t" => "uint32_t",
+        "uint64_t" => "uint64_t",
+        "ssize_t" => "ssize_t",
+        "ptrdiff_t" => "ptrdiff_t",
+        "intptr_t" => "intptr_t",
+        _ => "int64_t",
+    }
 }
 
 /// Locates the kernel function and parses it.
@@ -121,11 +150,14 @@ pub(crate) fn parse_kernel(tokens: &[Token]) -> Result<Kernel, CError> {
         end_loc: tokens[end].loc,
         depth: 0,
         narrow: None,
+        index_only: None,
+        inner: Vec::new(),
     };
     let mut body = Vec::new();
     while p.pos < p.tokens.len() {
         body.push(p.statement()?);
     }
+    let locals = merge_inner(locals, p.inner)?;
     Ok(Kernel {
         name,
         globals,
@@ -189,6 +221,8 @@ fn parse_header(header: &[Token], open_loc: Loc) -> Result<(String, Vec<Decl>), 
             end_loc: piece[piece.len() - 1].loc,
             depth: 0,
             narrow: None,
+            index_only: None,
+            inner: Vec::new(),
         };
         let ty = p.type_specifiers()?;
         let decl = p.declarator(ty)?;
@@ -316,6 +350,8 @@ fn parse_initializer(tokens: &[Token], at: Loc) -> Result<Expr, Loc> {
         end_loc: last.loc,
         depth: 0,
         narrow: None,
+        index_only: None,
+        inner: Vec::new(),
     };
     match p.expr() {
         Ok(e) if p.pos == tokens.len() => Ok(e),
@@ -365,6 +401,8 @@ fn declaration(stmt: &[Token]) -> Result<Vec<Decl>, CError> {
         end_loc: stmt[stmt.len() - 1].loc,
         depth: 0,
         narrow: None,
+        index_only: None,
+        inner: Vec::new(),
     };
     let ty = p.type_specifiers()?;
     let mut out = Vec::new();
@@ -382,6 +420,32 @@ fn declaration(stmt: &[Token]) -> Result<Vec<Decl>, CError> {
     }
     p.expect_end("a declaration")?;
     Ok(out)
+}
+
+/// The kernel's locals with the variables declared inside the SCoP: a block-scoped variable
+/// is one temporary of the kernel (C gives it no value on entry to its block, so no value
+/// passes from one entry to the next). Blocks may declare one name again with the same type;
+/// a name that shadows a local, or is declared again with another type, is refused.
+fn merge_inner(mut locals: Vec<Decl>, inner: Vec<Decl>) -> Result<Vec<Decl>, CError> {
+    let outer = locals.len();
+    for d in inner {
+        match locals.iter().position(|l| l.name == d.name) {
+            None => locals.push(d),
+            Some(k)
+                if k >= outer
+                    && locals[k].ty == d.ty
+                    && locals[k].dims.is_empty()
+                    && d.dims.is_empty() => {}
+            Some(_) => {
+                return Err(CError::new(
+                    d.loc,
+                    format!("`{}` is declared again inside the SCoP", d.name),
+                    "give the variables of the SCoP's blocks names of their own",
+                ))
+            }
+        }
+    }
+    Ok(locals)
 }
 
 /// Declarations at the top of the kernel body; other statements there are skipped.
@@ -417,6 +481,11 @@ struct Parser<'t> {
     depth: usize,
     /// `char` or `short` when the last type specifiers named one (kept as `int` data).
     narrow: Option<&'static str>,
+    /// The type the last type specifiers named when it is fine for sizes and iterators but
+    /// not for data (`unsigned`, `size_t`, `int64_t`, …).
+    index_only: Option<&'static str>,
+    /// The declarations met inside the SCoP, in order.
+    inner: Vec<Decl>,
 }
 
 impl Parser<'_> {
@@ -486,6 +555,7 @@ impl Parser<'_> {
         let mut ty = None;
         let mut any_int = false;
         self.narrow = None;
+        self.index_only = None;
         while let Some(t) = self.peek() {
             if t.kind != TokKind::Ident || !is_type_word(&t.text) {
                 break;
@@ -501,7 +571,24 @@ impl Parser<'_> {
                     any_int = true;
                     self.narrow = Some("short");
                 }
-                "int" | "long" | "unsigned" | "signed" => any_int = true,
+                "int8_t" | "int16_t" => {
+                    any_int = true;
+                    self.narrow = Some(if t.text == "int8_t" {
+                        "int8_t"
+                    } else {
+                        "int16_t"
+                    });
+                }
+                "unsigned" => {
+                    any_int = true;
+                    self.index_only = Some("unsigned");
+                }
+                word @ ("size_t" | "uintptr_t" | "uint8_t" | "uint16_t" | "uint32_t"
+                | "uint64_t" | "ssize_t" | "ptrdiff_t" | "intptr_t" | "int64_t") => {
+                    any_int = true;
+                    self.index_only = Some(index_type(word));
+                }
+                "int" | "long" | "signed" | "int32_t" => any_int = true,
                 "void" => {
                     return Err(CError::new(
                         t.loc,
@@ -569,6 +656,7 @@ impl Parser<'_> {
             loc: name.loc,
             ty,
             narrow: self.narrow,
+            index_only: self.index_only,
             dims,
             pointer,
             init: None,
@@ -648,13 +736,7 @@ impl Parser<'_> {
                         SCOP_HINT,
                     ))
                 }
-                name if is_type_word(name) => {
-                    return Err(CError::new(
-                        loc,
-                        "declarations inside the SCoP are not supported yet",
-                        "declare the variable before #pragma scop",
-                    ))
-                }
+                name if is_type_word(name) => return self.inner_declaration(loc),
                 _ => {}
             }
         }
@@ -680,6 +762,57 @@ impl Parser<'_> {
                     })
                     .collect(),
             ),
+            loc,
+        })
+    }
+
+    /// A declaration inside the SCoP (`double s = 0.0;`, `int c;`): the variables go to
+    /// [`Parser::inner`], and what runs there is the assignment of each initializer.
+    fn inner_declaration(&mut self, loc: Loc) -> Result<Stmt, CError> {
+        let end = (self.pos..self.tokens.len())
+            .find(|&k| self.tokens[k].is(";"))
+            .ok_or_else(|| self.syntax_error("`;` after the declaration"))?;
+        let decls = declaration(&self.tokens[self.pos..end])?;
+        self.pos = end + 1;
+        let mut assignments = Vec::new();
+        for mut d in decls {
+            match d.init.take() {
+                None => {}
+                Some(Ok(value)) if d.dims.is_empty() && !d.pointer => {
+                    let target = Expr {
+                        kind: ExprKind::Name {
+                            name: d.name.clone(),
+                            size: None,
+                        },
+                        loc: d.loc,
+                    };
+                    assignments.push(Stmt {
+                        kind: StmtKind::Expr(Expr {
+                            kind: ExprKind::Assign(None, Box::new(target), Box::new(value)),
+                            loc: d.loc,
+                        }),
+                        loc: d.loc,
+                    });
+                }
+                Some(Ok(e)) => {
+                    return Err(CError::new(
+                        e.loc,
+                        format!("initializer of array `{}` is not supported", d.name),
+                        "set the array's elements with assignments in the SCoP",
+                    ))
+                }
+                Some(Err(at)) => {
+                    return Err(CError::new(
+                        at,
+                        format!("initializer of `{}` is not supported", d.name),
+                        "initialize a scalar with one expression, e.g. double s = 0.0;",
+                    ))
+                }
+            }
+            self.inner.push(d);
+        }
+        Ok(Stmt {
+            kind: StmtKind::Block(assignments),
             loc,
         })
     }

@@ -783,3 +783,57 @@ fn file_scope_variables_and_fragments() {
     let (message, line, _) = error(undeclared);
     assert_eq!((message.as_str(), line), ("unknown identifier `b`", 3));
 }
+
+/// Fixed-width and size types: signed ones are int data, unsigned ones sizes and iterators
+/// only (their arithmetic wraps as int's does not).
+#[test]
+fn fixed_width_and_unsigned_types() {
+    let ok = "#include <stdint.h>\n#include <stddef.h>\n\
+              void k(size_t n, int32_t X[16], int32_t Y[16]) {\nuint32_t i;\n#pragma scop\n\
+              for (i = 0; i < n; i++) Y[i] = X[i] * 2;\n#pragma endscop\n}\n";
+    let options = Options {
+        sizes: vec![("n".into(), 16)],
+        ..Options::default()
+    };
+    let p = parse_scop(&SourceFile::new("test.c", ok), &options)
+        .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    p.verify().unwrap();
+    assert_eq!(p.params[0].name, "n");
+    assert_eq!(p.arrays.len(), 2);
+    let data = "void k(unsigned int U[16], double A[16]) {\nint i;\n#pragma scop\n\
+                for (i = 0; i < 16; i++) A[i] = U[i];\n#pragma endscop\n}\n";
+    let (message, line, col) = error(data);
+    assert_eq!(
+        (message.as_str(), line, col),
+        ("`unsigned` data `U` is not supported yet", 1, 21)
+    );
+}
+
+/// A variable declared inside the SCoP is a temporary of the kernel; its initializer runs
+/// where the declaration is, and blocks may declare one name again with the same type.
+#[test]
+fn declarations_inside_the_scop() {
+    let text = lower(
+        "for (i = 0; i < N; i++) {\n\
+         double s = 0.0;\n\
+         for (j = 0; j < N; j++) s += A[i][j];\n\
+         x[i] = s;\n\
+         }\n\
+         for (i = 0; i < N; i++) { double s = x[i] * 2.0; int c; B[i][0] = s; }",
+    );
+    assert!(text.contains("s: f64 temporary"), "{text}");
+    assert!(text.contains("s[] = 0.0"), "{text}");
+    assert!(text.contains("s[] = x[i] * 2.0"), "{text}");
+    let (message, line, col) = body_error(
+        "for (i = 0; i < N; i++) { double s = 0.0; x[i] = s; }\n\
+         for (i = 0; i < N; i++) { float s = 1.0f; x[i] = s; }",
+    );
+    assert_eq!(
+        (message.as_str(), line, col),
+        ("`s` is declared again inside the SCoP", 2, 33)
+    );
+    let (message, ..) = body_error("for (i = 0; i < N; i++) { double t = 0.0; x[i] = t; }");
+    assert_eq!(message, "`t` is declared again inside the SCoP");
+    let (message, ..) = body_error("for (i = 0; i < N; i++) { double v[2] = {0}; x[i] = 1.0; }");
+    assert!(message.starts_with("initializer of"), "{message}");
+}
