@@ -10,7 +10,9 @@
 //! [`Param`]s in order of first use, keeping their macro names; `--size` overrides their
 //! values.
 //!
-//! Loops: `for (i = lb; cond; step)` with a step of `+1` or `-1`. A loop counting up keeps `i`
+//! Loops: `for (i = lb; cond; step)` with a constant step. A loop with a stride `s` other than
+//! `±1` runs a fresh iterator `i' >= 0` with C's `i` being `lb + s·i'` (its start must be one
+//! affine value). A loop counting up keeps `i`
 //! as its iterator (`lb <= i`, plus the condition). A loop counting down is normalised to a
 //! fresh iterator counting up that keeps the C name: C's `i` is `lb - i'` (or `-i'` when `lb`
 //! is a `min`), substituted everywhere `i` appears, so domains stay increasing and the
@@ -1025,7 +1027,18 @@ impl<'a> Lowerer<'a> {
         let depth = self.loops.len();
         let t = AffineExpr::var(Var::Iter(depth));
         let mark = self.domain.len();
-        let value = if delta > 0 {
+        let value = if delta.abs() > 1 {
+            // A strided loop: C's `i` is `lb + delta·i'` for a fresh `i' >= 0`.
+            let Some(start) = lower.single() else {
+                return Err(CError::new(
+                    lb.loc,
+                    "a loop with a stride other than 1 must start at an affine value",
+                    "start the strided loop at an affine value (no min or max)",
+                ));
+            };
+            self.domain.push(Constraint::non_negative(t.clone()));
+            start.add(&t.scale(delta))
+        } else if delta > 0 {
             let Some(lbs) = lower.as_max() else {
                 return Err(CError::new(
                     lb.loc,
@@ -1090,7 +1103,7 @@ impl<'a> Lowerer<'a> {
         result
     }
 
-    /// `+1` or `-1` for a unit step of `name`, an error otherwise.
+    /// The constant step of `name` (`i++`: 1, `i -= 2`: -2), an error otherwise.
     fn step_of(&self, step: &Expr, name: &str) -> Result<i64, CError> {
         let is_iter = |e: &Expr| matches!(&e.kind, ExprKind::Name { name: n, .. } if n == name);
         let int = |e: &Expr| match e.kind {
@@ -1116,11 +1129,16 @@ impl<'a> Lowerer<'a> {
             }
         };
         match delta {
-            Some(d @ (1 | -1)) => Ok(d),
-            _ => Err(CError::new(
+            Some(d) if d != 0 && d.abs() <= i64::from(i32::MAX) => Ok(d),
+            Some(_) => Err(CError::new(
                 step.loc,
-                "non-unit loop stride is not supported yet",
-                "step the iterator by 1 (i++ or i--)",
+                "the loop step must be a non-zero int constant",
+                "step the iterator by a constant, e.g. i += 3",
+            )),
+            None => Err(CError::new(
+                step.loc,
+                "a loop step that is not a constant is not supported",
+                "step the iterator by a constant, e.g. i += 3 or i = i - 2",
             )),
         }
     }

@@ -361,9 +361,9 @@ fn error_non_affine_bound() {
 }
 
 #[test]
-fn error_non_unit_stride() {
-    let (m, line, col) = body_error("for (i = 0; i < N; i += 2) x[i] = 1.0;");
-    assert_eq!(m, "non-unit loop stride is not supported yet");
+fn error_step_not_a_constant() {
+    let (m, line, col) = body_error("for (i = 0; i < N; i += i) x[i] = 1.0;");
+    assert_eq!(m, "a loop step that is not a constant is not supported");
     assert_eq!((line, col), (1, 20));
 }
 
@@ -836,4 +836,26 @@ fn declarations_inside_the_scop() {
     assert_eq!(message, "`t` is declared again inside the SCoP");
     let (message, ..) = body_error("for (i = 0; i < N; i++) { double v[2] = {0}; x[i] = 1.0; }");
     assert!(message.starts_with("initializer of"), "{message}");
+}
+
+/// A loop with a constant stride runs a fresh iterator from 0, C's iterator being the start
+/// plus the stride times it, counting up or down; a strided loop starting at a max, or a step
+/// that is not a constant, is refused.
+#[test]
+fn strided_loops() {
+    let text = lower("for (i = 1; i < N; i += 3) x[i] = 1.0;\nfor (i = N - 1; i >= 0; i -= 2) x[i] = x[i] * 2.0;");
+    assert!(text.contains("x[3i + 1] = 1.0"), "{text}");
+    assert!(text.contains("{ S0[i] : i >= 0 and 3i < N - 1 }"), "{text}");
+    assert!(text.contains("x[-2i + N - 1]"), "{text}");
+    assert!(text.contains("{ S1[i] : i >= 0 and 2i < N }"), "{text}");
+    let (message, ..) = body_error("for (i = max(0, 1); i < N; i += 2) x[i] = 1.0;");
+    assert_eq!(
+        message,
+        "a loop with a stride other than 1 must start at an affine value"
+    );
+    let (message, ..) = body_error("for (i = 0; i < N; i += M - 6) x[i] = 1.0;");
+    assert_eq!(
+        message,
+        "a loop step that is not a constant is not supported"
+    );
 }
