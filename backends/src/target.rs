@@ -85,6 +85,22 @@ impl TargetOptions {
     }
 }
 
+/// `command` with the arguments of `A`, a target's own (clap's derived `Args`): what a
+/// target's [`Target::args`] returns.
+pub fn own_args<A: clap::Args>(command: clap::Command) -> clap::Command {
+    A::augment_args(command)
+}
+
+/// `options` with the target `name`'s own options `A` read from `matches`: what a target's
+/// [`Target::read_args`] returns.
+pub fn read_own<A: clap::FromArgMatches + Any + Send + Sync>(
+    name: &'static str,
+    matches: &clap::ArgMatches,
+    options: TargetOptions,
+) -> Result<TargetOptions, clap::Error> {
+    Ok(options.with_own(name, A::from_arg_matches(matches)?))
+}
+
 /// `command` with the own arguments of every target of `targets`.
 pub fn with_args(command: clap::Command, targets: &[&dyn Target]) -> clap::Command {
     targets.iter().fold(command, |c, t| t.args(c))

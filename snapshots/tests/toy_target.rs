@@ -29,7 +29,7 @@ impl Target for Toy {
     }
 
     fn args(&self, command: clap::Command) -> clap::Command {
-        <ToyArgs as clap::Args>::augment_args(command)
+        target::own_args::<ToyArgs>(command)
     }
 
     fn read_args(
@@ -37,8 +37,7 @@ impl Target for Toy {
         matches: &clap::ArgMatches,
         options: TargetOptions,
     ) -> Result<TargetOptions, clap::Error> {
-        let own = <ToyArgs as clap::FromArgMatches>::from_arg_matches(matches)?;
-        Ok(options.with_own(self.name(), own))
+        target::read_own::<ToyArgs>(self.name(), matches, options)
     }
 
     fn about(&self) -> &'static str {

@@ -142,7 +142,7 @@ impl Target for Cpu {
     }
 
     fn args(&self, command: clap::Command) -> clap::Command {
-        <CpuArgs as clap::Args>::augment_args(command)
+        table::own_args::<CpuArgs>(command)
     }
 
     fn read_args(
@@ -150,8 +150,7 @@ impl Target for Cpu {
         matches: &clap::ArgMatches,
         options: TargetOptions,
     ) -> Result<TargetOptions, clap::Error> {
-        let own = <CpuArgs as clap::FromArgMatches>::from_arg_matches(matches)?;
-        Ok(options.with_own(self.name(), own))
+        table::read_own::<CpuArgs>(self.name(), matches, options)
     }
 
     fn code(&self) -> Option<&'static str> {

@@ -304,7 +304,7 @@ impl Target for Gpu {
     }
 
     fn args(&self, command: clap::Command) -> clap::Command {
-        <GpuArgs as clap::Args>::augment_args(command)
+        table::own_args::<GpuArgs>(command)
     }
 
     fn read_args(
@@ -312,8 +312,7 @@ impl Target for Gpu {
         matches: &clap::ArgMatches,
         options: TargetOptions,
     ) -> Result<TargetOptions, clap::Error> {
-        let own = <GpuArgs as clap::FromArgMatches>::from_arg_matches(matches)?;
-        Ok(options.with_own(self.name(), own))
+        table::read_own::<GpuArgs>(self.name(), matches, options)
     }
 
     fn code(&self) -> Option<&'static str> {

@@ -425,7 +425,7 @@ impl Target for Npu {
     }
 
     fn args(&self, command: clap::Command) -> clap::Command {
-        <NpuArgs as clap::Args>::augment_args(command)
+        table::own_args::<NpuArgs>(command)
     }
 
     fn read_args(
@@ -433,8 +433,7 @@ impl Target for Npu {
         matches: &clap::ArgMatches,
         options: TargetOptions,
     ) -> Result<TargetOptions, clap::Error> {
-        let own = <NpuArgs as clap::FromArgMatches>::from_arg_matches(matches)?;
-        Ok(options.with_own(self.name(), own))
+        table::read_own::<NpuArgs>(self.name(), matches, options)
     }
 
     fn code(&self) -> Option<&'static str> {

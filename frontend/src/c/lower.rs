@@ -278,33 +278,7 @@ fn constant(e: &Expr) -> Option<i64> {
 
 /// The names used in loop headers, conditions and subscripts.
 fn collect_affine_names<'a>(s: &'a Stmt, out: &mut HashSet<&'a str>) {
-    match &s.kind {
-        StmtKind::For {
-            init,
-            cond,
-            step,
-            body,
-        } => {
-            for e in [init, cond, step].into_iter().flatten() {
-                collect_names(e, out);
-            }
-            collect_affine_names(body, out);
-        }
-        StmtKind::If {
-            cond,
-            then,
-            otherwise,
-        } => {
-            collect_names(cond, out);
-            collect_affine_names(then, out);
-            if let Some(o) = otherwise {
-                collect_affine_names(o, out);
-            }
-        }
-        StmtKind::Block(b) => b.iter().for_each(|s| collect_affine_names(s, out)),
-        StmtKind::Expr(e) => collect_subscript_names(e, out),
-        StmtKind::Empty => {}
-    }
+    walk_names(s, out, collect_subscript_names);
 }
 
 fn collect_subscript_names<'a>(e: &'a Expr, out: &mut HashSet<&'a str>) {
@@ -399,17 +373,27 @@ fn collect_iterators(s: &Stmt, out: &mut HashSet<String>) {
 }
 
 fn collect_names_stmt<'a>(s: &'a Stmt, out: &mut HashSet<&'a str>) {
+    walk_names(s, out, collect_names);
+}
+
+/// The names of the loop headers and conditions under `s`, and those `body` collects from its
+/// expression statements.
+fn walk_names<'a>(
+    s: &'a Stmt,
+    out: &mut HashSet<&'a str>,
+    body: fn(&'a Expr, &mut HashSet<&'a str>),
+) {
     match &s.kind {
         StmtKind::For {
             init,
             cond,
             step,
-            body,
+            body: inner,
         } => {
             for e in [init, cond, step].into_iter().flatten() {
                 collect_names(e, out);
             }
-            collect_names_stmt(body, out);
+            walk_names(inner, out, body);
         }
         StmtKind::If {
             cond,
@@ -417,13 +401,13 @@ fn collect_names_stmt<'a>(s: &'a Stmt, out: &mut HashSet<&'a str>) {
             otherwise,
         } => {
             collect_names(cond, out);
-            collect_names_stmt(then, out);
+            walk_names(then, out, body);
             if let Some(o) = otherwise {
-                collect_names_stmt(o, out);
+                walk_names(o, out, body);
             }
         }
-        StmtKind::Block(b) => b.iter().for_each(|s| collect_names_stmt(s, out)),
-        StmtKind::Expr(e) => collect_names(e, out),
+        StmtKind::Block(b) => b.iter().for_each(|s| walk_names(s, out, body)),
+        StmtKind::Expr(e) => body(e, out),
         StmtKind::Empty => {}
     }
 }

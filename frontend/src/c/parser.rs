@@ -144,15 +144,7 @@ pub(crate) fn parse_kernel(tokens: &[Token]) -> Result<Kernel, CError> {
         }
         None => (String::new(), Vec::new(), Vec::new()),
     };
-    let mut p = Parser {
-        tokens: &tokens[begin + 1..end],
-        pos: 0,
-        end_loc: tokens[end].loc,
-        depth: 0,
-        narrow: None,
-        index_only: None,
-        inner: Vec::new(),
-    };
+    let mut p = Parser::new(&tokens[begin + 1..end], tokens[end].loc);
     let mut body = Vec::new();
     while p.pos < p.tokens.len() {
         body.push(p.statement()?);
@@ -215,15 +207,7 @@ fn parse_header(header: &[Token], open_loc: Loc) -> Result<(String, Vec<Decl>), 
         if piece.is_empty() {
             return Err(bad());
         }
-        let mut p = Parser {
-            tokens: piece,
-            pos: 0,
-            end_loc: piece[piece.len() - 1].loc,
-            depth: 0,
-            narrow: None,
-            index_only: None,
-            inner: Vec::new(),
-        };
+        let mut p = Parser::new(piece, piece[piece.len() - 1].loc);
         let ty = p.type_specifiers()?;
         let decl = p.declarator(ty)?;
         p.expect_end("a parameter declaration")?;
@@ -344,15 +328,7 @@ fn parse_initializer(tokens: &[Token], at: Loc) -> Result<Expr, Loc> {
     let Some(last) = tokens.last() else {
         return Err(at);
     };
-    let mut p = Parser {
-        tokens,
-        pos: 0,
-        end_loc: last.loc,
-        depth: 0,
-        narrow: None,
-        index_only: None,
-        inner: Vec::new(),
-    };
+    let mut p = Parser::new(tokens, last.loc);
     match p.expr() {
         Ok(e) if p.pos == tokens.len() => Ok(e),
         _ => Err(tokens[0].loc),
@@ -395,15 +371,7 @@ fn starts_declaration(stmt: &[Token]) -> bool {
 
 /// The declarators of the declaration `stmt`, with their initializers.
 fn declaration(stmt: &[Token]) -> Result<Vec<Decl>, CError> {
-    let mut p = Parser {
-        tokens: stmt,
-        pos: 0,
-        end_loc: stmt[stmt.len() - 1].loc,
-        depth: 0,
-        narrow: None,
-        index_only: None,
-        inner: Vec::new(),
-    };
+    let mut p = Parser::new(stmt, stmt[stmt.len() - 1].loc);
     let ty = p.type_specifiers()?;
     let mut out = Vec::new();
     loop {
@@ -488,7 +456,20 @@ struct Parser<'t> {
     inner: Vec<Decl>,
 }
 
-impl Parser<'_> {
+impl<'t> Parser<'t> {
+    /// A parser of `tokens`, whose "unexpected end" errors point at `end_loc`.
+    fn new(tokens: &'t [Token], end_loc: Loc) -> Parser<'t> {
+        Parser {
+            tokens,
+            pos: 0,
+            end_loc,
+            depth: 0,
+            narrow: None,
+            index_only: None,
+            inner: Vec::new(),
+        }
+    }
+
     fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.pos)
     }
