@@ -49,6 +49,8 @@ const AFFINE_HINT: &str =
     "bounds, conditions and subscripts must be affine in loop iterators and sizes, e.g. A[i + 1][2 * j]";
 /// Most pieces a `min` / `max` bound may have.
 const MAX_PIECES: usize = 64;
+const BOUNDS_HINT: &str =
+    "the loops reach past the array: check their bounds against the array's extents and the sizes";
 const SIZE_HINT: &str = "define it with -D NAME=VALUE, --size NAME=VALUE, or #define in the file";
 
 pub(crate) fn lower(
@@ -146,7 +148,7 @@ pub(crate) fn lower(
             .unwrap_or(&kernel.name)
             .to_string()
     };
-    Ok(Program {
+    let program = Program {
         name,
         source: SourceKind::CScop {
             scop: kernel.scop.span,
@@ -162,7 +164,20 @@ pub(crate) fn lower(
         arrays,
         functions: Vec::new(),
         statements: l.statements,
-    })
+    };
+    for s in &program.statements {
+        crate::pf::ranges::check_bounds(&program, s, BOUNDS_HINT).map_err(|d| {
+            CError::new(
+                Loc {
+                    file: 0,
+                    span: d.span,
+                },
+                d.message,
+                d.hint.unwrap_or_default(),
+            )
+        })?;
+    }
+    Ok(program)
 }
 
 /// The name of a SCoP at file scope: its file's stem as an identifier (`scop` when nothing of

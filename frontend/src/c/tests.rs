@@ -859,3 +859,20 @@ fn strided_loops() {
         "a loop step that is not a constant is not supported"
     );
 }
+
+/// An access that leaves its array at the given sizes is a located error, with the point of
+/// the domain where it does, as for the kernel language.
+#[test]
+fn accesses_past_the_extents_are_located() {
+    let (message, line, col) = body_error("for (i = 0; i < N; i++) x[i] = x[i + 1];");
+    assert_eq!(
+        (message.as_str(), line, col),
+        (
+            "out-of-bounds access: `x` reads index 10 of dimension 0 (past the extent 10) at i = 9",
+            1,
+            32
+        )
+    );
+    let (message, ..) = body_error("for (i = 0; i < N; i++) A[i][i - 1] = 0.0;");
+    assert!(message.contains("(below 0) at i = 0"), "{message}");
+}

@@ -18,15 +18,12 @@ use super::affine::{non_affine, to_affine, to_constraints};
 use super::ast::{self, AssignKind, ExprKind, Ident, Kernel, KernelStmt, TensorStmt, Where};
 use super::function::{is_builtin, resolve_call, FunctionTable};
 use super::infer;
-use super::ranges::{bind, Domain, Search};
+use super::ranges::{bind, check_bounds};
 use super::types::{self, Callee, Names, Ty, Typed};
 use crate::diagnostic::Diagnostic;
 use crate::Options;
 
 type LResult<T> = Result<T, Diagnostic>;
-
-/// How many nodes the out-of-bounds search may visit per subscript.
-const SEARCH_BUDGET: usize = 4_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Sym {
@@ -1052,7 +1049,11 @@ impl KernelLowering<'_> {
         let count = produced.len();
         for mut s in produced {
             s.domain.dedup();
-            check_bounds(&self.program, &s)?;
+            check_bounds(
+                &self.program,
+                &s,
+                "restrict the indices with `where`, e.g. `where i in 1:N-1`",
+            )?;
             let first_write = !self.state[array.index()].written;
             let complete = fors.is_empty() && covers(&self.program, &s);
             if first_write && !complete {
@@ -1150,72 +1151,6 @@ fn param_bound(
         Diagnostic::new(span, "cannot bound this subscript by the sizes")
             .with_hint("give the indices ranges in terms of sizes with `where i in lo:hi`"),
     )
-}
-
-/// Rejects accesses that leave their array at some point of the statement's domain, and
-/// iterators whose range does not fit `i32`.
-fn check_bounds(program: &Program, s: &Statement) -> LResult<()> {
-    let params = program.param_values();
-    let n = s.depth();
-    let domain = Domain::new(n, &s.domain, &params);
-    let Some(b) = domain.bounds(&[]) else {
-        return Ok(());
-    };
-    for (k, iv) in b.iter().enumerate() {
-        let fits = |v: Option<i128>| v.is_some_and(|v| v.abs() <= i32::MAX as i128);
-        if !fits(iv.0) || !fits(iv.1) {
-            return Err(Diagnostic::new(
-                s.span,
-                format!(
-                    "the range of `{}` is unbounded or exceeds i32",
-                    s.iterators[k]
-                ),
-            )
-            .with_hint(format!(
-                "give it a range with `where {} in lo:hi`",
-                s.iterators[k]
-            )));
-        }
-    }
-    for (kind, acc) in s.accesses() {
-        let array = program.array(acc.array);
-        let extents = program.array_extents(acc.array);
-        for (d, sub) in acc.subscripts.iter().enumerate() {
-            let (g, g0) = bind(sub, n, &params);
-            let neg: Vec<i128> = g.iter().map(|x| -x).collect();
-            let low = domain.find(&neg, -g0, 1, SEARCH_BUDGET);
-            let high = domain.find(&g, g0, extents[d] as i128, SEARCH_BUDGET);
-            for (found, below) in [(low, true), (high, false)] {
-                let Search::Found(p) = found else { continue };
-                let value: i128 = g.iter().zip(&p).map(|(a, x)| a * x).sum::<i128>() + g0;
-                let at: Vec<String> = s
-                    .iterators
-                    .iter()
-                    .zip(&p)
-                    .map(|(i, v)| format!("{i} = {v}"))
-                    .collect();
-                let verb = match kind {
-                    polyhedral::program::AccessKind::Read => "reads",
-                    polyhedral::program::AccessKind::Write => "writes",
-                };
-                let why = if below {
-                    "below 0".to_string()
-                } else {
-                    format!("past the extent {}", extents[d])
-                };
-                return Err(Diagnostic::new(
-                    acc.span,
-                    format!(
-                        "out-of-bounds access: `{}` {verb} index {value} of dimension {d} ({why}) at {}",
-                        array.name,
-                        at.join(", ")
-                    ),
-                )
-                .with_hint("restrict the indices with `where`, e.g. `where i in 1:N-1`"));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Whether the statement certainly writes every element of the array it writes: its iterators

@@ -110,7 +110,7 @@ mod infer;
 mod lexer;
 mod lower;
 mod parser;
-mod ranges;
+pub(crate) mod ranges;
 mod types;
 
 #[cfg(test)]

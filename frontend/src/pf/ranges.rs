@@ -1,6 +1,7 @@
 //! Integer reasoning about one statement's iteration domain for the given size values: bounds
 //! of every iterator, and a search for a point where an affine function reaches a threshold
-//! (used to prove an access out of bounds with a concrete witness).
+//! (used to prove an access out of bounds with a concrete witness), and that check itself
+//! ([`check_bounds`]), which both front ends run on every statement.
 //!
 //! Bounds come from interval propagation over the constraints, which is exact for rectangular
 //! domains and an over-approximation otherwise; the search enumerates points depth-first,
@@ -8,7 +9,9 @@
 //! arithmetic is in `i128`: inputs are bounded by the front end (coefficients and size values
 //! fit `i32`), so nothing here can overflow.
 
-use polyhedral::program::{AffineExpr, Constraint, ConstraintKind, Var};
+use polyhedral::program::{AffineExpr, Constraint, ConstraintKind, Program, Statement, Var};
+
+use crate::diagnostic::Diagnostic;
 
 /// `Σ coeffs[k]·x_k + constant >= 0`.
 #[derive(Clone, Debug)]
@@ -209,6 +212,75 @@ impl Domain {
             Search::NotFound
         }
     }
+}
+
+/// How many nodes the out-of-bounds search may visit per subscript.
+const SEARCH_BUDGET: usize = 4_000;
+
+/// Rejects accesses that leave their array at some point of the statement's domain (with
+/// `hint` on the error), and iterators whose range does not fit `i32`.
+pub(crate) fn check_bounds(program: &Program, s: &Statement, hint: &str) -> Result<(), Diagnostic> {
+    let params = program.param_values();
+    let n = s.depth();
+    let domain = Domain::new(n, &s.domain, &params);
+    let Some(b) = domain.bounds(&[]) else {
+        return Ok(());
+    };
+    for (k, iv) in b.iter().enumerate() {
+        let fits = |v: Option<i128>| v.is_some_and(|v| v.abs() <= i32::MAX as i128);
+        if !fits(iv.0) || !fits(iv.1) {
+            return Err(Diagnostic::new(
+                s.span,
+                format!(
+                    "the range of `{}` is unbounded or exceeds i32",
+                    s.iterators[k]
+                ),
+            )
+            .with_hint(format!(
+                "give it a range with `where {} in lo:hi`",
+                s.iterators[k]
+            )));
+        }
+    }
+    for (kind, acc) in s.accesses() {
+        let array = program.array(acc.array);
+        let extents = program.array_extents(acc.array);
+        for (d, sub) in acc.subscripts.iter().enumerate() {
+            let (g, g0) = bind(sub, n, &params);
+            let neg: Vec<i128> = g.iter().map(|x| -x).collect();
+            let low = domain.find(&neg, -g0, 1, SEARCH_BUDGET);
+            let high = domain.find(&g, g0, extents[d] as i128, SEARCH_BUDGET);
+            for (found, below) in [(low, true), (high, false)] {
+                let Search::Found(p) = found else { continue };
+                let value: i128 = g.iter().zip(&p).map(|(a, x)| a * x).sum::<i128>() + g0;
+                let at: Vec<String> = s
+                    .iterators
+                    .iter()
+                    .zip(&p)
+                    .map(|(i, v)| format!("{i} = {v}"))
+                    .collect();
+                let verb = match kind {
+                    polyhedral::program::AccessKind::Read => "reads",
+                    polyhedral::program::AccessKind::Write => "writes",
+                };
+                let why = if below {
+                    "below 0".to_string()
+                } else {
+                    format!("past the extent {}", extents[d])
+                };
+                return Err(Diagnostic::new(
+                    acc.span,
+                    format!(
+                        "out-of-bounds access: `{}` {verb} index {value} of dimension {d} ({why}) at {}",
+                        array.name,
+                        at.join(", ")
+                    ),
+                )
+                .with_hint(hint));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
