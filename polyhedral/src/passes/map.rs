@@ -107,27 +107,6 @@ fn first_coincident(node: &Node) -> Option<usize> {
     }
 }
 
-/// Splits the band `node` after its first `k` members (`0 < k < members`).
-fn split(node: &mut Node, k: usize) {
-    let NodeKind::Band(band) = &mut node.kind else {
-        return;
-    };
-    let inner = crate::schedule::tree::Band {
-        schedule: band
-            .schedule
-            .iter_mut()
-            .map(|(s, f)| (*s, f.split_off(k)))
-            .collect(),
-        permutable: band.permutable,
-        coincident: band.coincident.split_off(k),
-    };
-    let children = std::mem::take(&mut node.children);
-    node.children = vec![Node {
-        kind: NodeKind::Band(inner),
-        children,
-    }];
-}
-
 fn wrap(node: &mut Node, mark: Mark) {
     let old = std::mem::replace(node, Node::leaf());
     *node = Node::with_child(NodeKind::Mark(mark), old);
@@ -151,7 +130,7 @@ fn mark_host(node: &mut Node, hoist: Hoist, depth: usize) -> Result<(), Schedule
             Ok(())
         }
         Some(k) => {
-            split(node, k);
+            node.split_band(k)?;
             for c in &mut node.children {
                 mark_host(c, hoist, depth + k)?;
             }
@@ -195,7 +174,7 @@ fn mark_group(node: &mut Node) -> Result<(), ScheduleError> {
             Ok(())
         }
         Some(k) => {
-            split(node, k);
+            node.split_band(k)?;
             for c in &mut node.children {
                 mark_group(c)?;
             }

@@ -101,6 +101,35 @@ pub struct Node {
 }
 
 impl Node {
+    /// Splits this band after its first `k` members: it keeps them, and a new band child holds
+    /// the rest (with the same `permutable` flag).
+    pub fn split_band(&mut self, k: usize) -> Result<(), ScheduleError> {
+        let NodeKind::Band(band) = &mut self.kind else {
+            return Err(ScheduleError::Rewrite("split_band: not a band".into()));
+        };
+        let n = band.n_members();
+        if k == 0 || k >= n {
+            return Err(ScheduleError::Rewrite(format!(
+                "split_band: cannot split a band of {n} members after {k}"
+            )));
+        }
+        let inner = Band {
+            schedule: band
+                .schedule
+                .iter_mut()
+                .map(|(s, f)| (*s, f.split_off(k)))
+                .collect(),
+            permutable: band.permutable,
+            coincident: band.coincident.split_off(k),
+        };
+        let children = std::mem::take(&mut self.children);
+        self.children = vec![Node {
+            kind: NodeKind::Band(inner),
+            children,
+        }];
+        Ok(())
+    }
+
     pub fn leaf() -> Node {
         Node {
             kind: NodeKind::Leaf,
@@ -221,31 +250,7 @@ impl ScheduleTree {
     /// Splits the band at `path` after its first `k` members: the band keeps them, and a new
     /// band child holds the rest (with the same `permutable` flag).
     pub fn split_band(&mut self, path: &NodePath, k: usize) -> Result<(), ScheduleError> {
-        let node = self.node_or_err(path)?;
-        let NodeKind::Band(band) = &mut node.kind else {
-            return Err(ScheduleError::Rewrite("split_band: not a band".into()));
-        };
-        let n = band.n_members();
-        if k == 0 || k >= n {
-            return Err(ScheduleError::Rewrite(format!(
-                "split_band: cannot split a band of {n} members after {k}"
-            )));
-        }
-        let inner = Band {
-            schedule: band
-                .schedule
-                .iter_mut()
-                .map(|(s, f)| (*s, f.split_off(k)))
-                .collect(),
-            permutable: band.permutable,
-            coincident: band.coincident.split_off(k),
-        };
-        let children = std::mem::take(&mut node.children);
-        node.children = vec![Node {
-            kind: NodeKind::Band(inner),
-            children,
-        }];
-        Ok(())
+        self.node_or_err(path)?.split_band(k)
     }
 
     /// Puts `mark` above the node at `path`.
