@@ -75,21 +75,9 @@ impl Linear {
 
 /// The variables an expression reads.
 pub(crate) fn expr_vars(e: &AstExpr, out: &mut BTreeSet<String>) {
-    match e {
-        AstExpr::Var(v) => {
-            out.insert(v.clone());
-        }
-        AstExpr::Add(a, b) => {
-            expr_vars(a, out);
-            expr_vars(b, out);
-        }
-        AstExpr::Mul(_, a)
-        | AstExpr::FloorDiv(a, _)
-        | AstExpr::CeilDiv(a, _)
-        | AstExpr::Mod(a, _) => expr_vars(a, out),
-        AstExpr::Min(items) | AstExpr::Max(items) => items.iter().for_each(|i| expr_vars(i, out)),
-        AstExpr::Int(_) | AstExpr::Param(_) => {}
-    }
+    e.for_each_var(&mut |v| {
+        out.insert(v.to_string());
+    });
 }
 
 /// The subscripts of every access of the statements below `ast`: (array, subscripts, is the

@@ -57,6 +57,25 @@ impl AstExpr {
         AstExpr::Var(name.to_string())
     }
 
+    /// Calls `f` on every loop variable the expression reads, in the order they appear.
+    pub fn for_each_var<'e>(&'e self, f: &mut dyn FnMut(&'e str)) {
+        match self {
+            AstExpr::Var(v) => f(v),
+            AstExpr::Int(_) | AstExpr::Param(_) => {}
+            AstExpr::Add(a, b) => {
+                a.for_each_var(f);
+                b.for_each_var(f);
+            }
+            AstExpr::Mul(_, x)
+            | AstExpr::FloorDiv(x, _)
+            | AstExpr::CeilDiv(x, _)
+            | AstExpr::Mod(x, _) => x.for_each_var(f),
+            AstExpr::Min(items) | AstExpr::Max(items) => {
+                items.iter().for_each(|x| x.for_each_var(f))
+            }
+        }
+    }
+
     /// `a + b`, folding constants.
     pub fn plus(a: AstExpr, b: AstExpr) -> AstExpr {
         match (a, b) {

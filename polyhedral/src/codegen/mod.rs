@@ -1042,23 +1042,11 @@ fn bound_rows(e: &AstExpr, is_lower: bool, np: usize, names: &[&str], v: usize) 
 
 /// The loop variables `e` uses, added to `names` in the order met.
 fn loop_vars<'e>(e: &'e AstExpr, names: &mut Vec<&'e str>) {
-    match e {
-        AstExpr::Var(v) => {
-            if !names.contains(&v.as_str()) {
-                names.push(v);
-            }
+    e.for_each_var(&mut |v| {
+        if !names.contains(&v) {
+            names.push(v);
         }
-        AstExpr::Int(_) | AstExpr::Param(_) => {}
-        AstExpr::Add(a, b) => {
-            loop_vars(a, names);
-            loop_vars(b, names);
-        }
-        AstExpr::Mul(_, x)
-        | AstExpr::FloorDiv(x, _)
-        | AstExpr::CeilDiv(x, _)
-        | AstExpr::Mod(x, _) => loop_vars(x, names),
-        AstExpr::Min(items) | AstExpr::Max(items) => items.iter().for_each(|x| loop_vars(x, names)),
-    }
+    });
 }
 
 /// Whether some condition in `code` uses loop variable `var`.
