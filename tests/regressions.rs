@@ -1,6 +1,7 @@
 //! Kernels that once made polyfuse fail, most of them found by `cargo xtask difftest`
-//! (`tests/regressions/`), and C SCoPs written the ways polyhedral tools other than PolyBench
-//! write them (`tests/scops/`): each file says in its `// run:` lines how to run it, and every
+//! (`tests/regressions/`), C SCoPs written the ways polyhedral tools other than PolyBench
+//! write them (`tests/scops/`), and the kernels of machine learning models beside those of
+//! `kernels/` (`tests/ml/`): each file says in its `// run:` lines how to run it, and every
 //! run must succeed (for a compiled target: match the interpreter). Runs on the GPU are left
 //! out where no adapter is available.
 
@@ -37,7 +38,7 @@ fn gpu_available() -> bool {
 #[test]
 fn every_regression_kernel_runs_as_its_header_says() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<_> = ["tests/regressions", "tests/scops"]
+    let mut files: Vec<_> = ["tests/regressions", "tests/scops", "tests/ml"]
         .iter()
         .flat_map(|dir| std::fs::read_dir(root.join(dir)).expect("the folder exists"))
         .flatten()

@@ -7,6 +7,8 @@
 //! least one a write, race unless the earlier one's tick is covered by the later one's clock.
 //! Accesses of one pipe are ordered because each pipe executes in order.
 
+use std::collections::BTreeMap;
+
 use crate::isa::{Mem, Pipe};
 
 pub(crate) type Clock = [u32; Pipe::COUNT];
@@ -96,10 +98,74 @@ impl Access {
     }
 }
 
+/// The recorded accesses of one pipe to one memory.
+#[derive(Default)]
+struct Records {
+    /// Accesses without gaps by (lo, hi, write), each the latest of its kind: a newer access
+    /// of the same pipe, bytes and kind subsumes an older one (any later access unordered with
+    /// the older one is unordered with the newer one too), and a write subsumes a read.
+    plain: BTreeMap<(u64, u64, bool), (u64, Access)>,
+    /// Strided accesses, with their sequence numbers.
+    strided: Vec<(u64, Access)>,
+    /// The most bytes one plain access spans.
+    widest: u64,
+}
+
+impl Records {
+    fn len(&self) -> usize {
+        self.plain.len() + self.strided.len()
+    }
+
+    /// The earliest recorded access (by sequence number) that satisfies `conflicts`.
+    fn first_conflict(
+        &self,
+        a: &Access,
+        conflicts: &dyn Fn(&Access) -> bool,
+    ) -> Option<(u64, Access)> {
+        let mut best: Option<(u64, Access)> = None;
+        let mut consider = |seq: u64, r: &Access| {
+            if best.is_none_or(|(s, _)| seq < s) && conflicts(r) {
+                best = Some((seq, *r));
+            }
+        };
+        // Plain accesses that may reach `a.lo..a.hi`: starting below `a.hi`, at most the widest
+        // span before `a.lo`.
+        let from = (a.lo.saturating_sub(self.widest), 0, false);
+        for (&(_, hi, _), (seq, r)) in self.plain.range(from..(a.hi, 0, false)) {
+            if hi > a.lo {
+                consider(*seq, r);
+            }
+        }
+        for (seq, r) in &self.strided {
+            consider(*seq, r);
+        }
+        best
+    }
+
+    fn insert(&mut self, seq: u64, a: Access) {
+        if a.strided() {
+            self.strided.push((seq, a));
+            return;
+        }
+        if a.write {
+            self.plain.remove(&(a.lo, a.hi, false));
+        }
+        self.widest = self.widest.max(a.hi - a.lo);
+        self.plain.insert((a.lo, a.hi, a.write), (seq, a));
+    }
+
+    fn retain(&mut self, keep: &dyn Fn(&Access) -> bool) {
+        self.plain.retain(|_, (_, r)| keep(r));
+        self.strided.retain(|(_, r)| keep(r));
+    }
+}
+
 pub(crate) struct Hazards {
     pub clocks: [Clock; Pipe::COUNT],
-    records: [Vec<Access>; Mem::COUNT],
+    records: [[Records; Pipe::COUNT]; Mem::COUNT],
     limits: [usize; Mem::COUNT],
+    /// Accesses recorded so far: the order in which races are reported.
+    seq: u64,
 }
 
 impl Hazards {
@@ -108,6 +174,7 @@ impl Hazards {
             clocks: [[0; Pipe::COUNT]; Pipe::COUNT],
             records: Default::default(),
             limits: [64; Mem::COUNT],
+            seq: 0,
         }
     }
 
@@ -145,47 +212,40 @@ impl Hazards {
         Self::join(&mut self.clocks[Pipe::S as usize], &c);
     }
 
-    /// Records an access, returning the first unordered conflicting one.
+    /// Records an access, returning the first (earliest recorded) unordered conflicting one.
     pub(crate) fn access(&mut self, mem: Mem, a: Access) -> Option<Race> {
         let clock = self.clocks[a.pipe as usize];
-        let list = &mut self.records[mem as usize];
-        for r in list.iter() {
-            if r.pipe != a.pipe
-                && (r.write || a.write)
-                && clock[r.pipe as usize] < r.tick
-                && r.overlaps(&a)
-            {
-                return Some(Race {
-                    first: *r,
-                    second: a,
-                    mem,
-                });
-            }
+        let records = &mut self.records[mem as usize];
+        let conflicts =
+            |r: &Access| (r.write || a.write) && clock[r.pipe as usize] < r.tick && r.overlaps(&a);
+        let race = Pipe::ALL
+            .iter()
+            .filter(|&&p| p != a.pipe)
+            .filter_map(|&p| records[p as usize].first_conflict(&a, &conflicts))
+            .min_by_key(|(seq, _)| *seq);
+        if let Some((_, first)) = race {
+            return Some(Race {
+                first,
+                second: a,
+                mem,
+            });
         }
-        // A newer access of the same pipe, range and kind subsumes the older one: any later
-        // access unordered with the older is unordered with the newer too.
-        // A newer access of the same pipe covering an older one subsumes it unless the older is
-        // a write and the newer a read: any later access unordered with the older one is
-        // unordered with the newer one too.
-        list.retain(|r| {
-            !(r.pipe == a.pipe
-                && !a.strided()
-                && a.lo <= r.lo
-                && r.hi <= a.hi
-                && (a.write || !r.write))
-        });
-        list.push(a);
-        if list.len() > self.limits[mem as usize] {
+        self.seq += 1;
+        records[a.pipe as usize].insert(self.seq, a);
+        let total: usize = records.iter().map(Records::len).sum();
+        if total > self.limits[mem as usize] {
             let clocks = &self.clocks;
             let users = accessors(mem);
             // An access that every other pipe able to touch this memory has already seen can
             // never race again (clocks only grow, and later instructions inherit them).
-            list.retain(|r| {
+            let keep = |r: &Access| {
                 users
                     .iter()
                     .any(|&p| p != r.pipe && clocks[p as usize][r.pipe as usize] < r.tick)
-            });
-            self.limits[mem as usize] = (list.len() * 2).max(64);
+            };
+            records.iter_mut().for_each(|r| r.retain(&keep));
+            let total: usize = records.iter().map(Records::len).sum();
+            self.limits[mem as usize] = (total * 2).max(64);
         }
         None
     }

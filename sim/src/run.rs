@@ -875,7 +875,7 @@ impl Machine<'_> {
                             SOp::Min => x.min(y),
                             SOp::Max => x.max(y),
                         };
-                        b.sregs[*r as usize] = v;
+                        b.sregs[*r as usize] = wrap32(v);
                     }
                     Reg::F(r) => {
                         let x = self.sval(b, e.scalars[0]).0 as f32;
@@ -1338,7 +1338,7 @@ impl Machine<'_> {
 
     fn write_reg(&self, b: &mut Block, dst: Reg, src: SVal) {
         match dst {
-            Reg::S(r) => b.sregs[r as usize] = self.sint(b, src),
+            Reg::S(r) => b.sregs[r as usize] = wrap32(self.sint(b, src)),
             Reg::F(r) => b.fregs[r as usize] = self.sval(b, src).0 as f32,
         }
     }
@@ -1384,4 +1384,10 @@ impl Machine<'_> {
         }
         out
     }
+}
+
+/// An integer register's value: 32-bit two's complement, so arithmetic wraps as the Vector
+/// unit's i32 lanes do.
+fn wrap32(v: i64) -> i64 {
+    v as i32 as i64
 }

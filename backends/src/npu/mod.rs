@@ -33,6 +33,7 @@ mod copies;
 mod cube;
 mod epilogue;
 mod function;
+mod general;
 mod in_place;
 pub mod plan;
 mod prefill;
@@ -188,6 +189,8 @@ pub struct Options {
     /// own kernel, or its own stage inside a loop, and intermediates pass through GM
     /// ([`unfused`]).
     pub fuse: bool,
+    /// How the middle end optimizes a kernel that the general lowering takes.
+    pub pipeline: pipeline::Options,
 }
 
 impl Default for Options {
@@ -198,6 +201,7 @@ impl Default for Options {
             max_tile: None,
             launches: None,
             fuse: true,
+            pipeline: pipeline::Options::default(),
         }
     }
 }
@@ -225,15 +229,44 @@ pub enum Error {
     Budget(String),
     #[error("the reference interpreter stopped: {0}")]
     Interp(#[from] InterpError),
+    /// The middle end stopped on the kernel.
+    #[error("{0}")]
+    Pipeline(String),
 }
 
 /// The `.npuasm` program of `program`.
+///
+/// Kernels of the shapes the dedicated lowerings recognise go to them; every other kernel goes
+/// to the general lowering of the middle end's AST ([`general`]).
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
-    if options.fuse {
+    let shaped = if options.fuse {
         lower(program, target, options)
     } else {
         unfused::compile(program, target, options)
+    };
+    match shaped {
+        Err(e) if falls_back(program, &e) => general::compile(program, target, options),
+        r => r,
     }
+}
+
+/// Whether a dedicated lowering's refusal leaves the kernel to the general one: anything but
+/// f64 arithmetic, which no lowering has.
+fn falls_back(program: &Program, e: &Error) -> bool {
+    match e {
+        Error::NotYet(_) | Error::NoTiling { .. } => true,
+        Error::Unsupported(_) => !uses_f64(program),
+        _ => false,
+    }
+}
+
+fn uses_f64(program: &Program) -> bool {
+    program.arrays.iter().any(|a| a.elem == ScalarType::F64)
+        || program.statements.iter().any(|s| {
+            s.exprs
+                .iter()
+                .any(|(id, _)| program.expr_type(s, id) == ScalarType::F64)
+        })
 }
 
 /// The `.npuasm` program of `program` as one unit (fused as [`Options::fuse`] says inside it).
@@ -325,10 +358,14 @@ fn rewritten(
 
 /// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
 pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
-    if options.fuse {
+    let shaped = if options.fuse {
         lowers(program, options)
     } else {
         unfused::supported(program, options)
+    };
+    match shaped {
+        Err(e) if falls_back(program, &e) => general::supports(program, options.f64_as_f32),
+        r => r,
     }
 }
 
@@ -382,12 +419,13 @@ fn parse_cores(text: &str) -> Result<usize, String> {
 }
 
 impl Npu {
-    fn options(options: &TargetOptions) -> Options {
+    fn options(options: &TargetOptions, pipeline: &pipeline::Options) -> Options {
         let own: NpuArgs = options.own(Npu.name());
         Options {
             double_buffer: !own.no_double_buffer,
             f64_as_f32: own.npu_f32,
             fuse: !options.unfused,
+            pipeline: pipeline.clone(),
             ..Options::default()
         }
     }
@@ -456,18 +494,19 @@ impl Target for Npu {
     fn write(
         &self,
         source: &Source,
-        _compiled: &Compiled,
+        compiled: &Compiled,
         options: &TargetOptions,
     ) -> Result<String, table::Error> {
         let target = Npu::target(source.program, options)?;
-        compile(source.program, &target, &Npu::options(options))
-            .map_err(|e| Npu::error(source.program, e))
+        let options = Npu::options(options, &compiled.options);
+        let narrowed = function::narrowed(source.program, &options);
+        compile(&narrowed, &target, &options).map_err(|e| Npu::error(source.program, e))
     }
 
     fn run(
         &self,
         program: &Program,
-        _pipeline: &pipeline::Options,
+        pipeline: &pipeline::Options,
         options: &TargetOptions,
         seed: u64,
     ) -> Result<RunOutput, table::Error> {
@@ -475,7 +514,7 @@ impl Target for Npu {
         let checked = check(
             program,
             &target,
-            &Npu::options(options),
+            &Npu::options(options, pipeline),
             seed,
             options.timeline,
         )
@@ -484,7 +523,7 @@ impl Target for Npu {
         let mut json = report::to_value(program, self.name(), seed, &results);
         let mut text = checked.to_text(program);
         if function::applies(program) {
-            let program = &function::narrowed(program, &Npu::options(options));
+            let program = &function::narrowed(program, &Npu::options(options, pipeline));
             let (lanes, width) =
                 lane_stats(program, &target, seed).map_err(|e| Npu::error(program, e))?;
             let loops = if lanes.masked_loop_iterations == 0 {
@@ -524,6 +563,10 @@ impl Target for Npu {
 
     fn supports(&self, program: &Program, options: &TargetOptions) -> Result<(), table::Error> {
         Npu::target(program, options)?;
-        supported(program, &Npu::options(options)).map_err(|e| Npu::error(program, e))
+        supported(
+            program,
+            &Npu::options(options, &pipeline::Options::default()),
+        )
+        .map_err(|e| Npu::error(program, e))
     }
 }

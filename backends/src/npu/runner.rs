@@ -79,6 +79,7 @@ pub fn simulate(
     }
     let options = SimOptions {
         timeline,
+        max_instructions: instruction_budget(program),
         ..SimOptions::default()
     };
     let outcome = sim::simulate_all(&kernels, &inputs, &options).map_err(|e| match e.budget {
@@ -98,6 +99,20 @@ pub fn simulate(
         }
     }
     Ok((outputs, outcome))
+}
+
+/// Instructions executed per statement instance that the budget allows: the general lowering
+/// runs an instance that the Vector unit does not take in a few dozen scalar instructions.
+const INSTRUCTIONS_PER_INSTANCE: f64 = 48.0;
+
+/// The simulator's instruction budget for `program`: the default, or more for a kernel with
+/// more statement instances than it allows, so that the budget stops programs that run away
+/// rather than programs that are merely long.
+fn instruction_budget(program: &Program) -> u64 {
+    let work = polyhedral::ast::original_ast(program)
+        .map(|ast| polyhedral::ast::estimate_work(&ast, &program.param_values(), &mut Vec::new()))
+        .unwrap_or(0.0);
+    SimOptions::MAX_INSTRUCTIONS.max((work * INSTRUCTIONS_PER_INSTANCE) as u64)
 }
 
 /// Compiles `program`, runs it on the simulator and compares with the interpreter.

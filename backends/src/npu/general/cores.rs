@@ -1,0 +1,222 @@
+//! The cores: the iterations of a kernel's outermost parallel loops spread over the blocks.
+//!
+//! The top-level loop nests of the AST run one after another, separated by `sync_all`. A nest
+//! whose outermost loop is parallel (no dependence carried) runs its iterations on all the
+//! blocks in turn (block `b` takes iterations `b`, `b + B`, …) when every statement below the
+//! loop lies in a region directly under it, and the boxes of the arrays the nest writes are
+//! apart for different iterations: per pair of boxes of one array, some dimension whose lowest
+//! index is `a·i + k` in the loop's variable `i` alone, with `|a|` (times the step) at least
+//! the width of the one plus how far it starts past the other. Then no two blocks touch the
+//! same bytes of an array that one of them writes. Any other nest runs on block 0 alone.
+
+use polyhedral::ast::{Ast, AstExpr, LoopAnnotations};
+use sim::isa::{CmpOp, Cond, Instr, Reg, SOp, Scalar, Stmt};
+use sim::Span;
+
+use super::emit::Emitter;
+use super::promote::{self, Boxes};
+use crate::loops::Linear;
+use crate::npu::Error;
+
+/// A top-level loop that runs on every block.
+struct Spread<'a> {
+    var: &'a str,
+    lower: &'a AstExpr,
+    upper: &'a AstExpr,
+    step: i64,
+    body: &'a Ast,
+    trips: i64,
+}
+
+impl Emitter<'_> {
+    /// The program of `ast` on the machine's cores; the number of blocks it uses.
+    pub(super) fn on_cores(&mut self, ast: &Ast) -> Result<u32, Error> {
+        let items: Vec<&Ast> = match ast {
+            Ast::Block(items) => items.iter().collect(),
+            a => vec![a],
+        };
+        let spread: Vec<Option<Spread>> = items.iter().map(|a| self.spread(a)).collect();
+        let cores = self.target.cores() as i64;
+        let blocks = spread
+            .iter()
+            .flatten()
+            .map(|s| s.trips.min(cores))
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        if blocks == 1 {
+            self.region_body(ast)?;
+            return Ok(1);
+        }
+        for (k, (item, spread)) in items.iter().zip(&spread).enumerate() {
+            if k > 0 {
+                self.push(Instr::SyncAll);
+            }
+            match spread {
+                Some(s) => self.spread_loop(s, blocks)?,
+                None => {
+                    let block = self.nested(|e| e.region_body(item))?;
+                    self.branch(
+                        Scalar::Var("block_idx".to_string()),
+                        CmpOp::Eq,
+                        Scalar::Int(0),
+                        block,
+                    );
+                }
+            }
+        }
+        Ok(blocks as u32)
+    }
+
+    /// `ast` as a loop to spread over the blocks, when it is one (see the module docs).
+    fn spread<'a>(&mut self, ast: &'a Ast) -> Option<Spread<'a>> {
+        let Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            body,
+            annotations: LoopAnnotations { parallel: true, .. },
+        } = ast
+        else {
+            return None;
+        };
+        let (lo, hi) = (self.interval(lower)?, self.interval(upper)?);
+        if lo.0 != lo.1 || hi.1 < lo.0 {
+            return None;
+        }
+        let trips = (hi.1 - lo.0) / step + 1;
+        self.ranges.insert(var.clone(), (lo.0, hi.1));
+        let ok = self.apart(var, *step, body);
+        self.ranges.remove(var);
+        ok.then_some(Spread {
+            var,
+            lower,
+            upper,
+            step: *step,
+            body,
+            trips,
+        })
+    }
+
+    /// Whether every statement of `body` is in a region right under the loop of `var` and the
+    /// boxes the regions write are apart for different iterations.
+    fn apart(&self, var: &str, step: i64, body: &Ast) -> bool {
+        let mut regions: Vec<Boxes> = Vec::new();
+        let mut children = Vec::new();
+        flatten(body, &mut children);
+        for c in children {
+            if !matches!(c, Ast::For { .. } | Ast::User { .. }) {
+                return false;
+            }
+            match promote::plan(self, c) {
+                Some(b) => regions.push(b),
+                None => return false,
+            }
+        }
+        let boxes: Vec<_> = regions.iter().flat_map(|r| r.iter()).collect();
+        let written: Vec<_> = boxes
+            .iter()
+            .filter(|b| b.written)
+            .map(|b| b.array)
+            .collect();
+        for (i, b1) in boxes.iter().enumerate() {
+            if !written.contains(&b1.array) {
+                continue;
+            }
+            for b2 in boxes[i..].iter().filter(|b| b.array == b1.array) {
+                let separated = (0..b1.rank()).any(|d| {
+                    let (Some((a1, k1)), Some((a2, k2))) =
+                        (self.along(b1.lower(d), var), self.along(b2.lower(d), var))
+                    else {
+                        return false;
+                    };
+                    let a = (a1 * step).abs();
+                    a1 == a2 && a > 0 && a >= b1.width(d) + k1 - k2 && a >= b2.width(d) + k2 - k1
+                });
+                if !separated {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// `e` as `a·var + k`, when it is that.
+    fn along(&self, e: Option<&AstExpr>, var: &str) -> Option<(i64, i64)> {
+        let mut l = Linear::of(e?)?;
+        let a = l.vars.remove(var).unwrap_or(0);
+        if !l.vars.is_empty() {
+            return None;
+        }
+        let k = l.constant
+            + l.params
+                .iter()
+                .map(|(p, c)| c * self.params[*p as usize])
+                .sum::<i64>();
+        Some((a, k))
+    }
+
+    /// The loop with block `b` taking iterations `b`, `b + blocks`, … of it.
+    fn spread_loop(&mut self, s: &Spread, blocks: i64) -> Result<(), Error> {
+        let r = self.sreg()?;
+        let lower = self.int(s.lower)?;
+        self.push(Instr::SBin {
+            op: SOp::Mul,
+            dst: Reg::S(r),
+            a: Scalar::Var("block_idx".to_string()),
+            b: Scalar::Int(s.step),
+        });
+        self.push(Instr::SBin {
+            op: SOp::Add,
+            dst: Reg::S(r),
+            a: Scalar::Reg(Reg::S(r)),
+            b: lower.scalar(),
+        });
+        self.release(lower);
+        let upper = self.int(s.upper)?;
+        let h = self.sreg()?;
+        self.push(Instr::Mov {
+            dst: Reg::S(h),
+            src: upper.scalar(),
+        });
+        self.release(upper);
+        let range = match (self.interval(s.lower), self.interval(s.upper)) {
+            (Some((a, _)), Some((_, b))) => (a, b),
+            _ => (i64::MIN / 4, i64::MAX / 4),
+        };
+        self.bind(s.var, r, range);
+        let body = self.nested(|e| {
+            e.region_body(s.body)?;
+            e.push(Instr::SBin {
+                op: SOp::Add,
+                dst: Reg::S(r),
+                a: Scalar::Reg(Reg::S(r)),
+                b: Scalar::Int(blocks * s.step),
+            });
+            Ok(())
+        })?;
+        self.push_stmt(Stmt::While {
+            cond: Cond {
+                lhs: Scalar::Reg(Reg::S(r)),
+                op: CmpOp::Le,
+                rhs: Scalar::Reg(Reg::S(h)),
+            },
+            body,
+            span: Span::default(),
+        });
+        self.unbind(s.var);
+        self.free_s(h);
+        self.free_s(r);
+        Ok(())
+    }
+}
+
+/// The nodes of a loop body below its blocks and marks.
+fn flatten<'a>(ast: &'a Ast, out: &mut Vec<&'a Ast>) {
+    match ast {
+        Ast::Block(items) => items.iter().for_each(|a| flatten(a, out)),
+        Ast::Mark { body, .. } => flatten(body, out),
+        a => out.push(a),
+    }
+}

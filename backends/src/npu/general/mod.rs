@@ -1,0 +1,103 @@
+//! The general lowering: any kernel the middle end scheduled, from its loop AST.
+//!
+//! The lowerings beside this one take kernels of shapes they recognise (contractions on the
+//! Cube, element-wise stages, row reductions) and tile them themselves. This one takes the AST
+//! the pipeline generated for the accelerator's description, as the CPU and GPU writers do, and
+//! lowers what it says:
+//!
+//! - **Loops and conditions** run on the scalar unit: a loop with constant bounds is a `for`, one
+//!   whose bounds depend on outer loops a `while` over an integer register; conditions and the
+//!   floor divisions, moduli, minima and maxima of bounds are computed in integer registers
+//!   ([`emit`]).
+//! - **Promotion** ([`promote`]). The outermost subtrees whose footprints fit the unified buffer
+//!   are *regions*: before one runs, the box of every array it accesses (the rectangular hull of
+//!   its accesses over the region's loops, an affine function of the loops outside it, kept
+//!   inside the array) is copied from GM into UB; the region computes there; the boxes of the
+//!   arrays it writes go back to GM. Elements of a box the region does not write go back as
+//!   they came, and regions run one after the other, so that is exact.
+//! - **Statements** ([`scalar`]) run one instance at a time on the scalar unit: loads from the
+//!   boxes, f32 arithmetic in float registers (f16 operands widened, results rounded when
+//!   stored), i32 arithmetic in integer registers, comparisons and selections as branches, and
+//!   the transcendental functions on one lane of the Vector unit.
+//!
+//! Pipes are ordered with `pipe_barrier ALL` around every region's copies and a flag pair after
+//! every vector instruction whose result the scalar unit loads, so the programs are race-free.
+//! What the statements cannot do here (sine and cosine, floor and ceil, float remainders,
+//! conversions of floats to integers, calls of scalar functions) is refused as not supported yet.
+
+mod cores;
+mod emit;
+mod promote;
+mod scalar;
+mod vector;
+
+use polyhedral::pipeline;
+use polyhedral::program::{BinaryOp, Expr, MathFn, Program, ScalarType};
+
+use super::{Error, NpuTarget, Options};
+
+/// The `.npuasm` program of `program`, lowered from the AST the pipeline generates for it.
+pub(super) fn compile(
+    program: &Program,
+    target: &NpuTarget,
+    options: &Options,
+) -> Result<String, Error> {
+    let narrowed;
+    let program = if options.f64_as_f32 {
+        narrowed = crate::narrow::narrow_f64(program);
+        &narrowed
+    } else {
+        program
+    };
+    supports(program, false)?;
+    let compiled = pipeline::compile(program, &target.description(false), &options.pipeline)
+        .map_err(|e| Error::Pipeline(e.to_string()))?;
+    let isa = emit::Emitter::lower(&compiled.program, &compiled.ast, target)?;
+    Ok(sim::print(&isa))
+}
+
+/// Whether the statements of `program` use only what this lowering computes, or why not
+/// (f64 only when it is computed in f32).
+pub(super) fn supports(program: &Program, f64_as_f32: bool) -> Result<(), Error> {
+    const F32: &str = "the machine computes in f16 and f32; `--npu-f32` computes f64 in f32";
+    if !f64_as_f32 {
+        if let Some(a) = program.arrays.iter().find(|a| a.elem == ScalarType::F64) {
+            return Err(Error::Unsupported(format!(
+                "f64 (array `{}`; {F32})",
+                a.name
+            )));
+        }
+        if let Some(s) = program.statements.iter().find(|s| {
+            s.exprs
+                .iter()
+                .any(|(id, _)| program.expr_type(s, id) == ScalarType::F64)
+        }) {
+            return Err(Error::Unsupported(format!(
+                "f64 arithmetic (statement {}; {F32})",
+                s.name
+            )));
+        }
+    }
+    for s in &program.statements {
+        for (_, e) in s.exprs.iter() {
+            let what = match e {
+                Expr::Call(f, _) => format!(
+                    "the scalar function `{}` called outside an element-wise kernel",
+                    program.functions[f.index()].name
+                ),
+                Expr::Math(f @ (MathFn::Sin | MathFn::Cos | MathFn::Floor | MathFn::Ceil), _) => {
+                    format!("`{}`", f.name())
+                }
+                Expr::Binary(BinaryOp::Rem, a, _) if program.expr_type(s, *a).is_float() => {
+                    "the remainder of floating-point values".to_string()
+                }
+                Expr::Cast(ScalarType::I32, a) if program.expr_type(s, *a).is_float() => {
+                    "conversions of floating-point values to integers".to_string()
+                }
+                _ => continue,
+            };
+            return Err(Error::NotYet(format!("{what} (statement {})", s.name)));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,395 @@
+//! Regions and their boxes in the unified buffer: which subtree of the AST is promoted, where
+//! each array's box lies in UB, and the copies between GM and UB around it.
+
+use std::collections::BTreeMap;
+
+use polyhedral::ast::{Ast, AstExpr};
+use polyhedral::program::ArrayId;
+use sim::isa::{Addr, Affine, Instr, Mem, Reg};
+use sim::Span;
+
+use super::emit::{add_term, dtype, Emitter, Int, SCRATCH};
+use crate::loops::Linear;
+use crate::npu::{Error, BLOCK_BYTES};
+use crate::promote::Region;
+
+/// Most bursts of one copy.
+const MAX_BURSTS: i64 = 4095;
+
+/// An array's box in the unified buffer while a region runs.
+#[derive(Clone, Debug)]
+pub(super) struct ArrayBox {
+    pub(super) array: ArrayId,
+    /// The subscripts of the one access the box holds (a statement's own boxes); `None`: every
+    /// access of the array in the region.
+    subscripts: Option<Vec<AstExpr>>,
+    /// Per dimension, the box's lowest index: an expression of the loops outside the region
+    /// (clamped so that the box lies inside the array).
+    lower: Vec<AstExpr>,
+    /// Per dimension, where the lowest index is held while the region runs: a register when it
+    /// is not an affine form of the loop variables.
+    lower_reg: Vec<Option<u8>>,
+    /// Per dimension, the number of elements.
+    width: Vec<i64>,
+    /// Per dimension, the bytes between consecutive indices in UB (rows padded to 32 bytes).
+    pitch: Vec<i64>,
+    /// Byte offset of the box in the buffer.
+    offset: u64,
+    /// Bytes of the box in UB.
+    bytes: u64,
+    /// Whether the box is copied in before the region.
+    read: bool,
+    /// Whether the box is copied back after the region.
+    pub(super) written: bool,
+}
+
+/// What a box holds: an array, or one access of it (its subscripts).
+type BoxKey = (ArrayId, Option<Vec<AstExpr>>);
+
+/// The boxes of a region.
+#[derive(Clone, Debug)]
+pub(super) struct Boxes {
+    boxes: Vec<ArrayBox>,
+}
+
+impl ArrayBox {
+    pub(super) fn rank(&self) -> usize {
+        self.width.len()
+    }
+
+    /// The lowest index of dimension `d`, when it is not held in a register.
+    pub(super) fn lower(&self, d: usize) -> Option<&AstExpr> {
+        self.lower_reg[d].is_none().then(|| &self.lower[d])
+    }
+
+    pub(super) fn width(&self, d: usize) -> i64 {
+        self.width[d]
+    }
+}
+
+impl Boxes {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &ArrayBox> {
+        self.boxes.iter()
+    }
+
+    fn get(&self, array: ArrayId, subscripts: &[AstExpr]) -> Option<&ArrayBox> {
+        self.boxes.iter().find(|b| {
+            b.array == array
+                && b.subscripts
+                    .as_ref()
+                    .is_none_or(|s| s.as_slice() == subscripts)
+        })
+    }
+}
+
+/// The boxes of `ast` as a region, when they all fit the unified buffer.
+///
+/// A loop nest gets one box per array, the hull of its accesses, copied in whole (the nest may
+/// read what it does not write) and copied back when written. A single statement instance gets
+/// one box of one element per distinct access: its reads all come before its write, so a read
+/// of a box the write does not share sees GM as it was, and only what is read is copied in.
+pub(super) fn plan(e: &Emitter, ast: &Ast) -> Option<Boxes> {
+    let program = e.program;
+    let region = Region::new(program, ast, true);
+    // (array, subscripts for a statement's own boxes) → (read, written).
+    let mut keys: Vec<(BoxKey, (bool, bool))> = Vec::new();
+    let single = matches!(ast, Ast::User { .. });
+    for (a, subs, w) in &region.all {
+        let key = (*a, single.then(|| subs.clone()));
+        match keys.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, (r, wr))) => {
+                *r |= !w;
+                *wr |= w;
+            }
+            None => keys.push((key, (!w || !single, *w))),
+        }
+    }
+    keys.sort_by_key(|((a, _), _)| *a);
+    let mut offset = SCRATCH;
+    let mut boxes = Vec::new();
+    for ((array, subscripts), (read, written)) in keys {
+        let extents = program.array_extents(array);
+        let (lower, width) = match &subscripts {
+            Some(subs) => (subs.clone(), vec![1; subs.len()]),
+            None => {
+                let (lower, extent) =
+                    region.covering_box(program, array, &BTreeMap::new(), true)?;
+                let width = extent
+                    .iter()
+                    .zip(&extents)
+                    .map(|(&w, &n)| w.min(n).max(1))
+                    .collect();
+                (lower, width)
+            }
+        };
+        let es = dtype(program.array(array).elem).ok()?.size() as i64;
+        // Keep the box inside the array: its lowest index between 0 and the extent less its
+        // width. Where the loops' ranges show that it always is, the index stays as it is.
+        let lower: Vec<AstExpr> = lower
+            .into_iter()
+            .zip(width.iter().zip(&extents))
+            .map(|(lo, (&w, &n))| match e.interval(&lo) {
+                Some((a, b)) if a >= 0 && b <= n - w => lo,
+                _ => AstExpr::max(vec![
+                    AstExpr::Int(0),
+                    AstExpr::min(vec![lo, AstExpr::Int(n - w)]),
+                ]),
+            })
+            .collect();
+        let rank = width.len();
+        let mut pitch = vec![es; rank];
+        if rank >= 1 {
+            let row = round_up(width[rank - 1] * es);
+            for d in (0..rank - 1).rev() {
+                pitch[d] = if d == rank - 2 {
+                    row
+                } else {
+                    pitch[d + 1] * width[d + 1]
+                };
+            }
+        }
+        let bytes = match rank {
+            0 => BLOCK_BYTES as i64,
+            1 => round_up(width[0] * es),
+            _ => pitch[0] * width[0],
+        };
+        boxes.push(ArrayBox {
+            array,
+            subscripts,
+            lower_reg: vec![None; rank],
+            lower,
+            width,
+            pitch,
+            offset,
+            bytes: bytes as u64,
+            read,
+            written,
+        });
+        offset += bytes as u64;
+        offset = offset.next_multiple_of(BLOCK_BYTES);
+    }
+    (offset <= e.target.capacity(Mem::Ub)).then_some(Boxes { boxes })
+}
+
+/// Lowers `ast` as a region with `boxes`: copies in, the region, copies out.
+pub(super) fn region(e: &mut Emitter, ast: &Ast, mut boxes: Boxes) -> Result<(), Error> {
+    let end = boxes
+        .boxes
+        .iter()
+        .map(|b| b.offset + b.bytes)
+        .max()
+        .unwrap_or(SCRATCH);
+    e.ub_size = e.ub_size.max(end);
+    // Lowest indices that are not affine are computed once, into registers.
+    for b in &mut boxes.boxes {
+        for d in 0..b.lower.len() {
+            if Linear::of(&b.lower[d]).is_none() {
+                match e.int(&b.lower[d])? {
+                    Int::Temp(r) => b.lower_reg[d] = Some(r),
+                    Int::Const(v) => b.lower[d] = AstExpr::Int(v),
+                    v => {
+                        let r = e.sreg()?;
+                        e.push(Instr::Mov {
+                            dst: Reg::S(r),
+                            src: v.scalar(),
+                        });
+                        b.lower_reg[d] = Some(r);
+                    }
+                }
+            }
+        }
+    }
+    // What ran before (the previous region's copies out) is done.
+    e.push(Instr::Barrier { pipe: None });
+    for b in boxes.boxes.iter().filter(|b| b.read) {
+        copy(e, b, true)?;
+    }
+    e.push(Instr::Barrier { pipe: None });
+    e.region = Some(boxes.clone());
+    e.region_end = end;
+    let r = e.region_body(ast);
+    e.region = None;
+    r?;
+    for b in boxes.boxes.iter().filter(|b| b.written) {
+        copy(e, b, false)?;
+    }
+    for b in &boxes.boxes {
+        for r in b.lower_reg.iter().flatten() {
+            e.free_s(*r);
+        }
+    }
+    Ok(())
+}
+
+/// Adds `scale ·` the box's lowest index of dimension `d` to `offset`.
+fn add_lower(
+    e: &mut Emitter,
+    b: &ArrayBox,
+    d: usize,
+    scale: i64,
+    offset: &mut Affine,
+    temps: &mut Vec<u8>,
+) -> Result<(), Error> {
+    match b.lower_reg[d] {
+        Some(r) => {
+            add_term(offset, format!("s{r}"), scale);
+            Ok(())
+        }
+        None => e.add_scaled(offset, &b.lower[d].clone(), scale, temps),
+    }
+}
+
+/// The address in UB of the element of `array` at `subscripts`, inside the region's box.
+pub(super) fn element(
+    e: &mut Emitter,
+    array: ArrayId,
+    subscripts: &[AstExpr],
+    temps: &mut Vec<u8>,
+) -> Result<Addr, Error> {
+    let Some(b) = e
+        .region
+        .as_ref()
+        .and_then(|r| r.get(array, subscripts))
+        .cloned()
+    else {
+        return Err(Error::NotYet(format!(
+            "an access of `{}` outside the region that holds it",
+            e.program.array(array).name
+        )));
+    };
+    let mut offset = Affine::constant(b.offset as i64);
+    for (d, sub) in subscripts.iter().enumerate() {
+        e.add_scaled(&mut offset, sub, b.pitch[d], temps)?;
+        add_lower(e, &b, d, -b.pitch[d], &mut offset, temps)?;
+    }
+    Ok(e.ub_at(offset))
+}
+
+/// Copies a box from GM to UB (`inward`) or back.
+fn copy(e: &mut Emitter, b: &ArrayBox, inward: bool) -> Result<(), Error> {
+    let program = e.program;
+    let array = program.array(b.array);
+    let es = dtype(array.elem)?.size() as i64;
+    let extents = program.array_extents(b.array);
+    let rank = b.width.len();
+    // Bytes between consecutive indices of each dimension in GM.
+    let mut stride = vec![es; rank];
+    for d in (0..rank.saturating_sub(1)).rev() {
+        stride[d] = stride[d + 1] * extents[d + 1];
+    }
+    let mut temps = Vec::new();
+    let mut gm = Affine::constant(0);
+    for (d, &s) in stride.iter().enumerate() {
+        add_lower(e, b, d, s, &mut gm, &mut temps)?;
+    }
+    let ub = Affine::constant(b.offset as i64);
+    // Bytes of one burst (one row of the box), bursts per copy and their strides.
+    let (row, rows, gm_step, ub_step) = match rank {
+        0 => (es, 1, es, BLOCK_BYTES as i64),
+        1 => (b.width[0] * es, 1, es, BLOCK_BYTES as i64),
+        _ => (
+            b.width[rank - 1] * es,
+            b.width[rank - 2],
+            stride[rank - 2],
+            b.pitch[rank - 2],
+        ),
+    };
+    let outer = rank.saturating_sub(2);
+    let name = array.name.clone();
+    copy_rows(
+        e,
+        &Rows {
+            name: &name,
+            widths: &b.width[..outer],
+            gm_strides: &stride[..outer],
+            ub_pitches: &b.pitch[..outer],
+            row,
+            rows,
+            gm_step,
+            ub_step,
+            inward,
+        },
+        gm,
+        ub,
+    )?;
+    for t in temps {
+        e.free_s(t);
+    }
+    Ok(())
+}
+
+/// The rows of a box: the outer dimensions looped over, then bursts of rows.
+struct Rows<'a> {
+    name: &'a str,
+    widths: &'a [i64],
+    gm_strides: &'a [i64],
+    ub_pitches: &'a [i64],
+    row: i64,
+    rows: i64,
+    gm_step: i64,
+    ub_step: i64,
+    inward: bool,
+}
+
+fn copy_rows(e: &mut Emitter, r: &Rows, gm: Affine, ub: Affine) -> Result<(), Error> {
+    if let Some((&w, rest)) = r.widths.split_first() {
+        let inner = Rows {
+            widths: rest,
+            gm_strides: &r.gm_strides[1..],
+            ub_pitches: &r.ub_pitches[1..],
+            ..*r
+        };
+        return e.counted(w, |e, k| {
+            let (mut gm, mut ub) = (gm.clone(), ub.clone());
+            add_term(&mut gm, k.to_string(), r.gm_strides[0]);
+            add_term(&mut ub, k.to_string(), r.ub_pitches[0]);
+            copy_rows(e, &inner, gm, ub)
+        });
+    }
+    let len = (r.row as u64).div_ceil(BLOCK_BYTES) as u32;
+    let mut first = 0;
+    while first < r.rows {
+        let n = (r.rows - first).min(MAX_BURSTS);
+        let (mut gm, mut ub) = (gm.clone(), ub.clone());
+        gm.constant += first * r.gm_step;
+        ub.constant += first * r.ub_step;
+        let gm = Addr {
+            buffer: r.name.to_string(),
+            offset: gm,
+            span: Span::default(),
+        };
+        let ub = e.ub_at(ub);
+        let (dst, src, src_stride, dst_stride) = if r.inward {
+            (ub, gm, r.gm_step, r.ub_step)
+        } else {
+            (gm, ub, r.ub_step, r.gm_step)
+        };
+        e.push(Instr::CopyPad {
+            dst,
+            src,
+            n_burst: n as u32,
+            bytes: r.row as u32,
+            src_stride: src_stride as u32,
+            dst_stride: dst_stride as u32,
+            len,
+        });
+        first += n;
+    }
+    Ok(())
+}
+
+/// `bytes` rounded up to whole 32-byte blocks.
+fn round_up(bytes: i64) -> i64 {
+    (bytes as u64).div_ceil(BLOCK_BYTES) as i64 * BLOCK_BYTES as i64
+}
+
+/// The lowest index of the last dimension of the box that holds the access of `array` at
+/// `subscripts`, as an affine form of the loops outside the region; `None` where it is held in
+/// a register.
+pub(super) fn last_lower(e: &Emitter, array: ArrayId, subscripts: &[AstExpr]) -> Option<Linear> {
+    let b = e.region.as_ref()?.get(array, subscripts)?;
+    if b.lower_reg.last().copied().flatten().is_some() {
+        return None;
+    }
+    Linear::of(b.lower.last()?)
+}
