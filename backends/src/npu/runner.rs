@@ -43,13 +43,15 @@ impl NpuCheck {
 /// Every live-out array's contents, in [`ArrayId`] order.
 pub type Outputs = Vec<(ArrayId, Vec<f64>)>;
 
-/// Assembles `asm` and runs it on the interpreter's random inputs of `seed`.
+/// Assembles `asm` and runs it on the interpreter's random inputs of `seed`, stopping after
+/// `budget` instructions.
 pub fn simulate(
     program: &Program,
     asm: &str,
     target: &NpuTarget,
     seed: u64,
     timeline: bool,
+    budget: u64,
 ) -> Result<(Outputs, sim::Outcome), Error> {
     let file = format!("{}.npuasm", program.name);
     let kernels = sim::load_all(&file, asm, &target.machine)
@@ -79,7 +81,7 @@ pub fn simulate(
     }
     let options = SimOptions {
         timeline,
-        max_instructions: instruction_budget(program),
+        max_instructions: budget,
         ..SimOptions::default()
     };
     let outcome = sim::simulate_all(&kernels, &inputs, &options).map_err(|e| match e.budget {
@@ -107,12 +109,24 @@ const INSTRUCTIONS_PER_INSTANCE: f64 = 48.0;
 
 /// The simulator's instruction budget for `program`: the default, or more for a kernel with
 /// more statement instances than it allows, so that the budget stops programs that run away
-/// rather than programs that are merely long.
-fn instruction_budget(program: &Program) -> u64 {
-    let work = polyhedral::ast::original_ast(program)
-        .map(|ast| polyhedral::ast::estimate_work(&ast, &program.param_values(), &mut Vec::new()))
+/// rather than programs that are merely long. The instances are those of the original loops and
+/// of the middle end's AST for `target` with `options` (whose loops may run over more
+/// iterations than hold instances, with guards inside), whichever is more.
+fn instruction_budget(program: &Program, target: &NpuTarget, options: &Options) -> u64 {
+    let params = program.param_values();
+    let work =
+        |ast: &polyhedral::ast::Ast| polyhedral::ast::estimate_work(ast, &params, &mut Vec::new());
+    let original = polyhedral::ast::original_ast(program)
+        .map(|ast| work(&ast))
         .unwrap_or(0.0);
-    SimOptions::MAX_INSTRUCTIONS.max((work * INSTRUCTIONS_PER_INSTANCE) as u64)
+    let scheduled = polyhedral::pipeline::compile(
+        program,
+        &target.description(options.f64_as_f32),
+        &options.pipeline,
+    )
+    .map(|c| work(&c.ast))
+    .unwrap_or(0.0);
+    SimOptions::MAX_INSTRUCTIONS.max((original.max(scheduled) * INSTRUCTIONS_PER_INSTANCE) as u64)
 }
 
 /// Compiles `program`, runs it on the simulator and compares with the interpreter.
@@ -135,7 +149,8 @@ pub fn check(
     // runaway loop, a division by zero) stops the same way on every target.
     let mut expected = interp::random_inputs(program, seed);
     interp::run(program, &mut expected)?;
-    let (outputs, outcome) = simulate(program, &asm, target, seed, timeline)?;
+    let budget = instruction_budget(program, target, options);
+    let (outputs, outcome) = simulate(program, &asm, target, seed, timeline, budget)?;
     Ok(NpuCheck {
         asm,
         comparison: compare(program, &expected, &outputs),

@@ -85,14 +85,11 @@ pub(super) fn supports(program: &Program, f64_as_f32: bool) -> Result<(), Error>
                     "the scalar function `{}` called outside an element-wise kernel",
                     program.functions[f.index()].name
                 ),
-                Expr::Math(f @ (MathFn::Sin | MathFn::Cos | MathFn::Floor | MathFn::Ceil), _) => {
+                Expr::Math(f @ (MathFn::Sin | MathFn::Cos), _) => {
                     format!("`{}`", f.name())
                 }
                 Expr::Binary(BinaryOp::Rem, a, _) if program.expr_type(s, *a).is_float() => {
                     "the remainder of floating-point values".to_string()
-                }
-                Expr::Cast(ScalarType::I32, a) if program.expr_type(s, *a).is_float() => {
-                    "conversions of floating-point values to integers".to_string()
                 }
                 _ => continue,
             };

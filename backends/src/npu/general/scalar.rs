@@ -5,7 +5,7 @@ use polyhedral::ast::AstExpr;
 use polyhedral::program::{
     Access, BinaryOp, Expr, ExprId, MathFn, ScalarType, Statement, StmtId, UnaryOp,
 };
-use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Pipe, Reg, SOp, Scalar, VUnOp, VecCfg};
+use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Pipe, Reg, SOp, Scalar, Stmt, VUnOp, VecCfg};
 
 use super::emit::{dtype, Emitter, Int};
 use super::promote;
@@ -133,6 +133,18 @@ impl Emitter<'_> {
             let flag = self.flag(at, id)?;
             return Ok(Val::I(Int::Temp(flag)));
         }
+        let v = self.computed(at, id, ty)?;
+        // The interpreter rounds every f16 operation to f16; registers hold f32.
+        if ty == ScalarType::F16 && matches!(s.exprs[id], Expr::Binary(..) | Expr::Math(..)) {
+            return self.round_f16(v);
+        }
+        Ok(v)
+    }
+
+    /// The value of `id`, of type `ty` (not `bool`), in f32 where `ty` is f16.
+    fn computed(&mut self, at: &Instance, id: ExprId, ty: ScalarType) -> Result<Val, Error> {
+        let program = self.program;
+        let s = at.stmt;
         Ok(match &s.exprs[id] {
             Expr::Literal(l) if l.ty.is_float() => Val::Float(l.value),
             Expr::Literal(l) => Val::I(Int::Const(l.value as i64)),
@@ -412,11 +424,7 @@ impl Emitter<'_> {
                 Val::F(f)
             }
             (false, false) => return Ok(v),
-            (true, false) => {
-                return Err(Error::NotYet(
-                    "conversions of floating-point values to integers".to_string(),
-                ))
-            }
+            (true, false) => return self.truncate(v),
         };
         if to == ScalarType::F16 && from != ScalarType::F16 {
             return self.round_f16(widened);
@@ -445,6 +453,27 @@ impl Emitter<'_> {
     /// `op` of `v` on one lane of the Vector unit: stored to the scratch block, computed into
     /// the next one, loaded back once the Vector unit is done.
     fn vector_unary(&mut self, op: VUnOp, v: Val) -> Result<Val, Error> {
+        self.one_lane(v, DType::F32, |dst, src| Instr::VUn {
+            op,
+            ty: DType::F32,
+            dst,
+            src,
+            cfg: VecCfg {
+                repeat: 1,
+                blk: vec![1, 1],
+                rep: vec![8, 8],
+            },
+        })
+    }
+
+    /// The f32 value `v` through `instr` (from the scratch block into the next one) on one lane
+    /// of the Vector unit, loaded back as `result`.
+    fn one_lane(
+        &mut self,
+        v: Val,
+        result: DType,
+        instr: impl FnOnce(Addr, Addr) -> Instr,
+    ) -> Result<Val, Error> {
         let (src, dst) = (
             self.ub_at(Affine::constant(0)),
             self.ub_at(Affine::constant(32)),
@@ -456,17 +485,7 @@ impl Emitter<'_> {
         });
         self.drop_val(v);
         self.push(Instr::SetMask { hi: 0, lo: 1 });
-        self.push(Instr::VUn {
-            op,
-            ty: DType::F32,
-            dst: dst.clone(),
-            src,
-            cfg: VecCfg {
-                repeat: 1,
-                blk: vec![1, 1],
-                rep: vec![8, 8],
-            },
-        });
+        self.push(instr(dst.clone(), src));
         self.push(Instr::SetFlag {
             src: Pipe::V,
             dst: Pipe::S,
@@ -477,13 +496,128 @@ impl Emitter<'_> {
             dst: Pipe::S,
             event: 0,
         });
-        let f = self.freg()?;
-        self.push(Instr::Ld {
-            ty: DType::F32,
-            dst: Reg::F(f),
-            src: dst,
+        Ok(if result == DType::I32 {
+            let r = self.sreg()?;
+            self.push(Instr::Ld {
+                ty: DType::I32,
+                dst: Reg::S(r),
+                src: dst,
+            });
+            Val::I(Int::Temp(r))
+        } else {
+            let f = self.freg()?;
+            self.push(Instr::Ld {
+                ty: DType::F32,
+                dst: Reg::F(f),
+                src: dst,
+            });
+            Val::F(f)
+        })
+    }
+
+    /// The nearest integer to `x` (ties to even), in an integer register (`vconv` on one lane).
+    fn nearest(&mut self, x: Val) -> Result<u8, Error> {
+        let v = self.one_lane(x, DType::I32, |dst, src| Instr::VConv {
+            from: DType::F32,
+            to: DType::I32,
+            dst,
+            src,
+            cfg: VecCfg {
+                repeat: 1,
+                blk: vec![1, 1],
+                rep: vec![8, 8],
+            },
+        })?;
+        match v {
+            Val::I(Int::Temp(r)) => Ok(r),
+            _ => Err(Error::NotYet("a conversion to i32".to_string())),
+        }
+    }
+
+    /// `x` converted to i32 as C does, towards zero: the nearest integer, one nearer to zero
+    /// where that passed `x`. Exact for values in i32's range.
+    fn truncate(&mut self, x: Val) -> Result<Val, Error> {
+        let x = self.in_freg(x)?;
+        let xs = Scalar::Reg(Reg::F(x));
+        let copy = self.copy_f(x)?;
+        let r = self.nearest(Val::F(copy))?;
+        let back = self.freg()?;
+        self.push(Instr::Mov {
+            dst: Reg::F(back),
+            src: Scalar::Reg(Reg::S(r)),
         });
-        Ok(Val::F(f))
+        let step = |e: &mut Self, op: SOp, cmp: CmpOp| -> Result<Vec<Stmt>, Error> {
+            let fix = e.nested(|e| {
+                e.push(Instr::SBin {
+                    op,
+                    dst: Reg::S(r),
+                    a: Scalar::Reg(Reg::S(r)),
+                    b: Scalar::Int(1),
+                });
+                Ok(())
+            })?;
+            e.nested(|e| {
+                e.branch(Scalar::Reg(Reg::F(back)), cmp, xs.clone(), fix);
+                Ok(())
+            })
+        };
+        let down = step(self, SOp::Sub, CmpOp::Gt)?;
+        let up = step(self, SOp::Add, CmpOp::Lt)?;
+        self.branch_else(xs.clone(), CmpOp::Ge, Scalar::Float(0.0), down, up);
+        self.free_f(back);
+        self.free_f(x);
+        Ok(Val::I(Int::Temp(r)))
+    }
+
+    /// `floor x` (or `ceil x` with `up`): the nearest integer, one lower (higher) where that
+    /// passed `x`; values of 2^23 and more in size are integers already (and infinities and
+    /// NaN stay as they are).
+    fn floor_ceil(&mut self, x: Val, up: bool) -> Result<Val, Error> {
+        let x = self.in_freg(x)?;
+        let xs = Scalar::Reg(Reg::F(x));
+        let out = self.freg()?;
+        self.push(Instr::Mov {
+            dst: Reg::F(out),
+            src: xs.clone(),
+        });
+        let small = self.nested(|e| {
+            let copy = e.copy_f(x)?;
+            let r = e.nearest(Val::F(copy))?;
+            e.push(Instr::Mov {
+                dst: Reg::F(out),
+                src: Scalar::Reg(Reg::S(r)),
+            });
+            e.free_s(r);
+            let (cmp, op) = if up {
+                (CmpOp::Lt, SOp::Add)
+            } else {
+                (CmpOp::Gt, SOp::Sub)
+            };
+            let fix = e.nested(|e| {
+                e.fop(op, out, Scalar::Reg(Reg::F(out)), Scalar::Float(1.0));
+                Ok(())
+            })?;
+            e.branch(Scalar::Reg(Reg::F(out)), cmp, xs.clone(), fix);
+            Ok(())
+        })?;
+        // |x| < 2^23
+        let inner = self.nested(|e| {
+            e.branch(xs.clone(), CmpOp::Lt, Scalar::Float(8388608.0), small);
+            Ok(())
+        })?;
+        self.branch(xs, CmpOp::Gt, Scalar::Float(-8388608.0), inner);
+        self.free_f(x);
+        Ok(Val::F(out))
+    }
+
+    /// A copy of float register `x` in a fresh one.
+    fn copy_f(&mut self, x: u8) -> Result<u8, Error> {
+        let c = self.freg()?;
+        self.push(Instr::Mov {
+            dst: Reg::F(c),
+            src: Scalar::Reg(Reg::F(x)),
+        });
+        Ok(c)
     }
 
     /// A copy of a value in a register of its own (a value used twice).
@@ -551,7 +685,9 @@ impl Emitter<'_> {
                 }
             }
             MathFn::Tanh => self.tanh(x),
-            MathFn::Sin | MathFn::Cos | MathFn::Floor | MathFn::Ceil => {
+            MathFn::Floor => self.floor_ceil(x, false),
+            MathFn::Ceil => self.floor_ceil(x, true),
+            MathFn::Sin | MathFn::Cos => {
                 Err(Error::NotYet(format!("`{}` on the accelerator", f.name())))
             }
         }

@@ -134,48 +134,53 @@ impl Emitter<'_> {
         let peel_end = self.sbin(SOp::Min, peel_end, hi.clone())?;
         self.scalar_iterations(r, peel_end.scalar(), body)?;
         self.release(peel_end);
-        // Whole repeats.
-        let mut lowered = Lowered {
-            ops: Vec::new(),
-            sregs: Vec::new(),
-            fregs: Vec::new(),
-        };
-        for (stmt, args) in &stmts {
-            self.vector_statement(*stmt, args, var, lanes, &mut lowered)?;
-        }
+        // Whole repeats, when one is left: the invariant operands are read only then (their
+        // elements exist only where the loop runs).
         let last = self.sbin(SOp::Sub, hi.clone(), Int::Const(lanes - 1))?;
-        self.push(Instr::SetMask {
-            hi: u64::MAX,
-            lo: u64::MAX,
-        });
-        let block = self.nested(|e| {
-            for op in &lowered.ops {
-                e.push(instr(op, ty));
+        let vector = self.nested(|e| {
+            let mut lowered = Lowered {
+                ops: Vec::new(),
+                sregs: Vec::new(),
+                fregs: Vec::new(),
+            };
+            for (stmt, args) in &stmts {
+                e.vector_statement(*stmt, args, var, lanes, &mut lowered)?;
             }
-            e.push(Instr::SBin {
-                op: SOp::Add,
-                dst: Reg::S(r),
-                a: Scalar::Reg(Reg::S(r)),
-                b: Scalar::Int(lanes),
+            e.push(Instr::SetMask {
+                hi: u64::MAX,
+                lo: u64::MAX,
             });
+            let block = e.nested(|e| {
+                for op in &lowered.ops {
+                    e.push(instr(op, ty));
+                }
+                e.push(Instr::SBin {
+                    op: SOp::Add,
+                    dst: Reg::S(r),
+                    a: Scalar::Reg(Reg::S(r)),
+                    b: Scalar::Int(lanes),
+                });
+                Ok(())
+            })?;
+            e.push_stmt(Stmt::While {
+                cond: Cond {
+                    lhs: Scalar::Reg(Reg::S(r)),
+                    op: CmpOp::Le,
+                    rhs: last.scalar(),
+                },
+                body: block,
+                span: Span::default(),
+            });
+            for x in lowered.sregs {
+                e.free_s(x);
+            }
+            for x in lowered.fregs {
+                e.free_f(x);
+            }
             Ok(())
         })?;
-        self.push_stmt(Stmt::While {
-            cond: Cond {
-                lhs: Scalar::Reg(Reg::S(r)),
-                op: CmpOp::Le,
-                rhs: last.scalar(),
-            },
-            body: block,
-            span: Span::default(),
-        });
+        self.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, last.scalar(), vector);
         self.release(last);
-        for x in lowered.sregs {
-            self.free_s(x);
-        }
-        for x in lowered.fregs {
-            self.free_f(x);
-        }
         // The Vector unit is done before the scalar unit goes on.
         self.push(Instr::SetFlag {
             src: Pipe::V,
