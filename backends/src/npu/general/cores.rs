@@ -10,8 +10,7 @@
 //! same bytes of an array that one of them writes. Any other nest runs on block 0 alone.
 
 use polyhedral::ast::{Ast, AstExpr, LoopAnnotations};
-use sim::isa::{CmpOp, Cond, Instr, Reg, SOp, Scalar, Stmt};
-use sim::Span;
+use sim::isa::{CmpOp, Instr, Reg, SOp, Scalar};
 
 use super::emit::Emitter;
 use super::promote::{self, Boxes};
@@ -186,25 +185,9 @@ impl Emitter<'_> {
             _ => (i64::MIN / 4, i64::MAX / 4),
         };
         self.bind(s.var, r, range);
-        let body = self.nested(|e| {
-            e.region_body(s.body)?;
-            e.push(Instr::SBin {
-                op: SOp::Add,
-                dst: Reg::S(r),
-                a: Scalar::Reg(Reg::S(r)),
-                b: Scalar::Int(blocks * s.step),
-            });
-            Ok(())
+        self.stepping(r, blocks * s.step, Scalar::Reg(Reg::S(h)), |e| {
+            e.region_body(s.body)
         })?;
-        self.push_stmt(Stmt::While {
-            cond: Cond {
-                lhs: Scalar::Reg(Reg::S(r)),
-                op: CmpOp::Le,
-                rhs: Scalar::Reg(Reg::S(h)),
-            },
-            body,
-            span: Span::default(),
-        });
         self.unbind(s.var);
         self.free_s(h);
         self.free_s(r);

@@ -195,6 +195,36 @@ impl<'p> Emitter<'p> {
         });
     }
 
+    /// `while r <= last { body; r += step }` over integer register `r`.
+    pub(super) fn stepping(
+        &mut self,
+        r: u8,
+        step: i64,
+        last: Scalar,
+        body: impl FnOnce(&mut Self) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let block = self.nested(|e| {
+            body(e)?;
+            e.push(Instr::SBin {
+                op: SOp::Add,
+                dst: Reg::S(r),
+                a: Scalar::Reg(Reg::S(r)),
+                b: Scalar::Int(step),
+            });
+            Ok(())
+        })?;
+        self.push_stmt(Stmt::While {
+            cond: Cond {
+                lhs: Scalar::Reg(Reg::S(r)),
+                op: CmpOp::Le,
+                rhs: last,
+            },
+            body: block,
+            span: Span::default(),
+        });
+        Ok(())
+    }
+
     /// `for var in start..end { body }` over a fresh counter, which `body` receives.
     pub(super) fn counted(
         &mut self,
@@ -342,25 +372,7 @@ impl<'p> Emitter<'p> {
                 });
                 self.release(lo.clone());
                 self.vars.insert(var.to_string(), Loc::Reg(r));
-                let block = self.nested(|e| {
-                    e.node(body)?;
-                    e.push(Instr::SBin {
-                        op: SOp::Add,
-                        dst: Reg::S(r),
-                        a: Scalar::Reg(Reg::S(r)),
-                        b: Scalar::Int(step),
-                    });
-                    Ok(())
-                })?;
-                self.push_stmt(Stmt::While {
-                    cond: Cond {
-                        lhs: Scalar::Reg(Reg::S(r)),
-                        op: CmpOp::Le,
-                        rhs: hi.scalar(),
-                    },
-                    body: block,
-                    span: Span::default(),
-                });
+                self.stepping(r, step, hi.scalar(), |e| e.node(body))?;
                 self.free_s(r);
                 self.release(hi);
             }

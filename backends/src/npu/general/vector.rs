@@ -19,10 +19,8 @@
 use polyhedral::ast::{Ast, AstExpr};
 use polyhedral::program::{BinaryOp, Expr, ExprId, MathFn, StmtId, UnaryOp};
 use sim::isa::{
-    Addr, Affine, CmpOp, Cond, DType, Instr, Pipe, Reg, SOp, Scalar, Stmt, VBinOp, VScalarOp,
-    VUnOp, VecCfg,
+    Addr, Affine, CmpOp, DType, Instr, Pipe, Reg, SOp, Scalar, VBinOp, VScalarOp, VUnOp, VecCfg,
 };
-use sim::Span;
 
 use super::emit::{dtype, Emitter, Int};
 use super::promote;
@@ -150,27 +148,12 @@ impl Emitter<'_> {
                 hi: u64::MAX,
                 lo: u64::MAX,
             });
-            let block = e.nested(|e| {
+            e.stepping(r, lanes, last.scalar(), |e| {
                 for op in &lowered.ops {
                     e.push(instr(op, ty));
                 }
-                e.push(Instr::SBin {
-                    op: SOp::Add,
-                    dst: Reg::S(r),
-                    a: Scalar::Reg(Reg::S(r)),
-                    b: Scalar::Int(lanes),
-                });
                 Ok(())
             })?;
-            e.push_stmt(Stmt::While {
-                cond: Cond {
-                    lhs: Scalar::Reg(Reg::S(r)),
-                    op: CmpOp::Le,
-                    rhs: last.scalar(),
-                },
-                body: block,
-                span: Span::default(),
-            });
             for x in lowered.sregs {
                 e.free_s(x);
             }
@@ -202,26 +185,7 @@ impl Emitter<'_> {
 
     /// `while r <= last { body; r += 1 }` on the scalar unit.
     fn scalar_iterations(&mut self, r: u8, last: Scalar, body: &Ast) -> Result<(), Error> {
-        let block = self.nested(|e| {
-            e.region_body(body)?;
-            e.push(Instr::SBin {
-                op: SOp::Add,
-                dst: Reg::S(r),
-                a: Scalar::Reg(Reg::S(r)),
-                b: Scalar::Int(1),
-            });
-            Ok(())
-        })?;
-        self.push_stmt(Stmt::While {
-            cond: Cond {
-                lhs: Scalar::Reg(Reg::S(r)),
-                op: CmpOp::Le,
-                rhs: last,
-            },
-            body: block,
-            span: Span::default(),
-        });
-        Ok(())
+        self.stepping(r, 1, last, |e| e.region_body(body))
     }
 
     /// The element type a statement of the loop computes in on the Vector unit, pushing on
