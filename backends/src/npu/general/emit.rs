@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use polyhedral::ast::{Ast, AstCond, AstExpr};
 use polyhedral::program::{ArrayId, ArrayRole, Program, ScalarType};
 use sim::isa::{
-    self, Addr, Affine, BufferDecl, CmpOp, Cond, DType, Instr, Mem, Param, Reg, Role, SOp, Scalar,
-    Stmt,
+    self, Addr, Affine, BufferDecl, CmpOp, Cond, DType, Instr, Mem, Param, Pipe, Reg, Role, SOp,
+    Scalar, Stmt,
 };
 use sim::Span;
 
@@ -632,6 +632,20 @@ impl<'p> Emitter<'p> {
             }
         }
         Ok(())
+    }
+
+    /// The scalar unit waits until the Vector unit has done what was issued to it.
+    pub(super) fn wait_for_vector(&mut self) {
+        self.push(Instr::SetFlag {
+            src: Pipe::V,
+            dst: Pipe::S,
+            event: 0,
+        });
+        self.push(Instr::WaitFlag {
+            src: Pipe::V,
+            dst: Pipe::S,
+            event: 0,
+        });
     }
 
     /// Binds a loop variable to an integer register while its loop is written.

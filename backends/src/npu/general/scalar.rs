@@ -5,7 +5,7 @@ use polyhedral::ast::AstExpr;
 use polyhedral::program::{
     Access, BinaryOp, Expr, ExprId, MathFn, ScalarType, Statement, StmtId, UnaryOp,
 };
-use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Pipe, Reg, SOp, Scalar, Stmt, VUnOp, VecCfg};
+use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Reg, SOp, Scalar, Stmt, VUnOp, VecCfg};
 
 use super::emit::{dtype, Emitter, Int};
 use super::promote;
@@ -201,34 +201,12 @@ impl Emitter<'_> {
                 then,
                 otherwise,
             } => {
-                let flag = self.flag(at, *cond)?;
-                let float = ty.is_float();
-                let dst = if float {
+                let dst = if ty.is_float() {
                     Reg::F(self.freg()?)
                 } else {
                     Reg::S(self.sreg()?)
                 };
-                let branch = |e: &mut Self, x: ExprId| {
-                    e.nested(|e| {
-                        let v = e.value(at, x)?;
-                        e.push(Instr::Mov {
-                            dst,
-                            src: v.scalar(),
-                        });
-                        e.drop_val(v);
-                        Ok(())
-                    })
-                };
-                let then = branch(self, *then)?;
-                let otherwise = branch(self, *otherwise)?;
-                self.branch_else(
-                    Scalar::Reg(Reg::S(flag)),
-                    CmpOp::Eq,
-                    Scalar::Int(1),
-                    then,
-                    otherwise,
-                );
-                self.free_s(flag);
+                self.select(at, (*cond, *then, *otherwise), dst)?;
                 match dst {
                     Reg::F(r) => Val::F(r),
                     Reg::S(r) => Val::I(Int::Temp(r)),
@@ -379,29 +357,8 @@ impl Emitter<'_> {
                 then,
                 otherwise,
             } => {
-                let c = self.flag(at, *cond)?;
                 let f = self.sreg()?;
-                let branch = |e: &mut Self, x: ExprId| {
-                    e.nested(|e| {
-                        let g = e.flag(at, x)?;
-                        e.push(Instr::Mov {
-                            dst: Reg::S(f),
-                            src: Scalar::Reg(Reg::S(g)),
-                        });
-                        e.free_s(g);
-                        Ok(())
-                    })
-                };
-                let then = branch(self, *then)?;
-                let otherwise = branch(self, *otherwise)?;
-                self.branch_else(
-                    Scalar::Reg(Reg::S(c)),
-                    CmpOp::Eq,
-                    Scalar::Int(1),
-                    then,
-                    otherwise,
-                );
-                self.free_s(c);
+                self.select(at, (*cond, *then, *otherwise), Reg::S(f))?;
                 Ok(f)
             }
             other => Err(Error::NotYet(format!(
@@ -409,6 +366,38 @@ impl Emitter<'_> {
                 s.name
             ))),
         }
+    }
+
+    /// `dst = cond ? then : otherwise`, each side computed only when it is taken.
+    fn select(
+        &mut self,
+        at: &Instance,
+        (cond, then, otherwise): (ExprId, ExprId, ExprId),
+        dst: Reg,
+    ) -> Result<(), Error> {
+        let flag = self.flag(at, cond)?;
+        let branch = |e: &mut Self, x: ExprId| {
+            e.nested(|e| {
+                let v = e.value(at, x)?;
+                e.push(Instr::Mov {
+                    dst,
+                    src: v.scalar(),
+                });
+                e.drop_val(v);
+                Ok(())
+            })
+        };
+        let then = branch(self, then)?;
+        let otherwise = branch(self, otherwise)?;
+        self.branch_else(
+            Scalar::Reg(Reg::S(flag)),
+            CmpOp::Eq,
+            Scalar::Int(1),
+            then,
+            otherwise,
+        );
+        self.free_s(flag);
+        Ok(())
     }
 
     fn cast(&mut self, from: ScalarType, to: ScalarType, v: Val) -> Result<Val, Error> {
@@ -486,16 +475,7 @@ impl Emitter<'_> {
         self.drop_val(v);
         self.push(Instr::SetMask { hi: 0, lo: 1 });
         self.push(instr(dst.clone(), src));
-        self.push(Instr::SetFlag {
-            src: Pipe::V,
-            dst: Pipe::S,
-            event: 0,
-        });
-        self.push(Instr::WaitFlag {
-            src: Pipe::V,
-            dst: Pipe::S,
-            event: 0,
-        });
+        self.wait_for_vector();
         Ok(if result == DType::I32 {
             let r = self.sreg()?;
             self.push(Instr::Ld {

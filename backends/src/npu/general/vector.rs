@@ -19,7 +19,7 @@
 use polyhedral::ast::{Ast, AstExpr};
 use polyhedral::program::{BinaryOp, Expr, ExprId, MathFn, StmtId, UnaryOp};
 use sim::isa::{
-    Addr, Affine, CmpOp, DType, Instr, Pipe, Reg, SOp, Scalar, VBinOp, VScalarOp, VUnOp, VecCfg,
+    Addr, Affine, CmpOp, DType, Instr, Reg, SOp, Scalar, VBinOp, VScalarOp, VUnOp, VecCfg,
 };
 
 use super::emit::{dtype, Emitter, Int};
@@ -165,16 +165,7 @@ impl Emitter<'_> {
         self.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, last.scalar(), vector);
         self.release(last);
         // The Vector unit is done before the scalar unit goes on.
-        self.push(Instr::SetFlag {
-            src: Pipe::V,
-            dst: Pipe::S,
-            event: 0,
-        });
-        self.push(Instr::WaitFlag {
-            src: Pipe::V,
-            dst: Pipe::S,
-            event: 0,
-        });
+        self.wait_for_vector();
         // The rest.
         self.scalar_iterations(r, hi.scalar(), body)?;
         self.unbind(var);
