@@ -952,7 +952,7 @@ impl<'a> Lowering<'a> {
 }
 
 /// The coefficients of u^3, u^5, … u^13 in the Taylor series of `tanh u` at 0 (after u).
-const TANH_SERIES: [f64; 6] = [
+pub(crate) const TANH_SERIES: [f64; 6] = [
     -1.0 / 3.0,
     2.0 / 15.0,
     -17.0 / 315.0,

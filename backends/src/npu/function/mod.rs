@@ -19,6 +19,8 @@
 
 mod masked;
 
+pub(crate) use masked::TANH_SERIES;
+
 use std::borrow::Cow;
 
 use polyhedral::interp;

@@ -173,17 +173,8 @@ impl Emitter<'_> {
             b: lower.scalar(),
         });
         self.release(lower);
-        let upper = self.int(s.upper)?;
-        let h = self.sreg()?;
-        self.push(Instr::Mov {
-            dst: Reg::S(h),
-            src: upper.scalar(),
-        });
-        self.release(upper);
-        let range = match (self.interval(s.lower), self.interval(s.upper)) {
-            (Some((a, _)), Some((_, b))) => (a, b),
-            _ => (i64::MIN / 4, i64::MAX / 4),
-        };
+        let h = self.held(s.upper)?;
+        let range = self.loop_range(s.lower, s.upper);
         self.bind(s.var, r, range);
         self.stepping(r, blocks * s.step, Scalar::Reg(Reg::S(h)), |e| {
             e.region_body(s.body)

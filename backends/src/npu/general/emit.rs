@@ -339,10 +339,7 @@ impl<'p> Emitter<'p> {
         step: i64,
         body: &Ast,
     ) -> Result<(), Error> {
-        let range = match (self.interval(lower), self.interval(upper)) {
-            (Some((lo, _)), Some((_, hi))) => (lo, hi),
-            _ => (i64::MIN / 4, i64::MAX / 4),
-        };
+        let range = self.loop_range(lower, upper);
         if range.1 < range.0 {
             return Ok(());
         }
@@ -417,6 +414,12 @@ impl<'p> Emitter<'p> {
             self.branch(v.scalar(), negate(op), Scalar::Int(0), clear);
             self.release(v);
         }
+        self.if_set(flag, then, otherwise);
+        Ok(())
+    }
+
+    /// `if flag == 1 { then } else { otherwise }`, freeing the flag's register.
+    pub(super) fn if_set(&mut self, flag: u8, then: Vec<Stmt>, otherwise: Vec<Stmt>) {
         self.branch_else(
             Scalar::Reg(Reg::S(flag)),
             CmpOp::Eq,
@@ -425,7 +428,26 @@ impl<'p> Emitter<'p> {
             otherwise,
         );
         self.free_s(flag);
-        Ok(())
+    }
+
+    /// The range of a loop's variable from its bounds (unbounded where they are unknown).
+    pub(super) fn loop_range(&self, lower: &AstExpr, upper: &AstExpr) -> (i64, i64) {
+        match (self.interval(lower), self.interval(upper)) {
+            (Some((a, _)), Some((_, b))) => (a, b),
+            _ => (i64::MIN / 4, i64::MAX / 4),
+        }
+    }
+
+    /// The value of `e` in an integer register of its own, which the caller frees.
+    pub(super) fn held(&mut self, e: &AstExpr) -> Result<u8, Error> {
+        let v = self.int(e)?;
+        let r = self.sreg()?;
+        self.push(Instr::Mov {
+            dst: Reg::S(r),
+            src: v.scalar(),
+        });
+        self.release(v);
+        Ok(r)
     }
 
     /// The value a condition compares with 0, and how.

@@ -9,17 +9,8 @@ use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Reg, SOp, Scalar, Stmt, VUnOp,
 
 use super::emit::{dtype, Emitter, Int};
 use super::promote;
+use crate::npu::function::TANH_SERIES;
 use crate::npu::Error;
-
-/// The coefficients of x^3, x^5, … x^13 in the Taylor series of `tanh x` at 0.
-const TANH_SERIES: [f64; 6] = [
-    -1.0 / 3.0,
-    2.0 / 15.0,
-    -17.0 / 315.0,
-    62.0 / 2835.0,
-    -1382.0 / 155925.0,
-    21844.0 / 6081075.0,
-];
 
 /// A value of a statement's expression.
 #[derive(Clone, Debug)]
@@ -389,14 +380,7 @@ impl Emitter<'_> {
         };
         let then = branch(self, then)?;
         let otherwise = branch(self, otherwise)?;
-        self.branch_else(
-            Scalar::Reg(Reg::S(flag)),
-            CmpOp::Eq,
-            Scalar::Int(1),
-            then,
-            otherwise,
-        );
-        self.free_s(flag);
+        self.if_set(flag, then, otherwise);
         Ok(())
     }
 

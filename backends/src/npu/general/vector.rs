@@ -96,26 +96,11 @@ impl Emitter<'_> {
             return Ok(false);
         }
         let lanes = (VECTOR_BYTES / ty.size()) as i64;
-        let r = self.sreg()?;
-        let lo = self.int(lower)?;
-        self.push(Instr::Mov {
-            dst: Reg::S(r),
-            src: lo.scalar(),
-        });
-        self.release(lo);
+        let r = self.held(lower)?;
         // The last iteration, in a register of its own that the computations below read.
-        let upper_value = self.int(upper)?;
-        let h = self.sreg()?;
-        self.push(Instr::Mov {
-            dst: Reg::S(h),
-            src: upper_value.scalar(),
-        });
-        self.release(upper_value);
+        let h = self.held(upper)?;
         let hi = Int::Var(Scalar::Reg(Reg::S(h)));
-        let range = match (self.interval(lower), self.interval(upper)) {
-            (Some((a, _)), Some((_, b))) => (a, b),
-            _ => (i64::MIN / 4, i64::MAX / 4),
-        };
+        let range = self.loop_range(lower, upper);
         self.bind(var, r, range);
         // Iterations before the first block: (-(var + phase)) mod per_block of them.
         let at_var = AstExpr::plus(
