@@ -107,6 +107,11 @@ pub fn simulate(
 /// runs an instance that the Vector unit does not take in a few dozen scalar instructions.
 const INSTRUCTIONS_PER_INSTANCE: f64 = 48.0;
 
+/// The most instructions any run is allowed (a few minutes of simulation): a kernel whose
+/// scalar program needs more stops with the simulator's budget error instead of running for
+/// hours.
+const MOST_INSTRUCTIONS: u64 = 500_000_000;
+
 /// The simulator's instruction budget for `program`: the default, or more for a kernel with
 /// more statement instances than it allows, so that the budget stops programs that run away
 /// rather than programs that are merely long. The instances are those of the original loops and
@@ -126,7 +131,8 @@ fn instruction_budget(program: &Program, target: &NpuTarget, options: &Options) 
     )
     .map(|c| work(&c.ast))
     .unwrap_or(0.0);
-    SimOptions::MAX_INSTRUCTIONS.max((original.max(scheduled) * INSTRUCTIONS_PER_INSTANCE) as u64)
+    let wanted = (original.max(scheduled) * INSTRUCTIONS_PER_INSTANCE) as u64;
+    wanted.clamp(SimOptions::MAX_INSTRUCTIONS, MOST_INSTRUCTIONS)
 }
 
 /// Compiles `program`, runs it on the simulator and compares with the interpreter.
