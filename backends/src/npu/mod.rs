@@ -522,10 +522,16 @@ impl Target for Npu {
         let results = report::summarize_outputs(program, &checked.outputs);
         let mut json = report::to_value(program, self.name(), seed, &results);
         let mut text = checked.to_text(program);
-        if function::applies(program) {
-            let program = &function::narrowed(program, &Npu::options(options, pipeline));
-            let (lanes, width) =
-                lane_stats(program, &target, seed).map_err(|e| Npu::error(program, e))?;
+        let narrowed = function::narrowed(program, &Npu::options(options, pipeline));
+        // The lanes of a vectorised function, where the function lowering took the kernel.
+        let lanes = match function::applies(program) {
+            true => match lane_stats(&narrowed, &target, seed) {
+                Err(e) if falls_back(program, &e) => None,
+                r => Some(r.map_err(|e| Npu::error(program, e))?),
+            },
+            false => None,
+        };
+        if let Some((lanes, width)) = lanes {
             let loops = if lanes.masked_loop_iterations == 0 {
                 "no divergent loop".to_string()
             } else {

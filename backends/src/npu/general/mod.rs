@@ -16,23 +16,30 @@
 //!   arrays it writes go back to GM. Elements of a box the region does not write go back as
 //!   they came, and regions run one after the other, so that is exact.
 //! - **Statements** ([`scalar`]) run one instance at a time on the scalar unit: loads from the
-//!   boxes, f32 arithmetic in float registers (f16 operands widened, results rounded when
-//!   stored), i32 arithmetic in integer registers, comparisons and selections as branches, and
-//!   the transcendental functions on one lane of the Vector unit.
+//!   boxes, f32 arithmetic in float registers (f16 values too, rounded to f16 after every
+//!   operation as in the interpreter), i32 arithmetic in integer registers, comparisons and selections as branches;
+//!   what the scalar unit has no instruction for ([`math`]): the transcendental functions on
+//!   one lane of the Vector unit, sine and cosine by reduction and polynomials, conversions to
+//!   integers, floor and ceil. Calls of the kernel's scalar functions are inlined ([`call`]).
+//! - **Vector loops** ([`vector`]): innermost loops whose iterations are independent and whose
+//!   statements write consecutive elements run as vector instructions over the boxes.
+//! - **Cores** ([`cores`]): the iterations of outermost parallel loops spread over the blocks.
 //!
 //! Pipes are ordered with `pipe_barrier ALL` around every region's copies and a flag pair after
 //! every vector instruction whose result the scalar unit loads, so the programs are race-free.
-//! What the statements cannot do here (sine and cosine, floor and ceil, float remainders,
-//! conversions of floats to integers, calls of scalar functions) is refused as not supported yet.
+//! Every kernel the middle end schedules is lowered; f64 is computed in f32 when asked for
+//! (`--npu-f32`) and refused otherwise.
 
+mod call;
 mod cores;
 mod emit;
+mod math;
 mod promote;
 mod scalar;
 mod vector;
 
 use polyhedral::pipeline;
-use polyhedral::program::{BinaryOp, Expr, MathFn, Program, ScalarType};
+use polyhedral::program::{Program, ScalarType};
 
 use super::{Error, NpuTarget, Options};
 
@@ -77,23 +84,15 @@ pub(super) fn supports(program: &Program, f64_as_f32: bool) -> Result<(), Error>
                 s.name
             )));
         }
-    }
-    for s in &program.statements {
-        for (_, e) in s.exprs.iter() {
-            let what = match e {
-                Expr::Call(f, _) => format!(
-                    "the scalar function `{}` called outside an element-wise kernel",
-                    program.functions[f.index()].name
-                ),
-                Expr::Math(f @ (MathFn::Sin | MathFn::Cos), _) => {
-                    format!("`{}`", f.name())
-                }
-                Expr::Binary(BinaryOp::Rem, a, _) if program.expr_type(s, *a).is_float() => {
-                    "the remainder of floating-point values".to_string()
-                }
-                _ => continue,
-            };
-            return Err(Error::NotYet(format!("{what} (statement {})", s.name)));
+        if let Some(f) = program
+            .functions
+            .iter()
+            .find(|f| f.ret == ScalarType::F64 || f.locals.iter().any(|l| l.ty == ScalarType::F64))
+        {
+            return Err(Error::Unsupported(format!(
+                "f64 (function `{}`; {F32})",
+                f.name
+            )));
         }
     }
     Ok(())

@@ -3,13 +3,13 @@
 
 use polyhedral::ast::AstExpr;
 use polyhedral::program::{
-    Access, BinaryOp, Expr, ExprId, MathFn, ScalarType, Statement, StmtId, UnaryOp,
+    Access, BinaryOp, Expr, ExprArena, ExprId, Program, ScalarType, Statement, StmtId, UnaryOp,
 };
-use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Reg, SOp, Scalar, Stmt, VUnOp, VecCfg};
+use sim::isa::{Addr, CmpOp, DType, Instr, Reg, SOp, Scalar};
 
+use super::call::Frame;
 use super::emit::{dtype, Emitter, Int};
 use super::promote;
-use crate::npu::function::TANH_SERIES;
 use crate::npu::Error;
 
 /// A value of a statement's expression.
@@ -31,10 +31,54 @@ impl Val {
     }
 }
 
-/// One instance of a statement being lowered: the statement and its iterators' values.
+/// Where expressions are evaluated: one instance of a statement (the statement and its
+/// iterators' values) and, while a scalar function it calls is lowered, the call's frame.
 pub(super) struct Instance<'s> {
     pub(super) stmt: &'s Statement,
     pub(super) args: &'s [AstExpr],
+    pub(super) call: Option<&'s Frame<'s>>,
+}
+
+impl<'s> Instance<'s> {
+    pub(super) fn new(stmt: &'s Statement, args: &'s [AstExpr]) -> Instance<'s> {
+        Instance {
+            stmt,
+            args,
+            call: None,
+        }
+    }
+
+    /// The expressions being evaluated: the statement's, or the called function's.
+    pub(super) fn exprs(&self) -> &'s ExprArena {
+        self.call.map_or(&self.stmt.exprs, |f| &f.function.exprs)
+    }
+
+    pub(super) fn expr(&self, id: ExprId) -> &'s Expr {
+        &self.exprs()[id]
+    }
+
+    pub(super) fn ty(&self, program: &Program, id: ExprId) -> ScalarType {
+        match self.call {
+            Some(f) => f.function.expr_type(program, id),
+            None => program.expr_type(self.stmt, id),
+        }
+    }
+
+    /// The array reads the expressions refer to (none in a function).
+    pub(super) fn reads(&self) -> &'s [Access] {
+        match self.call {
+            Some(_) => &[],
+            None => &self.stmt.reads,
+        }
+    }
+
+    /// What the expressions belong to, for messages.
+    fn name(&self) -> String {
+        match self.call {
+            Some(f) => format!("function `{}`", f.function.name),
+            None => format!("statement {}", self.stmt.name),
+        }
+    }
 }
 
 impl Emitter<'_> {
@@ -42,7 +86,7 @@ impl Emitter<'_> {
     pub(super) fn statement(&mut self, stmt: StmtId, args: &[AstExpr]) -> Result<(), Error> {
         let program = self.program;
         let s = &program.statements[stmt.index()];
-        let at = Instance { stmt: s, args };
+        let at = Instance::new(s, args);
         let v = self.value(&at, s.body)?;
         let mut temps = Vec::new();
         let dst = self.element(&at, &s.write, &mut temps)?;
@@ -70,7 +114,7 @@ impl Emitter<'_> {
         promote::element(self, access.array, &subs, temps)
     }
 
-    fn drop_val(&mut self, v: Val) {
+    pub(super) fn drop_val(&mut self, v: Val) {
         match v {
             Val::F(r) => self.free_f(r),
             Val::I(i) => self.release(i),
@@ -95,7 +139,7 @@ impl Emitter<'_> {
         Ok(dst)
     }
 
-    fn fbin(&mut self, op: SOp, a: Val, b: Val) -> Result<Val, Error> {
+    pub(super) fn fbin(&mut self, op: SOp, a: Val, b: Val) -> Result<Val, Error> {
         let (sa, sb) = (a.scalar(), b.scalar());
         let dst = self.float_dst(&a, Some(&b))?;
         self.push(Instr::SBin {
@@ -107,7 +151,7 @@ impl Emitter<'_> {
         Ok(Val::F(dst))
     }
 
-    fn int_val(v: Val) -> Result<Int, Error> {
+    pub(super) fn int_val(v: Val) -> Result<Int, Error> {
         match v {
             Val::I(i) => Ok(i),
             other => Err(Error::NotYet(format!(
@@ -117,32 +161,39 @@ impl Emitter<'_> {
     }
 
     pub(super) fn value(&mut self, at: &Instance, id: ExprId) -> Result<Val, Error> {
-        let program = self.program;
-        let s = at.stmt;
-        let ty = program.expr_type(s, id);
+        let ty = at.ty(self.program, id);
         if ty == ScalarType::Bool {
             let flag = self.flag(at, id)?;
             return Ok(Val::I(Int::Temp(flag)));
         }
         let v = self.computed(at, id, ty)?;
         // The interpreter rounds every f16 operation to f16; registers hold f32.
-        if ty == ScalarType::F16 && matches!(s.exprs[id], Expr::Binary(..) | Expr::Math(..)) {
+        if ty == ScalarType::F16 && matches!(at.expr(id), Expr::Binary(..) | Expr::Math(..)) {
             return self.round_f16(v);
         }
         Ok(v)
     }
 
     /// The value of `id`, of type `ty` (not `bool`), in f32 where `ty` is f16.
-    fn computed(&mut self, at: &Instance, id: ExprId, ty: ScalarType) -> Result<Val, Error> {
+    pub(super) fn computed(
+        &mut self,
+        at: &Instance,
+        id: ExprId,
+        ty: ScalarType,
+    ) -> Result<Val, Error> {
         let program = self.program;
-        let s = at.stmt;
-        Ok(match &s.exprs[id] {
+        Ok(match at.expr(id) {
+            // A literal has its type's precision, as in the interpreter (f32 is what the
+            // scalar unit makes of any float operand).
+            Expr::Literal(l) if l.ty == ScalarType::F16 => {
+                Val::Float(half::f16::from_f64(l.value).to_f64())
+            }
             Expr::Literal(l) if l.ty.is_float() => Val::Float(l.value),
             Expr::Literal(l) => Val::I(Int::Const(l.value as i64)),
             Expr::Iter(d) => Val::I(self.int(&at.args[*d])?),
             Expr::Param(p) => Val::I(Int::Const(self.params[p.index()])),
-            Expr::Read(r) => {
-                let access = &s.reads[*r];
+            Expr::Read(r) if at.call.is_none() => {
+                let access = &at.stmt.reads[*r];
                 let elem = dtype(program.array(access.array).elem)?;
                 let mut temps = Vec::new();
                 let src = self.element(at, access, &mut temps)?;
@@ -182,8 +233,9 @@ impl Emitter<'_> {
                 cond,
                 then,
                 otherwise,
-            } if extremum(s, *cond, *then, *otherwise).is_some() => {
-                let (op, a, b) = extremum(s, *cond, *then, *otherwise).expect("an extremum");
+            } if extremum(at.exprs(), at.reads(), *cond, *then, *otherwise).is_some() => {
+                let (op, a, b) = extremum(at.exprs(), at.reads(), *cond, *then, *otherwise)
+                    .expect("an extremum");
                 let (a, b) = (self.value(at, a)?, self.value(at, b)?);
                 self.arith(op, ty, a, b)?
             }
@@ -211,14 +263,22 @@ impl Emitter<'_> {
                 self.math(*f, ty, vals, at, args)?
             }
             Expr::Cast(to, a) => {
-                let from = program.expr_type(s, *a);
+                let from = at.ty(program, *a);
                 let v = self.value(at, *a)?;
                 self.cast(from, *to, v)?
             }
-            Expr::Unary(UnaryOp::Not, _) | Expr::Call(..) | Expr::Local(_) => {
+            Expr::Call(f, args) => {
+                let vals: Vec<Val> = args
+                    .iter()
+                    .map(|a| self.value(at, *a))
+                    .collect::<Result<_, _>>()?;
+                self.call(at, *f, vals)?
+            }
+            Expr::Local(l) if at.call.is_some() => self.local(at, *l)?,
+            e => {
                 return Err(Error::NotYet(format!(
-                    "the expression {:?} of statement {}",
-                    s.exprs[id], s.name
+                    "the expression {e:?} of {}",
+                    at.name()
                 )))
             }
         })
@@ -261,14 +321,13 @@ impl Emitter<'_> {
     }
 
     /// A condition's value, 0 or 1, in a fresh integer register.
-    fn flag(&mut self, at: &Instance, id: ExprId) -> Result<u8, Error> {
+    pub(super) fn flag(&mut self, at: &Instance, id: ExprId) -> Result<u8, Error> {
         let program = self.program;
-        let s = at.stmt;
         let set = |r: u8, v: i64| Instr::Mov {
             dst: Reg::S(r),
             src: Scalar::Int(v),
         };
-        match &s.exprs[id] {
+        match at.expr(id) {
             Expr::Binary(op, a, b) if op.is_comparison() => {
                 let (x, y) = (self.value(at, *a)?, self.value(at, *b)?);
                 let f = self.sreg()?;
@@ -334,7 +393,7 @@ impl Emitter<'_> {
                     e.push(set(f, 1));
                     Ok(())
                 })?;
-                let zero = if program.expr_type(s, *a).is_float() {
+                let zero = if at.ty(program, *a).is_float() {
                     Scalar::Float(0.0)
                 } else {
                     Scalar::Int(0)
@@ -352,9 +411,21 @@ impl Emitter<'_> {
                 self.select(at, (*cond, *then, *otherwise), Reg::S(f))?;
                 Ok(f)
             }
+            Expr::Local(_) | Expr::Call(..) => {
+                let v = self.computed(at, id, ScalarType::Bool)?;
+                let f = self.sreg()?;
+                self.push(set(f, 0));
+                let one = self.nested(|e| {
+                    e.push(set(f, 1));
+                    Ok(())
+                })?;
+                self.branch(v.scalar(), CmpOp::Ne, Scalar::Int(0), one);
+                self.drop_val(v);
+                Ok(f)
+            }
             other => Err(Error::NotYet(format!(
-                "the condition {other:?} of statement {}",
-                s.name
+                "the condition {other:?} of {}",
+                at.name()
             ))),
         }
     }
@@ -404,384 +475,18 @@ impl Emitter<'_> {
         }
         Ok(widened)
     }
-
-    /// `v` rounded to f16, through the scratch word.
-    fn round_f16(&mut self, v: Val) -> Result<Val, Error> {
-        let at = self.ub_at(Affine::constant(0));
-        self.push(Instr::St {
-            ty: DType::F16,
-            dst: at.clone(),
-            src: v.scalar(),
-        });
-        self.drop_val(v);
-        let f = self.freg()?;
-        self.push(Instr::Ld {
-            ty: DType::F16,
-            dst: Reg::F(f),
-            src: at,
-        });
-        Ok(Val::F(f))
-    }
-
-    /// `op` of `v` on one lane of the Vector unit: stored to the scratch block, computed into
-    /// the next one, loaded back once the Vector unit is done.
-    fn vector_unary(&mut self, op: VUnOp, v: Val) -> Result<Val, Error> {
-        self.one_lane(v, DType::F32, |dst, src| Instr::VUn {
-            op,
-            ty: DType::F32,
-            dst,
-            src,
-            cfg: VecCfg {
-                repeat: 1,
-                blk: vec![1, 1],
-                rep: vec![8, 8],
-            },
-        })
-    }
-
-    /// The f32 value `v` through `instr` (from the scratch block into the next one) on one lane
-    /// of the Vector unit, loaded back as `result`.
-    fn one_lane(
-        &mut self,
-        v: Val,
-        result: DType,
-        instr: impl FnOnce(Addr, Addr) -> Instr,
-    ) -> Result<Val, Error> {
-        let (src, dst) = (
-            self.ub_at(Affine::constant(0)),
-            self.ub_at(Affine::constant(32)),
-        );
-        self.push(Instr::St {
-            ty: DType::F32,
-            dst: src.clone(),
-            src: v.scalar(),
-        });
-        self.drop_val(v);
-        self.push(Instr::SetMask { hi: 0, lo: 1 });
-        self.push(instr(dst.clone(), src));
-        self.wait_for_vector();
-        Ok(if result == DType::I32 {
-            let r = self.sreg()?;
-            self.push(Instr::Ld {
-                ty: DType::I32,
-                dst: Reg::S(r),
-                src: dst,
-            });
-            Val::I(Int::Temp(r))
-        } else {
-            let f = self.freg()?;
-            self.push(Instr::Ld {
-                ty: DType::F32,
-                dst: Reg::F(f),
-                src: dst,
-            });
-            Val::F(f)
-        })
-    }
-
-    /// The nearest integer to `x` (ties to even), in an integer register (`vconv` on one lane).
-    fn nearest(&mut self, x: Val) -> Result<u8, Error> {
-        let v = self.one_lane(x, DType::I32, |dst, src| Instr::VConv {
-            from: DType::F32,
-            to: DType::I32,
-            dst,
-            src,
-            cfg: VecCfg {
-                repeat: 1,
-                blk: vec![1, 1],
-                rep: vec![8, 8],
-            },
-        })?;
-        match v {
-            Val::I(Int::Temp(r)) => Ok(r),
-            _ => Err(Error::NotYet("a conversion to i32".to_string())),
-        }
-    }
-
-    /// `x` converted to i32 as C does, towards zero: the nearest integer, one nearer to zero
-    /// where that passed `x`. Exact for values in i32's range.
-    fn truncate(&mut self, x: Val) -> Result<Val, Error> {
-        let x = self.in_freg(x)?;
-        let xs = Scalar::Reg(Reg::F(x));
-        let copy = self.copy_f(x)?;
-        let r = self.nearest(Val::F(copy))?;
-        let back = self.freg()?;
-        self.push(Instr::Mov {
-            dst: Reg::F(back),
-            src: Scalar::Reg(Reg::S(r)),
-        });
-        let step = |e: &mut Self, op: SOp, cmp: CmpOp| -> Result<Vec<Stmt>, Error> {
-            let fix = e.nested(|e| {
-                e.push(Instr::SBin {
-                    op,
-                    dst: Reg::S(r),
-                    a: Scalar::Reg(Reg::S(r)),
-                    b: Scalar::Int(1),
-                });
-                Ok(())
-            })?;
-            e.nested(|e| {
-                e.branch(Scalar::Reg(Reg::F(back)), cmp, xs.clone(), fix);
-                Ok(())
-            })
-        };
-        let down = step(self, SOp::Sub, CmpOp::Gt)?;
-        let up = step(self, SOp::Add, CmpOp::Lt)?;
-        self.branch_else(xs.clone(), CmpOp::Ge, Scalar::Float(0.0), down, up);
-        self.free_f(back);
-        self.free_f(x);
-        Ok(Val::I(Int::Temp(r)))
-    }
-
-    /// `floor x` (or `ceil x` with `up`): the nearest integer, one lower (higher) where that
-    /// passed `x`; values of 2^23 and more in size are integers already (and infinities and
-    /// NaN stay as they are).
-    fn floor_ceil(&mut self, x: Val, up: bool) -> Result<Val, Error> {
-        let x = self.in_freg(x)?;
-        let xs = Scalar::Reg(Reg::F(x));
-        let out = self.freg()?;
-        self.push(Instr::Mov {
-            dst: Reg::F(out),
-            src: xs.clone(),
-        });
-        let small = self.nested(|e| {
-            let copy = e.copy_f(x)?;
-            let r = e.nearest(Val::F(copy))?;
-            e.push(Instr::Mov {
-                dst: Reg::F(out),
-                src: Scalar::Reg(Reg::S(r)),
-            });
-            e.free_s(r);
-            let (cmp, op) = if up {
-                (CmpOp::Lt, SOp::Add)
-            } else {
-                (CmpOp::Gt, SOp::Sub)
-            };
-            let fix = e.nested(|e| {
-                e.fop(op, out, Scalar::Reg(Reg::F(out)), Scalar::Float(1.0));
-                Ok(())
-            })?;
-            e.branch(Scalar::Reg(Reg::F(out)), cmp, xs.clone(), fix);
-            Ok(())
-        })?;
-        // |x| < 2^23
-        let inner = self.nested(|e| {
-            e.branch(xs.clone(), CmpOp::Lt, Scalar::Float(8388608.0), small);
-            Ok(())
-        })?;
-        self.branch(xs, CmpOp::Gt, Scalar::Float(-8388608.0), inner);
-        self.free_f(x);
-        Ok(Val::F(out))
-    }
-
-    /// A copy of float register `x` in a fresh one.
-    fn copy_f(&mut self, x: u8) -> Result<u8, Error> {
-        let c = self.freg()?;
-        self.push(Instr::Mov {
-            dst: Reg::F(c),
-            src: Scalar::Reg(Reg::F(x)),
-        });
-        Ok(c)
-    }
-
-    /// A copy of a value in a register of its own (a value used twice).
-    fn dup(&mut self, v: &Val) -> Result<Val, Error> {
-        Ok(match v {
-            Val::Float(x) => Val::Float(*x),
-            Val::I(Int::Const(x)) => Val::I(Int::Const(*x)),
-            Val::I(Int::Var(x)) => Val::I(Int::Var(x.clone())),
-            Val::I(Int::Temp(r)) => {
-                let d = self.sreg()?;
-                self.push(Instr::Mov {
-                    dst: Reg::S(d),
-                    src: Scalar::Reg(Reg::S(*r)),
-                });
-                Val::I(Int::Temp(d))
-            }
-            Val::F(r) => {
-                let d = self.freg()?;
-                self.push(Instr::Mov {
-                    dst: Reg::F(d),
-                    src: Scalar::Reg(Reg::F(*r)),
-                });
-                Val::F(d)
-            }
-        })
-    }
-
-    fn math(
-        &mut self,
-        f: MathFn,
-        ty: ScalarType,
-        mut vals: Vec<Val>,
-        at: &Instance,
-        args: &[ExprId],
-    ) -> Result<Val, Error> {
-        let x = vals.remove(0);
-        match f {
-            MathFn::Exp => self.vector_unary(VUnOp::Exp, x),
-            MathFn::Log => self.vector_unary(VUnOp::Ln, x),
-            MathFn::Sqrt => self.vector_unary(VUnOp::Sqrt, x),
-            MathFn::Rsqrt => self.vector_unary(VUnOp::Rsqrt, x),
-            MathFn::Abs if ty.is_float() => {
-                let neg = self.dup(&x)?;
-                let neg = self.fbin(SOp::Sub, Val::Float(0.0), neg)?;
-                self.fbin(SOp::Max, x, neg)
-            }
-            MathFn::Abs => {
-                let neg = Self::int_val(self.dup(&x)?)?;
-                let neg = self.sbin(SOp::Sub, Int::Const(0), neg)?;
-                Ok(Val::I(self.sbin(SOp::Max, Self::int_val(x)?, neg)?))
-            }
-            MathFn::Pow => {
-                let y = vals.remove(0);
-                match &at.stmt.exprs[args[1]] {
-                    Expr::Literal(l) if l.value.fract() == 0.0 && l.value.abs() <= 64.0 => {
-                        self.drop_val(y);
-                        self.power(x, l.value as i64)
-                    }
-                    _ => {
-                        // x^y = exp(y · ln x)
-                        let ln = self.vector_unary(VUnOp::Ln, x)?;
-                        let p = self.fbin(SOp::Mul, y, ln)?;
-                        self.vector_unary(VUnOp::Exp, p)
-                    }
-                }
-            }
-            MathFn::Tanh => self.tanh(x),
-            MathFn::Floor => self.floor_ceil(x, false),
-            MathFn::Ceil => self.floor_ceil(x, true),
-            MathFn::Sin | MathFn::Cos => {
-                Err(Error::NotYet(format!("`{}` on the accelerator", f.name())))
-            }
-        }
-    }
-
-    /// `x^n` by repeated squaring (a reciprocal for negative `n`).
-    fn power(&mut self, x: Val, n: i64) -> Result<Val, Error> {
-        let mut acc = Val::Float(1.0);
-        let mut base = x;
-        let mut k = n.unsigned_abs();
-        while k > 0 {
-            if k & 1 == 1 {
-                let b = self.dup(&base)?;
-                acc = self.fbin(SOp::Mul, acc, b)?;
-            }
-            k >>= 1;
-            if k > 0 {
-                let b = self.dup(&base)?;
-                base = self.fbin(SOp::Mul, base, b)?;
-            }
-        }
-        self.drop_val(base);
-        if n < 0 {
-            acc = self.fbin(SOp::Div, Val::Float(1.0), acc)?;
-        }
-        Ok(acc)
-    }
-
-    /// `v` in a float register of its own.
-    fn in_freg(&mut self, v: Val) -> Result<u8, Error> {
-        if let Val::F(r) = v {
-            return Ok(r);
-        }
-        let r = self.freg()?;
-        self.push(Instr::Mov {
-            dst: Reg::F(r),
-            src: v.scalar(),
-        });
-        self.drop_val(v);
-        Ok(r)
-    }
-
-    fn fop(&mut self, op: SOp, dst: u8, a: Scalar, b: Scalar) {
-        self.push(Instr::SBin {
-            op,
-            dst: Reg::F(dst),
-            a,
-            b,
-        });
-    }
-
-    /// `tanh x`: the odd Taylor series for |x| < 0.5, `1 - 2 / (e^{2|x|} + 1)` with the sign of
-    /// `x` elsewhere (where the series would need many terms and the formula loses no digits).
-    fn tanh(&mut self, x: Val) -> Result<Val, Error> {
-        let x = self.in_freg(x)?;
-        let out = self.freg()?;
-        let xs = Scalar::Reg(Reg::F(x));
-        let series = self.nested(|e| e.tanh_series(x, out))?;
-        let formula = self.nested(|e| e.tanh_formula(x, out))?;
-        let inner = self.nested(|e| {
-            e.branch_else(
-                xs.clone(),
-                CmpOp::Lt,
-                Scalar::Float(0.5),
-                series,
-                formula.clone(),
-            );
-            Ok(())
-        })?;
-        self.branch_else(xs, CmpOp::Gt, Scalar::Float(-0.5), inner, formula);
-        self.free_f(x);
-        Ok(Val::F(out))
-    }
-
-    /// `out = x + x · x² · (c3 + x² · (c5 + …))`.
-    fn tanh_series(&mut self, x: u8, out: u8) -> Result<(), Error> {
-        let xs = Scalar::Reg(Reg::F(x));
-        let (x2, acc) = (self.freg()?, self.freg()?);
-        let (x2s, accs) = (Scalar::Reg(Reg::F(x2)), Scalar::Reg(Reg::F(acc)));
-        self.fop(SOp::Mul, x2, xs.clone(), xs.clone());
-        self.push(Instr::Mov {
-            dst: Reg::F(acc),
-            src: Scalar::Float(TANH_SERIES[TANH_SERIES.len() - 1]),
-        });
-        for c in TANH_SERIES[..TANH_SERIES.len() - 1].iter().rev() {
-            self.fop(SOp::Mul, acc, accs.clone(), x2s.clone());
-            self.fop(SOp::Add, acc, accs.clone(), Scalar::Float(*c));
-        }
-        self.fop(SOp::Mul, acc, accs.clone(), x2s);
-        self.fop(SOp::Mul, acc, accs.clone(), xs.clone());
-        self.fop(SOp::Add, out, accs, xs);
-        self.free_f(x2);
-        self.free_f(acc);
-        Ok(())
-    }
-
-    /// `out = sign(x) · (1 - 2 / (e^{2|x|} + 1))`.
-    fn tanh_formula(&mut self, x: u8, out: u8) -> Result<(), Error> {
-        let xs = Scalar::Reg(Reg::F(x));
-        let a = self.freg()?;
-        let a_s = Scalar::Reg(Reg::F(a));
-        self.fop(SOp::Sub, a, Scalar::Float(0.0), xs.clone());
-        self.fop(SOp::Max, a, a_s.clone(), xs.clone());
-        self.fop(SOp::Mul, a, a_s, Scalar::Float(2.0));
-        let ex = self.vector_unary(VUnOp::Exp, Val::F(a))?;
-        let ex = self.in_freg(ex)?;
-        let es = Scalar::Reg(Reg::F(ex));
-        self.fop(SOp::Add, ex, es.clone(), Scalar::Float(1.0));
-        self.fop(SOp::Div, ex, Scalar::Float(2.0), es.clone());
-        self.fop(SOp::Sub, out, Scalar::Float(1.0), es);
-        self.free_f(ex);
-        let os = Scalar::Reg(Reg::F(out));
-        let negate = self.nested(|e| {
-            e.fop(SOp::Sub, out, Scalar::Float(0.0), os.clone());
-            Ok(())
-        })?;
-        self.branch(xs, CmpOp::Lt, Scalar::Float(0.0), negate);
-        Ok(())
-    }
 }
 
 /// The minimum or maximum a selection computes, as (`Min` or `Max`, operands): `a < b ? a : b`
 /// is `min(a, b)`, and likewise for the other comparisons and the swapped branches.
 pub(super) fn extremum(
-    s: &Statement,
+    exprs: &ExprArena,
+    reads: &[Access],
     cond: ExprId,
     then: ExprId,
     otherwise: ExprId,
 ) -> Option<(BinaryOp, ExprId, ExprId)> {
-    let Expr::Binary(cmp, a, b) = &s.exprs[cond] else {
+    let Expr::Binary(cmp, a, b) = &exprs[cond] else {
         return None;
     };
     let less = match cmp {
@@ -789,9 +494,10 @@ pub(super) fn extremum(
         BinaryOp::Gt | BinaryOp::Ge => false,
         _ => return None,
     };
-    let op = if same(s, *a, then) && same(s, *b, otherwise) {
+    let same = |x, y| same(exprs, reads, x, y);
+    let op = if same(*a, then) && same(*b, otherwise) {
         less
-    } else if same(s, *b, then) && same(s, *a, otherwise) {
+    } else if same(*b, then) && same(*a, otherwise) {
         !less
     } else {
         return None;
@@ -803,25 +509,24 @@ pub(super) fn extremum(
     ))
 }
 
-/// Whether two expressions of a statement compute the same value (reads of one element count
-/// as the same).
-fn same(s: &Statement, x: ExprId, y: ExprId) -> bool {
+/// Whether two expressions compute the same value (reads of one element count as the same).
+fn same(exprs: &ExprArena, reads: &[Access], x: ExprId, y: ExprId) -> bool {
+    let same = |p, q| same(exprs, reads, p, q);
     let all = |a: &[ExprId], b: &[ExprId]| {
-        a.len() == b.len() && a.iter().zip(b).all(|(&p, &q)| same(s, p, q))
+        a.len() == b.len() && a.iter().zip(b).all(|(&p, &q)| same(p, q))
     };
-    match (&s.exprs[x], &s.exprs[y]) {
+    match (&exprs[x], &exprs[y]) {
         (Expr::Read(p), Expr::Read(q)) => {
-            let (p, q) = (&s.reads[*p], &s.reads[*q]);
+            let (p, q) = (&reads[*p], &reads[*q]);
             p.array == q.array && p.subscripts == q.subscripts
         }
         (Expr::Literal(p), Expr::Literal(q)) => p == q,
         (Expr::Iter(p), Expr::Iter(q)) => p == q,
         (Expr::Param(p), Expr::Param(q)) => p == q,
-        (Expr::Unary(o, p), Expr::Unary(r, q)) => o == r && same(s, *p, *q),
-        (Expr::Binary(o, p, q), Expr::Binary(r, u, v)) => {
-            o == r && same(s, *p, *u) && same(s, *q, *v)
-        }
-        (Expr::Cast(t, p), Expr::Cast(u, q)) => t == u && same(s, *p, *q),
+        (Expr::Local(p), Expr::Local(q)) => p == q,
+        (Expr::Unary(o, p), Expr::Unary(r, q)) => o == r && same(*p, *q),
+        (Expr::Binary(o, p, q), Expr::Binary(r, u, v)) => o == r && same(*p, *u) && same(*q, *v),
+        (Expr::Cast(t, p), Expr::Cast(u, q)) => t == u && same(*p, *q),
         (Expr::Math(f, p), Expr::Math(g, q)) => f == g && all(p, q),
         _ => false,
     }

@@ -176,7 +176,7 @@ impl Emitter<'_> {
     ) -> Option<DType> {
         let s = &self.program.statements[stmt.index()];
         let ty = dtype(self.program.array(s.write.array).elem).ok()?;
-        let at = Instance { stmt: s, args };
+        let at = Instance::new(s, args);
         let write = subscripts(&s.write.subscripts, args);
         phases.push(self.consecutive(s.write.array, &write, var, ty)?);
         self.lanes_expr(&at, s.body, var, ty, phases).then_some(ty)
@@ -267,7 +267,7 @@ impl Emitter<'_> {
                 cond,
                 then,
                 otherwise,
-            } => match extremum(s, *cond, *then, *otherwise) {
+            } => match extremum(&s.exprs, &s.reads, *cond, *then, *otherwise) {
                 Some((_, a, b)) => sub(a, phases) && sub(b, phases),
                 None => false,
             },
@@ -294,7 +294,7 @@ impl Emitter<'_> {
         let program = self.program;
         let s = &program.statements[stmt.index()];
         let ty = dtype(program.array(s.write.array).elem)?;
-        let at = Instance { stmt: s, args };
+        let at = Instance::new(s, args);
         let bytes = lanes as u64 * ty.size();
         let mut temps = Vec::new();
         let dst = promote::element(
@@ -382,7 +382,7 @@ impl Emitter<'_> {
                 then,
                 otherwise,
             } => {
-                let (op, a, b) = extremum(s, *cond, *then, *otherwise)
+                let (op, a, b) = extremum(&s.exprs, &s.reads, *cond, *then, *otherwise)
                     .expect("a selection the Vector unit computes");
                 let a = value(self, a, out, next_temp)?;
                 let b = value(self, b, out, next_temp)?;
