@@ -378,6 +378,18 @@ fn load_with_notes(args: &KernelArgs) -> Result<(polyhedral::Program, Vec<String
 /// `check`'s program listing followed by the index ranges the front end inferred.
 fn print_program(program: &polyhedral::Program, notes: &[String]) {
     print!("{program}");
+    let counts: Vec<String> = (0..program.statements.len())
+        .map(|k| {
+            let id = polyhedral::program::StmtId(k as u32);
+            let n = program
+                .instances(id)
+                .map_or("too many to count".to_string(), |n| n.to_string());
+            format!("{} {n}", program.statements[k].name)
+        })
+        .collect();
+    if !counts.is_empty() {
+        println!("instances: {}", counts.join(", "));
+    }
     if !notes.is_empty() {
         println!("inferred ranges:");
         for n in notes {

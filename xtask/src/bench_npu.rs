@@ -1,73 +1,97 @@
 //! `cargo xtask bench npu`: the accelerator target on the simulator.
 //!
-//! Each case is compiled with `polyfuse compile --target npu` (double- and single-buffered)
-//! and simulated with `polyfuse sim --json` on the default machine; the table gives the
-//! simulated cycles, the Cube's and the Vector unit's utilisation (busy cycles over cycles
-//! times the cores used), the GM bytes moved, and the roofline bound
-//! `max(compute, GM bytes / bandwidth)` with the ratio cycles / bound. Compute is the Cube's
-//! fractal-MACs at their cost (one cycle each with f16 operands, `cube.per_fractal_f32` with
-//! f32 ones) or the Vector unit's busy cycles, whichever is larger, spread over the cores used
-//! (the cube column is that cost over cycles times cores); the bandwidth is the machine's total GM bandwidth or what the cores
-//! used can draw through their GM→L1 paths, whichever is smaller. Correctness is not checked
-//! here (the interpreter is slow at these sizes): `polyfuse run --target npu` and the tests do
-//! that. Kernels the target refuses are listed with the reason.
+//! Each case is compiled with `polyfuse compile --target npu` (double- and single-buffered; the
+//! single-buffered row is left out where the program is the same) and simulated with
+//! `polyfuse sim --json` on the default machine. The table gives the simulated cycles, the
+//! cores used, the Cube's and the Vector unit's utilisation (busy cycles over cycles times the
+//! cores used, and times all the machine's cores), the GM bytes moved, and the **machine
+//! bound**: the cycles no program for the kernel can beat on this machine,
+//! `max(MACs / (fractal MACs per cycle × all cores), vector work / all cores, compulsory GM
+//! bytes / GM bandwidth)`. The MACs are the instances of the kernel's multiply-accumulate
+//! statements (reductions by `+` of a product; `polyfuse check` counts them), at one fractal
+//! (16·16·16 MACs) per cycle with f16 operands and `cube.per_fractal_f32` cycles with f32
+//! ones; the vector work is the Vector unit's busy cycles of the program; the compulsory bytes
+//! read every input once and write every output once (in-out arrays both). The last columns
+//! are cycles over that bound and which term it is. Correctness is not checked here (the
+//! interpreter is slow at these sizes): `polyfuse run --target npu` and the tests do that.
+//! Kernels the target refuses are listed with the reason.
 //!
 //! `--readme` rewrites the table between the `<!-- bench npu -->` markers of docs/benchmarks.md.
 
+use std::path::Path;
 use std::process::Command;
 
 use crate::{build_polyfuse, workspace_root};
 
-/// (label, kernel file, sizes, further options of `polyfuse compile`)
+/// (label, kernel file under the workspace root, sizes, further options of `polyfuse compile`)
 const CASES: &[(&str, &str, &[&str], &[&str])] = &[
     (
         "gemm f16 256³",
-        "gemm_f16.pf",
+        "kernels/gemm_f16.pf",
         &["M=256", "N=256", "K=256"],
         &[],
     ),
     (
         "gemm f16 1024³",
-        "gemm_f16.pf",
+        "kernels/gemm_f16.pf",
         &["M=1024", "N=1024", "K=1024"],
         &[],
     ),
     (
         "gemm f16 1000×1024×1024",
-        "gemm_f16.pf",
+        "kernels/gemm_f16.pf",
         &["M=1000", "N=1024", "K=1024"],
         &[],
     ),
     (
         "gemm f16 1000×1000×999",
-        "gemm_f16.pf",
+        "kernels/gemm_f16.pf",
         &["M=1000", "N=1000", "K=999"],
         &[],
     ),
-    ("gemm_bias_relu 512³", "gemm_bias_relu.pf", &[], &[]),
-    ("gemm f32", "gemm.pf", &[], &["--npu-f32"]),
+    ("gemm_bias_relu 512³", "kernels/gemm_bias_relu.pf", &[], &[]),
+    ("gemm f32", "kernels/gemm.pf", &[], &["--npu-f32"]),
     (
         "gemm f32 512³",
-        "gemm.pf",
+        "kernels/gemm.pf",
         &["NI=512", "NJ=512", "NK=512"],
         &["--npu-f32"],
     ),
-    ("2mm f32", "2mm.pf", &[], &["--npu-f32"]),
-    ("3mm f32", "3mm.pf", &[], &["--npu-f32"]),
-    ("contract3d", "contract3d.pf", &[], &[]),
-    ("conv2d_relu", "conv2d_relu.pf", &[], &[]),
-    ("conv2d_bn_relu", "conv2d_bn_relu.pf", &[], &[]),
-    ("softmax", "softmax.pf", &[], &[]),
-    ("layernorm", "layernorm.pf", &[], &[]),
-    ("blur_unsharp", "blur_unsharp.pf", &[], &[]),
-    ("jacobi2d f32", "jacobi2d.pf", &[], &["--npu-f32"]),
-    ("syrk.c f32", "syrk.c", &[], &["--npu-f32"]),
-    ("trmm f32", "trmm.pf", &[], &["--npu-f32"]),
-    ("lu f32", "lu.pf", &[], &["--npu-f32"]),
-    ("covariance.c f32", "covariance.c", &[], &["--npu-f32"]),
-    ("doitgen.c f32", "doitgen.c", &[], &["--npu-f32"]),
-    ("gemver.c f32", "gemver.c", &[], &["--npu-f32"]),
+    ("2mm f32", "kernels/2mm.pf", &[], &["--npu-f32"]),
+    ("3mm f32", "kernels/3mm.pf", &[], &["--npu-f32"]),
+    ("contract3d", "kernels/contract3d.pf", &[], &[]),
+    ("conv2d_relu", "kernels/conv2d_relu.pf", &[], &[]),
+    ("conv2d_bn_relu", "kernels/conv2d_bn_relu.pf", &[], &[]),
+    ("softmax", "kernels/softmax.pf", &[], &[]),
+    ("layernorm", "kernels/layernorm.pf", &[], &[]),
+    ("blur_unsharp", "kernels/blur_unsharp.pf", &[], &[]),
+    ("jacobi2d f32", "kernels/jacobi2d.pf", &[], &["--npu-f32"]),
+    ("syrk.c f32", "kernels/syrk.c", &[], &["--npu-f32"]),
+    ("trmm f32", "kernels/trmm.pf", &[], &["--npu-f32"]),
+    ("lu f32", "kernels/lu.pf", &[], &["--npu-f32"]),
+    (
+        "covariance.c f32",
+        "kernels/covariance.c",
+        &[],
+        &["--npu-f32"],
+    ),
+    ("doitgen.c f32", "kernels/doitgen.c", &[], &["--npu-f32"]),
+    ("gemver.c f32", "kernels/gemver.c", &[], &["--npu-f32"]),
+    ("attention", "tests/ml/attention.pf", &[], &[]),
+    ("masked_scores", "tests/ml/masked_scores.pf", &[], &[]),
+    ("depthwise_conv", "tests/ml/depthwise_conv.pf", &[], &[]),
+    ("max_pool", "tests/ml/max_pool.pf", &[], &[]),
+    ("swiglu", "tests/ml/swiglu.pf", &[], &[]),
+    (
+        "transformer_block",
+        "tests/ml/transformer_block.pf",
+        &[],
+        &[],
+    ),
 ];
+
+/// The most instructions one simulation may run.
+const MAX_INSTRUCTIONS: &str = "500000000";
 
 struct Sim {
     cycles: u64,
@@ -75,6 +99,21 @@ struct Sim {
     macs: u64,
     vector_busy: u64,
     gm_bytes: u64,
+}
+
+/// What the machine bound needs from the machine description.
+struct Machine {
+    cores: u64,
+    gm_bandwidth: u64,
+    per_fractal_f32: u64,
+}
+
+/// The multiply-accumulates and the compulsory GM bytes of a kernel.
+struct Work {
+    macs: u64,
+    compulsory: u64,
+    /// Whether the inputs are f16 (the Cube's fastest operands).
+    f16: bool,
 }
 
 pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
@@ -85,36 +124,55 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
     };
     let root = workspace_root();
     let polyfuse = build_polyfuse()?;
-    let machine = std::fs::read_to_string(root.join("sim/machines/davinci910.machine"))
+    let text = std::fs::read_to_string(root.join("sim/machines/davinci910.machine"))
         .map_err(|e| format!("cannot read the machine file: {e}"))?;
     let key = |k: &str| -> Result<u64, String> {
-        machine
-            .lines()
+        text.lines()
             .filter_map(|l| l.split('#').next()?.split_once('='))
             .find(|(name, _)| name.trim() == k)
             .and_then(|(_, v)| v.trim().parse().ok())
             .ok_or(format!("the machine file has no `{k}`"))
     };
-    let (gm_bw, path_bw) = (key("gm.bandwidth")?, key("path.GM_L1.bandwidth")?);
-    let f32_mac = key("cube.per_fractal_f32")?;
+    let machine = Machine {
+        cores: key("cores")?,
+        gm_bandwidth: key("gm.bandwidth")?,
+        per_fractal_f32: key("cube.per_fractal_f32")?,
+    };
     let work = root.join("target/bench-npu");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
 
-    let mut table = String::from(
-        "Simulated on the default machine (`sim/machines/davinci910.machine`); utilisations are over \
-         the cores a kernel uses; bound = max(compute, GM bytes / bandwidth).\n\n\
-         | kernel | buffers | cores | cycles | cube | vector | GM bytes | bound | cycles / bound |\n\
+    let mut table = format!(
+        "Simulated on the default machine (`sim/machines/davinci910.machine`, {} cores). \
+         Utilisation: busy cycles over cycles × the cores used / × all {} cores. Machine \
+         bound = max(MACs / (fractal MACs per cycle × all cores), vector work / all cores, \
+         compulsory GM bytes / GM bandwidth).\n\n\
+         | kernel | buffers | cores | cycles | cube used / all | vector used / all | GM bytes | machine bound | cycles / bound |\n\
          | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+        machine.cores, machine.cores
     );
     for (label, file, sizes, flags) in CASES {
+        let kernel = root.join(file);
+        let kernel_work = match kernel_work(&polyfuse, &kernel, sizes, flags) {
+            Ok(w) => w,
+            Err(why) => {
+                eprintln!("{label}: {why}");
+                table += &format!(
+                    "| {label} | — | | | | | | | {} |\n",
+                    why.replace('|', "\\|")
+                );
+                continue;
+            }
+        };
+        let mut previous: Option<String> = None;
         for double in [true, false] {
             let out = work.join(format!(
-                "{}.npuasm",
-                label.replace([' ', '³', '×', '(', ')', '.'], "_")
+                "{}{}.npuasm",
+                label.replace([' ', '³', '×', '(', ')', '.'], "_"),
+                if double { "" } else { "_single" }
             ));
             let mut cmd = Command::new(&polyfuse);
             cmd.arg("compile")
-                .arg(root.join("kernels").join(file))
+                .arg(&kernel)
                 .args(["--target", "npu", "-o"])
                 .arg(&out);
             for s in *sizes {
@@ -128,14 +186,7 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
                 .output()
                 .map_err(|e| format!("cannot run polyfuse: {e}"))?;
             if !compiled.status.success() {
-                let why = String::from_utf8_lossy(&compiled.stderr);
-                let stem = file.trim_end_matches(".pf").trim_end_matches(".c");
-                let why = why
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim_start_matches("error: ")
-                    .trim_start_matches(&format!("{stem}: "));
+                let why = first_line(&String::from_utf8_lossy(&compiled.stderr), file);
                 eprintln!("{label}: {why}");
                 table += &format!(
                     "| {label} | — | | | | | | | {} |\n",
@@ -143,43 +194,38 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
                 );
                 break;
             }
+            let asm =
+                std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+            if previous.as_deref() == Some(asm.as_str()) {
+                break;
+            }
             let simulated = Command::new(&polyfuse)
                 .arg("sim")
                 .arg(&out)
-                .arg("--json")
+                .args(["--json", "--max-instructions", MAX_INSTRUCTIONS])
                 .output()
                 .map_err(|e| format!("cannot run polyfuse sim: {e}"))?;
             if !simulated.status.success() {
-                return Err(format!(
-                    "{label}: the simulator stopped:\n{}",
-                    String::from_utf8_lossy(&simulated.stderr)
-                ));
+                let why = first_line(&String::from_utf8_lossy(&simulated.stderr), file);
+                eprintln!("{label}: the simulator stopped: {why}");
+                table += &format!(
+                    "| {label} | — | | | | | | | the simulator stopped: {} |\n",
+                    why.replace('|', "\\|")
+                );
+                break;
             }
             let s = parse(&String::from_utf8_lossy(&simulated.stdout))?;
-            let asm =
-                std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-            let cube = if asm.contains("src_f32") {
-                s.macs * f32_mac
-            } else {
-                s.macs
-            };
-            let cores = s.cores.max(1);
-            let compute = cube.max(s.vector_busy).div_ceil(cores);
-            let memory = s.gm_bytes.div_ceil(gm_bw.min(path_bw * cores));
-            let bound = compute.max(memory).max(1);
-            let util = |busy: u64| 100.0 * busy as f64 / (s.cycles.max(1) * cores) as f64;
-            let row = format!(
-                "| {label} | {} | {cores} | {} | {:.1}% | {:.1}% | {} | {bound} ({}) | {:.2}× |\n",
-                if double { "double" } else { "single" },
-                s.cycles,
-                util(cube),
-                util(s.vector_busy),
-                s.gm_bytes,
-                if compute >= memory { "compute" } else { "GM" },
-                s.cycles as f64 / bound as f64
+            let row = row(
+                label,
+                double,
+                &s,
+                &kernel_work,
+                &machine,
+                asm.contains("src_f32"),
             );
             eprint!("{row}");
             table += &row;
+            previous = Some(asm);
         }
     }
     println!("{table}");
@@ -187,6 +233,195 @@ pub(crate) fn bench_npu(args: &[String]) -> Result<(), String> {
         crate::readme::write_section("npu", &table)?;
     }
     Ok(())
+}
+
+/// One row of the table; `f32_cube`: the program's Cube instructions take f32 operands.
+fn row(
+    label: &str,
+    double: bool,
+    s: &Sim,
+    work: &Work,
+    machine: &Machine,
+    f32_cube: bool,
+) -> String {
+    let all = machine.cores;
+    let used = s.cores.max(1);
+    let fractal_cost = if work.f16 { 1 } else { machine.per_fractal_f32 };
+    let terms = [
+        (work.macs.div_ceil(16 * 16 * 16) * fractal_cost).div_ceil(all),
+        s.vector_busy.div_ceil(all),
+        work.compulsory.div_ceil(machine.gm_bandwidth),
+    ];
+    let (which, bound) = ["Cube", "Vector", "GM"]
+        .into_iter()
+        .zip(terms)
+        .max_by_key(|&(_, t)| t)
+        .expect("three terms");
+    let bound = bound.max(1);
+    let cube_busy = if f32_cube {
+        s.macs * machine.per_fractal_f32
+    } else {
+        s.macs
+    };
+    let util = |busy: u64, cores: u64| 100.0 * busy as f64 / (s.cycles.max(1) * cores) as f64;
+    format!(
+        "| {label} | {} | {used} | {} | {:.1}% / {:.1}% | {:.1}% / {:.1}% | {} | {bound} ({which}) | {:.2}× |\n",
+        if double { "double" } else { "single" },
+        s.cycles,
+        util(cube_busy, used),
+        util(cube_busy, all),
+        util(s.vector_busy, used),
+        util(s.vector_busy, all),
+        s.gm_bytes,
+        s.cycles as f64 / bound as f64
+    )
+}
+
+/// The first line of a refusal, without the kernel's name.
+fn first_line(stderr: &str, file: &str) -> String {
+    let stem = Path::new(file)
+        .file_stem()
+        .map_or(String::new(), |s| s.to_string_lossy().into_owned());
+    stderr
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches("error: ")
+        .trim_start_matches(&format!("{stem}: "))
+        .to_string()
+}
+
+/// The kernel's multiply-accumulates and compulsory GM bytes, from `polyfuse check`: the
+/// instances of statements that add a product to what they write, and the bytes of its
+/// inputs, outputs and in-out arrays (in the machine's types: f64 as f32 with `--npu-f32`).
+fn kernel_work(
+    polyfuse: &Path,
+    kernel: &Path,
+    sizes: &[&str],
+    flags: &[&str],
+) -> Result<Work, String> {
+    let mut cmd = Command::new(polyfuse);
+    cmd.arg("check").arg(kernel);
+    for s in sizes {
+        cmd.args(["--size", s]);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run polyfuse: {e}"))?;
+    if !out.status.success() {
+        return Err(first_line(
+            &String::from_utf8_lossy(&out.stderr),
+            &kernel.to_string_lossy(),
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let params: Vec<(String, i64)> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("params: "))
+        .map(|l| {
+            l.split(", ")
+                .filter_map(|p| {
+                    let (n, v) = p.split_once(" = ")?;
+                    Some((n.to_string(), v.parse().ok()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let narrow = flags.contains(&"--npu-f32");
+    let mut compulsory = 0;
+    let mut f16 = false;
+    let mut section = "";
+    let mut statement: Option<(String, bool)> = None;
+    let mut accumulates: Vec<String> = Vec::new();
+    for line in text.lines() {
+        if !line.starts_with(' ') {
+            section = line.trim_end_matches(':');
+            continue;
+        }
+        match section {
+            "arrays" => {
+                compulsory += array_bytes(line.trim(), &params, narrow)?;
+                f16 |= line.contains(": f16") && line.ends_with(" input");
+            }
+            "statements" if line.starts_with("  S") => {
+                // `  S1: C[i, j] = C[i, j] + f32(A[i, k]) * f32(B[k, j])`
+                let (name, body) = line.trim().split_once(": ").unwrap_or(("", ""));
+                statement = Some((name.to_string(), body.contains(" * ")));
+            }
+            "statements" if line.trim().starts_with("reduction: + over") => {
+                if let Some((name, true)) = &statement {
+                    accumulates.push(name.clone());
+                }
+            }
+            _ => {}
+        }
+    }
+    let counts = text
+        .lines()
+        .find_map(|l| l.strip_prefix("instances: "))
+        .ok_or("`polyfuse check` printed no instance counts")?;
+    let mut macs = 0;
+    for c in counts.split(", ") {
+        let (name, n) = c.split_once(' ').unwrap_or((c, ""));
+        if accumulates.iter().any(|a| a == name) {
+            macs += n
+                .parse::<u64>()
+                .map_err(|_| format!("statement {name} has {n} instances"))?;
+        }
+    }
+    Ok(Work {
+        macs,
+        compulsory,
+        f16,
+    })
+}
+
+/// The GM bytes an array line of `polyfuse check` (`A: f16[M, K] input`) must move: once for an
+/// input or output, twice for an in-out array, none for a temporary.
+fn array_bytes(line: &str, params: &[(String, i64)], narrow: bool) -> Result<u64, String> {
+    let (_, rest) = line
+        .split_once(": ")
+        .ok_or(format!("array line `{line}`"))?;
+    let times = match rest.rsplit(' ').next() {
+        Some("input" | "output") => 1,
+        Some("inout") => 2,
+        _ => 0,
+    };
+    let ty = &rest[..rest.find(['[', ' ']).unwrap_or(rest.len())];
+    let size: u64 = match ty {
+        "f16" => 2,
+        "f32" | "i32" => 4,
+        "f64" if narrow => 4,
+        "f64" => 8,
+        _ => return Err(format!("element type of `{line}`")),
+    };
+    let mut elements: u64 = 1;
+    if let (Some(a), Some(b)) = (rest.find('['), rest.find(']')) {
+        for dim in rest[a + 1..b].split(", ") {
+            elements *= extent(dim.trim(), params).ok_or(format!("extent `{dim}` of `{line}`"))?;
+        }
+    }
+    Ok(times * size * elements)
+}
+
+/// The value of an extent: a number, a size, or a sum or difference of them.
+fn extent(text: &str, params: &[(String, i64)]) -> Option<u64> {
+    let mut total: i64 = 0;
+    let mut sign = 1;
+    for token in text.split(' ') {
+        match token {
+            "+" => sign = 1,
+            "-" => sign = -1,
+            t => {
+                let v = match t.parse::<i64>() {
+                    Ok(v) => v,
+                    Err(_) => params.iter().find(|(n, _)| n == t)?.1,
+                };
+                total += sign * v;
+            }
+        }
+    }
+    u64::try_from(total).ok()
 }
 
 /// The numbers the table needs from `polyfuse sim --json`.

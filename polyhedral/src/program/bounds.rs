@@ -84,6 +84,93 @@ pub fn loop_bounds(domain: &[Constraint], depth: usize) -> Vec<Constraint> {
     out
 }
 
+/// The number of integer points of `domain` (over `depth` iterators, outermost first) for the
+/// parameter values `params`: the outer iterators run over their ranges and the innermost
+/// one's range is counted. `None` where an iterator is unbounded, a value overflows, or more
+/// than `limit` ranges of the innermost iterator would be counted.
+pub fn count_points(
+    domain: &[Constraint],
+    depth: usize,
+    params: &[i64],
+    limit: u64,
+) -> Option<u64> {
+    let bounded = loop_bounds(domain, depth);
+    let mut levels: Vec<Vec<&Constraint>> = vec![Vec::new(); depth + 1];
+    for c in &bounded {
+        levels[c.expr.innermost_iter().map_or(0, |d| d + 1)].push(c);
+    }
+    // Constraints on parameters alone.
+    if !levels[0].iter().all(|c| c.holds(&vec![0; depth], params)) {
+        return Some(0);
+    }
+    let mut counter = Counter {
+        levels: &levels[1..],
+        params,
+        iters: vec![0; depth],
+        ranges: 0,
+        limit,
+    };
+    counter.count(0)
+}
+
+/// The state of [`count_points`].
+struct Counter<'a> {
+    /// Per iterator, the constraints whose innermost iterator it is.
+    levels: &'a [Vec<&'a Constraint>],
+    params: &'a [i64],
+    iters: Vec<i64>,
+    ranges: u64,
+    limit: u64,
+}
+
+impl Counter<'_> {
+    /// The points with the iterators before `d` at their values in `iters`.
+    fn count(&mut self, d: usize) -> Option<u64> {
+        if d == self.levels.len() {
+            return Some(1);
+        }
+        let (lo, hi) = self.range(d)?;
+        if lo > hi {
+            return Some(0);
+        }
+        if d + 1 == self.levels.len() {
+            self.ranges += 1;
+            return (self.ranges <= self.limit).then(|| (hi - lo + 1) as u64);
+        }
+        let mut total: u64 = 0;
+        for v in lo..=hi {
+            self.iters[d] = v;
+            total = total.checked_add(self.count(d + 1)?)?;
+        }
+        self.iters[d] = 0;
+        Some(total)
+    }
+
+    /// The range of iterator `d` given the outer ones (empty when `lo > hi`).
+    fn range(&mut self, d: usize) -> Option<(i64, i64)> {
+        let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+        self.iters[d] = 0;
+        for c in &self.levels[d] {
+            let a = c.expr.coeff(Var::Iter(d));
+            // a·x + rest >= 0 (or = 0)
+            let rest = c.expr.eval(&self.iters, self.params);
+            match c.kind {
+                ConstraintKind::Zero if rest % a != 0 => return Some((1, 0)),
+                ConstraintKind::Zero => {
+                    let x = -rest / a;
+                    lo = lo.max(x);
+                    hi = hi.min(x);
+                }
+                ConstraintKind::NonNegative if a > 0 => {
+                    lo = lo.max((-rest).div_euclid(a) + i64::from((-rest).rem_euclid(a) != 0))
+                }
+                ConstraintKind::NonNegative => hi = hi.min(rest.div_euclid(-a)),
+            }
+        }
+        (lo > i64::MIN && hi < i64::MAX).then_some((lo, hi))
+    }
+}
+
 fn push_unique(list: &mut Vec<AffineExpr>, e: AffineExpr) {
     if !list.contains(&e) {
         list.push(e);
@@ -166,6 +253,33 @@ mod tests {
                 assert_eq!(inside(&domain), inside(&out));
             }
         }
+    }
+
+    #[test]
+    fn points_are_counted_as_enumeration_counts_them() {
+        // { [k, j, i] : 0 <= k and k <= j < N and 2i = j + k and 3j - 2k <= 2N } for N = 7,
+        // with the upper bound of k implied through j.
+        let n = AffineExpr::var(Var::Param(ParamId(0)));
+        let c = AffineExpr::constant;
+        let domain = vec![
+            Constraint::le(&c(0), &iter(0)),
+            Constraint::le(&iter(0), &iter(1)),
+            Constraint::lt(&iter(1), &n),
+            Constraint::eq(&iter(2).scale(2), &iter(1).add(&iter(0))),
+            Constraint::le(&iter(1).scale(3).sub(&iter(0).scale(2)), &n.scale(2)),
+        ];
+        let mut enumerated = 0;
+        for k in -3..10 {
+            for j in -3..10 {
+                for i in -3..10 {
+                    enumerated += u64::from(domain.iter().all(|c| c.holds(&[k, j, i], &[7])));
+                }
+            }
+        }
+        assert!(enumerated > 0);
+        assert_eq!(count_points(&domain, 3, &[7], 1000), Some(enumerated));
+        assert_eq!(count_points(&domain, 3, &[7], 2), None);
+        assert_eq!(count_points(&domain[..2], 3, &[7], 1000), None);
     }
 
     #[test]

@@ -31,7 +31,7 @@ mod function;
 mod nest;
 
 pub use affine::{AffineExpr, Constraint, ConstraintKind, Var};
-pub use bounds::loop_bounds;
+pub use bounds::{count_points, loop_bounds};
 pub use expr::{BinaryOp, Expr, ExprArena, ExprId, Literal, MathFn, UnaryOp};
 pub use function::{Block, Function, FunctionId, Local, LocalId, Stmt};
 pub use nest::{build_nest, collect_stmts, NestError, NestNode};
@@ -353,6 +353,13 @@ impl Program {
     /// The parameters' values, indexed by [`ParamId`].
     pub fn param_values(&self) -> Vec<i64> {
         self.params.iter().map(|p| p.value).collect()
+    }
+
+    /// How many instances statement `s` has at the current sizes (`None` where that takes
+    /// more than 10⁷ steps to count).
+    pub fn instances(&self, s: StmtId) -> Option<u64> {
+        let s = &self.statements[s.index()];
+        count_points(&s.domain, s.depth(), &self.param_values(), 10_000_000)
     }
 
     /// The concrete extents of an array for the current parameter values.
