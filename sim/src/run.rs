@@ -249,48 +249,6 @@ impl Block {
     }
 }
 
-/// The pipe an instruction runs on.
-fn pipe_of(k: &Kernel, e: &Exec) -> Pipe {
-    match &e.instr {
-        Instr::SetFlag { src, .. } => *src,
-        Instr::WaitFlag { dst, .. } => *dst,
-        Instr::Copy { .. } => {
-            let dst = k.bufs[e.ops[0].buf as usize].mem;
-            let src = k.bufs[e.ops[1].buf as usize].mem;
-            // The assembler accepted only paths that exist.
-            CopyPath::between(src, dst).map_or(Pipe::V, |p| p.pipe())
-        }
-        Instr::CopyPad { .. } => {
-            if k.bufs[e.ops[0].buf as usize].mem == Mem::Gm {
-                Pipe::Mte3
-            } else {
-                Pipe::Mte2
-            }
-        }
-        Instr::Load2d { .. } | Instr::Load3d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
-        Instr::Mmad { .. } => Pipe::M,
-        Instr::CopyCcToUb { .. }
-        | Instr::CopyUbToCc { .. }
-        | Instr::VBin { .. }
-        | Instr::VCmp { .. }
-        | Instr::VSel { .. }
-        | Instr::VScalar { .. }
-        | Instr::VUn { .. }
-        | Instr::VDup { .. }
-        | Instr::VRed { .. }
-        | Instr::VBrcb { .. }
-        | Instr::VConv { .. } => Pipe::V,
-        Instr::SetMask { .. }
-        | Instr::Barrier { .. }
-        | Instr::SyncAll
-        | Instr::Mov { .. }
-        | Instr::SBin { .. }
-        | Instr::Ld { .. }
-        | Instr::St { .. }
-        | Instr::Count { .. } => Pipe::S,
-    }
-}
-
 fn flag_index(src: Pipe, dst: Pipe, ev: u8) -> usize {
     (src as usize * Pipe::COUNT + dst as usize) * 8 + ev as usize
 }
@@ -610,7 +568,7 @@ impl Machine<'_> {
                             (self.max_cycles, "cycles", "--max-cycles"),
                         ));
                     }
-                    let pipe = pipe_of(k, e);
+                    let pipe = e.pipe;
                     if matches!(e.instr, Instr::SyncAll) {
                         self.arrive(b)?;
                         b.pc += 1;
