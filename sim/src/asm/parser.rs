@@ -83,21 +83,21 @@ impl Kwargs {
                     .map(|&x| {
                         u32::try_from(x)
                             .ok()
-                            .filter(|&x| x <= 65535)
+                            .filter(|&x| x <= MAX_GAP)
                             .ok_or_else(|| {
                                 Diagnostic::new(
                                     span,
-                                    format!("`{key}` values must be in 0..=65535"),
+                                    format!("`{key}` values must be in 0..={MAX_GAP}"),
                                 )
                             })
                     })
                     .collect()
             }
             Some((KwValue::Int(x), span)) if n == 1 => {
-                if !(0..=65535).contains(&x) {
+                if !(0..=MAX_GAP as i64).contains(&x) {
                     return Err(Diagnostic::new(
                         span,
-                        format!("`{key}` must be in 0..=65535"),
+                        format!("`{key}` must be in 0..={MAX_GAP}"),
                     ));
                 }
                 Ok(vec![x as u32])

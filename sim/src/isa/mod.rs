@@ -34,7 +34,8 @@ pub const FRACTAL_ELEMS: u64 = FRACTAL * FRACTAL;
 pub const MAX_BURSTS: u32 = 4095;
 /// The longest burst, in blocks (fractals for the copies to and from L0C).
 pub const MAX_BURST_BLOCKS: u32 = 65535;
-/// The largest gap between bursts, in the same unit, and the largest vector stride.
+/// The largest gap between bursts (in the same unit), stride of `load2d` and block or repeat
+/// stride of a vector operand.
 pub const MAX_GAP: u32 = 65535;
 /// Event ids of a flag between two pipes: `0..EVENTS`.
 pub const EVENTS: u8 = 8;
