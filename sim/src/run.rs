@@ -792,8 +792,9 @@ impl Machine<'_> {
         }
     }
 
-    /// Runs the current frame's instruction. Scalar instructions have had their issue costed on S
-    /// already; the table's timing class picks the unit that runs the rest.
+    /// Runs the current frame's instruction. By the table's timing class: an instruction of one
+    /// scalar issue is costed here, a flag, barrier or `sync_all` goes to `sync`; every other
+    /// instruction runs in the method of its unit.
     fn exec(&mut self, b: &mut Block, e: &Exec) -> Result<(), Error> {
         match e.instr.timing_class() {
             TimingClass::Sync => return self.sync(b, e),

@@ -29,6 +29,12 @@
 //! parser sees those fields as values, the printer as references. `where` after a field checks
 //! the fields read so far, after the row the whole instruction once its keyword arguments are
 //! known; checks return an `Invalid`, reported at the mnemonic.
+//!
+//! What the table does not say is the assembler's, as it needs the operands' buffers or the
+//! machine: the paths of `copy` and `copy_pad` (and `copy_pad`'s strides against its GM
+//! tensor), the memories `img2col` and `load3d` do not support yet, the unary operations
+//! defined for floats only, the register kinds of `ld`, `mov` and the scalar arithmetic, and the
+//! cores `sync_all` needs.
 
 use super::operand::{Invalid, Operand, PipeRule, Reader, TimingClass};
 use super::*;
