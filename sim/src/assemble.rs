@@ -29,7 +29,7 @@ pub(crate) struct Lin {
 
 /// A resolved operand: a buffer index and a byte offset inside it.
 #[derive(Clone, Debug)]
-pub(crate) struct Operand {
+pub(crate) struct Resolved {
     pub buf: u32,
     pub off: Lin,
 }
@@ -56,12 +56,14 @@ pub(crate) struct Site {
 #[derive(Clone, Debug)]
 pub(crate) struct Exec {
     pub instr: Instr,
-    /// The instruction's address operands in `addrs_of` order.
-    pub ops: Vec<Operand>,
+    /// The instruction's address operands in `Instr::addrs` order.
+    pub ops: Vec<Resolved>,
     /// Source spans of `ops`, for messages.
     pub spans: Vec<Span>,
-    /// The instruction's scalar operands in `scalars_of` order.
+    /// The instruction's scalar operands in `Instr::scalars` order.
     pub scalars: Vec<SVal>,
+    /// The pipe that runs the instruction.
+    pub pipe: Pipe,
     pub site: u32,
 }
 
@@ -136,57 +138,6 @@ impl Kernel {
             .iter()
             .map(|b| (b.name.clone(), b.mem, b.base, b.size))
             .collect()
-    }
-}
-
-/// Address operands of an instruction, destination first.
-pub(crate) fn addrs_of(i: &Instr) -> Vec<&Addr> {
-    match i {
-        Instr::Copy { dst, src, .. }
-        | Instr::CopyPad { dst, src, .. }
-        | Instr::VBrcb { dst, src, .. }
-        | Instr::CopyUbToCc { dst, src, .. }
-        | Instr::Load2d { dst, src, .. }
-        | Instr::Load3d { dst, src, .. }
-        | Instr::Img2col { dst, src, .. }
-        | Instr::CopyCcToUb { dst, src, .. }
-        | Instr::VScalar { dst, src, .. }
-        | Instr::VUn { dst, src, .. }
-        | Instr::VRed { dst, src, .. }
-        | Instr::VConv { dst, src, .. } => vec![dst, src],
-        Instr::Mmad { c, a, b, .. } => vec![c, a, b],
-        Instr::VBin {
-            dst, src0, src1, ..
-        }
-        | Instr::VCmp {
-            dst, src0, src1, ..
-        } => vec![dst, src0, src1],
-        Instr::VSel {
-            dst,
-            src0,
-            src1,
-            mask,
-            ..
-        } => vec![dst, src0, src1, mask],
-        Instr::VDup { dst, .. } => vec![dst],
-        Instr::Ld { src, .. } | Instr::Count { src, .. } => vec![src],
-        Instr::St { dst, .. } => vec![dst],
-        Instr::SetMask { .. }
-        | Instr::SetFlag { .. }
-        | Instr::WaitFlag { .. }
-        | Instr::Barrier { .. }
-        | Instr::SyncAll
-        | Instr::Mov { .. }
-        | Instr::SBin { .. } => vec![],
-    }
-}
-
-fn scalars_of(i: &Instr) -> Vec<&Scalar> {
-    match i {
-        Instr::VScalar { scalar, .. } | Instr::VDup { scalar, .. } => vec![scalar],
-        Instr::Mov { src, .. } | Instr::St { src, .. } => vec![src],
-        Instr::SBin { a, b, .. } => vec![a, b],
-        _ => vec![],
     }
 }
 
@@ -384,7 +335,7 @@ impl Asm<'_> {
         }
     }
 
-    fn operand(&self, a: &Addr) -> Result<(Operand, Mem), Diagnostic> {
+    fn operand(&self, a: &Addr) -> Result<(Resolved, Mem), Diagnostic> {
         let Some(idx) = self.bufs.iter().position(|b| b.name == a.buffer) else {
             return Err(
                 Diagnostic::new(a.span, format!("unknown buffer `{}`", a.buffer))
@@ -396,7 +347,7 @@ impl Asm<'_> {
             terms.push((self.var(v, a.span)?, *k));
         }
         Ok((
-            Operand {
+            Resolved {
                 buf: idx as u32,
                 off: Lin {
                     c: a.offset.constant,
@@ -503,243 +454,37 @@ impl Asm<'_> {
     }
 
     fn instr(&mut self, instr: &Instr, span: Span) -> Result<(), Diagnostic> {
+        let addrs = instr.addrs();
         let mut ops = Vec::new();
         let mut mems = Vec::new();
-        for a in addrs_of(instr) {
+        for a in &addrs {
             let (o, m) = self.operand(a)?;
             ops.push(o);
             mems.push(m);
         }
-        let addrs = addrs_of(instr);
-        let want = |idx: usize, allowed: &[Mem], what: &str| -> Result<(), Diagnostic> {
-            if allowed.contains(&mems[idx]) {
-                return Ok(());
-            }
-            let names: Vec<&str> = allowed.iter().map(|m| m.name()).collect();
-            Err(Diagnostic::new(
-                addrs[idx].span,
-                format!(
-                    "{what} must be in {}, but `{}` is in {}",
-                    names.join(" or "),
-                    addrs[idx].buffer,
-                    mems[idx].name()
-                ),
-            )
-            .with_hint("see ISA.md for where each instruction's operands live"))
-        };
-        let float_only = |ty: DType, what: &str| -> Result<(), Diagnostic> {
-            if ty == DType::I32 {
+        self.check_special(instr, &addrs, &mems, &ops, span)?;
+        let rules = instr.operands().into_iter().filter_map(|o| match o {
+            Operand::Addr { mems, what, .. } => Some((mems, what)),
+            _ => None,
+        });
+        for (i, (allowed, what)) in rules.enumerate() {
+            if !allowed.is_empty() && !allowed.contains(&mems[i]) {
+                let names: Vec<&str> = allowed.iter().map(|m| m.name()).collect();
                 return Err(Diagnostic::new(
-                    span,
-                    format!("`{what}` is defined for f16 and f32 only"),
+                    addrs[i].span,
+                    format!(
+                        "{what} must be in {}, but `{}` is in {}",
+                        names.join(" or "),
+                        addrs[i].buffer,
+                        mems[i].name()
+                    ),
                 )
-                .with_hint("convert with `vconv` first"));
-            }
-            Ok(())
-        };
-        match instr {
-            Instr::Copy { .. } => {
-                if CopyPath::between(mems[1], mems[0]).is_none_or(|p| {
-                    matches!(p, CopyPath::L1L0a | CopyPath::L1L0b | CopyPath::L0cUb)
-                }) {
-                    return Err(Diagnostic::new(
-                        span,
-                        format!(
-                            "`copy` has no path from {} to {}",
-                            mems[1].name(),
-                            mems[0].name()
-                        ),
-                    )
-                    .with_hint(
-                        "copy paths: GM->L1, GM->UB, UB->GM, UB->L1, UB->UB; L1->L0A/L0B is `load2d`, L0C->UB is `copy_cc_to_ub`",
-                    ));
-                }
-            }
-            Instr::CopyPad {
-                n_burst,
-                bytes,
-                src_stride,
-                dst_stride,
-                len,
-                ..
-            } => {
-                let load = match (mems[1], mems[0]) {
-                    (Mem::Gm, Mem::L1 | Mem::Ub) => true,
-                    (Mem::Ub, Mem::Gm) => false,
-                    (from, to) => {
-                        return Err(Diagnostic::new(
-                            span,
-                            format!(
-                                "`copy_pad` has no path from {} to {}",
-                                from.name(),
-                                to.name()
-                            ),
-                        )
-                        .with_hint("copy_pad paths: GM->L1, GM->UB, UB->GM"))
-                    }
-                };
-                let gm = if load { 1 } else { 0 };
-                let elem = self.bufs[ops[gm].buf as usize].elem;
-                let (gm_stride, chip_stride) = if load {
-                    (*src_stride, *dst_stride)
-                } else {
-                    (*dst_stride, *src_stride)
-                };
-                if !(*bytes as u64).is_multiple_of(elem) || !(gm_stride as u64).is_multiple_of(elem)
-                {
-                    return Err(Diagnostic::new(
-                        span,
-                        format!("`bytes` and the GM stride must be multiples of the {elem}-byte elements of `{}`", addrs[gm].buffer),
-                    )
-                    .with_hint("move whole elements"));
-                }
-                if !chip_stride.is_multiple_of(32) {
-                    return Err(Diagnostic::new(
-                        span,
-                        format!(
-                            "the {} stride {chip_stride} is not a multiple of 32 bytes",
-                            mems[1 - gm].name()
-                        ),
-                    )
-                    .with_hint("on-chip bursts start on 32-byte blocks"));
-                }
-                let fit = bytes.div_ceil(32);
-                if !load && *len != fit {
-                    return Err(Diagnostic::new(
-                        span,
-                        "`len` is for loads: a store writes exactly `bytes` bytes per burst",
-                    )
-                    .with_hint("leave `len` out"));
-                }
-                let written = if load {
-                    *len as u64 * 32
-                } else {
-                    *bytes as u64
-                };
-                if *n_burst > 1 && (*dst_stride as u64) < written {
-                    return Err(Diagnostic::new(
-                        span,
-                        format!("bursts writing {written} bytes every {dst_stride} bytes overlap"),
-                    )
-                    .with_hint("make `dst_stride` at least the bytes one burst writes"));
-                }
-            }
-            Instr::CopyUbToCc { .. } => {
-                want(0, &[Mem::L0c], "the destination")?;
-                want(1, &[Mem::Ub], "the source")?;
-            }
-            Instr::Img2col { .. } => {
-                if mems[0] == Mem::L0b {
-                    return Err(Diagnostic::new(
-                        addrs[0].span,
-                        "`img2col` into L0B is not supported yet",
-                    )
-                    .with_hint("img2col builds the feature-map operand in L0A; load weights into L0B with `load2d`"));
-                }
-                want(0, &[Mem::L0a], "the img2col destination")?;
-                want(1, &[Mem::L1], "the img2col source")?;
-            }
-            Instr::Load3d { .. } => {
-                if mems[0] == Mem::L0a {
-                    return Err(Diagnostic::new(
-                        addrs[0].span,
-                        "`load3d` into L0A is not supported yet",
-                    )
-                    .with_hint(
-                        "load3d builds the im2col operand in L0B (zN); use `img2col` for L0A",
-                    ));
-                }
-                want(0, &[Mem::L0b], "the load3d destination")?;
-                want(1, &[Mem::L1], "the load3d source")?;
-            }
-            Instr::Load2d { .. } => {
-                want(0, &[Mem::L0a, Mem::L0b], "the load2d destination")?;
-                want(1, &[Mem::L1], "the load2d source")?;
-            }
-            Instr::Mmad { .. } => {
-                want(0, &[Mem::L0c], "C")?;
-                want(1, &[Mem::L0a], "A")?;
-                want(2, &[Mem::L0b], "B")?;
-            }
-            Instr::CopyCcToUb { .. } => {
-                want(0, &[Mem::Ub], "the destination")?;
-                want(1, &[Mem::L0c], "the source")?;
-            }
-            Instr::VUn { op, ty, .. } => {
-                if !matches!(op, VUnOp::Abs | VUnOp::Relu) {
-                    float_only(*ty, name_of(&VUN_NAMES, *op))?;
-                }
-                for i in 0..mems.len() {
-                    want(i, &[Mem::Ub], "vector operands")?;
-                }
-            }
-            Instr::VRed { ty, .. }
-            | Instr::VBrcb { ty, .. }
-            | Instr::VBin { ty, .. }
-            | Instr::VScalar { ty, .. }
-            | Instr::VDup { ty, .. }
-            | Instr::VCmp { ty, .. }
-            | Instr::VSel { ty, .. } => {
-                let _ = ty;
-                for i in 0..mems.len() {
-                    want(i, &[Mem::Ub], "vector operands")?;
-                }
-            }
-            Instr::VConv { .. } => {
-                for i in 0..mems.len() {
-                    want(i, &[Mem::Ub], "vector operands")?;
-                }
-            }
-            Instr::Ld { ty, dst, .. } => {
-                want(0, &[Mem::Ub], "scalar loads")?;
-                check_reg_kind(*ty, *dst, span)?;
-            }
-            Instr::St { .. } | Instr::Count { .. } => {
-                want(0, &[Mem::Ub], "scalar memory operands")?;
-            }
-            Instr::Mov { dst, src } => {
-                if matches!(dst, Reg::S(_))
-                    && matches!(src, Scalar::Float(_) | Scalar::Reg(Reg::F(_)))
-                {
-                    return Err(
-                        Diagnostic::new(span, "an integer register cannot hold a float")
-                            .with_hint("move floats into f0..f31"),
-                    );
-                }
-            }
-            Instr::SBin { dst, a, b, .. } => {
-                if matches!(dst, Reg::S(_))
-                    && [a, b]
-                        .iter()
-                        .any(|s| matches!(s, Scalar::Float(_) | Scalar::Reg(Reg::F(_))))
-                {
-                    return Err(Diagnostic::new(
-                        span,
-                        "integer arithmetic cannot read a float operand",
-                    )
-                    .with_hint("write the result to a float register f0..f31"));
-                }
-            }
-            Instr::SetMask { .. }
-            | Instr::SetFlag { .. }
-            | Instr::WaitFlag { .. }
-            | Instr::Barrier { .. } => {}
-            Instr::SyncAll => {
-                let cores = self.machine.cores;
-                if self.blockdim > cores {
-                    return Err(Diagnostic::new(
-                        span,
-                        format!(
-                            "`sync_all` needs every block on a core of its own: blockdim={} but the machine has {cores} cores",
-                            self.blockdim
-                        ),
-                    )
-                    .with_hint("launch at most as many blocks as there are cores"));
-                }
+                .with_hint("see ISA.md for where each instruction's operands live"));
             }
         }
+        check_registers(instr, span)?;
         let mut scalars = Vec::new();
-        for s in scalars_of(instr) {
+        for s in instr.scalars() {
             scalars.push(self.scalar(s, span)?);
         }
         let site = self.sites.len() as u32;
@@ -755,9 +500,194 @@ impl Asm<'_> {
             ops,
             spans,
             scalars,
+            pipe: instr.pipe(&mems),
             site,
         })));
         Ok(())
+    }
+
+    /// The rules of an instruction beyond the memories the table allows its operands, checked
+    /// before those: copy paths, `copy_pad`'s strides, memories not supported yet, float-only
+    /// operations and the cores `sync_all` needs.
+    fn check_special(
+        &self,
+        instr: &Instr,
+        addrs: &[&Addr],
+        mems: &[Mem],
+        ops: &[Resolved],
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        match instr {
+            Instr::Copy { .. }
+                if CopyPath::between(mems[1], mems[0]).is_none_or(|p| {
+                    matches!(p, CopyPath::L1L0a | CopyPath::L1L0b | CopyPath::L0cUb)
+                }) =>
+            {
+                return Err(Diagnostic::new(
+                    span,
+                    format!(
+                        "`copy` has no path from {} to {}",
+                        mems[1].name(),
+                        mems[0].name()
+                    ),
+                )
+                .with_hint(
+                    "copy paths: GM->L1, GM->UB, UB->GM, UB->L1, UB->UB; L1->L0A/L0B is `load2d`, L0C->UB is `copy_cc_to_ub`",
+                ));
+            }
+            Instr::CopyPad { .. } => self.check_copy_pad(instr, addrs, mems, ops, span)?,
+            Instr::Img2col { .. } if mems[0] == Mem::L0b => {
+                return Err(Diagnostic::new(
+                    addrs[0].span,
+                    "`img2col` into L0B is not supported yet",
+                )
+                .with_hint("img2col builds the feature-map operand in L0A; load weights into L0B with `load2d`"));
+            }
+            Instr::Load3d { .. } if mems[0] == Mem::L0a => {
+                return Err(Diagnostic::new(
+                    addrs[0].span,
+                    "`load3d` into L0A is not supported yet",
+                )
+                .with_hint("load3d builds the im2col operand in L0B (zN); use `img2col` for L0A"));
+            }
+            Instr::VUn { op, ty, .. }
+                if !matches!(op, VUnOp::Abs | VUnOp::Relu) && *ty == DType::I32 =>
+            {
+                return Err(Diagnostic::new(
+                    span,
+                    format!("`{}` is defined for f16 and f32 only", instr.mnemonic()),
+                )
+                .with_hint("convert with `vconv` first"));
+            }
+            Instr::SyncAll if self.blockdim > self.machine.cores => {
+                return Err(Diagnostic::new(
+                    span,
+                    format!(
+                        "`sync_all` needs every block on a core of its own: blockdim={} but the machine has {} cores",
+                        self.blockdim, self.machine.cores
+                    ),
+                )
+                .with_hint("launch at most as many blocks as there are cores"));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `copy_pad`: its path, element-granular GM side, block-aligned on-chip side and bursts
+    /// that do not overlap.
+    fn check_copy_pad(
+        &self,
+        instr: &Instr,
+        addrs: &[&Addr],
+        mems: &[Mem],
+        ops: &[Resolved],
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let Instr::CopyPad {
+            n_burst,
+            bytes,
+            src_stride,
+            dst_stride,
+            len,
+            ..
+        } = instr
+        else {
+            return Ok(());
+        };
+        let load = match (mems[1], mems[0]) {
+            (Mem::Gm, Mem::L1 | Mem::Ub) => true,
+            (Mem::Ub, Mem::Gm) => false,
+            (from, to) => {
+                return Err(Diagnostic::new(
+                    span,
+                    format!(
+                        "`copy_pad` has no path from {} to {}",
+                        from.name(),
+                        to.name()
+                    ),
+                )
+                .with_hint("copy_pad paths: GM->L1, GM->UB, UB->GM"))
+            }
+        };
+        let gm = if load { 1 } else { 0 };
+        let elem = self.bufs[ops[gm].buf as usize].elem;
+        let (gm_stride, chip_stride) = if load {
+            (*src_stride, *dst_stride)
+        } else {
+            (*dst_stride, *src_stride)
+        };
+        if !(*bytes as u64).is_multiple_of(elem) || !(gm_stride as u64).is_multiple_of(elem) {
+            return Err(Diagnostic::new(
+                span,
+                format!("`bytes` and the GM stride must be multiples of the {elem}-byte elements of `{}`", addrs[gm].buffer),
+            )
+            .with_hint("move whole elements"));
+        }
+        if !chip_stride.is_multiple_of(32) {
+            return Err(Diagnostic::new(
+                span,
+                format!(
+                    "the {} stride {chip_stride} is not a multiple of 32 bytes",
+                    mems[1 - gm].name()
+                ),
+            )
+            .with_hint("on-chip bursts start on 32-byte blocks"));
+        }
+        let fit = bytes.div_ceil(32);
+        if !load && *len != fit {
+            return Err(Diagnostic::new(
+                span,
+                "`len` is for loads: a store writes exactly `bytes` bytes per burst",
+            )
+            .with_hint("leave `len` out"));
+        }
+        let written = if load {
+            *len as u64 * 32
+        } else {
+            *bytes as u64
+        };
+        if *n_burst > 1 && (*dst_stride as u64) < written {
+            return Err(Diagnostic::new(
+                span,
+                format!("bursts writing {written} bytes every {dst_stride} bytes overlap"),
+            )
+            .with_hint("make `dst_stride` at least the bytes one burst writes"));
+        }
+        Ok(())
+    }
+}
+
+/// Register kinds: a scalar load's register matches its element type, and integer registers
+/// receive no floats.
+fn check_registers(instr: &Instr, span: Span) -> Result<(), Diagnostic> {
+    match instr {
+        Instr::Ld { ty, dst, .. } => check_reg_kind(*ty, *dst, span),
+        Instr::Mov { dst, src } => {
+            if matches!(dst, Reg::S(_)) && matches!(src, Scalar::Float(_) | Scalar::Reg(Reg::F(_)))
+            {
+                return Err(
+                    Diagnostic::new(span, "an integer register cannot hold a float")
+                        .with_hint("move floats into f0..f31"),
+                );
+            }
+            Ok(())
+        }
+        Instr::SBin { dst, a, b, .. } => {
+            if matches!(dst, Reg::S(_))
+                && [a, b]
+                    .iter()
+                    .any(|s| matches!(s, Scalar::Float(_) | Scalar::Reg(Reg::F(_))))
+            {
+                return Err(Diagnostic::new(
+                    span,
+                    "integer arithmetic cannot read a float operand",
+                )
+                .with_hint("write the result to a float register f0..f31"));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 

@@ -7,7 +7,8 @@
 //! whole of `polyfuse sim`.
 //!
 //! - `machine`: the machine description (default embedded from `machines/davinci910.machine`)
-//! - `isa`: memories, pipes, instructions, the program tree
+//! - `isa`: memories, pipes, the program tree, and the instruction table from which the
+//!   parser, printer, assembler and simulator learn each instruction's fields, pipe and timing
 //! - `asm`: lexer, parser with located errors, printer (`parse(print(p)) == p`)
 //! - `assemble`: name resolution, buffer placement, operand checks, flattening
 //! - `exec`: numerics; `timing`: pipe clocks and issue queues; `gmbus`: GM bandwidth shared

@@ -16,8 +16,10 @@
 //! them: the k-th `sync_all` of every block (each on a core of its own) ends the k-th epoch, and
 //! a block leaves it once all blocks have arrived with their pipes drained.
 
+mod cube;
 mod dma;
 mod operands;
+mod scalar;
 mod sync;
 mod vector;
 
@@ -246,48 +248,6 @@ impl Block {
 
     fn pending(&self) -> bool {
         self.queues.iter().any(|q| !q.is_empty())
-    }
-}
-
-/// The pipe an instruction runs on.
-fn pipe_of(k: &Kernel, e: &Exec) -> Pipe {
-    match &e.instr {
-        Instr::SetFlag { src, .. } => *src,
-        Instr::WaitFlag { dst, .. } => *dst,
-        Instr::Copy { .. } => {
-            let dst = k.bufs[e.ops[0].buf as usize].mem;
-            let src = k.bufs[e.ops[1].buf as usize].mem;
-            // The assembler accepted only paths that exist.
-            CopyPath::between(src, dst).map_or(Pipe::V, |p| p.pipe())
-        }
-        Instr::CopyPad { .. } => {
-            if k.bufs[e.ops[0].buf as usize].mem == Mem::Gm {
-                Pipe::Mte3
-            } else {
-                Pipe::Mte2
-            }
-        }
-        Instr::Load2d { .. } | Instr::Load3d { .. } | Instr::Img2col { .. } => Pipe::Mte1,
-        Instr::Mmad { .. } => Pipe::M,
-        Instr::CopyCcToUb { .. }
-        | Instr::CopyUbToCc { .. }
-        | Instr::VBin { .. }
-        | Instr::VCmp { .. }
-        | Instr::VSel { .. }
-        | Instr::VScalar { .. }
-        | Instr::VUn { .. }
-        | Instr::VDup { .. }
-        | Instr::VRed { .. }
-        | Instr::VBrcb { .. }
-        | Instr::VConv { .. } => Pipe::V,
-        Instr::SetMask { .. }
-        | Instr::Barrier { .. }
-        | Instr::SyncAll
-        | Instr::Mov { .. }
-        | Instr::SBin { .. }
-        | Instr::Ld { .. }
-        | Instr::St { .. }
-        | Instr::Count { .. } => Pipe::S,
     }
 }
 
@@ -610,7 +570,7 @@ impl Machine<'_> {
                             (self.max_cycles, "cycles", "--max-cycles"),
                         ));
                     }
-                    let pipe = pipe_of(k, e);
+                    let pipe = e.pipe;
                     if matches!(e.instr, Instr::SyncAll) {
                         self.arrive(b)?;
                         b.pc += 1;
@@ -832,111 +792,33 @@ impl Machine<'_> {
         }
     }
 
-    #[allow(clippy::too_many_lines)]
+    /// Runs the current frame's instruction. By the table's timing class: an instruction of one
+    /// scalar issue is costed here, a flag, barrier or `sync_all` goes to `sync`; every other
+    /// instruction runs in the method of its unit.
     fn exec(&mut self, b: &mut Block, e: &Exec) -> Result<(), Error> {
-        let mc = &self.k.machine;
-        let issue = mc.scalar_issue;
-        let core = b.core;
+        match e.instr.timing_class() {
+            TimingClass::Sync => return self.sync(b, e),
+            TimingClass::Issue => {
+                b.timing.scalar(self.k.machine.scalar_issue, 0);
+                b.hazards.begin(Pipe::S);
+            }
+            TimingClass::ScalarMemory
+            | TimingClass::Transfer
+            | TimingClass::Cube
+            | TimingClass::Vector => {}
+        }
         match &e.instr {
-            Instr::SetMask { hi, lo } => {
-                b.timing.scalar(issue, 0);
-                b.hazards.begin(Pipe::S);
-                b.mask = (*hi, *lo);
-            }
-            Instr::Mov { dst, .. } => {
-                b.timing.scalar(issue, 0);
-                b.hazards.begin(Pipe::S);
-                self.write_reg(b, *dst, e.scalars[0]);
-            }
-            Instr::SBin { op, dst, .. } => {
-                b.timing.scalar(issue, 0);
-                b.hazards.begin(Pipe::S);
-                match dst {
-                    Reg::S(r) => {
-                        let (x, y) = (self.sint(b, e.scalars[0]), self.sint(b, e.scalars[1]));
-                        let v = match op {
-                            SOp::Add => x.wrapping_add(y),
-                            SOp::Sub => x.wrapping_sub(y),
-                            SOp::Mul => x.wrapping_mul(y),
-                            SOp::Div => x.checked_div(y).ok_or_else(|| {
-                                let site = &self.k.sites[e.site as usize];
-                                self.error(
-                                    Diagnostic::new(
-                                        site.span,
-                                        format!(
-                                            "`{}` divides by zero{}",
-                                            site.text,
-                                            self.context(&b.f.slots, e.site)
-                                        ),
-                                    )
-                                    .with_hint("guard the division with `if`"),
-                                )
-                            })?,
-                            SOp::Min => x.min(y),
-                            SOp::Max => x.max(y),
-                        };
-                        b.sregs[*r as usize] = wrap32(v);
-                    }
-                    Reg::F(r) => {
-                        let x = self.sval(b, e.scalars[0]).0 as f32;
-                        let y = self.sval(b, e.scalars[1]).0 as f32;
-                        b.fregs[*r as usize] = match op {
-                            SOp::Add => x + y,
-                            SOp::Sub => x - y,
-                            SOp::Mul => x * y,
-                            SOp::Div => x / y,
-                            SOp::Min => x.min(y),
-                            SOp::Max => x.max(y),
-                        };
-                    }
-                }
-            }
-            Instr::Ld { ty, dst, .. } => {
-                let es = ty.size();
-                let (mem, addr) = self.resolve(b, e, 0, es, es, "reads")?;
-                let (s, t) = b.timing.scalar(mc.scalar_mem, 0);
-                let tick = b.begin(Pipe::S);
-                self.check(b, e, Pipe::S, tick, &[(0, addr, addr + es, false)])?;
-                self.touch(b, e, 0, s, t);
-                let v = exec::load(self.mem_ref(core, mem), addr as usize, *ty);
-                match dst {
-                    Reg::S(r) => b.sregs[*r as usize] = v as i64,
-                    Reg::F(r) => b.fregs[*r as usize] = v as f32,
-                }
-            }
-            Instr::St { ty, .. } => {
-                let es = ty.size();
-                let (mem, addr) = self.resolve(b, e, 0, es, es, "writes")?;
-                let (s, t) = b.timing.scalar(mc.scalar_mem, 0);
-                let tick = b.begin(Pipe::S);
-                self.check(b, e, Pipe::S, tick, &[(0, addr, addr + es, true)])?;
-                self.touch(b, e, 0, s, t);
-                let v = self.sval(b, e.scalars[0]).0;
-                exec::store(self.mem_mut(core, mem), addr as usize, *ty, v);
-            }
-            Instr::Count { dst, bits, .. } => {
-                let len = (*bits as u64).div_ceil(8);
-                let (mem, addr) = self.resolve(b, e, 0, len, 1, "reads")?;
-                let (s, t) = b.timing.scalar(mc.scalar_mem, 0);
-                let tick = b.begin(Pipe::S);
-                self.check(b, e, Pipe::S, tick, &[(0, addr, addr + len, false)])?;
-                self.touch(b, e, 0, s, t);
-                let m = self.mem_ref(core, mem);
-                let mut n = 0i64;
-                for bit in 0..*bits as usize {
-                    n += (m[addr as usize + bit / 8] >> (bit % 8) & 1) as i64;
-                }
-                match dst {
-                    Reg::S(r) => b.sregs[*r as usize] = n,
-                    Reg::F(r) => b.fregs[*r as usize] = n as f32,
-                }
-            }
+            Instr::SetMask { hi, lo } => b.mask = (*hi, *lo),
+            Instr::Mov { dst, .. } => self.write_reg(b, *dst, e.scalars[0]),
+            Instr::SBin { .. } => self.sbin(b, e)?,
+            Instr::Ld { .. } => self.ld(b, e)?,
+            Instr::St { .. } => self.st(b, e)?,
+            Instr::Count { .. } => self.count(b, e)?,
+            // Run by `sync` above.
             Instr::SetFlag { .. }
             | Instr::WaitFlag { .. }
             | Instr::Barrier { .. }
-            | Instr::SyncAll => {
-                self.sync(b, e)?;
-            }
+            | Instr::SyncAll => {}
             Instr::Copy {
                 n_burst,
                 len,
@@ -959,319 +841,12 @@ impl Machine<'_> {
                 let (n, bytes, blocks) = (*n_burst as u64, *bytes as u64, *len as u64);
                 self.copy_pad(b, e, (n, bytes, blocks), strides)?;
             }
-            Instr::CopyUbToCc {
-                n_burst,
-                len,
-                src_gap,
-                dst_gap,
-                ..
-            } => {
-                let fr = 1024u64;
-                let (nb, ln) = (*n_burst as u64, *len as u64);
-                let (sp, dp) = ((ln + *src_gap as u64) * fr, (ln + *dst_gap as u64) * fr);
-                let ext = |p: u64| if nb == 0 { 0 } else { (nb - 1) * p + ln * fr };
-                let (_, dst) = self.resolve(b, e, 0, ext(dp), mc.mem(Mem::L0c).align, "writes")?;
-                let (_, src) = self.resolve(b, e, 1, ext(sp), mc.mem(Mem::Ub).align, "reads")?;
-                let bytes = nb * ln * fr;
-                // The reverse of copy_cc_to_ub, at the cost of its path.
-                self.transfer(
-                    b,
-                    e,
-                    CopyPath::L0cUb,
-                    bytes,
-                    &[
-                        Burst::strided(1, src, nb, ln * fr, sp, false),
-                        Burst::strided(0, dst, nb, ln * fr, dp, true),
-                    ],
-                )?;
-                let [_, _, _, _, l0c, ub] = &mut self.local[core];
-                for i in 0..nb {
-                    let (so, d) = ((src + i * sp) as usize, (dst + i * dp) as usize);
-                    let n = (ln * fr) as usize;
-                    l0c[d..d + n].copy_from_slice(&ub[so..so + n]);
-                }
-            }
-            Instr::Load2d {
-                repeat,
-                src_stride,
-                transpose,
-                f32,
-                ..
-            } => {
-                let es: u64 = if *f32 { 4 } else { 2 };
-                let fr = 256 * es;
-                let (r, st) = (*repeat as u64, *src_stride as u64);
-                let dst_mem = self.k.bufs[e.ops[0].buf as usize].mem;
-                let (_, dst) = self.resolve(b, e, 0, r * fr, mc.mem(dst_mem).align, "writes")?;
-                let src_ext = if r == 0 { 0 } else { (r - 1) * st * fr + fr };
-                let (_, src) = self.resolve(b, e, 1, src_ext, mc.mem(Mem::L1).align, "reads")?;
-                let path = if dst_mem == Mem::L0a {
-                    CopyPath::L1L0a
-                } else {
-                    CopyPath::L1L0b
-                };
-                self.transfer(
-                    b,
-                    e,
-                    path,
-                    r * fr,
-                    &[
-                        Burst::strided(1, src, r, fr, st * fr, false),
-                        Burst::strided(0, dst, 1, r * fr, 0, true),
-                    ],
-                )?;
-                let (es, fr) = (es as usize, fr as usize);
-                let mut frac = [0u8; 1024];
-                for i in 0..r {
-                    let so = (src + i * st * fr as u64) as usize;
-                    let l1 = &self.local[core][Mem::L1 as usize];
-                    if *transpose {
-                        for row in 0..16 {
-                            for col in 0..16 {
-                                let from = so + (col * 16 + row) * es;
-                                let to = (row * 16 + col) * es;
-                                frac[to..to + es].copy_from_slice(&l1[from..from + es]);
-                            }
-                        }
-                    } else {
-                        frac[..fr].copy_from_slice(&l1[so..so + fr]);
-                    }
-                    let d = (dst + i * fr as u64) as usize;
-                    self.local[core][dst_mem as usize][d..d + fr].copy_from_slice(&frac[..fr]);
-                }
-            }
-            Instr::Load3d {
-                c,
-                cs,
-                w,
-                kh,
-                kw,
-                k,
-                n,
-                f32,
-                ..
-            } => {
-                let es: u64 = if *f32 { 4 } else { 2 };
-                let (c, cs, w, kh, kw) = (*c as u64, *cs as u64, *w as u64, *kh as u64, *kw as u64);
-                let (k, n) = (*k as u64, *n as u64);
-                let dst_len = k * n * es;
-                // The last element any row reads: channel c-1, row kh-1, tap kw-1, column n-1.
-                let src_len = ((c - 1) * cs + (kh - 1) * w + kw - 1 + n) * es;
-                let (_, dst) = self.resolve(b, e, 0, dst_len, mc.mem(Mem::L0b).align, "writes")?;
-                let (_, src) = self.resolve(b, e, 1, src_len, mc.mem(Mem::L1).align, "reads")?;
-                self.transfer(
-                    b,
-                    e,
-                    CopyPath::L1L0b,
-                    dst_len,
-                    &[
-                        Burst::strided(1, src, 1, src_len, 0, false),
-                        Burst::strided(0, dst, 1, dst_len, 0, true),
-                    ],
-                )?;
-                let rows = c * kh * kw;
-                let (es, n1) = (es as usize, (n / 16) as usize);
-                let [_, l1, _, l0b, _, _] = &mut self.local[core];
-                for row in 0..k as usize {
-                    let (k1, kk) = (row / 16, row % 16);
-                    let from = if (row as u64) < rows {
-                        let (ci, i, j) = (
-                            row as u64 / (kh * kw),
-                            (row as u64 / kw) % kh,
-                            row as u64 % kw,
-                        );
-                        Some(src as usize + ((ci * cs + i * w + j) as usize) * es)
-                    } else {
-                        None
-                    };
-                    for col in 0..n as usize {
-                        let (f, nn) = (col / 16, col % 16);
-                        let d = dst as usize + (((k1 * n1 + f) * 16 + nn) * 16 + kk) * es;
-                        match from {
-                            Some(at) => {
-                                let at = at + col * es;
-                                l0b[d..d + es].copy_from_slice(&l1[at..at + es]);
-                            }
-                            None => l0b[d..d + es].fill(0),
-                        }
-                    }
-                }
-            }
-            Instr::Img2col {
-                h,
-                w,
-                c1,
-                kh,
-                kw,
-                stride,
-                pad,
-                pos,
-                m1,
-                ..
-            } => {
-                let (h, w, c1, kh, kw) = (*h as i64, *w as i64, *c1 as i64, *kh as i64, *kw as i64);
-                let (stride, pad, pos, m1) = (*stride as i64, *pad as i64, *pos as i64, *m1 as i64);
-                // The parser checked that the kernel fits the padded map.
-                let oh = (h + 2 * pad - kh) / stride + 1;
-                let ow = (w + 2 * pad - kw) / stride + 1;
-                let k1 = c1 * kh * kw;
-                let dst_len = (m1 * k1 * 512) as u64;
-                let src_len = (c1 * h * w * 32) as u64;
-                let (_, dst) = self.resolve(b, e, 0, dst_len, mc.mem(Mem::L0a).align, "writes")?;
-                let (_, src) = self.resolve(b, e, 1, src_len, mc.mem(Mem::L1).align, "reads")?;
-                let (s, t) = self.copy_time(b, CopyPath::L1L0a, dst_len);
-                let tick = b.begin(Pipe::Mte1);
-                self.check(
-                    b,
-                    e,
-                    Pipe::Mte1,
-                    tick,
-                    &[
-                        (1, src, src + src_len, false),
-                        (0, dst, dst + dst_len, true),
-                    ],
-                )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[CopyPath::L1L0a as usize] += dst_len;
-                let [_, l1, l0a, _, _, _] = &mut self.local[core];
-                for m in 0..m1 {
-                    for k in 0..k1 {
-                        let (c, i, j) = (k / (kh * kw), (k / kw) % kh, k % kw);
-                        for r in 0..16 {
-                            let p = pos + m * 16 + r;
-                            let (y, x) = ((p / ow) * stride + i - pad, (p % ow) * stride + j - pad);
-                            let d = dst as usize + (((m * k1 + k) * 16 + r) * 32) as usize;
-                            let row = &mut l0a[d..d + 32];
-                            if p < oh * ow && (0..h).contains(&y) && (0..w).contains(&x) {
-                                let from = src as usize + (((c * h + y) * w + x) * 32) as usize;
-                                row.copy_from_slice(&l1[from..from + 32]);
-                            } else {
-                                row.fill(0);
-                            }
-                        }
-                    }
-                }
-            }
-            Instr::Mmad {
-                out,
-                m,
-                k,
-                n,
-                init,
-                src_f32,
-                ..
-            } => {
-                let (m1, k1, n1) = (
-                    (*m as u64).div_ceil(16),
-                    (*k as u64).div_ceil(16),
-                    (*n as u64).div_ceil(16),
-                );
-                let (src_ty, per_fractal) = if *src_f32 {
-                    (DType::F32, mc.cube_per_fractal_f32)
-                } else {
-                    (DType::F16, mc.cube_per_fractal)
-                };
-                let fr_bytes = 256 * src_ty.size();
-                let c_bytes = m1 * n1 * 256 * out.size();
-                let (_, c) = self.resolve(b, e, 0, c_bytes, mc.mem(Mem::L0c).align, "writes")?;
-                let (_, a) =
-                    self.resolve(b, e, 1, m1 * k1 * fr_bytes, mc.mem(Mem::L0a).align, "reads")?;
-                let (_, bb) =
-                    self.resolve(b, e, 2, k1 * n1 * fr_bytes, mc.mem(Mem::L0b).align, "reads")?;
-                let fr = m1 * k1 * n1;
-                let cost = mc.cube_startup + per_fractal * fr;
-                let (s, t) = b.dispatch(Pipe::M, cost, 0);
-                let tick = b.begin(Pipe::M);
-                let mut acc = vec![
-                    (1, a, a + m1 * k1 * fr_bytes, false),
-                    (2, bb, bb + k1 * n1 * fr_bytes, false),
-                ];
-                if !*init {
-                    acc.push((0, c, c + c_bytes, false));
-                }
-                acc.push((0, c, c + c_bytes, true));
-                self.check(b, e, Pipe::M, tick, &acc)?;
-                for i in 0..3 {
-                    self.touch(b, e, i, s, t);
-                }
-                self.stats.fractal_macs += fr;
-                let [_, _, l0a, l0b, l0c, _] = &mut self.local[core];
-                exec::mmad(
-                    l0a,
-                    a as usize,
-                    l0b,
-                    bb as usize,
-                    l0c,
-                    c as usize,
-                    (m1 as usize, k1 as usize, n1 as usize),
-                    src_ty,
-                    *out,
-                    *init,
-                );
-            }
-            Instr::CopyCcToUb {
-                n_burst,
-                len,
-                src_gap,
-                dst_gap,
-                f16,
-                relu,
-                src_f16,
-                ..
-            } => {
-                let sty = if *src_f16 { DType::F16 } else { DType::F32 };
-                let dty = if *f16 || *src_f16 {
-                    DType::F16
-                } else {
-                    DType::F32
-                };
-                let (sf, df) = (256 * sty.size(), 256 * dty.size());
-                let (nb, ln) = (*n_burst as u64, *len as u64);
-                let src_ext = if nb == 0 {
-                    0
-                } else {
-                    ((nb - 1) * (ln + *src_gap as u64) + ln) * sf
-                };
-                let dst_ext = if nb == 0 {
-                    0
-                } else {
-                    ((nb - 1) * (ln + *dst_gap as u64) + ln) * df
-                };
-                let (_, dst) = self.resolve(b, e, 0, dst_ext, mc.mem(Mem::Ub).align, "writes")?;
-                let (_, src) =
-                    self.resolve(b, e, 1, src_ext, sf.min(mc.mem(Mem::L0c).align), "reads")?;
-                let bytes = nb * ln * sf;
-                let (s, t) = self.copy_time(b, CopyPath::L0cUb, bytes);
-                let tick = b.begin(Pipe::V);
-                self.check(
-                    b,
-                    e,
-                    Pipe::V,
-                    tick,
-                    &[
-                        (1, src, src + src_ext, false),
-                        (0, dst, dst + dst_ext, true),
-                    ],
-                )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                self.stats.path_bytes[CopyPath::L0cUb as usize] += bytes;
-                let [_, _, _, _, l0c, ub] = &mut self.local[core];
-                for i in 0..nb {
-                    for f in 0..ln {
-                        let so = src + ((i * (ln + *src_gap as u64)) + f) * sf;
-                        let d = dst + ((i * (ln + *dst_gap as u64)) + f) * df;
-                        for x in 0..256u64 {
-                            let mut v = exec::load(l0c, (so + x * sty.size()) as usize, sty);
-                            if *relu && v < 0.0 {
-                                v = 0.0;
-                            }
-                            exec::store(ub, (d + x * dty.size()) as usize, dty, v);
-                        }
-                    }
-                }
-            }
+            Instr::CopyUbToCc { .. } => self.copy_ub_to_cc(b, e)?,
+            Instr::Load2d { .. } => self.load2d(b, e)?,
+            Instr::Load3d { .. } => self.load3d(b, e)?,
+            Instr::Img2col { .. } => self.img2col(b, e)?,
+            Instr::Mmad { .. } => self.mmad(b, e)?,
+            Instr::CopyCcToUb { .. } => self.copy_cc_to_ub(b, e)?,
             Instr::VBin { ty, cfg, .. }
             | Instr::VCmp { ty, cfg, .. }
             | Instr::VSel { ty, cfg, .. }
@@ -1282,56 +857,7 @@ impl Machine<'_> {
                 self.vector(b, e, *ty, cfg)?;
             }
             Instr::VBrcb { ty, cfg, .. } => self.broadcast(b, e, *ty, cfg)?,
-            Instr::VConv { from, to, cfg, .. } => {
-                let lanes = 256 / from.size().max(to.size()) as usize;
-                let mask = b.f.mask;
-                let ub_align = mc.mem(Mem::Ub).align;
-                let de = Self::vec_extent(mask, lanes, to.size() as usize, cfg, 0);
-                let se = Self::vec_extent(mask, lanes, from.size() as usize, cfg, 1);
-                let (_, dst) = self.resolve(b, e, 0, de, ub_align, "writes")?;
-                let (_, src) = self.resolve(b, e, 1, se, ub_align, "reads")?;
-                let cost = mc.vector_startup + mc.vector_per_repeat * cfg.repeat as u64;
-                let (s, t) = b.dispatch(Pipe::V, cost, 0);
-                let tick = b.begin(Pipe::V);
-                self.check(
-                    b,
-                    e,
-                    Pipe::V,
-                    tick,
-                    &[(1, src, src + se, false), (0, dst, dst + de, true)],
-                )?;
-                self.touch(b, e, 0, s, t);
-                self.touch(b, e, 1, s, t);
-                let ub = &mut self.local[core][Mem::Ub as usize];
-                let mut vals = Vec::with_capacity(lanes);
-                for r in 0..cfg.repeat as usize {
-                    vals.clear();
-                    for l in 0..lanes {
-                        if exec::lane_on(mask, l) {
-                            let sa = exec::lane_addr(
-                                src as usize,
-                                r,
-                                l,
-                                from.size() as usize,
-                                cfg.blk[1],
-                                cfg.rep[1],
-                            );
-                            vals.push((l, exec::load(ub, sa, *from)));
-                        }
-                    }
-                    for &(l, v) in &vals {
-                        let da = exec::lane_addr(
-                            dst as usize,
-                            r,
-                            l,
-                            to.size() as usize,
-                            cfg.blk[0],
-                            cfg.rep[0],
-                        );
-                        exec::store(ub, da, *to, v);
-                    }
-                }
-            }
+            Instr::VConv { .. } => self.vconv(b, e)?,
         }
         Ok(())
     }

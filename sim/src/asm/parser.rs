@@ -83,21 +83,21 @@ impl Kwargs {
                     .map(|&x| {
                         u32::try_from(x)
                             .ok()
-                            .filter(|&x| x <= 65535)
+                            .filter(|&x| x <= MAX_GAP)
                             .ok_or_else(|| {
                                 Diagnostic::new(
                                     span,
-                                    format!("`{key}` values must be in 0..=65535"),
+                                    format!("`{key}` values must be in 0..={MAX_GAP}"),
                                 )
                             })
                     })
                     .collect()
             }
             Some((KwValue::Int(x), span)) if n == 1 => {
-                if !(0..=65535).contains(&x) {
+                if !(0..=MAX_GAP as i64).contains(&x) {
                     return Err(Diagnostic::new(
                         span,
-                        format!("`{key}` must be in 0..=65535"),
+                        format!("`{key}` must be in 0..={MAX_GAP}"),
                     ));
                 }
                 Ok(vec![x as u32])
@@ -108,14 +108,19 @@ impl Kwargs {
         }
     }
 
-    /// `n_burst`, `len`, `src_gap`, `dst_gap` of a burst copy.
-    fn bursts(&mut self) -> PResult<(u32, u32, u32, u32)> {
-        Ok((
-            self.int("n_burst", Some(1), 4095)? as u32,
-            self.int("len", None, 65535)? as u32,
-            self.int("src_gap", Some(0), 65535)? as u32,
-            self.int("dst_gap", Some(0), 65535)? as u32,
-        ))
+    /// `repeat`, `blk` and `rep` of a vector instruction; `blocks` are the default repeat strides.
+    fn vec_cfg(&mut self, blocks: &[u32]) -> PResult<VecCfg> {
+        let repeat = self.int("repeat", Some(1), MAX_REPEAT as i64)? as u32;
+        if repeat == 0 {
+            return Err(Diagnostic::new(
+                Span::default(),
+                format!("`repeat` must be in 1..={MAX_REPEAT}"),
+            )
+            .with_hint("a vector instruction runs at least one repeat"));
+        }
+        let blk = self.tuple("blk", vec![1; blocks.len()])?;
+        let rep = self.tuple("rep", blocks.to_vec())?;
+        Ok(VecCfg { repeat, blk, rep })
     }
 
     fn finish(self, mnemonic: &str) -> PResult<()> {
@@ -593,14 +598,6 @@ impl Parser {
             .map(|_| ())
     }
 
-    /// `DST, SRC` and the keyword arguments after them.
-    fn dst_src_kwargs(&mut self) -> PResult<(Addr, Addr, Kwargs)> {
-        let dst = self.addr()?;
-        self.comma()?;
-        let src = self.addr()?;
-        Ok((dst, src, self.kwargs()?))
-    }
-
     fn kwargs(&mut self) -> PResult<Kwargs> {
         let mut items = Vec::new();
         while self.eat(&Tok::Comma) {
@@ -635,487 +632,23 @@ impl Parser {
         Ok(Kwargs { items })
     }
 
-    fn vec_cfg(&mut self, kw: &mut Kwargs, blocks: &[u32]) -> PResult<VecCfg> {
-        let repeat = kw.int("repeat", Some(1), 255)? as u32;
-        if repeat == 0 {
-            return Err(
-                Diagnostic::new(Span::default(), "`repeat` must be in 1..=255")
-                    .with_hint("a vector instruction runs at least one repeat"),
-            );
-        }
-        let blk = kw.tuple("blk", vec![1; blocks.len()])?;
-        let rep = kw.tuple("rep", blocks.to_vec())?;
-        Ok(VecCfg { repeat, blk, rep })
-    }
-
     fn instr(&mut self, parts: &[String], start: Span) -> PResult<Instr> {
-        let head = parts[0].as_str();
         let full = parts.join(".");
-        let fix = |d: Diagnostic| missing_fix(d, start);
-        if let Some(op) = op_of(&VBIN_NAMES, head) {
-            let ty = self.dtype_suffix(parts, 1, start)?;
-            let dst = self.addr()?;
-            self.comma()?;
-            let src0 = self.addr()?;
-            self.comma()?;
-            let src1 = self.addr()?;
-            let mut kw = self.kwargs()?;
-            let cfg = self.vec_cfg(&mut kw, &[8, 8, 8]).map_err(fix)?;
-            kw.finish(&full)?;
-            return Ok(Instr::VBin {
-                op,
-                ty,
-                dst,
-                src0,
-                src1,
-                cfg,
-            });
-        }
-        if let Some(op) = op_of(&VSCALAR_NAMES, head) {
-            let ty = self.dtype_suffix(parts, 1, start)?;
-            let dst = self.addr()?;
-            self.comma()?;
-            let src = self.addr()?;
-            self.comma()?;
-            let scalar = self.scalar()?;
-            let mut kw = self.kwargs()?;
-            let cfg = self.vec_cfg(&mut kw, &[8, 8]).map_err(fix)?;
-            kw.finish(&full)?;
-            return Ok(Instr::VScalar {
-                op,
-                ty,
-                dst,
-                src,
-                scalar,
-                cfg,
-            });
-        }
-        if let Some(op) = op_of(&VUN_NAMES, head) {
-            let ty = self.dtype_suffix(parts, 1, start)?;
-            let dst = self.addr()?;
-            self.comma()?;
-            let src = self.addr()?;
-            let mut kw = self.kwargs()?;
-            let cfg = self.vec_cfg(&mut kw, &[8, 8]).map_err(fix)?;
-            kw.finish(&full)?;
-            return Ok(Instr::VUn {
-                op,
-                ty,
-                dst,
-                src,
-                cfg,
-            });
-        }
-        if let Some(op) = op_of(&VRED_NAMES, head) {
-            let ty = self.dtype_suffix(parts, 1, start)?;
-            let dst = self.addr()?;
-            self.comma()?;
-            let src = self.addr()?;
-            let mut kw = self.kwargs()?;
-            // The destination's repeat stride counts elements: one result per repeat.
-            let cfg = self.vec_cfg(&mut kw, &[1, 8]).map_err(fix)?;
-            let acc = kw.flag("acc")?;
-            kw.finish(&full)?;
-            return Ok(Instr::VRed {
-                op,
-                ty,
-                dst,
-                src,
-                cfg,
-                acc,
-            });
-        }
-        match head {
-            "vdup" => {
-                let ty = self.dtype_suffix(parts, 1, start)?;
-                let dst = self.addr()?;
-                self.comma()?;
-                let scalar = self.scalar()?;
-                let mut kw = self.kwargs()?;
-                let cfg = self.vec_cfg(&mut kw, &[8]).map_err(fix)?;
-                kw.finish(&full)?;
-                Ok(Instr::VDup {
-                    ty,
-                    dst,
-                    scalar,
-                    cfg,
-                })
-            }
-            "vbrcb" => {
-                let ty = self.dtype_suffix(parts, 1, start)?;
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
-                let cfg = self.vec_cfg(&mut kw, &[8]).map_err(fix)?;
-                kw.finish(&full)?;
-                Ok(Instr::VBrcb { ty, dst, src, cfg })
-            }
-            "vcmp" => {
-                let op = parts
-                    .get(1)
-                    .and_then(|s| op_of(&CMP_NAMES, s))
-                    .ok_or_else(|| {
-                        Diagnostic::new(start, "`vcmp` needs a comparison suffix")
-                            .with_hint("e.g. `vcmp.lt.f16` (eq, ne, lt, le, gt, ge)")
-                    })?;
-                let ty = self.dtype_suffix(parts, 2, start)?;
-                let dst = self.addr()?;
-                self.comma()?;
-                let src0 = self.addr()?;
-                self.comma()?;
-                let src1 = self.addr()?;
-                let mut kw = self.kwargs()?;
-                let cfg = self.vec_cfg(&mut kw, &[8, 8]).map_err(fix)?;
-                kw.finish(&full)?;
-                Ok(Instr::VCmp {
-                    op,
-                    ty,
-                    dst,
-                    src0,
-                    src1,
-                    cfg,
-                })
-            }
-            "vsel" => {
-                let ty = self.dtype_suffix(parts, 1, start)?;
-                let dst = self.addr()?;
-                self.comma()?;
-                let src0 = self.addr()?;
-                self.comma()?;
-                let src1 = self.addr()?;
-                self.comma()?;
-                let mask = self.addr()?;
-                let mut kw = self.kwargs()?;
-                let cfg = self.vec_cfg(&mut kw, &[8, 8, 8]).map_err(fix)?;
-                kw.finish(&full)?;
-                Ok(Instr::VSel {
-                    ty,
-                    dst,
-                    src0,
-                    src1,
-                    mask,
-                    cfg,
-                })
-            }
-            "vconv" => {
-                let from = self.dtype_suffix(parts, 1, start)?;
-                let to = self.dtype_suffix(parts, 2, start)?;
-                if from == to {
-                    return Err(Diagnostic::new(start, "`vconv` converts between two types")
-                        .with_hint("e.g. `vconv.f32.f16`"));
-                }
-                let (dst, src, mut kw) = self.dst_src_kwargs()?;
-                let lanes = 256 / from.size().max(to.size());
-                let blk = |t: DType| (lanes * t.size() / 32) as u32;
-                let cfg = self.vec_cfg(&mut kw, &[blk(to), blk(from)]).map_err(fix)?;
-                kw.finish(&full)?;
-                Ok(Instr::VConv {
-                    from,
-                    to,
-                    dst,
-                    src,
-                    cfg,
-                })
-            }
-            "copy" => {
-                let (dst, src, mut kw) = self.dst_src_kwargs()?;
-                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
-                kw.finish(&full)?;
-                Ok(Instr::Copy {
-                    dst,
-                    src,
-                    n_burst,
-                    len,
-                    src_gap,
-                    dst_gap,
-                })
-            }
-            "copy_pad" => {
-                let (dst, src, mut kw) = self.dst_src_kwargs()?;
-                let n_burst = kw.int("n_burst", Some(1), 4095).map_err(fix)? as u32;
-                let bytes = kw.int("bytes", None, 65535 * 32).map_err(fix)? as u32;
-                let src_stride = kw
-                    .int("src_stride", Some(0), u32::MAX as i64)
-                    .map_err(fix)? as u32;
-                let dst_stride = kw
-                    .int("dst_stride", Some(0), u32::MAX as i64)
-                    .map_err(fix)? as u32;
-                let fit = bytes.div_ceil(32);
-                let len = kw.int("len", Some(fit as i64), 65535).map_err(fix)? as u32;
-                kw.finish(&full)?;
-                if len < fit {
-                    return Err(Diagnostic::new(
-                        start,
-                        format!("`len={len}` blocks cannot hold a burst of {bytes} bytes"),
-                    )
-                    .with_hint(format!("use at least `len={fit}`, or leave it out")));
-                }
-                Ok(Instr::CopyPad {
-                    dst,
-                    src,
-                    n_burst,
-                    bytes,
-                    src_stride,
-                    dst_stride,
-                    len,
-                })
-            }
-            "copy_ub_to_cc" => {
-                let (dst, src, mut kw) = self.dst_src_kwargs()?;
-                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
-                kw.finish(&full)?;
-                Ok(Instr::CopyUbToCc {
-                    dst,
-                    src,
-                    n_burst,
-                    len,
-                    src_gap,
-                    dst_gap,
-                })
-            }
-            "copy_cc_to_ub" => {
-                let (dst, src, mut kw) = self.dst_src_kwargs()?;
-                let (n_burst, len, src_gap, dst_gap) = kw.bursts().map_err(fix)?;
-                let f16 = kw.flag("f16")?;
-                let relu = kw.flag("relu")?;
-                let src_f16 = kw.flag("src_f16")?;
-                if src_f16 && f16 {
-                    return Err(Diagnostic::new(start, "`src_f16` data is already f16")
-                        .with_hint("drop the `f16` conversion flag"));
-                }
-                kw.finish(&full)?;
-                Ok(Instr::CopyCcToUb {
-                    dst,
-                    src,
-                    n_burst,
-                    len,
-                    src_gap,
-                    dst_gap,
-                    f16,
-                    relu,
-                    src_f16,
-                })
-            }
-            "load2d" => {
-                let (dst, src, mut kw) = self.dst_src_kwargs()?;
-                let repeat = kw.int("repeat", Some(1), 255).map_err(fix)? as u32;
-                let src_stride = kw.int("src_stride", Some(1), 65535).map_err(fix)? as u32;
-                let transpose = kw.flag("transpose")?;
-                let f32 = kw.flag("f32")?;
-                kw.finish(&full)?;
-                Ok(Instr::Load2d {
-                    dst,
-                    src,
-                    repeat,
-                    src_stride,
-                    transpose,
-                    f32,
-                })
-            }
-            "load3d" => {
-                let (dst, src, mut kw) = self.dst_src_kwargs()?;
-                let c = kw.int("c", None, 4096).map_err(fix)? as u32;
-                let cs = kw.int("cs", None, 1 << 20).map_err(fix)? as u32;
-                let w = kw.int("w", None, 65535).map_err(fix)? as u32;
-                let kh = kw.int("kh", Some(1), 255).map_err(fix)? as u32;
-                let kwidth = kw.int("kw", Some(1), 255).map_err(fix)? as u32;
-                let k = kw.int("k", None, 4096).map_err(fix)? as u32;
-                let n = kw.int("n", None, 4096).map_err(fix)? as u32;
-                let f32 = kw.flag("f32")?;
-                kw.finish(&full)?;
-                if c == 0 || kh == 0 || kwidth == 0 || k == 0 || n == 0 {
-                    return Err(Diagnostic::new(
-                        start,
-                        "`load3d` channels, kernel and sizes must be positive",
-                    )
-                    .with_hint("a feature map and a kernel have at least one element"));
-                }
-                if !k.is_multiple_of(16) || !n.is_multiple_of(16) {
-                    return Err(Diagnostic::new(
-                        start,
-                        "`load3d` writes whole fractals: `k` and `n` are multiples of 16",
-                    )
-                    .with_hint("round the sizes up; rows past the map's read 0"));
-                }
-                Ok(Instr::Load3d {
-                    dst,
-                    src,
-                    c,
-                    cs,
-                    w,
-                    kh,
-                    kw: kwidth,
-                    k,
-                    n,
-                    f32,
-                })
-            }
-            "img2col" => {
-                let (dst, src, mut kw) = self.dst_src_kwargs()?;
-                let h = kw.int("h", None, 4096).map_err(fix)? as u32;
-                let w = kw.int("w", None, 4096).map_err(fix)? as u32;
-                let c1 = kw.int("c1", Some(1), 256).map_err(fix)? as u32;
-                let kh = kw.int("kh", None, 255).map_err(fix)? as u32;
-                let kwidth = kw.int("kw", None, 255).map_err(fix)? as u32;
-                let stride = kw.int("stride", Some(1), 63).map_err(fix)? as u32;
-                let pad = kw.int("pad", Some(0), 255).map_err(fix)? as u32;
-                let pos = kw.int("pos", Some(0), 65535).map_err(fix)? as u32;
-                let m1 = kw.int("m1", None, 255).map_err(fix)? as u32;
-                kw.finish(&full)?;
-                if h == 0 || w == 0 || c1 == 0 || kh == 0 || kwidth == 0 || stride == 0 || m1 == 0 {
-                    return Err(Diagnostic::new(
-                        start,
-                        "`img2col` sizes, kernel, stride and m1 must be positive",
-                    )
-                    .with_hint("a feature map and a kernel have at least one element"));
-                }
-                if h + 2 * pad < kh || w + 2 * pad < kwidth {
-                    return Err(Diagnostic::new(
-                        start,
-                        format!(
-                            "the {kh}×{kwidth} kernel does not fit the padded {h}×{w} feature map"
-                        ),
-                    )
-                    .with_hint("pad the feature map or use a smaller kernel"));
-                }
-                Ok(Instr::Img2col {
-                    dst,
-                    src,
-                    h,
-                    w,
-                    c1,
-                    kh,
-                    kw: kwidth,
-                    stride,
-                    pad,
-                    pos,
-                    m1,
-                })
-            }
-            "mmad" => {
-                let out = self.dtype_suffix(parts, 1, start)?;
-                if out == DType::I32 {
-                    return Err(Diagnostic::new(start, "the cube writes f32 or f16")
-                        .with_hint("use `mmad.f32` or `mmad.f16`"));
-                }
-                let c = self.addr()?;
-                self.comma()?;
-                let a = self.addr()?;
-                self.comma()?;
-                let b = self.addr()?;
-                let mut kw = self.kwargs()?;
-                let m = kw.int("m", None, 4096).map_err(fix)? as u32;
-                let k = kw.int("k", None, 4096).map_err(fix)? as u32;
-                let n = kw.int("n", None, 4096).map_err(fix)? as u32;
-                let init = kw.flag("init")?;
-                let acc = kw.flag("acc")?;
-                let src_f32 = kw.flag("src_f32")?;
-                if init == acc {
-                    return Err(Diagnostic::new(
-                        start,
-                        "`mmad` needs exactly one of `init` or `acc`",
-                    )
-                    .with_hint("`init` overwrites C, `acc` adds to it"));
-                }
-                kw.finish(&full)?;
-                Ok(Instr::Mmad {
-                    out,
-                    c,
-                    a,
-                    b,
-                    m,
-                    k,
-                    n,
-                    init,
-                    src_f32,
-                })
-            }
-            "set_vector_mask" => {
-                let (hi, _) = self.int("the high 64 bits")?;
-                self.comma()?;
-                let (lo, _) = self.int("the low 64 bits")?;
-                Ok(Instr::SetMask {
-                    hi: hi as u64,
-                    lo: lo as u64,
-                })
-            }
-            "set_flag" | "wait_flag" => {
-                let src = self.pipe()?;
-                self.comma()?;
-                let dst = self.pipe()?;
-                self.comma()?;
-                let (event, span) = self.int("an event id")?;
-                if !(0..=7).contains(&event) {
-                    return Err(Diagnostic::new(span, "event ids are 0..=7"));
-                }
-                if src == dst {
-                    return Err(Diagnostic::new(start, "a flag links two different pipes")
-                        .with_hint("order instructions of one pipe with `pipe_barrier`"));
-                }
-                let event = event as u8;
-                Ok(if head == "set_flag" {
-                    Instr::SetFlag { src, dst, event }
-                } else {
-                    Instr::WaitFlag { src, dst, event }
-                })
-            }
-            "sync_all" => Ok(Instr::SyncAll),
-            "pipe_barrier" => {
-                let (name, span) = self.ident("a pipe or ALL")?;
-                if name == "ALL" {
-                    return Ok(Instr::Barrier { pipe: None });
-                }
-                let pipe = Pipe::from_name(&name).ok_or_else(|| {
-                    Diagnostic::new(span, format!("unknown pipe `{name}`"))
-                        .with_hint("pipes are S, V, M, MTE1, MTE2, MTE3 (or ALL)")
-                })?;
-                Ok(Instr::Barrier { pipe: Some(pipe) })
-            }
-            "mov" => {
-                let dst = self.reg()?;
-                self.comma()?;
-                let src = self.scalar()?;
-                Ok(Instr::Mov { dst, src })
-            }
-            "ld" => {
-                let ty = self.dtype_suffix(parts, 1, start)?;
-                let dst = self.reg()?;
-                self.comma()?;
-                let src = self.addr()?;
-                Ok(Instr::Ld { ty, dst, src })
-            }
-            "st" => {
-                let ty = self.dtype_suffix(parts, 1, start)?;
-                let dst = self.addr()?;
-                self.comma()?;
-                let src = self.scalar()?;
-                Ok(Instr::St { ty, dst, src })
-            }
-            "count" => {
-                let dst = self.reg()?;
-                self.comma()?;
-                let src = self.addr()?;
-                let mut kw = self.kwargs()?;
-                let bits = kw.int("bits", None, 1 << 20).map_err(fix)? as u32;
-                kw.finish(&full)?;
-                Ok(Instr::Count { dst, src, bits })
-            }
-            _ => {
-                if let Some(op) = op_of(&SOP_NAMES, head) {
-                    let dst = self.reg()?;
-                    self.comma()?;
-                    let a = self.scalar()?;
-                    self.comma()?;
-                    let b = self.scalar()?;
-                    return Ok(Instr::SBin { op, dst, a, b });
-                }
-                Err(
-                    Diagnostic::new(start, format!("unknown instruction `{full}`"))
-                        .with_hint("see ISA.md for the instruction set"),
-                )
-            }
-        }
+        let mut fields = Fields {
+            p: self,
+            parts,
+            start,
+            full: &full,
+            positional: 0,
+            kw: None,
+            pending: None,
+        };
+        Instr::read(&parts[0], &mut fields).unwrap_or_else(|| {
+            Err(
+                Diagnostic::new(start, format!("unknown instruction `{full}`"))
+                    .with_hint("see ISA.md for the instruction set"),
+            )
+        })
     }
 
     fn pipe(&mut self) -> PResult<Pipe> {
@@ -1124,6 +657,157 @@ impl Parser {
             Diagnostic::new(span, format!("unknown pipe `{name}`"))
                 .with_hint("pipes are S, V, M, MTE1, MTE2, MTE3")
         })
+    }
+}
+
+/// The parser as the instruction table's `Reader`: the fields of one instruction, after its
+/// mnemonic and suffixes `parts` (at `start`).
+struct Fields<'p, 'a> {
+    p: &'p mut Parser,
+    parts: &'a [String],
+    start: Span,
+    /// The mnemonic with its suffixes, as written.
+    full: &'a str,
+    /// Positional operands read so far.
+    positional: usize,
+    /// The keyword arguments, read at the first keyword field.
+    kw: Option<Kwargs>,
+    /// An error found among the keyword arguments, reported once they have all been read.
+    pending: Option<Diagnostic>,
+}
+
+impl Fields<'_, '_> {
+    /// Before a positional operand: the comma after the previous one.
+    fn next_positional(&mut self) -> PResult<&mut Parser> {
+        if self.positional > 0 {
+            self.p.comma()?;
+        }
+        self.positional += 1;
+        Ok(self.p)
+    }
+
+    fn kwargs(&mut self) -> PResult<&mut Kwargs> {
+        let kw = match self.kw.take() {
+            Some(kw) => kw,
+            None => self.p.kwargs()?,
+        };
+        Ok(self.kw.insert(kw))
+    }
+}
+
+impl Reader for Fields<'_, '_> {
+    type Error = Diagnostic;
+
+    fn type_suffix(&mut self, idx: usize) -> PResult<DType> {
+        self.p.dtype_suffix(self.parts, idx, self.start)
+    }
+
+    fn cube_suffix(&mut self, idx: usize) -> PResult<DType> {
+        let ty = self.type_suffix(idx)?;
+        if ty == DType::I32 {
+            return Err(Diagnostic::new(self.start, "the cube writes f32 or f16")
+                .with_hint("use `mmad.f32` or `mmad.f16`"));
+        }
+        Ok(ty)
+    }
+
+    fn cmp_suffix(&mut self, idx: usize) -> PResult<CmpOp> {
+        let head = &self.parts[0];
+        self.parts
+            .get(idx)
+            .and_then(|s| op_of(&CMP_NAMES, s))
+            .ok_or_else(|| {
+                Diagnostic::new(self.start, format!("`{head}` needs a comparison suffix"))
+                    .with_hint(format!("e.g. `{head}.lt.f16` (eq, ne, lt, le, gt, ge)"))
+            })
+    }
+
+    fn addr(&mut self) -> PResult<Addr> {
+        self.next_positional()?.addr()
+    }
+
+    fn scalar(&mut self) -> PResult<Scalar> {
+        self.next_positional()?.scalar()
+    }
+
+    fn reg(&mut self) -> PResult<Reg> {
+        self.next_positional()?.reg()
+    }
+
+    fn pipe(&mut self) -> PResult<Pipe> {
+        self.next_positional()?.pipe()
+    }
+
+    fn pipe_or_all(&mut self) -> PResult<Option<Pipe>> {
+        let (name, span) = self.next_positional()?.ident("a pipe or ALL")?;
+        if name == "ALL" {
+            return Ok(None);
+        }
+        let pipe = Pipe::from_name(&name).ok_or_else(|| {
+            Diagnostic::new(span, format!("unknown pipe `{name}`"))
+                .with_hint("pipes are S, V, M, MTE1, MTE2, MTE3 (or ALL)")
+        })?;
+        Ok(Some(pipe))
+    }
+
+    fn event(&mut self) -> PResult<u8> {
+        let (event, span) = self.next_positional()?.int("an event id")?;
+        if !(0..EVENTS as i64).contains(&event) {
+            return Err(Diagnostic::new(
+                span,
+                format!("event ids are 0..={}", EVENTS - 1),
+            ));
+        }
+        Ok(event as u8)
+    }
+
+    fn word(&mut self, what: &str) -> PResult<u64> {
+        Ok(self.next_positional()?.int(what)?.0 as u64)
+    }
+
+    fn keyword(&mut self, key: &str, default: Option<u32>, max: i64) -> PResult<u32> {
+        let start = self.start;
+        let v = self.kwargs()?.int(key, default.map(i64::from), max);
+        Ok(v.map_err(|d| missing_fix(d, start))? as u32)
+    }
+
+    fn flag(&mut self, key: &str) -> PResult<bool> {
+        self.kwargs()?.flag(key)
+    }
+
+    fn init_or_acc(&mut self) -> PResult<bool> {
+        let init = self.flag("init")?;
+        let acc = self.flag("acc")?;
+        if init == acc {
+            self.pending = Some(
+                Diagnostic::new(
+                    self.start,
+                    format!("`{}` needs exactly one of `init` or `acc`", self.parts[0]),
+                )
+                .with_hint("`init` overwrites C, `acc` adds to it"),
+            );
+        }
+        Ok(init)
+    }
+
+    fn cfg(&mut self, rep: &[u32]) -> PResult<VecCfg> {
+        let start = self.start;
+        let cfg = self.kwargs()?.vec_cfg(rep);
+        cfg.map_err(|d| missing_fix(d, start))
+    }
+
+    fn check(&mut self, checked: Result<(), Invalid>) -> PResult<()> {
+        checked.map_err(|e| Diagnostic::new(self.start, e.message).with_hint(e.hint))
+    }
+
+    fn end_keywords(&mut self) -> PResult<()> {
+        if let Some(d) = self.pending.take() {
+            return Err(d);
+        }
+        match self.kw.take() {
+            Some(kw) => kw.finish(self.full),
+            None => Ok(()),
+        }
     }
 }
 

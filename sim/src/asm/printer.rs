@@ -181,336 +181,44 @@ fn cfg(c: &VecCfg, default_rep: &[u32]) -> String {
     s
 }
 
-fn kw(s: &mut String, key: &str, v: u32, default: Option<u32>) {
-    if default != Some(v) {
-        let _ = write!(s, ", {key}={v}");
-    }
-}
-
-/// `n_burst`, `len`, `src_gap`, `dst_gap` of a burst copy, defaults left out.
-fn bursts(s: &mut String, [n_burst, len, src_gap, dst_gap]: [u32; 4]) {
-    kw(s, "n_burst", n_burst, Some(1));
-    kw(s, "len", len, None);
-    kw(s, "src_gap", src_gap, Some(0));
-    kw(s, "dst_gap", dst_gap, Some(0));
-}
-
 pub(crate) fn print_instr(i: &Instr) -> String {
-    match i {
-        Instr::Copy {
-            dst,
-            src,
-            n_burst,
-            len,
-            src_gap,
-            dst_gap,
-        } => {
-            let mut s = format!("copy {}, {}", addr(dst), addr(src));
-            bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
-            s
-        }
-        Instr::CopyPad {
-            dst,
-            src,
-            n_burst,
-            bytes,
-            src_stride,
-            dst_stride,
-            len,
-        } => {
-            let mut s = format!("copy_pad {}, {}", addr(dst), addr(src));
-            kw(&mut s, "n_burst", *n_burst, Some(1));
-            kw(&mut s, "bytes", *bytes, None);
-            kw(&mut s, "src_stride", *src_stride, Some(0));
-            kw(&mut s, "dst_stride", *dst_stride, Some(0));
-            kw(&mut s, "len", *len, Some(bytes.div_ceil(32)));
-            s
-        }
-        Instr::Img2col {
-            dst,
-            src,
-            h,
-            w,
-            c1,
-            kh,
-            kw: kwidth,
-            stride,
-            pad,
-            pos,
-            m1,
-        } => {
-            let mut s = format!("img2col {}, {}", addr(dst), addr(src));
-            kw(&mut s, "h", *h, None);
-            kw(&mut s, "w", *w, None);
-            kw(&mut s, "c1", *c1, Some(1));
-            kw(&mut s, "kh", *kh, None);
-            kw(&mut s, "kw", *kwidth, None);
-            kw(&mut s, "stride", *stride, Some(1));
-            kw(&mut s, "pad", *pad, Some(0));
-            kw(&mut s, "pos", *pos, Some(0));
-            kw(&mut s, "m1", *m1, None);
-            s
-        }
-        Instr::CopyUbToCc {
-            dst,
-            src,
-            n_burst,
-            len,
-            src_gap,
-            dst_gap,
-        } => {
-            let mut s = format!("copy_ub_to_cc {}, {}", addr(dst), addr(src));
-            bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
-            s
-        }
-        Instr::Load3d {
-            dst,
-            src,
-            c,
-            cs,
-            w,
-            kh,
-            kw: kwidth,
-            k,
-            n,
-            f32,
-        } => {
-            let mut s = format!("load3d {}, {}", addr(dst), addr(src));
-            kw(&mut s, "c", *c, None);
-            kw(&mut s, "cs", *cs, None);
-            kw(&mut s, "w", *w, None);
-            kw(&mut s, "kh", *kh, Some(1));
-            kw(&mut s, "kw", *kwidth, Some(1));
-            kw(&mut s, "k", *k, None);
-            kw(&mut s, "n", *n, None);
-            if *f32 {
-                s.push_str(", f32");
+    let mut head = i.mnemonic().to_string();
+    let mut positional = Vec::new();
+    let mut keywords = String::new();
+    for op in i.operands() {
+        match op {
+            Operand::Mnemonic => {}
+            Operand::Suffix(s) => {
+                head.push('.');
+                head.push_str(s);
             }
-            s
-        }
-        Instr::Load2d {
-            dst,
-            src,
-            repeat,
-            src_stride,
-            transpose,
-            f32,
-        } => {
-            let mut s = format!("load2d {}, {}", addr(dst), addr(src));
-            kw(&mut s, "repeat", *repeat, Some(1));
-            kw(&mut s, "src_stride", *src_stride, Some(1));
-            if *transpose {
-                s.push_str(", transpose");
+            Operand::Addr { addr: a, .. } => positional.push(addr(a)),
+            Operand::Scalar(s) => positional.push(scalar(s)),
+            Operand::Reg(r) => positional.push(reg(r)),
+            Operand::Pipe(p) => positional.push(p.name().to_string()),
+            Operand::PipeOrAll(p) => positional.push(p.map_or("ALL", |p| p.name()).to_string()),
+            Operand::Event(e) => positional.push(e.to_string()),
+            Operand::Word(w) => positional.push(format!("{w:#x}")),
+            Operand::Keyword {
+                key,
+                value,
+                default,
+            } => {
+                if default != Some(value) {
+                    let _ = write!(keywords, ", {key}={value}");
+                }
             }
-            if *f32 {
-                s.push_str(", f32");
+            Operand::Flag { key, set } => {
+                if set {
+                    let _ = write!(keywords, ", {key}");
+                }
             }
-            s
-        }
-        Instr::Mmad {
-            out,
-            c,
-            a,
-            b,
-            m,
-            k,
-            n,
-            init,
-            src_f32,
-        } => format!(
-            "mmad.{} {}, {}, {}, m={m}, k={k}, n={n}, {}{}",
-            out.name(),
-            addr(c),
-            addr(a),
-            addr(b),
-            if *init { "init" } else { "acc" },
-            if *src_f32 { ", src_f32" } else { "" }
-        ),
-        Instr::CopyCcToUb {
-            dst,
-            src,
-            n_burst,
-            len,
-            src_gap,
-            dst_gap,
-            f16,
-            relu,
-            src_f16,
-        } => {
-            let mut s = format!("copy_cc_to_ub {}, {}", addr(dst), addr(src));
-            bursts(&mut s, [*n_burst, *len, *src_gap, *dst_gap]);
-            if *f16 {
-                s.push_str(", f16");
-            }
-            if *relu {
-                s.push_str(", relu");
-            }
-            if *src_f16 {
-                s.push_str(", src_f16");
-            }
-            s
-        }
-        Instr::VBin {
-            op,
-            ty,
-            dst,
-            src0,
-            src1,
-            cfg: c,
-        } => format!(
-            "{}.{} {}, {}, {}{}",
-            name_of(&VBIN_NAMES, *op),
-            ty.name(),
-            addr(dst),
-            addr(src0),
-            addr(src1),
-            cfg(c, &[8, 8, 8])
-        ),
-        Instr::VScalar {
-            op,
-            ty,
-            dst,
-            src,
-            scalar: sc,
-            cfg: c,
-        } => format!(
-            "{}.{} {}, {}, {}{}",
-            name_of(&VSCALAR_NAMES, *op),
-            ty.name(),
-            addr(dst),
-            addr(src),
-            scalar(sc),
-            cfg(c, &[8, 8])
-        ),
-        Instr::VUn {
-            op,
-            ty,
-            dst,
-            src,
-            cfg: c,
-        } => format!(
-            "{}.{} {}, {}{}",
-            name_of(&VUN_NAMES, *op),
-            ty.name(),
-            addr(dst),
-            addr(src),
-            cfg(c, &[8, 8])
-        ),
-        Instr::VDup {
-            ty,
-            dst,
-            scalar: sc,
-            cfg: c,
-        } => format!(
-            "vdup.{} {}, {}{}",
-            ty.name(),
-            addr(dst),
-            scalar(sc),
-            cfg(c, &[8])
-        ),
-        Instr::VCmp {
-            op,
-            ty,
-            dst,
-            src0,
-            src1,
-            cfg: c,
-        } => format!(
-            "vcmp.{}.{} {}, {}, {}{}",
-            name_of(&CMP_NAMES, *op),
-            ty.name(),
-            addr(dst),
-            addr(src0),
-            addr(src1),
-            cfg(c, &[8, 8])
-        ),
-        Instr::VSel {
-            ty,
-            dst,
-            src0,
-            src1,
-            mask,
-            cfg: c,
-        } => format!(
-            "vsel.{} {}, {}, {}, {}{}",
-            ty.name(),
-            addr(dst),
-            addr(src0),
-            addr(src1),
-            addr(mask),
-            cfg(c, &[8, 8, 8])
-        ),
-        Instr::VRed {
-            op,
-            ty,
-            dst,
-            src,
-            cfg: c,
-            acc,
-        } => format!(
-            "{}.{} {}, {}{}{}",
-            name_of(&VRED_NAMES, *op),
-            ty.name(),
-            addr(dst),
-            addr(src),
-            cfg(c, &[1, 8]),
-            if *acc { ", acc" } else { "" }
-        ),
-        Instr::VBrcb {
-            ty,
-            dst,
-            src,
-            cfg: c,
-        } => format!(
-            "vbrcb.{} {}, {}{}",
-            ty.name(),
-            addr(dst),
-            addr(src),
-            cfg(c, &[8])
-        ),
-        Instr::VConv {
-            from,
-            to,
-            dst,
-            src,
-            cfg: c,
-        } => {
-            let lanes = 256 / from.size().max(to.size());
-            let blk = |t: DType| (lanes * t.size() / 32) as u32;
-            format!(
-                "vconv.{}.{} {}, {}{}",
-                from.name(),
-                to.name(),
-                addr(dst),
-                addr(src),
-                cfg(c, &[blk(*to), blk(*from)])
-            )
-        }
-        Instr::SetMask { hi, lo } => format!("set_vector_mask {hi:#x}, {lo:#x}"),
-        Instr::SetFlag { src, dst, event } => {
-            format!("set_flag {}, {}, {event}", src.name(), dst.name())
-        }
-        Instr::WaitFlag { src, dst, event } => {
-            format!("wait_flag {}, {}, {event}", src.name(), dst.name())
-        }
-        Instr::SyncAll => "sync_all".to_string(),
-        Instr::Barrier { pipe } => {
-            format!("pipe_barrier {}", pipe.map_or("ALL", |p| p.name()))
-        }
-        Instr::Mov { dst, src } => format!("mov {}, {}", reg(*dst), scalar(src)),
-        Instr::SBin { op, dst, a, b } => format!(
-            "{} {}, {}, {}",
-            name_of(&SOP_NAMES, *op),
-            reg(*dst),
-            scalar(a),
-            scalar(b)
-        ),
-        Instr::Ld { ty, dst, src } => format!("ld.{} {}, {}", ty.name(), reg(*dst), addr(src)),
-        Instr::St { ty, dst, src } => {
-            format!("st.{} {}, {}", ty.name(), addr(dst), scalar(src))
-        }
-        Instr::Count { dst, src, bits } => {
-            format!("count {}, {}, bits={bits}", reg(*dst), addr(src))
+            Operand::Cfg { cfg: c, rep } => keywords.push_str(&cfg(c, &rep)),
         }
     }
+    if !positional.is_empty() {
+        head.push(' ');
+        head.push_str(&positional.join(", "));
+    }
+    head + &keywords
 }

@@ -1,12 +1,14 @@
 //! The DMA instructions of the MTE pipes (and V's UB → UB copies): `copy`, whose bursts are
 //! whole 32-byte blocks, and `copy_pad`, whose bursts are any number of whole GM elements at
 //! any element of a GM tensor while their on-chip side stays on block boundaries (loads fill
-//! the rest of a burst's blocks with zeros, stores write only the burst's bytes).
+//! the rest of a burst's blocks with zeros, stores write only the burst's bytes); and the
+//! fractal copies between UB and L0C on V, `copy_ub_to_cc` and `copy_cc_to_ub`.
 
 use super::{Block, Burst, Machine};
 use crate::assemble::Exec;
 use crate::diagnostic::{Diagnostic, Error};
-use crate::isa::{CopyPath, Mem};
+use crate::exec;
+use crate::isa::{CopyPath, DType, Instr, Mem, Pipe};
 
 impl Machine<'_> {
     /// `copy`: `n_burst` bursts of `len` blocks with gaps of whole blocks.
@@ -177,6 +179,117 @@ impl Machine<'_> {
             self.mem_mut(core, dst_mem)[d..d + dst_len as usize].copy_from_slice(&tmp);
         }
         self.scratch = tmp;
+        Ok(())
+    }
+
+    /// `copy_ub_to_cc`: f32 fractals from UB into L0C.
+    pub(super) fn copy_ub_to_cc(&mut self, b: &mut Block, e: &Exec) -> Result<(), Error> {
+        let mc = &self.k.machine;
+        let core = b.core;
+        let Instr::CopyUbToCc {
+            n_burst,
+            len,
+            src_gap,
+            dst_gap,
+            ..
+        } = &e.instr
+        else {
+            return Ok(());
+        };
+        let fr = 1024u64;
+        let (nb, ln) = (*n_burst as u64, *len as u64);
+        let (sp, dp) = ((ln + *src_gap as u64) * fr, (ln + *dst_gap as u64) * fr);
+        let ext = |p: u64| if nb == 0 { 0 } else { (nb - 1) * p + ln * fr };
+        let (_, dst) = self.resolve(b, e, 0, ext(dp), mc.mem(Mem::L0c).align, "writes")?;
+        let (_, src) = self.resolve(b, e, 1, ext(sp), mc.mem(Mem::Ub).align, "reads")?;
+        let bytes = nb * ln * fr;
+        // The reverse of copy_cc_to_ub, at the cost of its path.
+        self.transfer(
+            b,
+            e,
+            CopyPath::L0cUb,
+            bytes,
+            &[
+                Burst::strided(1, src, nb, ln * fr, sp, false),
+                Burst::strided(0, dst, nb, ln * fr, dp, true),
+            ],
+        )?;
+        let [_, _, _, _, l0c, ub] = &mut self.local[core];
+        for i in 0..nb {
+            let (so, d) = ((src + i * sp) as usize, (dst + i * dp) as usize);
+            let n = (ln * fr) as usize;
+            l0c[d..d + n].copy_from_slice(&ub[so..so + n]);
+        }
+        Ok(())
+    }
+
+    /// `copy_cc_to_ub`: fractals from L0C to UB, converted to f16 and rectified if asked.
+    pub(super) fn copy_cc_to_ub(&mut self, b: &mut Block, e: &Exec) -> Result<(), Error> {
+        let mc = &self.k.machine;
+        let core = b.core;
+        let Instr::CopyCcToUb {
+            n_burst,
+            len,
+            src_gap,
+            dst_gap,
+            f16,
+            relu,
+            src_f16,
+            ..
+        } = &e.instr
+        else {
+            return Ok(());
+        };
+        let sty = if *src_f16 { DType::F16 } else { DType::F32 };
+        let dty = if *f16 || *src_f16 {
+            DType::F16
+        } else {
+            DType::F32
+        };
+        let (sf, df) = (256 * sty.size(), 256 * dty.size());
+        let (nb, ln) = (*n_burst as u64, *len as u64);
+        let src_ext = if nb == 0 {
+            0
+        } else {
+            ((nb - 1) * (ln + *src_gap as u64) + ln) * sf
+        };
+        let dst_ext = if nb == 0 {
+            0
+        } else {
+            ((nb - 1) * (ln + *dst_gap as u64) + ln) * df
+        };
+        let (_, dst) = self.resolve(b, e, 0, dst_ext, mc.mem(Mem::Ub).align, "writes")?;
+        let (_, src) = self.resolve(b, e, 1, src_ext, sf.min(mc.mem(Mem::L0c).align), "reads")?;
+        let bytes = nb * ln * sf;
+        let (s, t) = self.copy_time(b, CopyPath::L0cUb, bytes);
+        let tick = b.begin(Pipe::V);
+        self.check(
+            b,
+            e,
+            Pipe::V,
+            tick,
+            &[
+                (1, src, src + src_ext, false),
+                (0, dst, dst + dst_ext, true),
+            ],
+        )?;
+        self.touch(b, e, 0, s, t);
+        self.touch(b, e, 1, s, t);
+        self.stats.path_bytes[CopyPath::L0cUb as usize] += bytes;
+        let [_, _, _, _, l0c, ub] = &mut self.local[core];
+        for i in 0..nb {
+            for f in 0..ln {
+                let so = src + ((i * (ln + *src_gap as u64)) + f) * sf;
+                let d = dst + ((i * (ln + *dst_gap as u64)) + f) * df;
+                for x in 0..256u64 {
+                    let mut v = exec::load(l0c, (so + x * sty.size()) as usize, sty);
+                    if *relu && v < 0.0 {
+                        v = 0.0;
+                    }
+                    exec::store(ub, (d + x * dty.size()) as usize, dty, v);
+                }
+            }
+        }
         Ok(())
     }
 }

@@ -248,4 +248,62 @@ impl Machine<'_> {
         }
         Ok(())
     }
+
+    /// `vconv`: each active lane converted from one element type to another.
+    pub(super) fn vconv(&mut self, b: &mut Block, e: &Exec) -> Result<(), Error> {
+        let mc = &self.k.machine;
+        let core = b.core;
+        let Instr::VConv { from, to, cfg, .. } = &e.instr else {
+            return Ok(());
+        };
+        let lanes = 256 / from.size().max(to.size()) as usize;
+        let mask = b.f.mask;
+        let ub_align = mc.mem(Mem::Ub).align;
+        let de = Self::vec_extent(mask, lanes, to.size() as usize, cfg, 0);
+        let se = Self::vec_extent(mask, lanes, from.size() as usize, cfg, 1);
+        let (_, dst) = self.resolve(b, e, 0, de, ub_align, "writes")?;
+        let (_, src) = self.resolve(b, e, 1, se, ub_align, "reads")?;
+        let cost = mc.vector_startup + mc.vector_per_repeat * cfg.repeat as u64;
+        let (s, t) = b.dispatch(Pipe::V, cost, 0);
+        let tick = b.begin(Pipe::V);
+        self.check(
+            b,
+            e,
+            Pipe::V,
+            tick,
+            &[(1, src, src + se, false), (0, dst, dst + de, true)],
+        )?;
+        self.touch(b, e, 0, s, t);
+        self.touch(b, e, 1, s, t);
+        let ub = &mut self.local[core][Mem::Ub as usize];
+        let mut vals = Vec::with_capacity(lanes);
+        for r in 0..cfg.repeat as usize {
+            vals.clear();
+            for l in 0..lanes {
+                if exec::lane_on(mask, l) {
+                    let sa = exec::lane_addr(
+                        src as usize,
+                        r,
+                        l,
+                        from.size() as usize,
+                        cfg.blk[1],
+                        cfg.rep[1],
+                    );
+                    vals.push((l, exec::load(ub, sa, *from)));
+                }
+            }
+            for &(l, v) in &vals {
+                let da = exec::lane_addr(
+                    dst as usize,
+                    r,
+                    l,
+                    to.size() as usize,
+                    cfg.blk[0],
+                    cfg.rep[0],
+                );
+                exec::store(ub, da, *to, v);
+            }
+        }
+        Ok(())
+    }
 }

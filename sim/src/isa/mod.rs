@@ -5,8 +5,40 @@
 //! assembler see. Names (buffers, loop counters) are kept as written; the assembler resolves them.
 //! Vector strides are in 32-byte blocks, copy lengths and gaps in the unit their instruction
 //! documents (see ISA.md).
+//!
+//! The instructions themselves are listed once, in `table`: the `Instr` enum and what the
+//! parser, printer, assembler and simulator need to know of each instruction come from there.
+
+mod operand;
+mod table;
+
+pub(crate) use operand::Reader;
+pub use operand::{Invalid, Operand, PipeRule, TimingClass};
+pub use table::{mnemonics, Instr};
 
 use crate::diagnostic::Span;
+
+/// Bytes in a block, the unit of DMA lengths, gaps and vector strides.
+pub const BLOCK_BYTES: u64 = 32;
+/// Bytes one vector repeat covers (with every lane active and contiguous blocks).
+pub const REPEAT_BYTES: u64 = 256;
+/// Blocks in one vector repeat: the default repeat stride of a vector operand.
+pub const BLOCKS_PER_REPEAT: u32 = (REPEAT_BYTES / BLOCK_BYTES) as u32;
+/// The most repeats of one vector instruction or `load2d`.
+pub const MAX_REPEAT: u32 = 255;
+/// Rows and columns of a fractal, the cube's unit: 16×16 elements.
+pub const FRACTAL: u64 = 16;
+/// Elements in a fractal.
+pub const FRACTAL_ELEMS: u64 = FRACTAL * FRACTAL;
+/// The most bursts of one `copy`, `copy_pad`, `copy_cc_to_ub` or `copy_ub_to_cc`.
+pub const MAX_BURSTS: u32 = 4095;
+/// The longest burst, in blocks (fractals for the copies to and from L0C).
+pub const MAX_BURST_BLOCKS: u32 = 65535;
+/// The largest gap between bursts (in the same unit), stride of `load2d` and block or repeat
+/// stride of a vector operand.
+pub const MAX_GAP: u32 = 65535;
+/// Event ids of a flag between two pipes: `0..EVENTS`.
+pub const EVENTS: u8 = 8;
 
 /// A memory: GM is shared by all cores, the others are private to a core.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -333,232 +365,6 @@ pub(crate) fn name_of<T: PartialEq + Copy>(table: &[(T, &'static str)], op: T) -
 
 pub(crate) fn op_of<T: Copy>(table: &[(T, &'static str)], name: &str) -> Option<T> {
     table.iter().find(|(_, n)| *n == name).map(|(o, _)| *o)
-}
-
-/// One machine instruction.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Instr {
-    /// DMA: `n_burst` bursts of `len` 32-byte blocks, skipping `src_gap` / `dst_gap` blocks
-    /// between bursts. Path (and pipe) follow from the operands' memories.
-    Copy {
-        dst: Addr,
-        src: Addr,
-        n_burst: u32,
-        len: u32,
-        src_gap: u32,
-        dst_gap: u32,
-    },
-    /// Byte-granular DMA between GM and L1 or UB: burst `i` moves `bytes` bytes from
-    /// `src + i·src_stride` to `dst + i·dst_stride` (strides in bytes). Into L1 or UB each burst
-    /// fills `len` 32-byte blocks, zeros after its bytes; out to GM exactly `bytes` bytes are
-    /// written (and `len` is `⌈bytes / 32⌉`).
-    CopyPad {
-        dst: Addr,
-        src: Addr,
-        n_burst: u32,
-        bytes: u32,
-        src_stride: u32,
-        dst_stride: u32,
-        len: u32,
-    },
-    /// L1 → L0A/L0B: `repeat` fractals of 16×16 elements (512 bytes of f16, or 1024 bytes of
-    /// f32 with `f32`), the source advancing `src_stride` fractals and the destination one
-    /// fractal per repeat; `transpose` transposes each fractal.
-    Load2d {
-        dst: Addr,
-        src: Addr,
-        repeat: u32,
-        src_stride: u32,
-        transpose: bool,
-        f32: bool,
-    },
-    /// L1 → L0A for convolution: the im2col matrix of an f16 feature map laid out
-    /// [c1][h][w][16] in L1, written zZ. Row p of the matrix is output position `pos + p`
-    /// (raster order over the output's `oh × ow`), column `((c·kh + i)·kw + j)·16 + c0` is input
-    /// channel `16c + c0` at kernel offset (i, j); taps in the padding and positions past the
-    /// output read 0. `m1` row fractals, `c1·kh·kw` column fractals.
-    Img2col {
-        dst: Addr,
-        src: Addr,
-        h: u32,
-        w: u32,
-        c1: u32,
-        kh: u32,
-        kw: u32,
-        stride: u32,
-        pad: u32,
-        pos: u32,
-        m1: u32,
-    },
-    /// L1 → L0B for convolution: `k` rows and `n` columns of the im2col matrix of a feature map
-    /// held `[c][kh rows of w][…]` in L1 (channel `ci` at element `ci·cs`), written zN. Row
-    /// `(ci·kh + i)·kw + j` of column `x` is element `ci·cs + i·w + j + x`; rows past
-    /// `c·kh·kw` are 0. f16 elements, or f32 with `f32`.
-    Load3d {
-        dst: Addr,
-        src: Addr,
-        c: u32,
-        cs: u32,
-        w: u32,
-        kh: u32,
-        kw: u32,
-        k: u32,
-        n: u32,
-        f32: bool,
-    },
-    /// Cube: C(m×n) = or += A(m×k)·B(k×n) with A zZ in L0A, B zN in L0B, C nZ in L0C; A and
-    /// B hold f16, or f32 with `src_f32`.
-    Mmad {
-        out: DType,
-        c: Addr,
-        a: Addr,
-        b: Addr,
-        m: u32,
-        k: u32,
-        n: u32,
-        init: bool,
-        src_f32: bool,
-    },
-    /// L0C → UB, in 16×16 fractals of the source type; optional f32→f16 and ReLU.
-    CopyCcToUb {
-        dst: Addr,
-        src: Addr,
-        n_burst: u32,
-        len: u32,
-        src_gap: u32,
-        dst_gap: u32,
-        f16: bool,
-        relu: bool,
-        /// The L0C fractals hold f16 (written by `mmad.f16`) instead of f32.
-        src_f16: bool,
-    },
-    /// UB → L0C, f32 16×16 fractals (an accumulator's initial value): `n_burst` bursts of
-    /// `len` fractals, gaps in fractals.
-    CopyUbToCc {
-        dst: Addr,
-        src: Addr,
-        n_burst: u32,
-        len: u32,
-        src_gap: u32,
-        dst_gap: u32,
-    },
-    VBin {
-        op: VBinOp,
-        ty: DType,
-        dst: Addr,
-        src0: Addr,
-        src1: Addr,
-        cfg: VecCfg,
-    },
-    VScalar {
-        op: VScalarOp,
-        ty: DType,
-        dst: Addr,
-        src: Addr,
-        scalar: Scalar,
-        cfg: VecCfg,
-    },
-    VUn {
-        op: VUnOp,
-        ty: DType,
-        dst: Addr,
-        src: Addr,
-        cfg: VecCfg,
-    },
-    VDup {
-        ty: DType,
-        dst: Addr,
-        scalar: Scalar,
-        cfg: VecCfg,
-    },
-    VCmp {
-        op: CmpOp,
-        ty: DType,
-        dst: Addr,
-        src0: Addr,
-        src1: Addr,
-        cfg: VecCfg,
-    },
-    VSel {
-        ty: DType,
-        dst: Addr,
-        src0: Addr,
-        src1: Addr,
-        mask: Addr,
-        cfg: VecCfg,
-    },
-    /// One result per repeat; with `acc` the repeat's lanes are folded onto the destination
-    /// element's value (so repeats with destination stride 0 chain into one reduction).
-    VRed {
-        op: VRedOp,
-        ty: DType,
-        dst: Addr,
-        src: Addr,
-        cfg: VecCfg,
-        acc: bool,
-    },
-    /// Broadcast: element `8r + k` of SRC fills block `k` of repeat `r` of DST (destination
-    /// block and repeat strides in `cfg`, which has one entry per operand: the destination).
-    VBrcb {
-        ty: DType,
-        dst: Addr,
-        src: Addr,
-        cfg: VecCfg,
-    },
-    VConv {
-        from: DType,
-        to: DType,
-        dst: Addr,
-        src: Addr,
-        cfg: VecCfg,
-    },
-    SetMask {
-        hi: u64,
-        lo: u64,
-    },
-    SetFlag {
-        src: Pipe,
-        dst: Pipe,
-        event: u8,
-    },
-    WaitFlag {
-        src: Pipe,
-        dst: Pipe,
-        event: u8,
-    },
-    /// `None` is `ALL`.
-    Barrier {
-        pipe: Option<Pipe>,
-    },
-    /// Every block of the kernel waits here until all of them have arrived with their pipes
-    /// drained.
-    SyncAll,
-    Mov {
-        dst: Reg,
-        src: Scalar,
-    },
-    SBin {
-        op: SOp,
-        dst: Reg,
-        a: Scalar,
-        b: Scalar,
-    },
-    Ld {
-        ty: DType,
-        dst: Reg,
-        src: Addr,
-    },
-    St {
-        ty: DType,
-        dst: Addr,
-        src: Scalar,
-    },
-    /// Number of set bits among the first `bits` bits at the address.
-    Count {
-        dst: Reg,
-        src: Addr,
-        bits: u32,
-    },
 }
 
 /// `lhs OP rhs` between scalars.
