@@ -25,7 +25,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::runs::{checked_kernel_seconds, json_field, median, output};
-use crate::{build_polyfuse, parse_runs, workspace_root};
+use crate::{build_polyfuse, check_listing, parse_runs, workspace_root};
 
 const KERNELS: &[&str] = &[
     "conv2d_relu.pf",
@@ -413,70 +413,15 @@ fn gpu_global_bytes(
 /// as `NAME: TYPE[DIMS] temporary`).
 fn temporaries(polyfuse: &Path, kernel: &Path) -> Result<Vec<(String, u64)>, String> {
     let text = output(Command::new(polyfuse).arg("check").arg(kernel))?;
-    let params: Vec<(String, i64)> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("params: "))
-        .map(|l| {
-            l.split(", ")
-                .filter_map(|p| {
-                    let (n, v) = p.split_once(" = ")?;
-                    Some((n.to_string(), v.parse().ok()?))
-                })
-                .collect()
+    let arrays = check_listing::arrays(&text).map_err(|e| format!("{}: {e}", kernel.display()))?;
+    Ok(arrays
+        .into_iter()
+        .filter(|a| a.role == "temporary")
+        .map(|a| {
+            let size = check_listing::elem_bytes(&a.elem).unwrap_or(8);
+            (a.name, size * a.elements)
         })
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    for line in text
-        .lines()
-        .filter(|l| l.trim_end().ends_with(" temporary"))
-    {
-        let Some((name, ty)) = line.split_once(": ") else {
-            continue;
-        };
-        let (elem, dims) = match ty.split_once('[') {
-            Some((e, rest)) => (e, rest.split(']').next().unwrap_or("")),
-            None => (ty.split_whitespace().next().unwrap_or(""), ""),
-        };
-        let size: u64 = match elem.trim() {
-            "f16" => 2,
-            "f32" | "i32" => 4,
-            _ => 8,
-        };
-        let mut count = 1u64;
-        for d in dims.split(", ").filter(|d| !d.is_empty()) {
-            count *= eval(d, &params)
-                .ok_or_else(|| format!("{}: cannot evaluate the extent `{d}`", kernel.display()))?
-                .max(0) as u64;
-        }
-        out.push((name.trim().to_string(), size * count));
-    }
-    Ok(out)
-}
-
-/// An extent `A + B - 1`, `2 * A`: sums of products of sizes and integers.
-fn eval(expr: &str, params: &[(String, i64)]) -> Option<i64> {
-    let spaced = expr
-        .replace('*', " * ")
-        .replace('+', " + ")
-        .replace('-', " - ");
-    let (mut total, mut sign, mut product) = (0i64, 1i64, 1i64);
-    for token in spaced.split_whitespace() {
-        match token {
-            "+" | "-" => {
-                total += sign * product;
-                sign = if token == "+" { 1 } else { -1 };
-                product = 1;
-            }
-            "*" => {}
-            t => {
-                product *= match t.parse::<i64>() {
-                    Ok(n) => n,
-                    Err(_) => params.iter().find(|(n, _)| n == t)?.1,
-                };
-            }
-        }
-    }
-    Some(total + sign * product)
+        .collect())
 }
 
 /// `polyfuse run kernel --json` on `target` (its name, the flag computing f64 in f32, and how

@@ -21,7 +21,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::{build_polyfuse, workspace_root};
+use crate::{build_polyfuse, check_listing, workspace_root};
 
 /// (label, kernel file under the workspace root, sizes, further options of `polyfuse compile`)
 const CASES: &[(&str, &str, &[&str], &[&str])] = &[
@@ -315,21 +315,23 @@ fn kernel_work(
         ));
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    let params: Vec<(String, i64)> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("params: "))
-        .map(|l| {
-            l.split(", ")
-                .filter_map(|p| {
-                    let (n, v) = p.split_once(" = ")?;
-                    Some((n.to_string(), v.parse().ok()?))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
     let narrow = flags.contains(&"--npu-f32");
     let mut compulsory = 0;
     let mut f16 = false;
+    for a in check_listing::arrays(&text)? {
+        let times = match a.role.as_str() {
+            "input" | "output" => 1,
+            "inout" => 2,
+            _ => 0,
+        };
+        let size = match check_listing::elem_bytes(&a.elem) {
+            Some(8) if narrow => 4,
+            Some(size) => size,
+            None => return Err(format!("the element type of `{}`", a.name)),
+        };
+        compulsory += times * size * a.elements;
+        f16 |= a.elem == "f16" && a.role == "input";
+    }
     let mut section = "";
     let mut statement: Option<(String, bool)> = None;
     let mut accumulates: Vec<String> = Vec::new();
@@ -339,10 +341,6 @@ fn kernel_work(
             continue;
         }
         match section {
-            "arrays" => {
-                compulsory += array_bytes(line.trim(), &params, narrow)?;
-                f16 |= line.contains(": f16") && line.ends_with(" input");
-            }
             "statements" if line.starts_with("  S") => {
                 // `  S1: C[i, j] = C[i, j] + f32(A[i, k]) * f32(B[k, j])`
                 let (name, body) = line.trim().split_once(": ").unwrap_or(("", ""));
@@ -374,54 +372,6 @@ fn kernel_work(
         compulsory,
         f16,
     })
-}
-
-/// The GM bytes an array line of `polyfuse check` (`A: f16[M, K] input`) must move: once for an
-/// input or output, twice for an in-out array, none for a temporary.
-fn array_bytes(line: &str, params: &[(String, i64)], narrow: bool) -> Result<u64, String> {
-    let (_, rest) = line
-        .split_once(": ")
-        .ok_or(format!("array line `{line}`"))?;
-    let times = match rest.rsplit(' ').next() {
-        Some("input" | "output") => 1,
-        Some("inout") => 2,
-        _ => 0,
-    };
-    let ty = &rest[..rest.find(['[', ' ']).unwrap_or(rest.len())];
-    let size: u64 = match ty {
-        "f16" => 2,
-        "f32" | "i32" => 4,
-        "f64" if narrow => 4,
-        "f64" => 8,
-        _ => return Err(format!("element type of `{line}`")),
-    };
-    let mut elements: u64 = 1;
-    if let (Some(a), Some(b)) = (rest.find('['), rest.find(']')) {
-        for dim in rest[a + 1..b].split(", ") {
-            elements *= extent(dim.trim(), params).ok_or(format!("extent `{dim}` of `{line}`"))?;
-        }
-    }
-    Ok(times * size * elements)
-}
-
-/// The value of an extent: a number, a size, or a sum or difference of them.
-fn extent(text: &str, params: &[(String, i64)]) -> Option<u64> {
-    let mut total: i64 = 0;
-    let mut sign = 1;
-    for token in text.split(' ') {
-        match token {
-            "+" => sign = 1,
-            "-" => sign = -1,
-            t => {
-                let v = match t.parse::<i64>() {
-                    Ok(v) => v,
-                    Err(_) => params.iter().find(|(n, _)| n == t)?.1,
-                };
-                total += sign * v;
-            }
-        }
-    }
-    u64::try_from(total).ok()
 }
 
 /// The numbers the table needs from `polyfuse sim --json`.

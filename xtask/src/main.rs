@@ -19,6 +19,7 @@ mod bench_fusion_npu;
 mod bench_gpu;
 mod bench_npu;
 mod bench_vector;
+mod check_listing;
 mod difftest;
 mod outputs;
 mod readme;

@@ -522,14 +522,15 @@ impl Target for Npu {
         let results = report::summarize_outputs(program, &checked.outputs);
         let mut json = report::to_value(program, self.name(), seed, &results);
         let mut text = checked.to_text(program);
-        let narrowed = function::narrowed(program, &Npu::options(options, pipeline));
         // The lanes of a vectorised function, where the function lowering took the kernel.
-        let lanes = match function::applies(program) {
-            true => match lane_stats(&narrowed, &target, seed) {
+        let lanes = if function::applies(program) {
+            let narrowed = function::narrowed(program, &Npu::options(options, pipeline));
+            match lane_stats(&narrowed, &target, seed) {
                 Err(e) if falls_back(program, &e) => None,
                 r => Some(r.map_err(|e| Npu::error(program, e))?),
-            },
-            false => None,
+            }
+        } else {
+            None
         };
         if let Some((lanes, width)) = lanes {
             let loops = if lanes.masked_loop_iterations == 0 {

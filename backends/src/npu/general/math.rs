@@ -339,14 +339,7 @@ impl Emitter<'_> {
         let (x2, acc) = (self.freg()?, self.freg()?);
         let (x2s, accs) = (Scalar::Reg(Reg::F(x2)), Scalar::Reg(Reg::F(acc)));
         self.fop(SOp::Mul, x2, xs.clone(), xs.clone());
-        self.push(Instr::Mov {
-            dst: Reg::F(acc),
-            src: Scalar::Float(TANH_SERIES[TANH_SERIES.len() - 1]),
-        });
-        for c in TANH_SERIES[..TANH_SERIES.len() - 1].iter().rev() {
-            self.fop(SOp::Mul, acc, accs.clone(), x2s.clone());
-            self.fop(SOp::Add, acc, accs.clone(), Scalar::Float(*c));
-        }
+        self.horner(acc, &x2s, &TANH_SERIES);
         self.fop(SOp::Mul, acc, accs.clone(), x2s);
         self.fop(SOp::Mul, acc, accs.clone(), xs.clone());
         self.fop(SOp::Add, out, accs, xs);
@@ -370,12 +363,7 @@ impl Emitter<'_> {
         self.fop(SOp::Div, ex, Scalar::Float(2.0), es.clone());
         self.fop(SOp::Sub, out, Scalar::Float(1.0), es);
         self.free_f(ex);
-        let os = Scalar::Reg(Reg::F(out));
-        let negate = self.nested(|e| {
-            e.fop(SOp::Sub, out, Scalar::Float(0.0), os.clone());
-            Ok(())
-        })?;
-        self.branch(xs, CmpOp::Lt, Scalar::Float(0.0), negate);
+        self.negate_if(out, xs, CmpOp::Lt, Scalar::Float(0.0))?;
         Ok(())
     }
 
@@ -433,16 +421,22 @@ impl Emitter<'_> {
             })?;
             self.branch(qs.clone(), CmpOp::Eq, Scalar::Int(odd), take);
         }
-        let negate = self.nested(|e| {
-            e.fop(SOp::Sub, out, Scalar::Float(0.0), os.clone());
-            Ok(())
-        })?;
-        self.branch(qs, CmpOp::Ge, Scalar::Int(2), negate);
+        self.negate_if(out, qs, CmpOp::Ge, Scalar::Int(2))?;
         self.free_s(q);
         for f in [r, z, c] {
             self.free_f(f);
         }
         Ok(Val::F(out))
+    }
+
+    /// `out = -out` where `lhs op rhs`.
+    fn negate_if(&mut self, out: u8, lhs: Scalar, op: CmpOp, rhs: Scalar) -> Result<(), Error> {
+        let negate = self.nested(|e| {
+            e.fop(SOp::Sub, out, Scalar::Float(0.0), Scalar::Reg(Reg::F(out)));
+            Ok(())
+        })?;
+        self.branch(lhs, op, rhs, negate);
+        Ok(())
     }
 
     /// `dst = c[0] + z·(c[1] + z·(… + z·c[n-1]))`.

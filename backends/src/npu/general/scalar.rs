@@ -330,8 +330,6 @@ impl Emitter<'_> {
         match at.expr(id) {
             Expr::Binary(op, a, b) if op.is_comparison() => {
                 let (x, y) = (self.value(at, *a)?, self.value(at, *b)?);
-                let f = self.sreg()?;
-                self.push(set(f, 0));
                 let cmp = match op {
                     BinaryOp::Lt => CmpOp::Lt,
                     BinaryOp::Le => CmpOp::Le,
@@ -340,14 +338,7 @@ impl Emitter<'_> {
                     BinaryOp::Eq => CmpOp::Eq,
                     _ => CmpOp::Ne,
                 };
-                let one = self.nested(|e| {
-                    e.push(set(f, 1));
-                    Ok(())
-                })?;
-                self.branch(x.scalar(), cmp, y.scalar(), one);
-                self.drop_val(x);
-                self.drop_val(y);
-                Ok(f)
+                self.compared(x, cmp, y)
             }
             Expr::Binary(op @ (BinaryOp::And | BinaryOp::Or), a, b) => {
                 let f = self.flag(at, *a)?;
@@ -387,20 +378,12 @@ impl Emitter<'_> {
             }
             Expr::Cast(_, a) => {
                 let v = self.value(at, *a)?;
-                let f = self.sreg()?;
-                self.push(set(f, 0));
-                let one = self.nested(|e| {
-                    e.push(set(f, 1));
-                    Ok(())
-                })?;
                 let zero = if at.ty(program, *a).is_float() {
-                    Scalar::Float(0.0)
+                    Val::Float(0.0)
                 } else {
-                    Scalar::Int(0)
+                    Val::I(Int::Const(0))
                 };
-                self.branch(v.scalar(), CmpOp::Ne, zero, one);
-                self.drop_val(v);
-                Ok(f)
+                self.compared(v, CmpOp::Ne, zero)
             }
             Expr::Select {
                 cond,
@@ -413,21 +396,31 @@ impl Emitter<'_> {
             }
             Expr::Local(_) | Expr::Call(..) => {
                 let v = self.computed(at, id, ScalarType::Bool)?;
-                let f = self.sreg()?;
-                self.push(set(f, 0));
-                let one = self.nested(|e| {
-                    e.push(set(f, 1));
-                    Ok(())
-                })?;
-                self.branch(v.scalar(), CmpOp::Ne, Scalar::Int(0), one);
-                self.drop_val(v);
-                Ok(f)
+                self.compared(v, CmpOp::Ne, Val::I(Int::Const(0)))
             }
             other => Err(Error::NotYet(format!(
                 "the condition {other:?} of {}",
                 at.name()
             ))),
         }
+    }
+
+    /// Whether `x cmp y`, 0 or 1, in a fresh integer register (`x` and `y` are dropped).
+    fn compared(&mut self, x: Val, cmp: CmpOp, y: Val) -> Result<u8, Error> {
+        let set = |r: u8, v: i64| Instr::Mov {
+            dst: Reg::S(r),
+            src: Scalar::Int(v),
+        };
+        let f = self.sreg()?;
+        self.push(set(f, 0));
+        let one = self.nested(|e| {
+            e.push(set(f, 1));
+            Ok(())
+        })?;
+        self.branch(x.scalar(), cmp, y.scalar(), one);
+        self.drop_val(x);
+        self.drop_val(y);
+        Ok(f)
     }
 
     /// `dst = cond ? then : otherwise`, each side computed only when it is taken.
