@@ -198,8 +198,25 @@ pub enum ParallelLevel {
         max_per_dim: [u32; 3],
         max_loop_iterations: Option<u32>,
     },
-    /// A matrix unit that multiplies an `m`×`k` fractal by a `k`×`n` one per instruction.
-    Matrix { m: u32, n: u32, k: u32 },
+    /// A matrix unit that multiplies an `m`×`k` fractal by a `k`×`n` one per instruction;
+    /// `memories` says where its operands and its accumulator live (without it, the unit
+    /// shapes tile sizes only and no statement is mapped to it).
+    Matrix {
+        m: u32,
+        n: u32,
+        k: u32,
+        memories: Option<MatrixMemories>,
+    },
+}
+
+/// The memories of a matrix unit: its left operand's (`a`, `m`×`k`), its right operand's
+/// (`b`, `k`×`n`) and its accumulator's (`acc`, `m`×`n`), nodes of the memory tree; each is
+/// filled from its parent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixMemories {
+    pub a: MemoryId,
+    pub b: MemoryId,
+    pub acc: MemoryId,
 }
 
 /// A machine's vector unit.
@@ -374,10 +391,29 @@ impl TargetDescription {
         })
     }
 
+    /// The memories of the matrix unit, where the target has one that says them.
+    pub fn matrix_memories(&self) -> Option<MatrixMemories> {
+        self.parallel.iter().find_map(|l| match *l {
+            ParallelLevel::Matrix { memories, .. } => memories,
+            _ => None,
+        })
+    }
+
+    /// The cores the target spreads parallel loops over (1 without any).
+    pub fn cores(&self) -> u32 {
+        self.parallel
+            .iter()
+            .find_map(|l| match *l {
+                ParallelLevel::Cores { count } => Some(count),
+                _ => None,
+            })
+            .unwrap_or(1)
+    }
+
     /// The matrix unit's fractal `(m, n, k)`, if the target has one.
     pub fn fractal(&self) -> Option<(u32, u32, u32)> {
         self.parallel.iter().find_map(|l| match *l {
-            ParallelLevel::Matrix { m, n, k } => Some((m, n, k)),
+            ParallelLevel::Matrix { m, n, k, .. } => Some((m, n, k)),
             _ => None,
         })
     }
@@ -443,6 +479,7 @@ mod tests {
                     m: 16,
                     n: 16,
                     k: 16,
+                    memories: None,
                 },
             ],
             vector: None,

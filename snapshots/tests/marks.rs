@@ -1,7 +1,9 @@
 //! Marks on every kernel: every mark the passes leave in the tree for the CPU (packs, register
-//! and reduction tiles) and the GPU (kernels, threads), fused after tiling or not (skipped and
-//! unfused producers), reads back from the text `--emit tree` prints as the same mark.
+//! and reduction tiles), the GPU (kernels, threads) and the accelerator (contractions on the
+//! matrix unit), fused after tiling or not (skipped and unfused producers), reads back from
+//! the text `--emit tree` prints as the same mark.
 
+use backends::npu::NpuTarget;
 use backends::{cpu, gpu};
 use polyhedral::pipeline::{self, Options};
 use polyhedral::schedule::{Mark, NodeKind, ScheduleTree};
@@ -23,6 +25,7 @@ fn every_mark_of_every_kernel_reads_back_from_its_text() {
         f64_as_f32: true,
         ..gpu::Options::default()
     };
+    let npu = NpuTarget::default().description(true);
     let mut kinds = std::collections::HashSet::new();
     for path in kernels() {
         let program = load(&path);
@@ -38,6 +41,9 @@ fn every_mark_of_every_kernel_reads_back_from_its_text() {
             if let Ok(c) = gpu::compile(&program, &options, &gpu_options) {
                 trees.push(c.compiled.tree);
             }
+            if let Ok(c) = pipeline::compile(&program, &npu, &options) {
+                trees.push(c.tree);
+            }
             for mark in trees.iter().flat_map(marks) {
                 let text = mark.to_string();
                 assert_eq!(
@@ -50,6 +56,7 @@ fn every_mark_of_every_kernel_reads_back_from_its_text() {
             }
         }
     }
-    // Packs, register and reduction tiles, kernels, threads, skipped and unfused producers.
-    assert_eq!(kinds.len(), 7, "some kind of mark never appeared");
+    // Packs, register and reduction tiles, kernels, threads, skipped and unfused producers,
+    // contractions on the matrix unit.
+    assert_eq!(kinds.len(), 8, "some kind of mark never appeared");
 }

@@ -219,3 +219,17 @@ fn element_wise_statements_after_the_product_run_on_the_vector_unit() {
         },
     );
 }
+
+/// The tree the accelerator's general lowering works from: each contraction that the Cube
+/// can run is retiled in fractal multiples under a matrix mark, its k tiles below it.
+#[test]
+fn the_tree_marks_contractions_for_the_cube() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/ml/attention.pf");
+    let program = snapshots::load(&path);
+    let description = NpuTarget::default().description(false);
+    let c = polyhedral::pipeline::compile(&program, &description, &Default::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tree = c.tree.display(&c.program).to_string();
+    assert!(tree.contains("mark: \"matrix 16x16x32"), "{tree}");
+    insta::assert_snapshot!("npu_tree_attention", tree);
+}

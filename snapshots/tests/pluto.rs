@@ -467,6 +467,7 @@ fn scratchpad_tiles_fit_the_smallest_buffer_in_fractal_multiples() {
                 m: 16,
                 n: 16,
                 k: 16,
+                memories: None,
             },
         ],
         vector: None,

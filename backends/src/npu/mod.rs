@@ -51,7 +51,9 @@ pub use runner::{check, simulate, NpuCheck};
 use polyhedral::interp::InterpError;
 use polyhedral::pipeline::{self, Compiled};
 use polyhedral::program::{ArrayId, ScalarType};
-use polyhedral::target::{MemoryKind, MemoryTree, ParallelLevel, TargetDescription, VectorUnit};
+use polyhedral::target::{
+    MatrixMemories, MemoryKind, MemoryTree, ParallelLevel, TargetDescription, VectorUnit,
+};
 use polyhedral::Program;
 
 use crate::report;
@@ -129,15 +131,15 @@ impl NpuTarget {
             self.capacity(Mem::L1),
             memory.root(),
         );
-        memory.add("L0A", MemoryKind::Scratchpad, self.capacity(Mem::L0a), l1);
-        memory.add("L0B", MemoryKind::Scratchpad, self.capacity(Mem::L0b), l1);
+        let a = memory.add("L0A", MemoryKind::Scratchpad, self.capacity(Mem::L0a), l1);
+        let b = memory.add("L0B", MemoryKind::Scratchpad, self.capacity(Mem::L0b), l1);
         let ub = memory.add(
             "UB",
             MemoryKind::Scratchpad,
             self.capacity(Mem::Ub),
             memory.root(),
         );
-        memory.add("L0C", MemoryKind::Scratchpad, self.capacity(Mem::L0c), ub);
+        let acc = memory.add("L0C", MemoryKind::Scratchpad, self.capacity(Mem::L0c), ub);
         // i32 values run on the Vector unit (counters and masks of scalar functions).
         let mut element_types = vec![ScalarType::F16, ScalarType::F32, ScalarType::I32];
         if f64_as_f32 {
@@ -154,6 +156,7 @@ impl NpuTarget {
                     m: FRACTAL as u32,
                     n: FRACTAL as u32,
                     k: FRACTAL as u32,
+                    memories: Some(MatrixMemories { a, b, acc }),
                 },
             ],
             vector: Some(VectorUnit {
@@ -191,6 +194,9 @@ pub struct Options {
     pub fuse: bool,
     /// How the middle end optimizes a kernel that the general lowering takes.
     pub pipeline: pipeline::Options,
+    /// Lower the kernel from the middle end's AST ([`general`]) even where a dedicated
+    /// lowering would take it (to compare the two).
+    pub general: bool,
 }
 
 impl Default for Options {
@@ -202,6 +208,7 @@ impl Default for Options {
             launches: None,
             fuse: true,
             pipeline: pipeline::Options::default(),
+            general: false,
         }
     }
 }
@@ -239,6 +246,9 @@ pub enum Error {
 /// Kernels of the shapes the dedicated lowerings recognise go to them; every other kernel goes
 /// to the general lowering of the middle end's AST ([`general`]).
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
+    if options.general {
+        return general::compile(program, target, options);
+    }
     let shaped = if options.fuse {
         lower(program, target, options)
     } else {
@@ -358,6 +368,9 @@ fn rewritten(
 
 /// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
 pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
+    if options.general {
+        return general::supports(program, options.f64_as_f32);
+    }
     let shaped = if options.fuse {
         lowers(program, options)
     } else {

@@ -14,6 +14,7 @@
 //!   loop per statement;
 //! - [`post_tiling_fusion`]: producers pulled into the tiles of the statements that write the
 //!   outputs, with extension nodes;
+//! - [`matrix`]: contractions retiled in the fractals of a matrix unit and marked for it;
 //! - [`pack`]: arrays copied into contiguous buffers where the TLB and the cache lines gain;
 //! - [`register_tile`] and [`reduction_tile`]: the point bands the back end turns into outer
 //!   products held in registers, and the reductions that get independent chains;
@@ -33,6 +34,7 @@ pub mod expand;
 pub mod fission;
 pub mod intra_tile;
 pub mod map;
+pub mod matrix;
 pub mod pack;
 pub mod post_tiling_fusion;
 pub mod reduction_tile;
@@ -84,6 +86,7 @@ pub const PASSES: &[&Pass] = &[
     &fission::PASS,
     // After the passes that rebuild the tree from the flat schedule, which has no extensions.
     &post_tiling_fusion::PASS,
+    &matrix::PASS,
     &pack::PASS,
     &register_tile::PASS,
     &reduction_tile::PASS,

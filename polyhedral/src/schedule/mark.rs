@@ -25,6 +25,19 @@ pub enum Mark {
     Skipped,
     /// A producer post-tiling fusion left where it was, and why.
     Unfused(String),
+    /// Run the contraction below on the matrix unit, in tiles of the given sizes (`matrix`).
+    Matrix(MatrixMark),
+}
+
+/// What a matrix mark says: the sizes (elements) of the tiles of the contraction's m, n and k
+/// iterators that the matrix unit runs at once, and why they were chosen. The subtree below
+/// is one loop over the k tiles above the point loops of one tile of m and n.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MatrixMark {
+    pub m: i64,
+    pub n: i64,
+    pub k: i64,
+    pub why: String,
 }
 
 /// What a pack mark says: the array, the layout of its buffer (`layout[k]` is the array
@@ -69,11 +82,13 @@ const KERNEL: &str = "kernel";
 const THREAD: &str = "thread";
 const SKIPPED: &str = "skipped";
 const UNFUSED: &str = "unfused: ";
+const MATRIX: &str = "matrix ";
 
 impl fmt::Display for Mark {
     /// `pack A layout [1, 0] owned by the parallel loops: why` (`owned …` only when owned),
     /// `register tile 4x8 over 3 loops: why`, `reduction tile 4 rows of loop 0 over 2 loops in
-    /// tiles of 32: why`, `kernel`, `thread`, `skipped`, `unfused: why`.
+    /// tiles of 32: why`, `kernel`, `thread`, `skipped`, `unfused: why`, `matrix 64x64x128:
+    /// why`.
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Mark::Pack(m) => {
@@ -101,6 +116,7 @@ impl fmt::Display for Mark {
             Mark::Thread => f.write_str(THREAD),
             Mark::Skipped => f.write_str(SKIPPED),
             Mark::Unfused(why) => write!(f, "{UNFUSED}{why}"),
+            Mark::Matrix(m) => write!(f, "{MATRIX}{}x{}x{}: {}", m.m, m.n, m.k, m.why),
         }
     }
 }
@@ -122,6 +138,9 @@ impl Mark {
         }
         if let Some(rest) = text.strip_prefix(REGISTER_TILE) {
             return parse_register_tile(rest).map(Mark::RegisterTile);
+        }
+        if let Some(rest) = text.strip_prefix(MATRIX) {
+            return parse_matrix(rest).map(Mark::Matrix);
         }
         let rest = text.strip_prefix(REDUCTION_TILE)?;
         parse_reduction_tile(rest).map(Mark::ReductionTile)
@@ -178,6 +197,21 @@ fn parse_reduction_tile(rest: &str) -> Option<ReductionTileMark> {
     })
 }
 
+fn parse_matrix(rest: &str) -> Option<MatrixMark> {
+    let (shape, why) = rest.split_once(": ")?;
+    let mut sizes = shape.split('x').map(|t| t.parse().ok());
+    let (m, n, k) = (sizes.next()??, sizes.next()??, sizes.next()??);
+    if sizes.next().is_some() {
+        return None;
+    }
+    Some(MatrixMark {
+        m,
+        n,
+        k,
+        why: why.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,6 +248,12 @@ mod tests {
             Mark::Thread,
             Mark::Skipped,
             Mark::Unfused("T is also read by S2: the tiles".into()),
+            Mark::Matrix(MatrixMark {
+                m: 64,
+                n: 32,
+                k: 128,
+                why: "f16 operands, L0A 16 of 64 KiB".into(),
+            }),
         ];
         for mark in marks {
             let text = mark.to_string();
@@ -229,6 +269,8 @@ mod tests {
             "register tile 4x8 over 3: x",
             "reduction tile 4 rows of loop 0 over 2 loops in tiles of : x",
             "kernels",
+            "matrix 64x32: x",
+            "matrix 64x32x16x8: x",
         ] {
             assert_eq!(Mark::parse(text), None, "{text}");
         }

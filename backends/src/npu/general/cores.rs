@@ -108,7 +108,13 @@ impl Emitter<'_> {
             if !matches!(c, Ast::For { .. } | Ast::User { .. }) {
                 return false;
             }
-            match promote::plan(self, c) {
+            // The Cube's tiles touch what their region would.
+            let boxes = if promote::has_matrix(c) {
+                promote::footprint(self, c)
+            } else {
+                promote::plan(self, c)
+            };
+            match boxes {
                 Some(b) => regions.push(b),
                 None => return false,
             }

@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 
 use polyhedral::ast::{Ast, AstCond, AstExpr};
 use polyhedral::program::{ArrayId, ArrayRole, Program, ScalarType};
+use polyhedral::schedule::mark::Mark;
 use sim::isa::{
     self, Addr, Affine, BufferDecl, CmpOp, Cond, DType, Instr, Mem, Param, Pipe, Reg, Role, SOp,
     Scalar, Stmt,
 };
 use sim::Span;
 
+use super::matrix::CubeBytes;
 use super::promote::{self, Boxes};
 use crate::loops::{evaluate, Linear};
 use crate::npu::{Error, NpuTarget};
@@ -85,6 +87,8 @@ pub(super) struct Emitter<'p> {
     pub(super) region_end: u64,
     /// Counters of the copies' loops written so far (for fresh names).
     counters: usize,
+    /// The bytes of L1 and the L0 buffers the matrix tiles use.
+    pub(super) cube: CubeBytes,
 }
 
 impl<'p> Emitter<'p> {
@@ -112,6 +116,7 @@ impl<'p> Emitter<'p> {
             region: None,
             region_end: SCRATCH,
             counters: 0,
+            cube: CubeBytes::default(),
         };
         let blockdim = e.on_cores(ast)?;
         let body = e.blocks.pop().unwrap_or_default();
@@ -139,15 +144,48 @@ impl<'p> Emitter<'p> {
             name: crate::npu::cube::kernel_name(&program.name),
             blockdim,
             params,
-            buffers: vec![BufferDecl {
-                name: e.ub.clone(),
-                mem: Mem::Ub,
-                size: e.ub_size,
-                addr: None,
-                span: Span::default(),
-            }],
+            buffers: e.buffers(),
             body,
         })
+    }
+
+    /// The program's buffers: the unified buffer, and L1 and the L0 buffers where matrix
+    /// tiles use them.
+    fn buffers(&self) -> Vec<BufferDecl> {
+        let c = self.cube;
+        [
+            (Mem::Ub, self.ub_size),
+            (Mem::L1, c.l1),
+            (Mem::L0a, c.l0a),
+            (Mem::L0b, c.l0b),
+            (Mem::L0c, c.l0c),
+        ]
+        .into_iter()
+        .filter(|&(mem, size)| size > 0 || mem == Mem::Ub)
+        .map(|(mem, size)| BufferDecl {
+            name: self.buffer_name(mem),
+            mem,
+            size,
+            addr: None,
+            span: Span::default(),
+        })
+        .collect()
+    }
+
+    /// The name of the program's one buffer in `mem`: the memory's, with underscores added
+    /// until no GM tensor has it.
+    pub(super) fn buffer_name(&self, mem: Mem) -> String {
+        let mut name = match mem {
+            Mem::L1 => "l1".to_string(),
+            Mem::L0a => "l0a".to_string(),
+            Mem::L0b => "l0b".to_string(),
+            Mem::L0c => "l0c".to_string(),
+            _ => return self.ub.clone(),
+        };
+        while self.program.array_by_name(&name).is_some() {
+            name.push('_');
+        }
+        name
     }
 
     pub(super) fn push(&mut self, instr: Instr) {
@@ -280,6 +318,15 @@ impl<'p> Emitter<'p> {
     fn node(&mut self, ast: &Ast) -> Result<(), Error> {
         match ast {
             Ast::Block(items) => items.iter().try_for_each(|a| self.node(a)),
+            Ast::Mark {
+                mark: Mark::Matrix(m),
+                body,
+            } if self.region.is_none() => {
+                if self.matrix(m, body)? {
+                    return Ok(());
+                }
+                self.node(body)
+            }
             Ast::Mark { body, .. } => self.node(body),
             Ast::For { .. } | Ast::User { .. } if self.region.is_none() => {
                 if let Some(boxes) = promote::plan(self, ast) {

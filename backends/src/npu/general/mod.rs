@@ -34,6 +34,7 @@ mod call;
 mod cores;
 mod emit;
 mod math;
+mod matrix;
 mod promote;
 mod scalar;
 mod vector;

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use polyhedral::ast::{Ast, AstExpr};
 use polyhedral::program::ArrayId;
+use polyhedral::schedule::mark::Mark;
 use sim::isa::{Addr, Affine, Instr, Mem, Reg};
 use sim::Span;
 
@@ -89,6 +90,32 @@ impl Boxes {
 /// one box of one element per distinct access: its reads all come before its write, so a read
 /// of a box the write does not share sees GM as it was, and only what is read is copied in.
 pub(super) fn plan(e: &Emitter, ast: &Ast) -> Option<Boxes> {
+    if has_matrix(ast) {
+        return None;
+    }
+    let boxes = footprint(e, ast)?;
+    let end = boxes.boxes.last().map_or(SCRATCH, |b| b.offset + b.bytes);
+    (end <= e.target.capacity(Mem::Ub)).then_some(boxes)
+}
+
+/// Whether a matrix mark lies in `ast`: the Cube's tiles take their operands from GM, so no
+/// region holds them.
+pub(super) fn has_matrix(ast: &Ast) -> bool {
+    let mut found = false;
+    ast.walk(&mut |a| {
+        found |= matches!(
+            a,
+            Ast::Mark {
+                mark: Mark::Matrix(_),
+                ..
+            }
+        )
+    });
+    found
+}
+
+/// The boxes `ast` would have as a region (see [`plan`]), whether or not they fit.
+pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
     let program = e.program;
     let region = Region::new(program, ast, true);
     // (array, subscripts for a statement's own boxes) → (read, written).
@@ -168,7 +195,7 @@ pub(super) fn plan(e: &Emitter, ast: &Ast) -> Option<Boxes> {
         offset += bytes as u64;
         offset = offset.next_multiple_of(BLOCK_BYTES);
     }
-    (offset <= e.target.capacity(Mem::Ub)).then_some(Boxes { boxes })
+    Some(Boxes { boxes })
 }
 
 /// Lowers `ast` as a region with `boxes`: copies in, the region, copies out.

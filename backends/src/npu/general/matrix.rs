@@ -1,0 +1,624 @@
+//! Contractions on the Cube: the subtree below a matrix mark, one tile of the result kept in
+//! L0C while the k tiles stream through L1 and L0A / L0B.
+//!
+//! The matrix pass leaves, below the mark, a loop over the k tiles above the point loops of
+//! one tile of m and n; the loops outside it (the tiles of m and n, the batch) run as any
+//! loops do. For one tile of the result:
+//!
+//! 1. its current values go from GM to a scratch area at the start of UB in L0C's nZ order
+//!    (per column of fractals, one burst per row) and from there into L0C;
+//! 2. per k tile, each operand's tile goes from GM to L1 in columns of fractals (one burst per
+//!    row of the array, each burst padded with zeros to the fractal's width) and from L1 to
+//!    its L0 with `load2d`, transposed where the array's rows run along k; rows of k past the
+//!    end are zeroed in L1, so the products of the padding are zeros;
+//!    `mmad` accumulates onto the tile in L0C;
+//! 3. the tile goes back through the scratch area to GM, one burst per row and column of
+//!    fractals, only the rows and columns the tile has.
+//!
+//! Every element's k run in ascending order from its value before the statement, so the
+//! results are the interpreter's. Copy counts are immediates: a tile whose rows or columns are
+//! fewer than the mark's (the last one, or one cut by a domain that does not start on a tile)
+//! is a variant of its own, chosen by comparing the count at run time. Phases are ordered by
+//! `pipe_barrier ALL`. Where the AST below the mark is not the pass's loop nest (a condition
+//! separating parts of it), the subtree is lowered as any other.
+
+use std::collections::BTreeMap;
+
+use polyhedral::ast::{Ast, AstExpr};
+use polyhedral::passes::matrix::{qualifies, unit_dim};
+use polyhedral::program::{Access, ArrayId, ScalarType, StmtId};
+use polyhedral::schedule::mark::MatrixMark;
+use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Mem, Scalar, MAX_REPEAT};
+use sim::Span;
+
+use super::emit::{add_term, Emitter, Int};
+use crate::loops::{evaluate, expr_vars};
+use crate::npu::{Error, BLOCK_BYTES, FRACTAL};
+
+/// Most variants of a tile's row or column count.
+const MAX_VARIANTS: usize = 4;
+/// Most assignments of the outer loops tried to find a tile's counts.
+const MAX_ASSIGNMENTS: i64 = 1 << 16;
+
+/// The bytes of the Cube's buffers a kernel's matrix tiles need.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct CubeBytes {
+    pub(super) l1: u64,
+    pub(super) l0a: u64,
+    pub(super) l0b: u64,
+    pub(super) l0c: u64,
+}
+
+/// A loop of the nest below the mark.
+struct Loop<'a> {
+    var: &'a str,
+    lower: &'a AstExpr,
+    upper: &'a AstExpr,
+}
+
+/// One operand of the product as the copies see it: its access, the iterator of its L0
+/// fractals' rows (m for A, n for B), and its bytes per element.
+struct Operand<'a> {
+    access: &'a Access,
+    row: usize,
+    l0: Mem,
+    /// Byte offset of its tile in L1.
+    l1: u64,
+}
+
+/// The contraction below one mark, as the lowering needs it.
+struct Tile<'a> {
+    c: &'a Access,
+    a: Operand<'a>,
+    b: Operand<'a>,
+    /// The statement's iterators: m, n, k.
+    m: usize,
+    n: usize,
+    k: usize,
+    /// The statement's arguments outside the point loops (the batch), and the point loops'
+    /// lowest values as expressions of the loops outside the mark.
+    args: Vec<AstExpr>,
+    /// Bytes of an operand element (2 for f16, 4 for f32).
+    es: i64,
+    /// The k values every element runs over.
+    k_range: (i64, i64),
+    mark: &'a MatrixMark,
+}
+
+impl Emitter<'_> {
+    /// Lowers the subtree `body` below matrix mark `mark` on the Cube; `false` (nothing
+    /// written) where it is not the loop nest the matrix pass leaves.
+    pub(super) fn matrix(&mut self, mark: &MatrixMark, body: &Ast) -> Result<bool, Error> {
+        let Some((loops, stmt, args)) = nest(body) else {
+            return Ok(false);
+        };
+        let program = self.program;
+        let Some(c) = qualifies(program, stmt) else {
+            return Ok(false);
+        };
+        let s = &program.statements[stmt.index()];
+        let (m, n, k) = (c.m[0], c.n[0], c.k[0]);
+        let point = |it: usize| -> Option<&Loop> {
+            let AstExpr::Var(v) = &args[it] else {
+                return None;
+            };
+            loops.iter().find(|l| l.var == v.as_str())
+        };
+        let (Some(lm), Some(ln), Some(lk)) = (point(m), point(n), point(k)) else {
+            return Ok(false);
+        };
+        let inner: Vec<&str> = loops.iter().map(|l| l.var).collect();
+        let uses_inner = |e: &AstExpr| {
+            let mut vars = Default::default();
+            expr_vars(e, &mut vars);
+            vars.iter().any(|v| inner.contains(&v.as_str()))
+        };
+        // The m and n loops and the batch depend on the loops outside the mark only.
+        if [lm.lower, lm.upper, ln.lower, ln.upper]
+            .into_iter()
+            .any(uses_inner)
+            || c.batch.iter().any(|&b| uses_inner(&args[b]))
+        {
+            return Ok(false);
+        }
+        let tiles: Vec<&Loop> = loops
+            .iter()
+            .filter(|l| ![lm.var, ln.var, lk.var].contains(&l.var))
+            .collect();
+        let Some(k_range) = self.k_range(&tiles, lk) else {
+            return Ok(false);
+        };
+        let (Some(rows), Some(cols)) = (self.counts(lm), self.counts(ln)) else {
+            return Ok(false);
+        };
+        let elem = program.array(s.reads[c.a].array).elem;
+        let es = elem.size_in_bytes() as i64;
+        let f = FRACTAL as i64;
+        let fr = f * f * es;
+        let (m1, n1, k1) = (
+            fractals(mark.m) as u64,
+            fractals(mark.n) as u64,
+            fractals(mark.k) as u64,
+        );
+        if rows.iter().any(|&r| r > mark.m) || cols.iter().any(|&r| r > mark.n) {
+            return Ok(false);
+        }
+        let bytes = CubeBytes {
+            l1: (m1 * k1 + k1 * n1) * fr as u64,
+            l0a: m1 * k1 * fr as u64,
+            l0b: k1 * n1 * fr as u64,
+            l0c: m1 * n1 * 1024,
+        };
+        let target = self.target;
+        let fits = bytes.l1 <= target.capacity(Mem::L1)
+            && bytes.l0a <= target.capacity(Mem::L0a)
+            && bytes.l0b <= target.capacity(Mem::L0b)
+            && bytes.l0c <= target.capacity(Mem::L0c)
+            && bytes.l0c <= target.capacity(Mem::Ub);
+        if !fits {
+            return Ok(false);
+        }
+        self.cube.l1 = self.cube.l1.max(bytes.l1);
+        self.cube.l0a = self.cube.l0a.max(bytes.l0a);
+        self.cube.l0b = self.cube.l0b.max(bytes.l0b);
+        self.cube.l0c = self.cube.l0c.max(bytes.l0c);
+        self.ub_size = self.ub_size.max(bytes.l0c);
+        let mut args = args.to_vec();
+        args[m] = lm.lower.clone();
+        args[n] = ln.lower.clone();
+        args[k] = AstExpr::Int(k_range.0);
+        let tile = Tile {
+            c: &s.write,
+            a: Operand {
+                access: &s.reads[c.a],
+                row: m,
+                l0: Mem::L0a,
+                l1: 0,
+            },
+            b: Operand {
+                access: &s.reads[c.b],
+                row: n,
+                l0: Mem::L0b,
+                l1: m1 * k1 * fr as u64,
+            },
+            m,
+            n,
+            k,
+            args,
+            es,
+            k_range,
+            mark,
+        };
+        self.push(Instr::Barrier { pipe: None });
+        let count = |e: &mut Self, l: &Loop| -> Result<Int, Error> {
+            let span = AstExpr::Add(
+                Box::new(l.upper.clone()),
+                Box::new(AstExpr::Add(
+                    Box::new(AstExpr::Mul(-1, Box::new(l.lower.clone()))),
+                    Box::new(AstExpr::Int(1)),
+                )),
+            );
+            e.int(&span)
+        };
+        let rc = count(self, lm)?;
+        let cc = count(self, ln)?;
+        self.variants(&rc, &rows, &mut |e, r| {
+            e.variants(&cc, &cols, &mut |e, cl| e.cube_tile(&tile, r, cl))
+        })?;
+        self.release(rc);
+        self.release(cc);
+        Ok(true)
+    }
+
+    /// The k values the nest runs every element over, when they are one interval walked in
+    /// order by the tile loops `tiles` (constant bounds) and the k loop.
+    fn k_range(&self, tiles: &[&Loop], lk: &Loop) -> Option<(i64, i64)> {
+        let mut fixed = BTreeMap::new();
+        let mut pieces = Vec::new();
+        let ranges: Vec<(i64, i64)> = tiles
+            .iter()
+            .map(|l| {
+                Some((
+                    evaluate(l.lower, Some(&self.params), &fixed)?,
+                    evaluate(l.upper, Some(&self.params), &fixed)?,
+                ))
+            })
+            .collect::<Option<_>>()?;
+        let total: i64 = ranges.iter().map(|(a, b)| (b - a + 1).max(0)).product();
+        if total > MAX_ASSIGNMENTS {
+            return None;
+        }
+        for at in 0..total {
+            let mut rest = at;
+            for (l, (a, b)) in tiles.iter().zip(&ranges).rev() {
+                let w = b - a + 1;
+                fixed.insert(l.var.to_string(), a + rest % w);
+                rest /= w;
+            }
+            let lo = evaluate(lk.lower, Some(&self.params), &fixed)?;
+            let hi = evaluate(lk.upper, Some(&self.params), &fixed)?;
+            if lo <= hi {
+                pieces.push((lo, hi));
+            }
+        }
+        let first = *pieces.first()?;
+        let mut end = first.0 - 1;
+        for &(lo, hi) in &pieces {
+            if lo != end + 1 {
+                return None;
+            }
+            end = hi;
+        }
+        Some((first.0, end))
+    }
+
+    /// The counts of loop `l`'s iterations over the values of the loops outside the mark, at
+    /// most [`MAX_VARIANTS`] of them, largest first.
+    fn counts(&self, l: &Loop) -> Option<Vec<i64>> {
+        let mut vars = std::collections::BTreeSet::new();
+        expr_vars(l.lower, &mut vars);
+        expr_vars(l.upper, &mut vars);
+        let vars: Vec<String> = vars.into_iter().collect();
+        let ranges: Vec<(i64, i64)> = vars
+            .iter()
+            .map(|v| self.ranges.get(v).copied())
+            .collect::<Option<_>>()?;
+        let total = ranges
+            .iter()
+            .try_fold(1i64, |t, (a, b)| t.checked_mul((b - a + 1).max(0)))?;
+        if total > MAX_ASSIGNMENTS {
+            return None;
+        }
+        let mut counts = Vec::new();
+        let mut fixed = BTreeMap::new();
+        for at in 0..total {
+            let mut rest = at;
+            for (v, (a, b)) in vars.iter().zip(&ranges).rev() {
+                let w = b - a + 1;
+                fixed.insert(v.clone(), a + rest % w);
+                rest /= w;
+            }
+            let lo = evaluate(l.lower, Some(&self.params), &fixed)?;
+            let hi = evaluate(l.upper, Some(&self.params), &fixed)?;
+            if hi >= lo && !counts.contains(&(hi - lo + 1)) {
+                counts.push(hi - lo + 1);
+            }
+        }
+        counts.sort_by(|a, b| b.cmp(a));
+        (!counts.is_empty() && counts.len() <= MAX_VARIANTS).then_some(counts)
+    }
+
+    /// `f(v)` for the value `v` of `count` among `values`: a branch per value but the last.
+    fn variants(
+        &mut self,
+        count: &Int,
+        values: &[i64],
+        f: &mut dyn FnMut(&mut Self, i64) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        match values {
+            [] => Ok(()),
+            [v] => f(self, *v),
+            [v, rest @ ..] => {
+                let then = self.nested(|e| f(e, *v))?;
+                let otherwise = self.nested(|e| e.variants(count, rest, f))?;
+                self.branch_else(count.scalar(), CmpOp::Eq, Scalar::Int(*v), then, otherwise);
+                Ok(())
+            }
+        }
+    }
+
+    /// One tile of `rows × cols` elements of the result (module docs).
+    fn cube_tile(&mut self, t: &Tile, rows: i64, cols: i64) -> Result<(), Error> {
+        let f = FRACTAL as i64;
+        let (m1, n1) = (fractals(rows), fractals(cols));
+        let mut temps = Vec::new();
+        let c_base = self.gm_base(t, t.c, &mut temps)?;
+        let c_name = self.program.array(t.c.array).name.clone();
+        let (c_rows, c_cols) = (self.stride(t.c, t.m), self.stride(t.c, t.n));
+        debug_assert_eq!(c_cols, 4);
+        // The result's tile, column of fractals by column of fractals, into L0C's order.
+        let fractal_row = f * 4;
+        for ni in 0..n1 {
+            let mut gm = c_base.clone();
+            gm.constant += ni * f * 4;
+            self.push(Instr::CopyPad {
+                dst: self.ub_at(Affine::constant(ni * m1 * f * fractal_row)),
+                src: gm_addr(&c_name, gm),
+                n_burst: rows as u32,
+                bytes: ((cols - ni * f).min(f) * 4) as u32,
+                src_stride: c_rows as u32,
+                dst_stride: fractal_row as u32,
+                len: (fractal_row as u64 / BLOCK_BYTES) as u32,
+            });
+        }
+        self.push(Instr::Barrier { pipe: None });
+        self.push(Instr::CopyUbToCc {
+            dst: self.cube_at(Mem::L0c, 0),
+            src: self.ub_at(Affine::constant(0)),
+            n_burst: 1,
+            len: (m1 * n1) as u32,
+            src_gap: 0,
+            dst_gap: 0,
+        });
+        self.push(Instr::Barrier { pipe: None });
+        let (k0, k_end) = t.k_range;
+        let extent = k_end - k0 + 1;
+        let step = t.mark.k;
+        let (full, tail) = (extent / step, extent % step);
+        let dims = (rows, cols);
+        if full > 0 {
+            self.counted(full, |e, kk| {
+                e.k_step(t, dims, step, (Some(kk), 0), &mut Vec::new())
+            })?;
+        }
+        if tail > 0 {
+            self.k_step(t, dims, tail, (None, full * step), &mut Vec::new())?;
+        }
+        self.push(Instr::CopyCcToUb {
+            dst: self.ub_at(Affine::constant(0)),
+            src: self.cube_at(Mem::L0c, 0),
+            n_burst: 1,
+            len: (m1 * n1) as u32,
+            src_gap: 0,
+            dst_gap: 0,
+            f16: false,
+            relu: false,
+            src_f16: false,
+        });
+        self.push(Instr::Barrier { pipe: None });
+        for ni in 0..n1 {
+            let mut gm = c_base.clone();
+            gm.constant += ni * f * 4;
+            let bytes = (cols - ni * f).min(f) * 4;
+            self.push(Instr::CopyPad {
+                dst: gm_addr(&c_name, gm),
+                src: self.ub_at(Affine::constant(ni * m1 * f * fractal_row)),
+                n_burst: rows as u32,
+                bytes: bytes as u32,
+                src_stride: fractal_row as u32,
+                dst_stride: c_rows as u32,
+                len: (bytes as u64).div_ceil(BLOCK_BYTES) as u32,
+            });
+        }
+        self.push(Instr::Barrier { pipe: None });
+        temps.into_iter().for_each(|r| self.free_s(r));
+        Ok(())
+    }
+
+    /// One k tile of `kc` values starting `offset` past the range's first (a counter of whole
+    /// tiles and a constant): both operands into L1 and their L0, then the product.
+    fn k_step(
+        &mut self,
+        t: &Tile,
+        (rows, cols): (i64, i64),
+        kc: i64,
+        offset: (Option<&str>, i64),
+        temps: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        let f = FRACTAL as i64;
+        let k1 = fractals(kc);
+        for (op, valid) in [(&t.a, rows), (&t.b, cols)] {
+            self.operand_to_l1(t, op, valid, kc, offset, temps)?;
+        }
+        self.push(Instr::Barrier { pipe: None });
+        for (op, valid) in [(&t.a, rows), (&t.b, cols)] {
+            self.operand_to_l0(t, op, fractals(valid), k1);
+        }
+        self.push(Instr::Barrier { pipe: None });
+        self.push(Instr::Mmad {
+            out: DType::F32,
+            c: self.cube_at(Mem::L0c, 0),
+            a: self.cube_at(Mem::L0a, 0),
+            b: self.cube_at(Mem::L0b, 0),
+            m: (fractals(rows) * f) as u32,
+            k: (k1 * f) as u32,
+            n: (fractals(cols) * f) as u32,
+            init: false,
+            src_f32: t.es == 4,
+        });
+        self.push(Instr::Barrier { pipe: None });
+        temps.drain(..).for_each(|r| self.free_s(r));
+        Ok(())
+    }
+
+    /// An operand's tile of `valid` rows (m or n) by `kc` values of k from GM into L1, in
+    /// columns of fractals along the array's rows.
+    fn operand_to_l1(
+        &mut self,
+        t: &Tile,
+        op: &Operand,
+        valid: i64,
+        kc: i64,
+        (counter, constant): (Option<&str>, i64),
+        temps: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        let f = FRACTAL as i64;
+        let es = t.es;
+        let fr = f * f * es;
+        let fractal_row = f * es;
+        let name = self.program.array(op.access.array).name.clone();
+        let mut base = self.gm_base(t, op.access, temps)?;
+        let k_stride = self.stride(op.access, t.k);
+        let row_stride = self.stride(op.access, op.row);
+        base.constant += constant * k_stride;
+        if let Some(kk) = counter {
+            add_term(&mut base, kk.to_string(), t.mark.k * k_stride);
+        }
+        let (r1, k1) = (fractals(valid), fractals(kc));
+        let len = (fractal_row as u64 / BLOCK_BYTES) as u32;
+        // Rows along the operand's own iterator (k contiguous), or along k.
+        let (burst_stride, bursts, columns, column_fractals, across) = if k_stride == es {
+            (row_stride, valid, k1, r1, kc)
+        } else {
+            (k_stride, kc, r1, k1, valid)
+        };
+        for col in 0..columns {
+            let mut src = base.clone();
+            src.constant += col * f * es;
+            let dst = op.l1 as i64 + col * column_fractals * fr;
+            self.push(Instr::CopyPad {
+                dst: self.cube_at(Mem::L1, dst),
+                src: gm_addr(&name, src.clone()),
+                n_burst: bursts as u32,
+                bytes: ((across - col * f).min(f) * es) as u32,
+                src_stride: burst_stride as u32,
+                dst_stride: fractal_row as u32,
+                len,
+            });
+            // Rows of k past the end are zeros.
+            let pad = column_fractals * f - bursts;
+            if k_stride != es && pad > 0 {
+                self.push(Instr::CopyPad {
+                    dst: self.cube_at(Mem::L1, dst + bursts * fractal_row),
+                    src: gm_addr(&name, src),
+                    n_burst: pad as u32,
+                    bytes: 0,
+                    src_stride: 0,
+                    dst_stride: fractal_row as u32,
+                    len,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// An operand's fractals from L1 into its L0 in the order `mmad` reads: L0A row-fractal
+    /// major, L0B k-fractal major, each fractal's rows along m or n.
+    fn operand_to_l0(&mut self, t: &Tile, op: &Operand, r1: i64, k1: i64) {
+        let f = FRACTAL as i64;
+        let fr = f * f * t.es;
+        let natural = self.stride(op.access, t.k) == t.es;
+        // L1 holds columns of fractals: along k when natural (fractal (r, k) at k·r1 + r),
+        // along the rows otherwise (at r·k1 + k).
+        let row_major = op.l0 == Mem::L0a;
+        let one_pass = natural != row_major;
+        if one_pass {
+            // L1's order is L0's: one load of every fractal.
+            self.load2d(op, 0, op.l1 as i64, r1 * k1, 1, !natural, fr);
+            return;
+        }
+        let (outer, inner, stride) = if row_major {
+            (r1, k1, r1)
+        } else {
+            (k1, r1, k1)
+        };
+        for o in 0..outer {
+            self.load2d(
+                op,
+                o * inner * fr,
+                op.l1 as i64 + o * fr,
+                inner,
+                stride,
+                !natural,
+                fr,
+            );
+        }
+    }
+
+    /// `load2d` of `count` fractals (in runs of at most [`MAX_REPEAT`]).
+    #[allow(clippy::too_many_arguments)]
+    fn load2d(
+        &mut self,
+        op: &Operand,
+        dst: i64,
+        src: i64,
+        count: i64,
+        stride: i64,
+        transpose: bool,
+        fr: i64,
+    ) {
+        let mut done = 0;
+        while done < count {
+            let n = (count - done).min(i64::from(MAX_REPEAT));
+            self.push(Instr::Load2d {
+                dst: self.cube_at(op.l0, dst + done * fr),
+                src: self.cube_at(Mem::L1, src + done * stride * fr),
+                repeat: n as u32,
+                src_stride: stride as u32,
+                transpose,
+                f32: fr == 1024,
+            });
+            done += n;
+        }
+    }
+
+    /// The GM byte offset of `access` at the tile's first element.
+    fn gm_base(&mut self, t: &Tile, access: &Access, temps: &mut Vec<u8>) -> Result<Affine, Error> {
+        let strides = self.strides(access.array);
+        let mut offset = Affine::constant(0);
+        for (d, sub) in access.subscripts.iter().enumerate() {
+            let e = AstExpr::from_affine(sub, &|it| t.args[it].clone());
+            self.add_scaled(&mut offset, &e, strides[d], temps)?;
+        }
+        Ok(offset)
+    }
+
+    /// Bytes between consecutive indices of each dimension of an array in GM (f64 is
+    /// computed, and held, in f32).
+    fn strides(&self, array: ArrayId) -> Vec<i64> {
+        let es = match self.program.array(array).elem {
+            ScalarType::F16 => 2,
+            _ => 4,
+        };
+        let extents = self.program.array_extents(array);
+        let mut strides = vec![es; extents.len()];
+        for d in (0..extents.len().saturating_sub(1)).rev() {
+            strides[d] = strides[d + 1] * extents[d + 1];
+        }
+        strides
+    }
+
+    /// Bytes between consecutive values of iterator `it` in `access` (it subscripts one
+    /// dimension with coefficient 1, as the matrix pass requires).
+    fn stride(&self, access: &Access, it: usize) -> i64 {
+        let d = unit_dim(access, it).unwrap_or(0);
+        self.strides(access.array)[d]
+    }
+
+    /// An address in one of the Cube's buffers.
+    fn cube_at(&self, mem: Mem, offset: i64) -> Addr {
+        Addr {
+            buffer: self.buffer_name(mem),
+            offset: Affine::constant(offset),
+            span: Span::default(),
+        }
+    }
+}
+
+/// An address in a GM tensor.
+fn gm_addr(name: &str, offset: Affine) -> Addr {
+    Addr {
+        buffer: name.to_string(),
+        offset,
+        span: Span::default(),
+    }
+}
+
+/// The loops of `ast` down to its one statement instance, when it is a chain of loops.
+fn nest(ast: &Ast) -> Option<(Vec<Loop<'_>>, StmtId, &[AstExpr])> {
+    let mut loops = Vec::new();
+    let mut at = ast;
+    loop {
+        match at {
+            Ast::Block(items) if items.len() == 1 => at = &items[0],
+            Ast::For {
+                var,
+                lower,
+                upper,
+                step: 1,
+                body,
+                ..
+            } => {
+                loops.push(Loop { var, lower, upper });
+                at = body;
+            }
+            Ast::User { stmt, args } => return Some((loops, *stmt, args)),
+            _ => return None,
+        }
+    }
+}
+
+/// The fractals `x` elements take along one side: `⌈x / 16⌉`.
+fn fractals(x: i64) -> i64 {
+    (x + FRACTAL as i64 - 1) / FRACTAL as i64
+}

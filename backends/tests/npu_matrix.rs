@@ -1,0 +1,124 @@
+//! Contractions on the Cube from the schedule tree: the matrix pass retiles them and marks
+//! them, and the general lowering runs each marked tile on L1, L0A, L0B and L0C. Every kernel
+//! here is lowered that way (even those a dedicated lowering would take), simulated with the
+//! race detector, bounds and alignment checks on, compared element by element with the
+//! interpreter, and must have run its contraction on the Cube.
+
+use std::path::{Path, PathBuf};
+
+use backends::npu::{self, NpuTarget, Options};
+use polyhedral::Program;
+
+fn load(path: &Path) -> Program {
+    frontend::load(path, &frontend::Options::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)))
+}
+
+/// A kernel written here, loaded at its default sizes.
+fn inline(name: &str, text: &str) -> Program {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join(format!("{name}.pf"));
+    std::fs::write(&path, text).expect("the kernel is written");
+    load(&path)
+}
+
+fn repo(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file)
+}
+
+/// Lowers `program` from the tree, simulates it and compares; returns the program text.
+fn on_the_cube(program: &Program) -> String {
+    let options = Options {
+        f64_as_f32: true,
+        general: true,
+        ..Options::default()
+    };
+    let target = NpuTarget::default();
+    let checked = npu::check(program, &target, &options, 5, false)
+        .unwrap_or_else(|e| panic!("{}: {e}", program.name));
+    assert!(
+        checked.comparison.passed(),
+        "{} differs from the interpreter:\n{}",
+        program.name,
+        checked.comparison.to_text(program)
+    );
+    assert!(
+        checked.asm.contains("mmad"),
+        "{}: no contraction ran on the Cube",
+        program.name
+    );
+    checked.asm
+}
+
+#[test]
+fn every_operand_layout_and_ragged_tiles() {
+    // A's rows along k and B's along n (both transposed into L0), sizes off the fractal grid.
+    on_the_cube(&inline(
+        "transposed",
+        "kernel transposed<M = 60, N = 70, K = 50>(A: f32[K, M], B: f32[N, K]) -> (C: f32[M, N]) {
+             C(i, j) +=! A(k, i) * B(j, k);
+         }",
+    ));
+    // f16 operands summed in f32; more k than one tile holds.
+    on_the_cube(&inline(
+        "halves",
+        "kernel halves<M = 100, N = 37, K = 300>(A: f16[M, K], B: f16[K, N]) -> (C: f32[M, N]) {
+             C(i, j) +=! f32(A(i, k)) * f32(B(k, j));
+         }",
+    ));
+    // Many tiles of the result, spread over the cores, with tails in m, n and k.
+    on_the_cube(&inline(
+        "many",
+        "kernel many<M = 300, N = 290, K = 200>(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) {
+             C(i, j) +=! A(i, k) * B(k, j);
+         }",
+    ));
+}
+
+#[test]
+fn batches_offsets_and_prior_values() {
+    // A batch iterator walked outside the tiles; the sum starts from values another
+    // statement wrote.
+    on_the_cube(&inline(
+        "batched",
+        "kernel batched<H = 3, M = 20, N = 24, K = 40>(A: f32[H, M, K], B: f32[H, K, N],
+             C0: f32[H, M, N]) -> (C: f32[H, M, N]) {
+             C(h, i, j) = C0(h, i, j) * 0.5;
+             C(h, i, j) += A(h, i, k) * B(h, k, j);
+         }",
+    ));
+    // A domain that does not start on a tile: the first tile is cut short.
+    on_the_cube(&inline(
+        "shifted",
+        "kernel shifted<M = 64, N = 64, K = 64>(A: f32[M, K], B: f32[K, N]) -> (C: f32[M, N]) {
+             C(i, j) = 1.0;
+             C(i + 1, j) += A(i, k) * B(k, j) where i in 0:M - 1;
+         }",
+    ));
+}
+
+#[test]
+fn the_ml_kernels_run_their_products_on_the_cube() {
+    for file in [
+        "tests/ml/attention.pf",
+        "tests/ml/masked_scores.pf",
+        "tests/ml/swiglu.pf",
+        "tests/ml/transformer_block.pf",
+    ] {
+        on_the_cube(&load(&repo(file)));
+    }
+}
+
+#[test]
+fn the_contractions_of_kernels_run_on_the_cube() {
+    for file in [
+        "gemm_f16.pf",
+        "gemm_bias_relu.pf",
+        "2mm.pf",
+        "3mm.pf",
+        "2mm.c",
+        "gemm.c",
+    ] {
+        on_the_cube(&load(&repo(&format!("kernels/{file}"))));
+    }
+}

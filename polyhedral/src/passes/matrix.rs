@@ -1,0 +1,407 @@
+//! Matrix-unit mapping: contractions whose point loops the target's matrix unit runs, retiled
+//! in its fractals and marked for the back end.
+//!
+//! A statement qualifies when it is a [`crate::contraction`] with one m, one n and one k
+//! iterator and no loop-invariant factor or sliding window, its operands of one element type
+//! the unit multiplies (f16 or f32), its sum and result in f32, its domain a box (every
+//! constraint bounds one iterator), and its accesses such that a tile is a matrix the unit's
+//! copies read row by row: the written element subscripted by m and n in one dimension each,
+//! n in the last, and each operand by its two iterators in one dimension each, one of them
+//! the last. Its subtree must be a chain of bands scheduling it alone, the bands above it not
+//! walking m, n or k (they may walk its batch iterators).
+//!
+//! The chain becomes, from the top:
+//!
+//! ```text
+//! band [batch…, floor(m/Tm), floor(n/Tn)]   (coincident: one tile of the result each)
+//!   mark matrix TmxTnxTk
+//!     band [floor(k/Tk)]                    (the k tiles, in order)
+//!       band [m, k, n]                      (the points of one tile)
+//! ```
+//!
+//! which is legal whatever the tiles: the statement's only dependences join instances that
+//! write one element, and every element still sees its k in ascending order (so the sums are
+//! the reference interpreter's, rounding for rounding). Below the mark, the back end keeps the
+//! tile of the result in the accumulator's memory across the k tiles.
+//!
+//! The sizes are multiples of the fractal: for `m` and `n` the ones with which the cores, each
+//! taking its share of the result's tiles, move the fewest bytes (the operands' rows and
+//! columns over all of k, the result in and out), then the largest, then tiles that divide
+//! the extents; for `k` the largest that fits. Every tile fits the memories the description names for the unit: the
+//! left operand's tile its memory, the right one's its own, both together their parents (the
+//! staging buffer that fills them), the accumulator's its memory and its parent. A fixed
+//! `--tile` gives the sizes of m, n and k in that order instead, where they fit.
+
+use crate::contraction::{contraction, Contraction};
+use crate::passes::tile_size::TileSizes;
+use crate::passes::{Pass, PassContext};
+use crate::pipeline::Error;
+use crate::program::{Access, AffineExpr, Program, ScalarType, StmtId, Var};
+use crate::schedule::mark::{Mark, MatrixMark};
+use crate::schedule::{Band, Node, NodeKind, QuasiAffine, ScheduleTree};
+use crate::target::{MatrixMemories, TargetDescription};
+
+/// The pass: contractions retiled and marked for the matrix unit.
+pub const PASS: Pass = Pass {
+    name: "matrix",
+    summary: "contractions retiled in the matrix unit's fractals and marked for it (accelerator)",
+    enabled: |target, _| target.matrix_memories().is_some() && target.fractal().is_some(),
+    run,
+};
+
+fn run(cx: &mut PassContext) -> Result<(), Error> {
+    let (Some(memories), Some(fractal)) = (cx.target.matrix_memories(), cx.target.fractal()) else {
+        return Ok(());
+    };
+    let unit = Unit {
+        target: cx.target,
+        memories,
+        fractal: i64::from(fractal.0.max(fractal.1).max(fractal.2)),
+    };
+    for stmt in cx.program.statement_ids() {
+        let Some(c) = qualifies(cx.program, stmt) else {
+            continue;
+        };
+        let Some(top) = chain_top(cx.program, &cx.tree, &c) else {
+            continue;
+        };
+        let Some(mark) = unit.sizes(cx.program, &c, &cx.options.tiling) else {
+            continue;
+        };
+        let replaced = retiled(cx.program, &cx.tree, &top, &c, mark);
+        if let (Some(node), Some(slot)) = (replaced, cx.tree.node_mut(&top)) {
+            *slot = node;
+        }
+    }
+    Ok(())
+}
+
+/// The contraction of `stmt` when the matrix unit can run it (the module docs' conditions on
+/// the statement).
+pub fn qualifies(program: &Program, stmt: StmtId) -> Option<Contraction> {
+    let c = contraction(program, stmt)?;
+    let s = &program.statements[stmt.index()];
+    if c.m.len() != 1 || c.n.len() != 1 || c.k.len() != 1 {
+        return None;
+    }
+    if c.scale_a.is_some() || c.scale_b.is_some() || c.windowed || c.ty != ScalarType::F32 {
+        return None;
+    }
+    let (ea, eb) = (
+        program.array(s.reads[c.a].array).elem,
+        program.array(s.reads[c.b].array).elem,
+    );
+    if ea != eb || !matches!(ea, ScalarType::F16 | ScalarType::F32) {
+        return None;
+    }
+    if program.array(s.write.array).elem != ScalarType::F32 {
+        return None;
+    }
+    let iters = |e: &AffineExpr| {
+        e.terms()
+            .iter()
+            .filter(|(v, _)| matches!(v, Var::Iter(_)))
+            .count()
+    };
+    if s.domain.iter().any(|k| iters(&k.expr) > 1) {
+        return None;
+    }
+    let (m, n, k) = (c.m[0], c.n[0], c.k[0]);
+    let rows_and_columns = |a: &Access, x: usize, y: usize, last: Option<usize>| {
+        let (dx, dy) = (unit_dim(a, x)?, unit_dim(a, y)?);
+        let end = a.subscripts.len() - 1;
+        let fine = dx != dy && last.map_or(dx == end || dy == end, |l| l == dy && dy == end);
+        fine.then_some(())
+    };
+    rows_and_columns(&s.write, m, n, Some(n))?;
+    rows_and_columns(&s.reads[c.a], m, k, None)?;
+    rows_and_columns(&s.reads[c.b], k, n, None)?;
+    Some(c)
+}
+
+/// The one dimension of `access` that iterator `it` subscripts, when it does so with
+/// coefficient 1 and alone among the iterators there.
+pub fn unit_dim(access: &Access, it: usize) -> Option<usize> {
+    let dims: Vec<usize> = (0..access.subscripts.len())
+        .filter(|&d| access.subscripts[d].coeff(Var::Iter(it)) != 0)
+        .collect();
+    let [d] = dims.as_slice() else { return None };
+    let sub = &access.subscripts[*d];
+    let others = sub
+        .terms()
+        .iter()
+        .any(|(v, _)| matches!(v, Var::Iter(o) if *o != it));
+    (sub.coeff(Var::Iter(it)) == 1 && !others).then_some(*d)
+}
+
+/// The lowest and highest value of iterator `it` over a box domain at the parameters' values.
+fn iterator_range(program: &Program, stmt: StmtId, it: usize) -> Option<(i64, i64)> {
+    let s = &program.statements[stmt.index()];
+    let params = program.param_values();
+    let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+    for k in &s.domain {
+        let c = k.expr.coeff(Var::Iter(it));
+        if c == 0 {
+            continue;
+        }
+        let mut rest = k.expr.clone();
+        rest.add_term(Var::Iter(it), -c);
+        let r = rest.eval(&vec![0; s.depth()], &params);
+        // c·it + r ≥ 0 (or = 0).
+        let eq = k.kind == crate::program::ConstraintKind::Zero;
+        if c > 0 || eq {
+            lo = lo.max((-r).div_euclid(c.abs()) + i64::from((-r).rem_euclid(c.abs()) != 0));
+        }
+        if c < 0 || eq {
+            hi = hi.min(r.div_euclid(c.abs()));
+        }
+    }
+    (lo != i64::MIN && hi != i64::MAX && lo <= hi).then_some((lo, hi))
+}
+
+/// The path of the top of the chain of bands that schedules `c`'s statement alone, when the
+/// chain walks its m, n and k iterators and the bands above it do not.
+fn chain_top(program: &Program, tree: &ScheduleTree, c: &Contraction) -> Option<Vec<usize>> {
+    let leaves = tree.find(&|k| matches!(k, NodeKind::Leaf));
+    let mut path = leaves
+        .into_iter()
+        .find(|p| tree.statements_at(p).ok().as_deref() == Some(&[c.stmt]))?;
+    path.pop();
+    let is_own_band = |p: &[usize]| {
+        matches!(tree.node(p).map(|n| &n.kind), Some(NodeKind::Band(_)))
+            && tree.statements_at(p).ok().as_deref() == Some(&[c.stmt])
+    };
+    if !is_own_band(&path) {
+        return None;
+    }
+    while path.len() > 1 && is_own_band(&path[..path.len() - 1]) {
+        path.pop();
+    }
+    let walked = |p: &[usize]| -> Vec<usize> {
+        let Some(NodeKind::Band(band)) = tree.node(p).map(|n| &n.kind) else {
+            return Vec::new();
+        };
+        let f = band.functions(c.stmt).unwrap_or_default();
+        let depth = program.statements[c.stmt.index()].depth();
+        (0..depth)
+            .filter(|&it| f.iter().any(|f| uses(f, it)))
+            .collect()
+    };
+    let roles = [c.m[0], c.n[0], c.k[0]];
+    for k in 0..path.len() {
+        if walked(&path[..k]).iter().any(|it| roles.contains(it)) {
+            return None;
+        }
+    }
+    // The chain's members are functions of single iterators (points or tiles).
+    let mut inside = Vec::new();
+    let mut p = path.clone();
+    while let Some(node) = tree.node(&p) {
+        match &node.kind {
+            NodeKind::Band(band) => {
+                let f = band.functions(c.stmt)?;
+                if f.iter().any(|f| single_iterator(f).is_none()) {
+                    return None;
+                }
+                inside.extend(walked(&p));
+                p.push(0);
+            }
+            NodeKind::Leaf => break,
+            _ => return None,
+        }
+    }
+    roles.iter().all(|it| inside.contains(it)).then_some(path)
+}
+
+/// Whether `f` uses iterator `it`, inside divisions too.
+fn uses(f: &QuasiAffine, it: usize) -> bool {
+    f.affine.coeff(Var::Iter(it)) != 0 || f.floors.iter().any(|t| uses(&t.num, it))
+}
+
+/// The iterator `f` walks when it is `it` or `floor(it / T)` (plus parameters and constants).
+fn single_iterator(f: &QuasiAffine) -> Option<usize> {
+    let iter_of = |a: &AffineExpr| -> Option<usize> {
+        match a
+            .terms()
+            .iter()
+            .filter(|(v, _)| matches!(v, Var::Iter(_)))
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            [(Var::Iter(d), 1)] => Some(*d),
+            _ => None,
+        }
+    };
+    match f.floors.as_slice() {
+        [] => iter_of(&f.affine),
+        [t] if t.coeff == 1 && t.num.floors.is_empty() && iter_of(&f.affine).is_none() => f
+            .affine
+            .terms()
+            .iter()
+            .all(|(v, _)| !matches!(v, Var::Iter(_)))
+            .then(|| iter_of(&t.num.affine))?,
+        _ => None,
+    }
+}
+
+/// The new subtree of the chain at `top` (module docs).
+fn retiled(
+    program: &Program,
+    tree: &ScheduleTree,
+    top: &[usize],
+    c: &Contraction,
+    mark: MatrixMark,
+) -> Option<Node> {
+    let s = c.stmt;
+    let depth = program.statements[s.index()].depth();
+    // The batch iterators the chain walks; the others are walked above it.
+    let mut batch = Vec::new();
+    let mut p = top.to_vec();
+    while let Some(Node {
+        kind: NodeKind::Band(band),
+        ..
+    }) = tree.node(&p)
+    {
+        for f in band.functions(s)? {
+            let it = single_iterator(f)?;
+            if c.batch.contains(&it) && !batch.contains(&it) {
+                batch.push(it);
+            }
+        }
+        p.push(0);
+    }
+    let var = |it: usize| QuasiAffine::var(Var::Iter(it));
+    let (m, n, k) = (c.m[0], c.n[0], c.k[0]);
+    let band = |functions: Vec<QuasiAffine>, coincident: Vec<bool>| {
+        NodeKind::Band(Band {
+            schedule: vec![(s, functions)],
+            permutable: true,
+            coincident,
+        })
+    };
+    let points = Node::with_child(
+        band(vec![var(m), var(k), var(n)], vec![true, false, true]),
+        Node::leaf(),
+    );
+    let k_tiles = Node::with_child(band(vec![var(k).floor_div(mark.k)?], vec![false]), points);
+    let marked = Node::with_child(NodeKind::Mark(Mark::Matrix(mark.clone())), k_tiles);
+    let mut tiles: Vec<QuasiAffine> = batch.iter().map(|&b| var(b)).collect();
+    tiles.push(var(m).floor_div(mark.m)?);
+    tiles.push(var(n).floor_div(mark.n)?);
+    let coincident = vec![true; tiles.len()];
+    debug_assert!(batch.iter().all(|&b| b < depth));
+    Some(Node::with_child(band(tiles, coincident), marked))
+}
+
+/// The matrix unit as the pass sizes tiles for it.
+struct Unit<'t> {
+    target: &'t TargetDescription,
+    memories: MatrixMemories,
+    fractal: i64,
+}
+
+impl Unit<'_> {
+    fn bytes(&self, id: crate::target::MemoryId) -> i64 {
+        self.target.memory.node(id).bytes as i64
+    }
+
+    fn parent_bytes(&self, id: crate::target::MemoryId) -> Option<(crate::target::MemoryId, i64)> {
+        let p = self.target.memory.node(id).parent?;
+        Some((p, self.bytes(p)))
+    }
+
+    /// Whether tiles of `tm × tn × tk` (fractal multiples) fit the unit's memories.
+    fn fits(&self, (tm, tn, tk): (i64, i64, i64), operand: i64) -> bool {
+        let (a, b, acc) = (tm * tk * operand, tk * tn * operand, tm * tn * 4);
+        let mm = &self.memories;
+        if a > self.bytes(mm.a) || b > self.bytes(mm.b) || acc > self.bytes(mm.acc) {
+            return false;
+        }
+        let staging = match (self.parent_bytes(mm.a), self.parent_bytes(mm.b)) {
+            (Some((pa, ba)), Some((pb, _))) if pa == pb => a + b <= ba,
+            (Some((_, ba)), Some((_, bb))) => a <= ba && b <= bb,
+            _ => true,
+        };
+        staging
+            && self
+                .parent_bytes(mm.acc)
+                .is_none_or(|(_, bytes)| acc <= bytes)
+    }
+
+    /// The mark of `c` with its tile sizes, where some fit.
+    fn sizes(&self, program: &Program, c: &Contraction, tiling: &TileSizes) -> Option<MatrixMark> {
+        let s = &program.statements[c.stmt.index()];
+        let operand = program.array(s.reads[c.a].array).elem.size_in_bytes() as i64;
+        let extent = |it: usize| iterator_range(program, c.stmt, it).map(|(lo, hi)| hi - lo + 1);
+        let (em, en, ek) = (extent(c.m[0])?, extent(c.n[0])?, extent(c.k[0])?);
+        let f = self.fractal;
+        let up = |e: i64| ceil_div(e, f) * f;
+        if let TileSizes::Fixed(v) = tiling {
+            let size = |k: usize| *v.get(k).unwrap_or(v.last().unwrap_or(&f));
+            let (tm, tn, tk) = (size(0).min(em), size(1).min(en), size(2).min(ek));
+            if tm < 1 || tn < 1 || tk < 1 || !self.fits((up(tm), up(tn), up(tk)), operand) {
+                return None;
+            }
+            let why = format!("the sizes asked for, {operand}-byte operands");
+            return Some(MatrixMark {
+                m: tm,
+                n: tn,
+                k: tk,
+                why,
+            });
+        }
+        let candidates = |e: i64| -> Vec<i64> {
+            let mut v: Vec<i64> = (1..=16).map(|k| k * f).filter(|&t| t < e).collect();
+            v.push(up(e));
+            v
+        };
+        let cores = i64::from(self.target.cores()).max(1);
+        // The bytes one core moves: per tile of the result, its operands' rows and columns
+        // over all of k and the result in and out; the fewest win, then larger tiles, then
+        // tiles that divide the extents.
+        // (bytes moved, larger first, divides), (tm, tn).
+        type Ranked = ((i64, i64, bool), (i64, i64));
+        let mut best: Option<Ranked> = None;
+        for &tm in &candidates(em) {
+            for &tn in &candidates(en) {
+                if !self.fits((tm, tn, f), operand) {
+                    continue;
+                }
+                let rounds = ceil_div(ceil_div(em, tm) * ceil_div(en, tn), cores);
+                let moved = rounds * ((tm + tn) * ek * operand + 8 * tm * tn);
+                let divides = (tm >= em || em % tm == 0) && (tn >= en || en % tn == 0);
+                let key = (moved, -(tm * tn), !divides);
+                if best.as_ref().is_none_or(|(k, _)| key < *k) {
+                    best = Some((key, (tm, tn)));
+                }
+            }
+        }
+        let (_, (tm, tn)) = best?;
+        let tk = candidates(ek)
+            .into_iter()
+            .filter(|&tk| self.fits((tm, tn, tk), operand))
+            .max()?;
+        let node = |id| &self.target.memory.node(id).name;
+        let why = format!(
+            "{operand}-byte operands; {} tiles of the result over {cores} cores; {} {} B, {} {} B, {} {} B",
+            ceil_div(em, tm) * ceil_div(en, tn),
+            node(self.memories.a),
+            up(tm) * up(tk) * operand,
+            node(self.memories.b),
+            up(tk) * up(tn) * operand,
+            node(self.memories.acc),
+            up(tm) * up(tn) * 4,
+        );
+        Some(MatrixMark {
+            m: tm,
+            n: tn,
+            k: tk,
+            why,
+        })
+    }
+}
+
+/// `⌈a / b⌉` for `a ≥ 0`, `b > 0`.
+fn ceil_div(a: i64, b: i64) -> i64 {
+    (a + b - 1) / b
+}
