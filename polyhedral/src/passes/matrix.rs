@@ -24,6 +24,12 @@
 //! the reference interpreter's, rounding for rounding). Below the mark, the back end keeps the
 //! tile of the result in the accumulator's memory across the k tiles.
 //!
+//! Where the statement right before it in a sequence sets the same elements to zero over the
+//! same box and reads nothing (the init of `+=!`), it joins the tiles of the result: the mark
+//! says `from zero` and holds a sequence of that statement's points and the k tiles. Its
+//! instances of a tile run before the contraction's of that tile, which alone read them, so
+//! that is legal too, and the back end starts the tile from zero instead of reading it.
+//!
 //! The sizes are multiples of the fractal: for `m` and `n` the ones with which the cores, each
 //! taking its share of the result's tiles, move the fewest bytes (the operands' rows and
 //! columns over all of k, the result in and out), then the largest, then tiles that divide
@@ -36,9 +42,9 @@ use crate::contraction::{contraction, Contraction};
 use crate::passes::tile_size::TileSizes;
 use crate::passes::{Pass, PassContext};
 use crate::pipeline::Error;
-use crate::program::{Access, AffineExpr, Program, ScalarType, StmtId, Var};
+use crate::program::{Access, AffineExpr, Expr, Program, ScalarType, StmtId, Var};
 use crate::schedule::mark::{Mark, MatrixMark};
-use crate::schedule::{Band, Node, NodeKind, QuasiAffine, ScheduleTree};
+use crate::schedule::{Band, Filter, Node, NodeKind, QuasiAffine, ScheduleTree};
 use crate::target::{MatrixMemories, TargetDescription};
 
 /// The pass: contractions retiled and marked for the matrix unit.
@@ -65,15 +71,119 @@ fn run(cx: &mut PassContext) -> Result<(), Error> {
         let Some(top) = chain_top(cx.program, &cx.tree, &c) else {
             continue;
         };
-        let Some(mark) = unit.sizes(cx.program, &c, &cx.options.tiling) else {
+        let Some(mut mark) = unit.sizes(cx.program, &c, &cx.options.tiling) else {
             continue;
         };
-        let replaced = retiled(cx.program, &cx.tree, &top, &c, mark);
-        if let (Some(node), Some(slot)) = (replaced, cx.tree.node_mut(&top)) {
-            *slot = node;
+        let init = zero_init(cx.program, &cx.tree, &top, &c);
+        mark.zeroed = init.is_some();
+        let Some(node) = retiled(&cx.tree, &top, &c, mark, init.as_ref()) else {
+            continue;
+        };
+        match init {
+            None => {
+                if let Some(slot) = cx.tree.node_mut(&top) {
+                    *slot = node;
+                }
+            }
+            Some(init) => {
+                let Some(sequence) = cx.tree.node_mut(&init.sequence) else {
+                    continue;
+                };
+                let filter = Filter::of_statements(&[init.stmt, c.stmt]);
+                sequence.children[init.index] = Node::with_child(NodeKind::Filter(filter), node);
+                sequence.children.remove(init.index + 1);
+            }
         }
     }
     Ok(())
+}
+
+/// The statement that sets a contraction's result to zero right before it (`+=!`), fused
+/// into its tiles so that the matrix unit starts each tile from zero instead of reading it.
+struct Init {
+    stmt: StmtId,
+    /// Per iterator of the contraction, the init statement's (none for k).
+    iters: Vec<Option<usize>>,
+    /// The sequence whose children are the two statements' filters, and the init's index.
+    sequence: Vec<usize>,
+    index: usize,
+}
+
+/// The init of `c` (see [`Init`]): the sibling filter right before the contraction's holds one
+/// statement alone, in a chain of bands, that writes 0 to the element the contraction writes
+/// over the same box of m, n and batch iterators and reads nothing.
+fn zero_init(
+    program: &Program,
+    tree: &ScheduleTree,
+    top: &[usize],
+    c: &Contraction,
+) -> Option<Init> {
+    let n = top.len();
+    if n < 2 {
+        return None;
+    }
+    let (sequence, index) = (&top[..n - 2], top[n - 2]);
+    let seq = tree.node(sequence)?;
+    if !matches!(seq.kind, NodeKind::Sequence) || index == 0 {
+        return None;
+    }
+    let unconstrained = |node: &Node, stmt: Option<StmtId>| match &node.kind {
+        NodeKind::Filter(f) => match f.stmts.as_slice() {
+            [(s, cs)] if cs.is_empty() && stmt.is_none_or(|x| x == *s) => Some(*s),
+            _ => None,
+        },
+        _ => None,
+    };
+    unconstrained(&seq.children[index], Some(c.stmt))?;
+    let prev = &seq.children[index - 1];
+    let init = unconstrained(prev, None)?;
+    // A chain of bands down to a leaf.
+    let mut at = prev.children.first()?;
+    while let NodeKind::Band(_) = at.kind {
+        at = at.children.first()?;
+    }
+    if !matches!(at.kind, NodeKind::Leaf) {
+        return None;
+    }
+    let (s0, s) = (
+        &program.statements[init.index()],
+        &program.statements[c.stmt.index()],
+    );
+    let zero = matches!(s0.exprs[s0.body], Expr::Literal(l) if l.value == 0.0);
+    if !zero || !s0.reads.is_empty() || s0.reduction.is_some() || s0.depth() + 1 != s.depth() {
+        return None;
+    }
+    let k = c.k[0];
+    let iters: Vec<Option<usize>> = (0..s.depth())
+        .map(|q| match q.cmp(&k) {
+            std::cmp::Ordering::Less => Some(q),
+            std::cmp::Ordering::Equal => None,
+            std::cmp::Ordering::Greater => Some(q - 1),
+        })
+        .collect();
+    let to_init = |q: usize| iters[q].unwrap_or(0);
+    let written = s.write.subscripts.iter().map(|e| e.map_iters(to_init));
+    if s0.write.array != s.write.array || !written.eq(s0.write.subscripts.iter().cloned()) {
+        return None;
+    }
+    let same_box = (0..s.depth()).filter(|&q| q != k).all(|q| {
+        iterator_range(program, c.stmt, q).is_some()
+            && iterator_range(program, c.stmt, q) == iterator_range(program, init, to_init(q))
+    });
+    let boxed = s0.domain.iter().all(|k| {
+        k.expr
+            .terms()
+            .iter()
+            .filter(|(v, _)| matches!(v, Var::Iter(_)))
+            .count()
+            <= 1
+    });
+    (same_box && boxed).then(|| Init {
+        stmt: init,
+        iters,
+        sequence: sequence.to_vec(),
+        index: index - 1,
+    })
 }
 
 /// The contraction of `stmt` when the matrix unit can run it (the module docs' conditions on
@@ -244,16 +354,16 @@ fn single_iterator(f: &QuasiAffine) -> Option<usize> {
     }
 }
 
-/// The new subtree of the chain at `top` (module docs).
+/// The new subtree of the chain at `top` (module docs), with the init statement's tiles
+/// where there is one.
 fn retiled(
-    program: &Program,
     tree: &ScheduleTree,
     top: &[usize],
     c: &Contraction,
     mark: MatrixMark,
+    init: Option<&Init>,
 ) -> Option<Node> {
     let s = c.stmt;
-    let depth = program.statements[s.index()].depth();
     // The batch iterators the chain walks; the others are walked above it.
     let mut batch = Vec::new();
     let mut p = top.to_vec();
@@ -272,25 +382,53 @@ fn retiled(
     }
     let var = |it: usize| QuasiAffine::var(Var::Iter(it));
     let (m, n, k) = (c.m[0], c.n[0], c.k[0]);
-    let band = |functions: Vec<QuasiAffine>, coincident: Vec<bool>| {
+    let band = |schedule: Vec<(StmtId, Vec<QuasiAffine>)>, coincident: Vec<bool>| {
         NodeKind::Band(Band {
-            schedule: vec![(s, functions)],
+            schedule,
             permutable: true,
             coincident,
         })
     };
     let points = Node::with_child(
-        band(vec![var(m), var(k), var(n)], vec![true, false, true]),
+        band(
+            vec![(s, vec![var(m), var(k), var(n)])],
+            vec![true, false, true],
+        ),
         Node::leaf(),
     );
-    let k_tiles = Node::with_child(band(vec![var(k).floor_div(mark.k)?], vec![false]), points);
-    let marked = Node::with_child(NodeKind::Mark(Mark::Matrix(mark.clone())), k_tiles);
-    let mut tiles: Vec<QuasiAffine> = batch.iter().map(|&b| var(b)).collect();
-    tiles.push(var(m).floor_div(mark.m)?);
-    tiles.push(var(n).floor_div(mark.n)?);
-    let coincident = vec![true; tiles.len()];
-    debug_assert!(batch.iter().all(|&b| b < depth));
-    Some(Node::with_child(band(tiles, coincident), marked))
+    let k_tiles = Node::with_child(
+        band(vec![(s, vec![var(k).floor_div(mark.k)?])], vec![false]),
+        points,
+    );
+    // The tiles of the result: the batch, then m and n, of either statement.
+    let tiles_of = |iter: &dyn Fn(usize) -> usize| -> Option<Vec<QuasiAffine>> {
+        let mut tiles: Vec<QuasiAffine> = batch.iter().map(|&b| var(iter(b))).collect();
+        tiles.push(var(iter(m)).floor_div(mark.m)?);
+        tiles.push(var(iter(n)).floor_div(mark.n)?);
+        Some(tiles)
+    };
+    let mut schedule = vec![(s, tiles_of(&|q| q)?)];
+    let below = match init {
+        None => k_tiles,
+        Some(init) => {
+            let at = |q: usize| init.iters[q].unwrap_or(0);
+            schedule.insert(0, (init.stmt, tiles_of(&at)?));
+            let zero = Node::with_child(
+                band(
+                    vec![(init.stmt, vec![var(at(m)), var(at(n))])],
+                    vec![true, true],
+                ),
+                Node::leaf(),
+            );
+            Node::sequence(vec![
+                (Filter::of_statements(&[init.stmt]), zero),
+                (Filter::of_statements(&[s]), k_tiles),
+            ])
+        }
+    };
+    let marked = Node::with_child(NodeKind::Mark(Mark::Matrix(mark)), below);
+    let coincident = vec![true; schedule[0].1.len()];
+    Some(Node::with_child(band(schedule, coincident), marked))
 }
 
 /// The matrix unit as the pass sizes tiles for it.
@@ -347,6 +485,7 @@ impl Unit<'_> {
                 m: tm,
                 n: tn,
                 k: tk,
+                zeroed: false,
                 why,
             });
         }
@@ -396,6 +535,7 @@ impl Unit<'_> {
             m: tm,
             n: tn,
             k: tk,
+            zeroed: false,
             why,
         })
     }

@@ -30,13 +30,16 @@ pub enum Mark {
 }
 
 /// What a matrix mark says: the sizes (elements) of the tiles of the contraction's m, n and k
-/// iterators that the matrix unit runs at once, and why they were chosen. The subtree below
-/// is one loop over the k tiles above the point loops of one tile of m and n.
+/// iterators that the matrix unit runs at once, whether the tile starts from zero, and why the
+/// sizes were chosen. The subtree below is one loop over the k tiles above the point loops of
+/// one tile of m and n; when `zeroed`, a sequence runs first the statement that sets the tile
+/// to zero, then that loop.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MatrixMark {
     pub m: i64,
     pub n: i64,
     pub k: i64,
+    pub zeroed: bool,
     pub why: String,
 }
 
@@ -83,12 +86,13 @@ const THREAD: &str = "thread";
 const SKIPPED: &str = "skipped";
 const UNFUSED: &str = "unfused: ";
 const MATRIX: &str = "matrix ";
+const ZEROED: &str = " from zero";
 
 impl fmt::Display for Mark {
     /// `pack A layout [1, 0] owned by the parallel loops: why` (`owned …` only when owned),
     /// `register tile 4x8 over 3 loops: why`, `reduction tile 4 rows of loop 0 over 2 loops in
-    /// tiles of 32: why`, `kernel`, `thread`, `skipped`, `unfused: why`, `matrix 64x64x128:
-    /// why`.
+    /// tiles of 32: why`, `kernel`, `thread`, `skipped`, `unfused: why`, `matrix 64x64x128
+    /// from zero: why` (`from zero` only when zeroed).
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Mark::Pack(m) => {
@@ -116,7 +120,10 @@ impl fmt::Display for Mark {
             Mark::Thread => f.write_str(THREAD),
             Mark::Skipped => f.write_str(SKIPPED),
             Mark::Unfused(why) => write!(f, "{UNFUSED}{why}"),
-            Mark::Matrix(m) => write!(f, "{MATRIX}{}x{}x{}: {}", m.m, m.n, m.k, m.why),
+            Mark::Matrix(m) => {
+                let zeroed = if m.zeroed { ZEROED } else { "" };
+                write!(f, "{MATRIX}{}x{}x{}{zeroed}: {}", m.m, m.n, m.k, m.why)
+            }
         }
     }
 }
@@ -199,6 +206,10 @@ fn parse_reduction_tile(rest: &str) -> Option<ReductionTileMark> {
 
 fn parse_matrix(rest: &str) -> Option<MatrixMark> {
     let (shape, why) = rest.split_once(": ")?;
+    let (shape, zeroed) = match shape.strip_suffix(ZEROED) {
+        Some(s) => (s, true),
+        None => (shape, false),
+    };
     let mut sizes = shape.split('x').map(|t| t.parse().ok());
     let (m, n, k) = (sizes.next()??, sizes.next()??, sizes.next()??);
     if sizes.next().is_some() {
@@ -208,6 +219,7 @@ fn parse_matrix(rest: &str) -> Option<MatrixMark> {
         m,
         n,
         k,
+        zeroed,
         why: why.to_string(),
     })
 }
@@ -252,7 +264,15 @@ mod tests {
                 m: 64,
                 n: 32,
                 k: 128,
+                zeroed: false,
                 why: "f16 operands, L0A 16 of 64 KiB".into(),
+            }),
+            Mark::Matrix(MatrixMark {
+                m: 16,
+                n: 16,
+                k: 16,
+                zeroed: true,
+                why: "f32".into(),
             }),
         ];
         for mark in marks {

@@ -7,9 +7,14 @@
 //! apart for different iterations: per pair of boxes of one array, some dimension whose lowest
 //! index is `a·i + k` in the loop's variable `i` alone, with `|a|` (times the step) at least
 //! the width of the one plus how far it starts past the other. Then no two blocks touch the
-//! same bytes of an array that one of them writes. Any other nest runs on block 0 alone.
+//! same bytes of an array that one of them writes. Where the loop alone has fewer iterations
+//! than the machine has cores, or its body is too large for one region, and its body is one
+//! parallel loop of constant bounds whose regions are apart along both loops, the blocks take
+//! the iterations of the two loops together. A matrix tile counts as the region of what it
+//! touches. Any other nest runs on block 0 alone.
 
 use polyhedral::ast::{Ast, AstExpr, LoopAnnotations};
+use polyhedral::schedule::mark::Mark;
 use sim::isa::{CmpOp, Instr, Reg, SOp, Scalar};
 
 use super::emit::Emitter;
@@ -25,6 +30,17 @@ struct Spread<'a> {
     step: i64,
     body: &'a Ast,
     trips: i64,
+    /// A parallel loop that is all of the body, spread with it when the loop alone has fewer
+    /// iterations than the machine has cores: its variable, first value, step and trips.
+    inner: Option<Inner<'a>>,
+}
+
+struct Inner<'a> {
+    var: &'a str,
+    first: i64,
+    step: i64,
+    trips: i64,
+    body: &'a Ast,
 }
 
 impl Emitter<'_> {
@@ -39,7 +55,7 @@ impl Emitter<'_> {
         let blocks = spread
             .iter()
             .flatten()
-            .map(|s| s.trips.min(cores))
+            .map(|s| (s.trips * s.inner.as_ref().map_or(1, |i| i.trips)).min(cores))
             .max()
             .unwrap_or(1)
             .max(1);
@@ -87,14 +103,52 @@ impl Emitter<'_> {
         let trips = (hi.1 - lo.0) / step + 1;
         self.ranges.insert(var.clone(), (lo.0, hi.1));
         let ok = self.apart(var, *step, body);
+        let inner = if !ok || trips < self.target.cores() as i64 {
+            self.inner((var, *step), body)
+        } else {
+            None
+        };
         self.ranges.remove(var);
-        ok.then_some(Spread {
+        (ok || inner.is_some()).then_some(Spread {
             var,
             lower,
             upper,
             step: *step,
             body,
             trips,
+            inner,
+        })
+    }
+
+    /// The body of the spread loop of `outer` as a loop to spread with it: one parallel loop of
+    /// constant bounds whose own regions are apart for different iterations of either loop.
+    fn inner<'a>(&mut self, outer: (&str, i64), body: &'a Ast) -> Option<Inner<'a>> {
+        let mut items = Vec::new();
+        flatten(body, &mut items);
+        let [Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            body,
+            annotations: LoopAnnotations { parallel: true, .. },
+        }] = items.as_slice()
+        else {
+            return None;
+        };
+        let (lo, hi) = (self.interval(lower)?, self.interval(upper)?);
+        if lo.0 != lo.1 || hi.0 != hi.1 || hi.1 < lo.0 {
+            return None;
+        }
+        self.ranges.insert(var.clone(), (lo.0, hi.1));
+        let ok = self.apart(var, *step, body) && self.apart(outer.0, outer.1, body);
+        self.ranges.remove(var);
+        ok.then_some(Inner {
+            var,
+            first: lo.0,
+            step: *step,
+            trips: (hi.1 - lo.0) / step + 1,
+            body,
         })
     }
 
@@ -105,7 +159,14 @@ impl Emitter<'_> {
         let mut children = Vec::new();
         flatten(body, &mut children);
         for c in children {
-            if !matches!(c, Ast::For { .. } | Ast::User { .. }) {
+            let matrix = matches!(
+                c,
+                Ast::Mark {
+                    mark: Mark::Matrix(_),
+                    ..
+                }
+            );
+            if !matrix && !matches!(c, Ast::For { .. } | Ast::User { .. }) {
                 return false;
             }
             // The Cube's tiles touch what their region would.
@@ -162,8 +223,12 @@ impl Emitter<'_> {
         Some((a, k))
     }
 
-    /// The loop with block `b` taking iterations `b`, `b + blocks`, … of it.
+    /// The loop with block `b` taking iterations `b`, `b + blocks`, … of it (of the two loops'
+    /// iterations in order, where the inner one is spread too).
     fn spread_loop(&mut self, s: &Spread, blocks: i64) -> Result<(), Error> {
+        if let Some(inner) = &s.inner {
+            return self.spread_pair(s, inner, blocks);
+        }
         let r = self.sreg()?;
         let lower = self.int(s.lower)?;
         self.push(Instr::SBin {
@@ -192,10 +257,64 @@ impl Emitter<'_> {
     }
 }
 
-/// The nodes of a loop body below its blocks and marks.
+impl Emitter<'_> {
+    /// Two nested loops spread together: iteration `f` of their `trips × inner.trips` is the
+    /// outer loop's `f / inner.trips` and the inner one's `f % inner.trips`.
+    fn spread_pair(&mut self, s: &Spread, inner: &Inner, blocks: i64) -> Result<(), Error> {
+        let flat = self.sreg()?;
+        self.push(Instr::Mov {
+            dst: Reg::S(flat),
+            src: Scalar::Var("block_idx".to_string()),
+        });
+        let (outer, at) = (self.sreg()?, self.sreg()?);
+        let lower = self.int(s.lower)?;
+        let last = Scalar::Int(s.trips * inner.trips - 1);
+        let range = self.loop_range(s.lower, s.upper);
+        let inner_range = (inner.first, inner.first + (inner.trips - 1) * inner.step);
+        self.stepping(flat, blocks, last, |e| {
+            // outer = lower + (flat / trips)·step, at = first + (flat mod trips)·step.
+            let reg = |r: u8| Scalar::Reg(Reg::S(r));
+            let ops = [
+                (SOp::Div, outer, reg(flat), Scalar::Int(inner.trips)),
+                (SOp::Mul, at, reg(outer), Scalar::Int(inner.trips)),
+                (SOp::Sub, at, reg(flat), reg(at)),
+                (SOp::Mul, at, reg(at), Scalar::Int(inner.step)),
+                (SOp::Add, at, reg(at), Scalar::Int(inner.first)),
+                (SOp::Mul, outer, reg(outer), Scalar::Int(s.step)),
+                (SOp::Add, outer, reg(outer), lower.scalar()),
+            ];
+            for (op, dst, a, b) in ops {
+                e.push(Instr::SBin {
+                    op,
+                    dst: Reg::S(dst),
+                    a,
+                    b,
+                });
+            }
+            e.bind(s.var, outer, range);
+            e.bind(inner.var, at, inner_range);
+            let r = e.region_body(inner.body);
+            e.unbind(inner.var);
+            e.unbind(s.var);
+            r
+        })?;
+        self.release(lower);
+        for r in [at, outer, flat] {
+            self.free_s(r);
+        }
+        Ok(())
+    }
+}
+
+/// The nodes of a loop body below its blocks and marks (but matrix marks, whose subtrees the
+/// Cube runs as one).
 fn flatten<'a>(ast: &'a Ast, out: &mut Vec<&'a Ast>) {
     match ast {
         Ast::Block(items) => items.iter().for_each(|a| flatten(a, out)),
+        Ast::Mark {
+            mark: Mark::Matrix(_),
+            ..
+        } => out.push(ast),
         Ast::Mark { body, .. } => flatten(body, out),
         a => out.push(a),
     }

@@ -6,7 +6,9 @@
 //! loops do. For one tile of the result:
 //!
 //! 1. its current values go from GM to a scratch area at the start of UB in L0C's nZ order
-//!    (per column of fractals, one burst per row) and from there into L0C;
+//!    (per column of fractals, one burst per row) and from there into L0C, unless the mark
+//!    says the tile starts from zero: then the first `mmad` initialises it, and the statement
+//!    that zeroes it, first below the mark, is not lowered;
 //! 2. per k tile, each operand's tile goes from GM to L1 in columns of fractals (one burst per
 //!    row of the array, each burst padded with zeros to the fractal's width) and from L1 to
 //!    its L0 with `load2d`, transposed where the array's rows run along k; rows of k past the
@@ -89,6 +91,14 @@ impl Emitter<'_> {
     /// Lowers the subtree `body` below matrix mark `mark` on the Cube; `false` (nothing
     /// written) where it is not the loop nest the matrix pass leaves.
     pub(super) fn matrix(&mut self, mark: &MatrixMark, body: &Ast) -> Result<bool, Error> {
+        let (init, body) = match (mark.zeroed, body) {
+            (false, _) => (None, body),
+            (true, Ast::Block(items)) if items.len() == 2 => match nest(&items[0]) {
+                Some((_, init, _)) => (Some(init), &items[1]),
+                None => return Ok(false),
+            },
+            _ => return Ok(false),
+        };
         let Some((loops, stmt, args)) = nest(body) else {
             return Ok(false);
         };
@@ -97,6 +107,13 @@ impl Emitter<'_> {
             return Ok(false);
         };
         let s = &program.statements[stmt.index()];
+        // The statement that zeroes the tile writes the result and reads nothing.
+        if init.is_some_and(|i| {
+            let s0 = &program.statements[i.index()];
+            s0.write.array != s.write.array || !s0.reads.is_empty()
+        }) {
+            return Ok(false);
+        }
         let (m, n, k) = (c.m[0], c.n[0], c.k[0]);
         let point = |it: usize| -> Option<&Loop> {
             let AstExpr::Var(v) = &args[it] else {
@@ -213,34 +230,24 @@ impl Emitter<'_> {
     /// The k values the nest runs every element over, when they are one interval walked in
     /// order by the tile loops `tiles` (constant bounds) and the k loop.
     fn k_range(&self, tiles: &[&Loop], lk: &Loop) -> Option<(i64, i64)> {
-        let mut fixed = BTreeMap::new();
-        let mut pieces = Vec::new();
-        let ranges: Vec<(i64, i64)> = tiles
+        let none = BTreeMap::new();
+        let vars: Vec<(String, (i64, i64))> = tiles
             .iter()
             .map(|l| {
-                Some((
-                    evaluate(l.lower, Some(&self.params), &fixed)?,
-                    evaluate(l.upper, Some(&self.params), &fixed)?,
-                ))
+                let lo = evaluate(l.lower, Some(&self.params), &none)?;
+                let hi = evaluate(l.upper, Some(&self.params), &none)?;
+                Some((l.var.to_string(), (lo, hi)))
             })
             .collect::<Option<_>>()?;
-        let total: i64 = ranges.iter().map(|(a, b)| (b - a + 1).max(0)).product();
-        if total > MAX_ASSIGNMENTS {
-            return None;
-        }
-        for at in 0..total {
-            let mut rest = at;
-            for (l, (a, b)) in tiles.iter().zip(&ranges).rev() {
-                let w = b - a + 1;
-                fixed.insert(l.var.to_string(), a + rest % w);
-                rest /= w;
-            }
-            let lo = evaluate(lk.lower, Some(&self.params), &fixed)?;
-            let hi = evaluate(lk.upper, Some(&self.params), &fixed)?;
+        let mut pieces = Vec::new();
+        for_each_assignment(&vars, &mut |fixed| {
+            let lo = evaluate(lk.lower, Some(&self.params), fixed)?;
+            let hi = evaluate(lk.upper, Some(&self.params), fixed)?;
             if lo <= hi {
                 pieces.push((lo, hi));
             }
-        }
+            Some(())
+        })?;
         let first = *pieces.first()?;
         let mut end = first.0 - 1;
         for &(lo, hi) in &pieces {
@@ -255,35 +262,22 @@ impl Emitter<'_> {
     /// The counts of loop `l`'s iterations over the values of the loops outside the mark, at
     /// most [`MAX_VARIANTS`] of them, largest first.
     fn counts(&self, l: &Loop) -> Option<Vec<i64>> {
-        let mut vars = std::collections::BTreeSet::new();
-        expr_vars(l.lower, &mut vars);
-        expr_vars(l.upper, &mut vars);
-        let vars: Vec<String> = vars.into_iter().collect();
-        let ranges: Vec<(i64, i64)> = vars
-            .iter()
-            .map(|v| self.ranges.get(v).copied())
+        let mut names = std::collections::BTreeSet::new();
+        expr_vars(l.lower, &mut names);
+        expr_vars(l.upper, &mut names);
+        let vars: Vec<(String, (i64, i64))> = names
+            .into_iter()
+            .map(|v| Some((v.clone(), *self.ranges.get(&v)?)))
             .collect::<Option<_>>()?;
-        let total = ranges
-            .iter()
-            .try_fold(1i64, |t, (a, b)| t.checked_mul((b - a + 1).max(0)))?;
-        if total > MAX_ASSIGNMENTS {
-            return None;
-        }
         let mut counts = Vec::new();
-        let mut fixed = BTreeMap::new();
-        for at in 0..total {
-            let mut rest = at;
-            for (v, (a, b)) in vars.iter().zip(&ranges).rev() {
-                let w = b - a + 1;
-                fixed.insert(v.clone(), a + rest % w);
-                rest /= w;
-            }
-            let lo = evaluate(l.lower, Some(&self.params), &fixed)?;
-            let hi = evaluate(l.upper, Some(&self.params), &fixed)?;
+        for_each_assignment(&vars, &mut |fixed| {
+            let lo = evaluate(l.lower, Some(&self.params), fixed)?;
+            let hi = evaluate(l.upper, Some(&self.params), fixed)?;
             if hi >= lo && !counts.contains(&(hi - lo + 1)) {
                 counts.push(hi - lo + 1);
             }
-        }
+            Some(())
+        })?;
         counts.sort_by(|a, b| b.cmp(a));
         (!counts.is_empty() && counts.len() <= MAX_VARIANTS).then_some(counts)
     }
@@ -316,9 +310,10 @@ impl Emitter<'_> {
         let c_name = self.program.array(t.c.array).name.clone();
         let (c_rows, c_cols) = (self.stride(t.c, t.m), self.stride(t.c, t.n));
         debug_assert_eq!(c_cols, 4);
-        // The result's tile, column of fractals by column of fractals, into L0C's order.
+        // The result's tile, column of fractals by column of fractals, into L0C's order
+        // (unless it starts from zero).
         let fractal_row = f * 4;
-        for ni in 0..n1 {
+        for ni in (0..n1).filter(|_| !t.mark.zeroed) {
             let mut gm = c_base.clone();
             gm.constant += ni * f * 4;
             self.push(Instr::CopyPad {
@@ -331,28 +326,38 @@ impl Emitter<'_> {
                 len: (fractal_row as u64 / BLOCK_BYTES) as u32,
             });
         }
-        self.push(Instr::Barrier { pipe: None });
-        self.push(Instr::CopyUbToCc {
-            dst: self.cube_at(Mem::L0c, 0),
-            src: self.ub_at(Affine::constant(0)),
-            n_burst: 1,
-            len: (m1 * n1) as u32,
-            src_gap: 0,
-            dst_gap: 0,
-        });
-        self.push(Instr::Barrier { pipe: None });
+        if !t.mark.zeroed {
+            self.push(Instr::Barrier { pipe: None });
+            self.push(Instr::CopyUbToCc {
+                dst: self.cube_at(Mem::L0c, 0),
+                src: self.ub_at(Affine::constant(0)),
+                n_burst: 1,
+                len: (m1 * n1) as u32,
+                src_gap: 0,
+                dst_gap: 0,
+            });
+            self.push(Instr::Barrier { pipe: None });
+        }
         let (k0, k_end) = t.k_range;
         let extent = k_end - k0 + 1;
         let step = t.mark.k;
         let (full, tail) = (extent / step, extent % step);
         let dims = (rows, cols);
-        if full > 0 {
-            self.counted(full, |e, kk| {
-                e.k_step(t, dims, step, (Some(kk), 0), &mut Vec::new())
+        // The first step starts a zeroed tile; the rest accumulate onto it.
+        let mut first = t.mark.zeroed;
+        let mut done = 0;
+        if full > 0 && first {
+            self.k_step(t, dims, step, (None, 0), true)?;
+            first = false;
+            done = 1;
+        }
+        if full > done {
+            self.counted(full - done, |e, kk| {
+                e.k_step(t, dims, step, (Some(kk), done * step), false)
             })?;
         }
         if tail > 0 {
-            self.k_step(t, dims, tail, (None, full * step), &mut Vec::new())?;
+            self.k_step(t, dims, tail, (None, full * step), first)?;
         }
         self.push(Instr::CopyCcToUb {
             dst: self.ub_at(Affine::constant(0)),
@@ -386,19 +391,21 @@ impl Emitter<'_> {
     }
 
     /// One k tile of `kc` values starting `offset` past the range's first (a counter of whole
-    /// tiles and a constant): both operands into L1 and their L0, then the product.
+    /// tiles and a constant): both operands into L1 and their L0, then the product (onto zeros
+    /// when `init`).
     fn k_step(
         &mut self,
         t: &Tile,
         (rows, cols): (i64, i64),
         kc: i64,
         offset: (Option<&str>, i64),
-        temps: &mut Vec<u8>,
+        init: bool,
     ) -> Result<(), Error> {
         let f = FRACTAL as i64;
         let k1 = fractals(kc);
+        let mut temps = Vec::new();
         for (op, valid) in [(&t.a, rows), (&t.b, cols)] {
-            self.operand_to_l1(t, op, valid, kc, offset, temps)?;
+            self.operand_to_l1(t, op, valid, kc, offset, &mut temps)?;
         }
         self.push(Instr::Barrier { pipe: None });
         for (op, valid) in [(&t.a, rows), (&t.b, cols)] {
@@ -413,11 +420,11 @@ impl Emitter<'_> {
             m: (fractals(rows) * f) as u32,
             k: (k1 * f) as u32,
             n: (fractals(cols) * f) as u32,
-            init: false,
+            init,
             src_f32: t.es == 4,
         });
         self.push(Instr::Barrier { pipe: None });
-        temps.drain(..).for_each(|r| self.free_s(r));
+        temps.into_iter().for_each(|r| self.free_s(r));
         Ok(())
     }
 
@@ -583,6 +590,31 @@ impl Emitter<'_> {
             span: Span::default(),
         }
     }
+}
+
+/// Calls `f` on every assignment of values to `vars` within their ranges, the last
+/// variable fastest; `None` when there are more than [`MAX_ASSIGNMENTS`] or `f` fails.
+fn for_each_assignment(
+    vars: &[(String, (i64, i64))],
+    f: &mut dyn FnMut(&BTreeMap<String, i64>) -> Option<()>,
+) -> Option<()> {
+    let total = vars
+        .iter()
+        .try_fold(1i64, |t, (_, (a, b))| t.checked_mul((b - a + 1).max(0)))?;
+    if total > MAX_ASSIGNMENTS {
+        return None;
+    }
+    let mut fixed = BTreeMap::new();
+    for at in 0..total {
+        let mut rest = at;
+        for (v, (a, b)) in vars.iter().rev() {
+            let w = b - a + 1;
+            fixed.insert(v.clone(), a + rest % w);
+            rest /= w;
+        }
+        f(&fixed)?;
+    }
+    Some(())
 }
 
 /// An address in a GM tensor.
