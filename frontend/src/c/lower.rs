@@ -131,8 +131,8 @@ pub(crate) fn lower(
             || pp.size_value(name).is_some()
     };
     let (implicit, sizes) = undeclared(&kernel.body, &known)?;
-    l.implicit_sizes = sizes.into_iter().collect();
     let mut notes = Vec::new();
+    l.implicit_sizes = sizes.into_iter().collect();
     let mut inferred = Vec::new();
     for u in &implicit {
         let id = ArrayId(l.arrays.len() as u32);
@@ -150,15 +150,15 @@ pub(crate) fn lower(
         l.array_of.insert(u.name.clone(), id);
         let what = if u.dims == 0 { "a scalar" } else { "an array" };
         notes.push(format!(
-            "{}: not declared, taken as {what} of double (as clan does)",
+            "{}: not declared, taken as {what} of double, as clan assumes",
             u.name
         ));
         if u.dims > 0 {
-            inferred.push((id, u));
+            inferred.push((id, u, notes.len()));
         }
     }
     for (name, _) in &options.extents {
-        if !inferred.iter().any(|(_, u)| u.name == *name) {
+        if !inferred.iter().any(|(_, u, _)| u.name == *name) {
             return Err(CError::new(
                 kernel.scop,
                 format!("--extent {name}: the SCoP has no undeclared array `{name}`"),
@@ -219,7 +219,10 @@ pub(crate) fn lower(
         functions: Vec::new(),
         statements: l.statements,
     };
-    for (id, u) in inferred {
+    // Each array's extents are noted right after what it was taken as.
+    for (k, (id, u, at)) in inferred.into_iter().enumerate() {
+        // The notes of the arrays before this one are in already.
+        let at = at + k;
         let given = options.extents.iter().rev().find(|(n, _)| *n == u.name);
         let extents = match given {
             Some((_, e)) if e.len() != u.dims => {
@@ -236,15 +239,13 @@ pub(crate) fn lower(
                 ))
             }
             Some((_, e)) => {
-                notes.push(format!("{}: extents from --extent: {e:?}", u.name));
+                notes.insert(at, format!("{}: extents from --extent: {e:?}", u.name));
                 e.clone()
             }
             None => {
                 let e = infer_extents(&program, id, u.dims)?;
-                notes.push(format!(
-                    "{}: extents inferred from its accesses: {e:?}",
-                    u.name
-                ));
+                let note = format!("{}: extents inferred from its accesses: {e:?}", u.name);
+                notes.insert(at, note);
                 e
             }
         };
@@ -1557,8 +1558,22 @@ impl<'a> Lowerer<'a> {
             };
             known.push(ExitPiece { conditions, value });
         }
-        if known.len() == 1 {
-            known[0].conditions.clear();
+        // One value where every piece's equals the first's (`k < t` from 0 leaves k = t, also
+        // when t = 0): no pieces.
+        let same = |p: &ExitPiece, first: &AffineExpr| {
+            let d = p.value.sub(first);
+            [d.clone(), d.scale(-1)].iter().all(|e| {
+                let mut all = self.domain.clone();
+                all.extend(p.conditions.iter().cloned());
+                all.push(Constraint::non_negative(e.sub(&AffineExpr::constant(1))));
+                self.divisions.infeasible(&all, depth, np)
+            })
+        };
+        if let Some(first) = known.first().map(|p| p.value.clone()) {
+            if known.iter().all(|p| same(p, &first)) {
+                known.truncate(1);
+                known[0].conditions.clear();
+            }
         }
         Exit::Known(known)
     }

@@ -391,6 +391,34 @@ mod tests {
     }
 
     #[test]
+    fn division_variables_print_and_evaluate() {
+        let t = Var::Iter(0);
+        // floor((t + 1)/2), then (t + 1) mod 2 = t + 1 - 2·floor((t + 1)/2).
+        let divs = [Division {
+            num: AffineExpr::from_terms([(t, 1)], 1),
+            den: 2,
+        }];
+        let m = AffineExpr::from_terms([(t, 1), (Var::Div(0), -2)], 1);
+        let it = |_: usize| "t".to_string();
+        let pn = |_: ParamId| "N".to_string();
+        assert_eq!(
+            m.display_with_divs(&divs, &it, &pn).to_string(),
+            "(t + 1) mod 2"
+        );
+        assert_eq!(m.display_with(&it, &pn).to_string(), "t - 2q0 + 1");
+        let q = AffineExpr::term(Var::Div(0), 3);
+        assert_eq!(
+            q.display_with_divs(&divs, &it, &pn).to_string(),
+            "3floor((t + 1)/2)"
+        );
+        for v in -3..4 {
+            let d = [(v + 1i64).div_euclid(2)];
+            assert_eq!(m.eval_with(&[v], &d, &[]), (v + 1).rem_euclid(2));
+        }
+        assert!(m.has_divisions() && !m.uses_only(1, 0) && m.uses_only_with(1, 0, 1));
+    }
+
+    #[test]
     fn prints_like_isl() {
         let e = AffineExpr::from_terms([(Var::Iter(0), 2), (Var::Iter(1), -1)], -1);
         let it = |i: usize| ["i", "j"][i].to_string();
