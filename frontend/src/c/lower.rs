@@ -1,14 +1,16 @@
-//! Lowering a parsed kernel to the Program IR: affine domains and accesses, typed bodies,
-//! array roles and the original 2d+1 schedule.
+//! Lowering a parsed kernel to the Program IR: affine domains, quasi-affine accesses, typed
+//! bodies, array roles and the original 2d+1 schedule.
 //!
-//! Names in the SCoP resolve, in this order, to: an enclosing loop's iterator; a size (a size
+//! Names in the SCoP resolve, in this order, to: an enclosing loop's iterator; an iterator
+//! after its loop (below); a size (a size
 //! macro the preprocessor kept as a name, a `--size` name, an `int` kernel parameter whose
 //! upper-cased name is a size, as PolyBench pairs `ni` with `NI`, or an `int` scalar parameter
 //! or local that the SCoP never writes and uses in a loop bound, a condition or a subscript:
 //! `int n = 1000;` before the SCoP, its value from `--size n=…`, `-D`, or its initializer); a
-//! kernel parameter or local declared before the SCoP (an array, or a 0-d array for a scalar). Sizes become
-//! [`Param`]s in order of first use, keeping their macro names; `--size` overrides their
-//! values.
+//! kernel parameter or local declared before the SCoP (an array, or a 0-d array for a scalar);
+//! a name the file does not declare (an array or scalar of double, or a size, see
+//! [`super::implicit`]). Sizes become [`Param`]s in order of first use, keeping their macro
+//! names; `--size` overrides their values.
 //!
 //! Loops: `for (i = lb; cond; step)` with a constant step. A loop with a stride `s` other than
 //! `±1` runs a fresh iterator `i' >= 0` with C's `i` being `lb + s·i'` (its start must be one
@@ -19,6 +21,20 @@
 //! original schedule stays the textual order. Bounds may be `min`/`max` (functions, macros,
 //! or `a < b ? a : b`), each becoming several constraints; a bound that would need a
 //! disjunction (`i < max(a, b)`) is rejected.
+//!
+//! Bounds, conditions and subscripts may divide by constants: C's `/` and `%` where the
+//! dividend keeps one sign at every point of the enclosing loops (for every non-negative size;
+//! elsewhere a located error, C's truncation being no floor division there), and `floord` /
+//! `ceild` ([`super::quasi`]). Subscripts keep them as the statement's division variables;
+//! domains get them written out (`j <= i / 2` is `2j <= i`), and a condition that cannot be
+//! written without one (`i % 2 == 0`) is refused.
+//!
+//! After its loop, in the code that follows it in its block, an iterator holds the value that
+//! ended the loop: its last value plus the step where the loop runs, its start where it does
+//! not ([`Lowerer::exit_of`]). Where both cases occur and the values differ, each statement
+//! or loop that reads it is lowered once per case, with the case's conditions (on sizes and
+//! outer iterators) added to its domain. An exit value that is not affine (a bound that is a
+//! min of several) is a located error where it is read.
 //!
 //! Bodies follow C's usual arithmetic conversions: operands are promoted to the wider of
 //! `int < float < double` with explicit casts, and the value assigned is converted to the
@@ -43,7 +59,7 @@ use polyhedral::program::{
 use super::ast::{BinOp, CType, Decl, Expr, ExprKind, Kernel, Stmt, StmtKind, UnOp};
 use super::implicit::{infer_extents, undeclared};
 use super::preprocess::Preprocessed;
-use super::quasi::Divisions;
+use super::quasi::{small, Divisions};
 use super::{CError, Loc};
 use crate::Options;
 
@@ -1503,6 +1519,9 @@ impl<'a> Lowerer<'a> {
         let a = -upper.expr.coeff(t);
         let mut r = upper.expr.clone();
         r.add_term(t, a);
+        if !small(&upper.expr) || !small(value) || !from.iter().all(|c| small(&c.expr)) {
+            return Exit::Unknown("its bounds have numbers too large to handle".into());
+        }
         let last = self.divisions.floor(&r, a);
         let at_last = |e: &AffineExpr| {
             let k = e.coeff(t);

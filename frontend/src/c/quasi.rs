@@ -33,6 +33,15 @@ pub(crate) struct Divisions {
     pub divs: Vec<Division>,
 }
 
+/// The largest magnitude of a coefficient or constant that the rewritings here take, so that
+/// their products (by a denominator, itself no larger) fit `i64`.
+const LIMIT: i64 = 1 << 31;
+
+/// Whether every coefficient and the constant of `e` are at most [`LIMIT`] in magnitude.
+pub(crate) fn small(e: &AffineExpr) -> bool {
+    e.constant.abs() <= LIMIT && e.terms().iter().all(|&(_, c)| c.abs() <= LIMIT)
+}
+
 fn gcd(a: i64, b: i64) -> i64 {
     let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
     while b != 0 {
@@ -83,9 +92,12 @@ impl Divisions {
             let d = self.divs[k].clone();
             let mut rest = num.clone();
             rest.add_term(Var::Div(k), -1);
-            if let Some(product) = d.den.checked_mul(den) {
+            let product = d.den.saturating_mul(den);
+            if product <= LIMIT && small(&rest) {
                 let flat = d.num.add(&rest.scale(d.den));
-                return self.floor(&flat, product);
+                if small(&flat) {
+                    return self.floor(&flat, product);
+                }
             }
         }
         let division = Division {
@@ -108,7 +120,8 @@ impl Divisions {
     }
 
     /// Constraints without division variables that hold exactly where `c` does, or `None`
-    /// when some division of `c` cannot be removed (see the module docs).
+    /// when some division of `c` cannot be removed (see the module docs), or only with
+    /// numbers beyond [`LIMIT`].
     pub fn linearize(&self, c: &Constraint) -> Option<Vec<Constraint>> {
         let mut work = vec![c.clone()];
         let mut out = Vec::new();
@@ -138,6 +151,9 @@ impl Divisions {
                 return None;
             }
             let Division { num, den } = &self.divs[k];
+            if !small(&r) || !small(num) || *den > LIMIT {
+                return None;
+            }
             // q ≥ v  ⟺  num ≥ den·v;   q ≤ v  ⟺  num ≤ den·v + den - 1.
             let at_least = |v: &AffineExpr| Constraint::non_negative(num.sub(&v.scale(*den)));
             let at_most = |v: &AffineExpr| {
