@@ -867,8 +867,8 @@ impl<'a> Lowerer<'a> {
 
     /// An exit of several pieces that `s`'s own expressions (a loop's header, a condition,
     /// an assignment; not what is nested inside) use and no enclosing fork has chosen a piece
-    /// of: the index into `exits`.
-    fn unchosen_exit(&self, s: &Stmt) -> Option<usize> {
+    /// of: its index into `exits` and its pieces.
+    fn unchosen_exit(&self, s: &Stmt) -> Option<(usize, Vec<ExitPiece>)> {
         let mut names = HashSet::new();
         let mut bound: Option<&str> = None;
         match &s.kind {
@@ -898,16 +898,16 @@ impl<'a> Lowerer<'a> {
             .into_iter()
             .filter(|n| !self.loops.iter().any(|l| l.name == *n))
             .filter_map(|n| self.exits.iter().rposition(|(x, _)| x == n))
-            .filter(|&e| matches!(&self.exits[e].1, Exit::Known(p) if p.len() > 1))
-            .find(|&e| !self.selected.iter().any(|(x, _)| *x == e))
+            .filter(|&e| !self.selected.iter().any(|(x, _)| *x == e))
+            .find_map(|e| match &self.exits[e].1 {
+                Exit::Known(p) if p.len() > 1 => Some((e, p.clone())),
+                _ => None,
+            })
     }
 
     /// Lowers `s` once per piece of exit `e`, each time under that piece's conditions. Loops
     /// inside that end are given no value after them: it would differ between the pieces.
-    fn fork(&mut self, e: usize, s: &Stmt) -> Result<(), CError> {
-        let Exit::Known(pieces) = self.exits[e].1.clone() else {
-            return self.statement(s);
-        };
+    fn fork(&mut self, e: usize, pieces: &[ExitPiece], s: &Stmt) -> Result<(), CError> {
         let name = self.exits[e].0.clone();
         let mark = self.exits.len();
         let mut ended: Vec<String> = Vec::new();
@@ -1022,7 +1022,7 @@ impl<'a> Lowerer<'a> {
                     }
                     (_, Some(0)) => Err(CError::new(
                         b.loc,
-                        format!("division by zero in a {what}"),
+                        format!("division by zero in this {what}"),
                         "divide by a non-zero constant",
                     )),
                     (_, Some(q)) if *op == BinOp::Div => self.truncated_division(x, q, a, what),
@@ -1030,7 +1030,7 @@ impl<'a> Lowerer<'a> {
                         let Some(p) = x.single().cloned() else {
                             return Err(CError::new(
                                 e.loc,
-                                format!("`%` of a min or max in a {what} is not supported"),
+                                format!("`%` of a min or max in this {what} is not supported"),
                                 "take the remainder of an affine expression",
                             ));
                         };
@@ -1302,8 +1302,8 @@ impl<'a> Lowerer<'a> {
     }
 
     fn statement(&mut self, s: &Stmt) -> Result<(), CError> {
-        if let Some(e) = self.unchosen_exit(s) {
-            return self.fork(e, s);
+        if let Some((e, pieces)) = self.unchosen_exit(s) {
+            return self.fork(e, &pieces, s);
         }
         match &s.kind {
             StmtKind::Block(b) => b.iter().try_for_each(|s| self.statement(s)),
@@ -1538,7 +1538,7 @@ impl<'a> Lowerer<'a> {
         let k = value.coeff(t);
         let after = at_last(value).add(&AffineExpr::constant(k));
         let mut pieces: Vec<(Vec<Constraint>, Option<AffineExpr>)> =
-            vec![(runs.clone(), Some(after))];
+            vec![(runs.clone(), Some(after.clone()))];
         for j in 0..runs.len() {
             let negations = match runs[j].kind {
                 ConstraintKind::NonNegative => vec![negate(&runs[j])],
@@ -1588,11 +1588,13 @@ impl<'a> Lowerer<'a> {
                 self.divisions.infeasible(&all, depth, np)
             })
         };
-        if let Some(first) = known.first().map(|p| p.value.clone()) {
-            if known.iter().all(|p| same(p, &first)) {
-                known.truncate(1);
-                known[0].conditions.clear();
-            }
+        let first = known.first().map_or(after, |p| p.value.clone());
+        if known.iter().all(|p| same(p, &first)) {
+            // Also where no piece can be reached: the code after the loop never runs.
+            known = vec![ExitPiece {
+                conditions: Vec::new(),
+                value: first,
+            }];
         }
         Exit::Known(known)
     }
@@ -1760,7 +1762,7 @@ impl<'a> Lowerer<'a> {
                 ));
             }
         }
-        let write = self.element(target)?;
+        let mut write = self.element(target)?;
         let elem = self.arrays[write.array.index()].0.elem;
         let mut b = Body {
             arena: ExprArena::new(),
@@ -1802,7 +1804,6 @@ impl<'a> Lowerer<'a> {
             .iter()
             .filter(|&(id, _)| b.is_read_of(id, &write))
             .count();
-        let mut write = write;
         let mut reads: Vec<Access> = b
             .reads
             .into_iter()
@@ -2079,9 +2080,7 @@ impl<'a> Lowerer<'a> {
         };
         Ok((id, ty))
     }
-}
 
-impl Lowerer<'_> {
     /// `floord(a, b)` or `ceild(a, b)` in a statement's value: the floor or ceiling of an
     /// `int` divided by a positive constant.
     fn floor_ceil_value(

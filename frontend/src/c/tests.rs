@@ -980,7 +980,7 @@ fn error_division_needs_a_known_sign() {
     assert_eq!(m, "the dividend of `%` in this subscript may be negative");
     assert_eq!((line, col), (2, 5));
     let (m, _, _) = body_error("for (i = 0; i < N; i++) x[i / 0] = 1.0;");
-    assert_eq!(m, "division by zero in a subscript");
+    assert_eq!(m, "division by zero in this subscript");
     let (m, line, col) = body_error("for (i = 0; i < N; i++) x[floord(i, N)] = 1.0;");
     assert_eq!(m, "the divisor of `floord` must be a positive constant");
     assert_eq!((line, col), (1, 37));

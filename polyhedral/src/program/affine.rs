@@ -204,14 +204,6 @@ impl AffineExpr {
         )
     }
 
-    /// The expression with division variable `k` replaced by `e`.
-    pub fn substitute_div(&self, k: usize, e: &AffineExpr) -> AffineExpr {
-        let c = self.coeff(Var::Div(k));
-        let mut out = self.clone();
-        out.add_term(Var::Div(k), -c);
-        out.add(&e.scale(c))
-    }
-
     /// Writes the expression with the given names for iterators and parameters, in the
     /// notation of isl (`2i + N - 1`). Division variables are written `q0`, `q1`, …; see
     /// [`AffineExpr::display_with_divs`] to write them out.
