@@ -176,7 +176,7 @@ pub(crate) fn lower(
     for (name, _) in &options.extents {
         if !inferred.iter().any(|(_, u, _)| u.name == *name) {
             return Err(CError::new(
-                kernel.scop,
+                pragma_line(kernel.scop, pp),
                 format!("--extent {name}: the SCoP has no undeclared array `{name}`"),
                 "--extent gives the extents of arrays the file does not declare",
             ));
@@ -280,6 +280,21 @@ pub(crate) fn lower(
         })?;
     }
     Ok((program, notes))
+}
+
+/// The first line of the SCoP's region (its `#pragma scop`).
+fn pragma_line(scop: Loc, pp: &Preprocessed) -> Loc {
+    let start = scop.span.start as usize;
+    let end = pp
+        .files
+        .get(scop.file as usize)
+        .and_then(|f| f.text.get(start..))
+        .and_then(|t| t.find('\n'))
+        .map_or(scop.span.end as usize, |n| start + n);
+    Loc {
+        file: scop.file,
+        span: Span::new(start, end.min(scop.span.end as usize)),
+    }
 }
 
 /// The name of a SCoP at file scope: its file's stem as an identifier (`scop` when nothing of

@@ -969,6 +969,21 @@ fn divisions_in_bounds_are_exact_constraints() {
     let mut memory = interp::random_inputs(&p, 1);
     interp::run(&p, &mut memory).unwrap();
     assert_eq!(memory.arrays[0], [-3.0, -2.0, -1.0, 0.0, 1.0, 2.0]);
+    // Subscripts: C truncates toward zero, for negative dividends and divisors too.
+    let src = "void k(int y[4], int z[3], int w[3], int u[3]) {\nint i;\n#pragma scop\n\
+               for (i = 0; i < 8; i++) y[(-i) / 4 + 3] = i;\n\
+               for (i = 0; i < 6; i++) z[i / -3 + 2] = i;\n\
+               for (i = 0; i < 6; i++) w[(i + 1) % 3] = i;\n\
+               for (i = 0; i < 6; i++) u[(-i) % 3 + 2] = i;\n\
+               #pragma endscop\n}\n";
+    let p = parse(src).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let mut memory = interp::random_inputs(&p, 1);
+    interp::run(&p, &mut memory).unwrap();
+    let get = |n: &str| memory.array(p.array_by_name(n).unwrap()).to_vec();
+    assert_eq!(get("y")[2..], [7.0, 3.0]);
+    assert_eq!(get("z")[1..], [5.0, 2.0]);
+    assert_eq!(get("w"), [5.0, 3.0, 4.0]);
+    assert_eq!(get("u"), [5.0, 4.0, 3.0]);
 }
 
 #[test]
@@ -1020,6 +1035,25 @@ fn iterators_after_their_loops() {
     // Strided: the first multiple of 3 from 1 not below N, N + 2 (N = 10: 1, 4, 7, 10).
     let text = lower("for (i = 1; i < N; i += 3)\n x[i - 1] = 1.0;\nA[i - 9][0] = 2.0;");
     assert!(text.contains("A[3floor((N - 2)/3) - 5, 0]"), "{text}");
+    // The interpreter runs them as C does, at sizes where the loops run and where not.
+    use polyhedral::interp;
+    let src = "#define N 4\nvoid k(double a[N + 1], double b[N], double c[N + 3]) {\n\
+               int i, j;\n#pragma scop\n\
+               for (i = 0; i < N - 1; i++) a[i] = b[i];\na[i] = i;\n\
+               for (j = 1; j < N; j += 3) c[j] = 0.5;\nc[j] = j;\n\
+               #pragma endscop\n}\n";
+    for (n, a_last, c_at) in [(4, (3, 3.0), (4, 4.0)), (1, (0, 0.0), (1, 1.0))] {
+        let options = Options {
+            sizes: vec![("N".into(), n)],
+            ..Options::default()
+        };
+        let p = parse_scop(&SourceFile::new("test.c", src), &options).unwrap();
+        let mut memory = interp::random_inputs(&p, 1);
+        interp::run(&p, &mut memory).unwrap();
+        let get = |n: &str| memory.array(p.array_by_name(n).unwrap()).to_vec();
+        assert_eq!(get("a")[a_last.0], a_last.1, "N = {n}");
+        assert_eq!(get("c")[c_at.0], c_at.1, "N = {n}");
+    }
 }
 
 #[test]
