@@ -8,6 +8,10 @@
 //! { S[i] -> T[j] : i ∈ D_S, j ∈ D_T, a_S(i) = a_T(j), θ_S(i) ≺ θ_T(j) }
 //! ```
 //!
+//! A quasi-affine access `a_S` (a subscript with the statement's division variables, `A[t % 2]`)
+//! enters as the relation it is, each division an existentially quantified local with its two
+//! defining inequalities, so its dependences are as exact as an affine access's.
+//!
 //! *Flow* (write then read), *anti* (read then write) and *output* (write then write) dependences
 //! constrain every legal schedule; *input* dependences (read then read) only tell where reuse is.
 //! These are memory-based: every earlier access counts, not just the last. Besides them, the

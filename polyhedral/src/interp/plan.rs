@@ -1,6 +1,8 @@
 //! What the interpreter precomputes for a program before it runs an instance: per statement, its
-//! compiled body, its accesses as affine offsets into flat arrays, its domain and its loop
-//! bounds, all with the parameters bound to their values; and a raw view of a [`Memory`].
+//! compiled body, its accesses as affine offsets into flat arrays (over the iterators and, for
+//! quasi-affine subscripts, the statement's division variables, computed per instance), its
+//! domain and its loop bounds, all with the parameters bound to their values; and a raw view of
+//! a [`Memory`].
 //!
 //! Invariant of [`RawMemory`]: it was made from a memory whose arrays have exactly the
 //! program's lengths, and that memory is neither resized nor otherwise touched while the view is
