@@ -9,8 +9,8 @@
 // run: --target npu --npu-f32
 #define N 50
 #define T 6
-void k(double a[N], double b[N], double c[N + 3], double d[T], double e[T]) {
-  int i, j, t, k;
+void k(double a[N], double b[N], double c[N + 3], double d[T], double e[T], double f[N + 1]) {
+  int i, j, t, k, m;
 #pragma scop
   for (i = 0; i < N - 1; i++)
     a[i] = b[i];
@@ -19,6 +19,10 @@ void k(double a[N], double b[N], double c[N + 3], double d[T], double e[T]) {
   for (j = 0; j < N; j += 3)
     c[j] = b[j / 3];
   c[j] = j;
+  /* A loop that starts where the first one ended, and what it leaves. */
+  for (m = i; m < N; m++)
+    f[m] = a[m - i] + m;
+  f[m] = m;
   /* The inner loop runs t times: k is t after it, also for t = 0. */
   for (t = 0; t < T; t++) {
     for (k = 0; k < t; k++)

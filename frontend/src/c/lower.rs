@@ -920,12 +920,13 @@ impl<'a> Lowerer<'a> {
             })
     }
 
-    /// Lowers `s` once per piece of exit `e`, each time under that piece's conditions. Loops
-    /// inside that end are given no value after them: it would differ between the pieces.
+    /// Lowers `s` once per piece of exit `e`, each time under that piece's conditions. A loop
+    /// inside that ends leaves, after it, the value it leaves in each piece: the pieces of its
+    /// exit under each piece's conditions.
     fn fork(&mut self, e: usize, pieces: &[ExitPiece], s: &Stmt) -> Result<(), CError> {
-        let name = self.exits[e].0.clone();
         let mark = self.exits.len();
-        let mut ended: Vec<String> = Vec::new();
+        // Per name of a loop that ended: its pieces so far, or why it has no affine value.
+        let mut ended: Vec<(String, Result<Vec<ExitPiece>, String>)> = Vec::new();
         for (k, piece) in pieces.iter().enumerate() {
             let at = self.domain.len();
             self.domain.extend(piece.conditions.iter().cloned());
@@ -934,16 +935,35 @@ impl<'a> Lowerer<'a> {
             self.selected.pop();
             self.domain.truncate(at);
             result?;
-            for (n, _) in self.exits.drain(mark..) {
-                if !ended.contains(&n) {
-                    ended.push(n);
+            let new: Vec<(String, Exit)> = self.exits.drain(mark..).collect();
+            for (i, (n, exit)) in new.iter().enumerate() {
+                // A later loop over the same iterator decides what it holds.
+                if new[i + 1..].iter().any(|(m, _)| m == n) {
+                    continue;
+                }
+                let slot = match ended.iter().position(|(m, _)| m == n) {
+                    Some(x) => &mut ended[x].1,
+                    None => {
+                        ended.push((n.clone(), Ok(Vec::new())));
+                        &mut ended.last_mut().expect("just pushed").1
+                    }
+                };
+                match (exit, slot) {
+                    (Exit::Known(ps), Ok(all)) => all.extend(ps.iter().map(|p| ExitPiece {
+                        conditions: [&piece.conditions[..], &p.conditions[..]].concat(),
+                        value: p.value.clone(),
+                    })),
+                    (Exit::Unknown(why), slot) => *slot = Err(why.clone()),
+                    (Exit::Known(_), Err(_)) => {}
                 }
             }
         }
-        for n in ended {
-            let why =
-                format!("its loop starts from `{name}`, whose value after its own loop varies");
-            self.exits.push((n, Exit::Unknown(why)));
+        for (n, exit) in ended {
+            let exit = match exit {
+                Ok(pieces) => Exit::Known(pieces),
+                Err(why) => Exit::Unknown(why),
+            };
+            self.exits.push((n, exit));
         }
         Ok(())
     }

@@ -1032,6 +1032,13 @@ fn iterators_after_their_loops() {
     );
     assert!(text.contains("S1: x[i] = f64(i)"), "{text}");
     assert!(!text.contains("S2"), "{text}");
+    // A loop that starts from an exit value of two pieces leaves one in each.
+    let text = lower(
+        "for (i = 0; i < N - 1; i++) x[i] = 1.0;\n\
+         for (j = i; j < N; j++) x[j] = 2.0;\nA[j - 1][0] = 3.0;",
+    );
+    assert!(text.contains("S3: A[N - 1, 0] = 3.0"), "{text}");
+    assert!(text.contains("S4: A[N - 1, 0] = 3.0"), "{text}");
     // Strided: the first multiple of 3 from 1 not below N, N + 2 (N = 10: 1, 4, 7, 10).
     let text = lower("for (i = 1; i < N; i += 3)\n x[i - 1] = 1.0;\nA[i - 9][0] = 2.0;");
     assert!(text.contains("A[3floor((N - 2)/3) - 5, 0]"), "{text}");

@@ -336,9 +336,10 @@ pub enum SourceKind {
     /// A C file's `#pragma scop` region; `scop` is the byte range of the region (pragmas
     /// included) in the file, so a back end can replace it. `size_names` spells each
     /// parameter as the SCoP's statements do (`ni` where the SCoP bounds a loop by the kernel
-    /// parameter `ni` that stands for the size `NI`), one entry per parameter. The file
-    /// declares the first `arrays` arrays; any after them are the compiler's own temporaries,
-    /// which code put back into the file must declare itself.
+    /// parameter `ni` that stands for the size `NI`), one entry per parameter. The first
+    /// `arrays` arrays are the file's data (declared by it, or used undeclared, as a
+    /// fragment's are); any after them are the compiler's own temporaries, which code put
+    /// back into the file must declare itself.
     CScop {
         scop: Span,
         size_names: Vec<String>,
