@@ -88,6 +88,10 @@ struct KernelArgs {
     /// Look for quoted `#include`s in DIR too (repeatable).
     #[arg(short = 'I', value_name = "DIR")]
     include_dirs: Vec<PathBuf>,
+    /// The extents of an array a C SCoP uses without declaring it: `--extent A=100x200`
+    /// (repeatable); without it they are inferred from the accesses at the given sizes.
+    #[arg(long = "extent", value_name = "NAME=AxB", value_parser = parse_extent)]
+    extents: Vec<(String, Vec<i64>)>,
 }
 
 #[derive(Args)]
@@ -316,6 +320,23 @@ fn parse_size(text: &str) -> Result<(String, i64), String> {
     Ok((name.trim().to_string(), value))
 }
 
+/// `A=100x200`: an array's name and its extents, outermost first.
+fn parse_extent(text: &str) -> Result<(String, Vec<i64>), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=AxB, found `{text}`"))?;
+    let extents = value
+        .split('x')
+        .map(|d| match d.trim().parse::<i64>() {
+            Ok(n) if (1..=i64::from(i32::MAX)).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "the extents of `{name}` must be positive integers joined by `x`, found `{value}`"
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((name.trim().to_string(), extents))
+}
+
 fn parse_define(text: &str) -> Result<(String, Option<String>), String> {
     let (name, value) = match text.split_once('=') {
         Some((n, v)) => (n, Some(v.to_string())),
@@ -371,11 +392,13 @@ fn load_with_notes(args: &KernelArgs) -> Result<(polyhedral::Program, Vec<String
         sizes: args.sizes.clone(),
         defines: args.defines.clone(),
         include_dirs: args.include_dirs.clone(),
+        extents: args.extents.clone(),
     };
     Ok(frontend::load_with_notes(&args.file, &options)?)
 }
 
-/// `check`'s program listing followed by the index ranges the front end inferred.
+/// `check`'s program listing followed by what the front end inferred (index ranges, undeclared
+/// data and its extents).
 fn print_program(program: &polyhedral::Program, notes: &[String]) {
     print!("{program}");
     let counts: Vec<String> = (0..program.statements.len())
@@ -391,7 +414,7 @@ fn print_program(program: &polyhedral::Program, notes: &[String]) {
         println!("instances: {}", counts.join(", "));
     }
     if !notes.is_empty() {
-        println!("inferred ranges:");
+        println!("inferred:");
         for n in notes {
             println!("  {n}");
         }

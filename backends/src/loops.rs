@@ -90,7 +90,7 @@ pub(crate) fn accesses(program: &Program, ast: &Ast) -> Vec<(ArrayId, Vec<AstExp
             let subs = |acc: &polyhedral::program::Access| -> Vec<AstExpr> {
                 acc.subscripts
                     .iter()
-                    .map(|e| AstExpr::from_affine(e, &|d| args[d].clone()))
+                    .map(|e| AstExpr::from_subscript(&s.divs, e, &|d| args[d].clone()))
                     .collect()
             };
             for r in &s.reads {

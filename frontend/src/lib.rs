@@ -26,6 +26,8 @@ pub struct Options {
     pub defines: Vec<(String, Option<String>)>,
     /// `-I DIR`: where quoted `#include`s are looked for after the including file's folder.
     pub include_dirs: Vec<PathBuf>,
+    /// `--extent NAME=AxB`: the extents of an array a C SCoP uses without declaring it.
+    pub extents: Vec<(String, Vec<i64>)>,
 }
 
 /// The source languages polyfuse reads.
@@ -52,16 +54,28 @@ pub fn parse(file: &SourceFile, language: Language, options: &Options) -> Result
     parse_with_notes(file, language, options).map(|(p, _)| p)
 }
 
-/// [`parse`], with notes on what the front end inferred (index ranges of `.pf` kernels), one
-/// line each.
+/// [`parse`], with notes on what the front end inferred (index ranges of `.pf` kernels,
+/// undeclared data of C SCoPs and its extents), one line each.
 pub fn parse_with_notes(
     file: &SourceFile,
     language: Language,
     options: &Options,
 ) -> Result<(Program, Vec<String>), Error> {
     match language {
-        Language::Kernel => pf::parse_kernel_with_notes(file, options),
-        Language::CScop => c::parse_scop(file, options).map(|p| (p, Vec::new())),
+        Language::Kernel => {
+            if let Some((name, _)) = options.extents.first() {
+                return Err(Error::new(
+                    file,
+                    Diagnostic::new(
+                        polyhedral::program::Span::default(),
+                        format!("--extent {name}: a kernel's tensors have declared shapes"),
+                    )
+                    .with_hint("--extent gives the extents of arrays a C SCoP does not declare"),
+                ));
+            }
+            pf::parse_kernel_with_notes(file, options)
+        }
+        Language::CScop => c::parse_scop_with_notes(file, options),
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! A statement `W[..] = W[..] + f(X[..]) * g(Y[..])` whose reduction is a sum, with `f` and `g`
 //! each a read optionally under a cast, optionally multiplied by a loop-invariant factor (a
-//! literal or a scalar: `alpha * A[i, k] * B[k, j]` scales A), is a contraction. Neither
+//! literal or a scalar: `alpha * A[i, k] * B[k, j]` scales A), and whose subscripts are
+//! affine (no division variables), is a contraction. Neither
 //! operand may be the array the statement writes (an in-place update such as
 //! `B[i, j] += A[k, i] * B[k, j]` reads elements other iterations write). Its iterators fall into four classes
 //! by the accesses they appear in:
@@ -60,6 +61,11 @@ pub fn contractions(program: &Program) -> Vec<Contraction> {
 /// The contraction structure of statement `id`, if it is one.
 pub fn contraction(program: &Program, id: StmtId) -> Option<Contraction> {
     let stmt = &program.statements[id.index()];
+    // The index roles below read iterators off affine subscripts; quasi-affine ones (division
+    // variables) are no contraction.
+    if stmt.has_divisions() {
+        return None;
+    }
     let reduction = stmt.reduction.as_ref()?;
     if reduction.op != ReductionOp::Add {
         return None;
@@ -238,6 +244,7 @@ mod tests {
                 arr("C", write.subscripts.len(), ArrayRole::Output),
             ],
             statements: vec![Statement {
+                divs: Vec::new(),
                 name: "S0".into(),
                 iterators: (0..depth).map(|d| format!("i{d}")).collect(),
                 domain: vec![],

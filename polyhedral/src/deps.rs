@@ -8,6 +8,10 @@
 //! { S[i] -> T[j] : i ∈ D_S, j ∈ D_T, a_S(i) = a_T(j), θ_S(i) ≺ θ_T(j) }
 //! ```
 //!
+//! A quasi-affine access `a_S` (a subscript with the statement's division variables, `A[t % 2]`)
+//! enters as the relation it is, each division an existentially quantified local with its two
+//! defining inequalities, so its dependences are as exact as an affine access's.
+//!
 //! *Flow* (write then read), *anti* (read then write) and *output* (write then write) dependences
 //! constrain every legal schedule; *input* dependences (read then read) only tell where reuse is.
 //! These are memory-based: every earlier access counts, not just the last. Besides them, the
@@ -184,8 +188,9 @@ impl<'a> Model<'a> {
     }
 
     /// A constraint row `[constant, params…, then `width` iterator columns]` with the
-    /// expression's iterators placed from column `offset` of the iterator part.
-    fn row(&self, e: &AffineExpr, offset: usize, width: usize) -> Vec<i64> {
+    /// expression's iterators placed from column `offset` of the iterator part (and its
+    /// division variables, which only subscripts have, from column `divs`).
+    fn row(&self, e: &AffineExpr, offset: usize, divs: usize, width: usize) -> Vec<i64> {
         let np = self.params.len();
         let mut row = vec![0; 1 + np + width];
         row[0] = e.constant;
@@ -193,6 +198,7 @@ impl<'a> Model<'a> {
             match v {
                 Var::Param(p) => row[1 + p.index()] += c,
                 Var::Iter(d) => row[1 + np + offset + d] += c,
+                Var::Div(k) => row[1 + np + divs + k] += c,
             }
         }
         row
@@ -208,7 +214,8 @@ impl<'a> Model<'a> {
         let mut eqs = Vec::new();
         let mut ineqs = Vec::new();
         for c in &stmt.domain {
-            let row = self.row(&c.expr, offset, width);
+            // Domains have no division variables.
+            let row = self.row(&c.expr, offset, width, width);
             match c.kind {
                 crate::program::ConstraintKind::Zero => eqs.push(row),
                 crate::program::ConstraintKind::NonNegative => ineqs.push(row),
@@ -222,6 +229,8 @@ impl<'a> Model<'a> {
         Set::from_constraints(&self.param_refs(), self.tuple(stmt), &eqs, &ineqs)
     }
 
+    /// `{ S[i] -> A[subscripts] }` on the domain; the statement's division variables are
+    /// locals, each with its two defining inequalities.
     fn access(
         &self,
         stmt: &Statement,
@@ -229,15 +238,35 @@ impl<'a> Model<'a> {
         array: ArrayId,
     ) -> Result<Map, sets::Error> {
         let depth = stmt.depth();
-        let width = depth + subscripts.len();
-        let (mut eqs, ineqs) = self.domain_rows(stmt, 0, width);
+        let divs = depth + subscripts.len();
+        let width = divs + stmt.divs.len();
+        let (mut eqs, mut ineqs) = self.domain_rows(stmt, 0, width);
+        for (k, d) in stmt.divs.iter().enumerate() {
+            // den·q <= num <= den·q + den - 1
+            let num = self.row(&d.num, 0, divs, width);
+            let q = 1 + self.params.len() + divs + k;
+            let mut lo = num.clone();
+            lo[q] -= d.den;
+            let mut hi: Vec<i64> = num.iter().map(|x| -x).collect();
+            hi[q] += d.den;
+            hi[0] += d.den - 1;
+            ineqs.push(lo);
+            ineqs.push(hi);
+        }
         for (k, sub) in subscripts.iter().enumerate() {
-            let mut row = self.row(sub, 0, width);
+            let mut row = self.row(sub, 0, divs, width);
             row[1 + self.params.len() + depth + k] -= 1;
             eqs.push(row);
         }
         let out = Tuple::anonymous_dims(Some(&self.program.array(array).name), subscripts.len());
-        Map::from_constraints(&self.param_refs(), self.tuple(stmt), out, &eqs, &ineqs)
+        Map::from_constraints_with_locals(
+            &self.param_refs(),
+            self.tuple(stmt),
+            out,
+            stmt.divs.len(),
+            &eqs,
+            &ineqs,
+        )
     }
 
     /// How many loops two statements share.
@@ -361,7 +390,7 @@ impl<'a> Model<'a> {
         let cols = stmt.depth() + width;
         let (mut eqs, ineqs) = self.domain_rows(stmt, 0, cols);
         for (k, e) in stmt.original_schedule().iter().enumerate() {
-            let mut row = self.row(e, 0, cols);
+            let mut row = self.row(e, 0, cols, cols);
             row[1 + np + stmt.depth() + k] -= 1;
             eqs.push(row);
         }
@@ -414,7 +443,7 @@ pub fn writes_every_element(program: &Program, array: ArrayId) -> Result<bool, D
         let mut low = vec![0; 1 + np + width];
         low[1 + np + d] = 1;
         ineqs.push(low);
-        let mut high = model.row(extent, 0, width);
+        let mut high = model.row(extent, 0, width, width);
         high[0] -= 1;
         high[1 + np + d] -= 1;
         ineqs.push(high);

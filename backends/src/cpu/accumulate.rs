@@ -76,14 +76,14 @@ impl Writer<'_> {
                 access
                     .subscripts
                     .iter()
-                    .map(|e| Linear::of(&AstExpr::from_affine(e, &|d| args[d].clone())))
+                    .map(|e| Linear::of(&AstExpr::from_subscript(&s.divs, e, &|d| args[d].clone())))
                     .collect()
             };
             for access in &s.reads {
-                let element = self.element(access, args);
+                let element = self.element(&s.divs, access, args);
                 accesses.push((access.array, element, false, forms(access)));
             }
-            let element = self.element(&s.write, args);
+            let element = self.element(&s.divs, &s.write, args);
             accesses.push((s.write.array, element, true, forms(&s.write)));
         }
         let mut found: Vec<Accumulator> = Vec::new();

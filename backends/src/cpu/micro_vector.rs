@@ -27,7 +27,7 @@ use std::fmt::Write;
 
 use polyhedral::ast::{Ast, AstExpr};
 use polyhedral::program::{
-    Access, ArrayId, BinaryOp, Expr, ExprId, ScalarType, StmtId, UnaryOp, Var,
+    Access, ArrayId, BinaryOp, Division, Expr, ExprId, ScalarType, StmtId, UnaryOp, Var,
 };
 
 use super::body::BodyContext;
@@ -117,12 +117,13 @@ fn arg_uses(args: &[AstExpr], d: usize, var: &str) -> bool {
 }
 
 /// Whether some subscript of `access` uses loop variable `var` through the iterators' values
-/// `args`.
+/// `args` (a division variable is taken to use every variable).
 fn access_uses(access: &Access, args: &[AstExpr], var: &str) -> bool {
     access.subscripts.iter().any(|sub| {
         sub.terms().iter().any(|&(v, _)| match v {
             Var::Iter(d) => arg_uses(args, d, var),
             Var::Param(_) => false,
+            Var::Div(_) => true,
         })
     })
 }
@@ -175,6 +176,10 @@ impl Writer<'_> {
     /// `col_var`: the column iterator appears, with coefficient 1, only in the subscript of
     /// the dimension stored innermost (of the packed or tile-local buffer in scope, if any).
     fn contiguous(&self, access: &Access, args: &[AstExpr], col_var: &str) -> Option<bool> {
+        // Quasi-affine subscripts are no vectors.
+        if access.subscripts.iter().any(|s| s.has_divisions()) {
+            return None;
+        }
         let forms: Vec<Linear> = access
             .subscripts
             .iter()
@@ -481,15 +486,15 @@ impl Writer<'_> {
             .iter()
             .zip(operands)
             .map(|(access, o)| match o {
-                Operand::Scalar => self.scalar_read(access, args),
+                Operand::Scalar => self.scalar_read(&s.divs, access, args),
                 Operand::Vector | Operand::Accumulator => String::new(),
             })
             .collect()
     }
 
     /// The C text of a scalar operand's element (converted from `f16`).
-    fn scalar_read(&mut self, access: &Access, args: &[AstExpr]) -> String {
-        let e = self.element(access, args);
+    fn scalar_read(&mut self, divs: &[Division], access: &Access, args: &[AstExpr]) -> String {
+        let e = self.element(divs, access, args);
         if self.program.array(access.array).elem == ScalarType::F16 {
             self.use_helper(Helper::H2F);
             format!("pf_h2f({e})")
@@ -541,12 +546,13 @@ impl Writer<'_> {
         // Every statement writes the same element (checked with the tile): the accumulators
         // of the first statement's write serve all.
         let (first, first_args) = users[0];
-        let write = &self.program.statements[first.index()].write;
+        let first_stmt = &self.program.statements[first.index()];
+        let write = &first_stmt.write;
         let acc = |r: i64, v: i64| format!("pf_acc_{r}_{v}");
         let mut elements = Vec::new();
         for r in 0..tile.rows {
             for v in 0..vectors {
-                let e = self.element(write, &at(first_args, r, v));
+                let e = self.element(&first_stmt.divs, write, &at(first_args, r, v));
                 let _ = writeln!(
                     out,
                     "{pad}    {vec_ty} {} = *(const {vec_ty}_u *)&{e};",
@@ -592,10 +598,10 @@ impl Writer<'_> {
                         .map(|(access, o)| match o {
                             Operand::Accumulator => acc(r, v),
                             Operand::Vector => {
-                                let e = self.element(access, &args);
+                                let e = self.element(&s.divs, access, &args);
                                 format!("(*(const {vec_ty}_u *)&{e})")
                             }
-                            Operand::Scalar => self.scalar_read(access, &args),
+                            Operand::Scalar => self.scalar_read(&s.divs, access, &args),
                         })
                         .collect();
                     let ctx = BodyContext::Statement { args: &args, reads };

@@ -344,7 +344,10 @@ impl Writer<'_> {
                 .collect();
             let addresses: Vec<String> = aligned
                 .iter()
-                .map(|a| format!("(uintptr_t)&{}", self.element(a, args)))
+                .map(|a| {
+                    let divs = &self.program.statements[stmt.index()].divs;
+                    format!("(uintptr_t)&{}", self.element(divs, a, args))
+                })
                 .collect();
             // Vectors of one size test their addresses' OR once.
             let test = if bytes.iter().all(|b| *b == bytes[0]) {
@@ -964,7 +967,8 @@ impl Emitter<'_> {
                     let half = wr.program.array(write.array).elem == ScalarType::F16;
                     match access_pattern(&write, depth) {
                         AccessPattern::Contiguous if !half => {
-                            let target = wr.element(&write, &self.lane_args(var, args, 0));
+                            let at = self.lane_args(var, args, 0);
+                            let target = wr.element(&stmt.divs, &write, &at);
                             let target = self.address(wr, &write, &target);
                             let ty = c_type(self.lanes, self.ty(v), Class::Varying);
                             let text = format!(
@@ -975,7 +979,8 @@ impl Emitter<'_> {
                         }
                         _ => {
                             for k in 0..self.w {
-                                let target = wr.element(&write, &self.lane_args(var, args, k));
+                                let at = self.lane_args(var, args, k);
+                                let target = wr.element(&stmt.divs, &write, &at);
                                 let mut value = self.lane(v, &k.to_string());
                                 if half {
                                     value = wr.call(Helper::F2H, "pf_f2h", &[value]);
@@ -1105,7 +1110,7 @@ impl Emitter<'_> {
                 // `f16` elements are widened one by one.
                 let half = wr.program.array(access.array).elem == ScalarType::F16;
                 let load = |wr: &mut Writer, at: &[AstExpr]| {
-                    let e = wr.element(&access, at);
+                    let e = wr.element(&stmt.divs, &access, at);
                     if half {
                         wr.call(Helper::H2F, "pf_h2f", &[e])
                     } else {
@@ -1115,7 +1120,7 @@ impl Emitter<'_> {
                 match access_pattern(&access, self.f.depth) {
                     AccessPattern::Uniform => load(wr, args),
                     AccessPattern::Contiguous if !half => {
-                        let e = wr.element(&access, &self.lane_args(var, args, 0));
+                        let e = wr.element(&stmt.divs, &access, &self.lane_args(var, args, 0));
                         let e = self.address(wr, &access, &e);
                         self.line(indent, &format!("memcpy(&{name}, {e}, sizeof {name});"));
                         return;

@@ -1334,9 +1334,11 @@ impl<'a> Writer<'a> {
             .map(|(_, _, _, layout)| layout.as_slice())
     }
 
-    /// The C text of an array element accessed by a statement instance.
+    /// The C text of an array element accessed by a statement instance (`divs`: the
+    /// statement's division variables).
     pub(super) fn element(
         &mut self,
+        divs: &[polyhedral::program::Division],
         access: &polyhedral::program::Access,
         args: &[AstExpr],
     ) -> String {
@@ -1357,7 +1359,7 @@ impl<'a> Writer<'a> {
             let subs: Vec<String> = access
                 .subscripts
                 .iter()
-                .map(|sub| self.ast_expr(&AstExpr::from_affine(sub, &|d| args[d].clone())))
+                .map(|sub| self.ast_expr(&AstExpr::from_subscript(divs, sub, &|d| args[d].clone())))
                 .collect();
             let mut text = local;
             for &d in &layout {
@@ -1367,7 +1369,7 @@ impl<'a> Writer<'a> {
         }
         let mut text = name;
         for sub in &access.subscripts {
-            let e = AstExpr::from_affine(sub, &|d| args[d].clone());
+            let e = AstExpr::from_subscript(divs, sub, &|d| args[d].clone());
             let _ = write!(text, "[{}]", self.ast_expr(&e));
         }
         self.accumulated(text)
@@ -1382,7 +1384,7 @@ impl<'a> Writer<'a> {
             .collect();
         let mut reads = Vec::new();
         for access in &stmt.reads {
-            let e = self.element(access, args);
+            let e = self.element(&stmt.divs, access, args);
             if program.array(access.array).elem == ScalarType::F16 {
                 self.use_helper(Helper::H2F);
                 reads.push(format!("pf_h2f({e})"));
@@ -1392,7 +1394,7 @@ impl<'a> Writer<'a> {
         }
         let ctx = BodyContext::Statement { args, reads };
         let value = self.body_expr(&stmt.exprs, &types, &ctx, stmt.body);
-        let target = self.element(&stmt.write, args);
+        let target = self.element(&stmt.divs, &stmt.write, args);
         if program.array(stmt.write.array).elem == ScalarType::F16 {
             self.use_helper(Helper::F2H);
             format!("{target} = pf_f2h({value});")

@@ -823,7 +823,7 @@ impl KernelWriter<'_> {
                 let subs = |acc: &polyhedral::program::Access| -> Vec<AstExpr> {
                     acc.subscripts
                         .iter()
-                        .map(|e| AstExpr::from_affine(e, &|d| args[d].clone()))
+                        .map(|e| AstExpr::from_subscript(&s.divs, e, &|d| args[d].clone()))
                         .collect()
                 };
                 let reads: Vec<String> = s

@@ -244,9 +244,11 @@ pub enum Error {
 /// The `.npuasm` program of `program`.
 ///
 /// Kernels of the shapes the dedicated lowerings recognise go to them; every other kernel goes
-/// to the general lowering of the middle end's AST ([`general`]).
+/// to the general lowering of the middle end's AST ([`general`]), and so does every kernel
+/// with quasi-affine subscripts (the dedicated lowerings read subscripts as affine functions
+/// of the iterators; the general one reads them from the AST, divisions included).
 pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Result<String, Error> {
-    if options.general {
+    if options.general || has_divisions(program) {
         return general::compile(program, target, options);
     }
     let shaped = if options.fuse {
@@ -258,6 +260,11 @@ pub fn compile(program: &Program, target: &NpuTarget, options: &Options) -> Resu
         Err(e) if falls_back(program, &e) => general::compile(program, target, options),
         r => r,
     }
+}
+
+/// Whether some statement's subscripts use division variables (`A[t % 2]`).
+fn has_divisions(program: &Program) -> bool {
+    program.statements.iter().any(|s| s.has_divisions())
 }
 
 /// Whether a dedicated lowering's refusal leaves the kernel to the general one: anything but
@@ -368,7 +375,7 @@ fn rewritten(
 
 /// Whether the lowering takes `program` (without choosing tiles or writing code), or why not.
 pub fn supported(program: &Program, options: &Options) -> Result<(), Error> {
-    if options.general {
+    if options.general || has_divisions(program) {
         return general::supports(program, options.f64_as_f32);
     }
     let shaped = if options.fuse {

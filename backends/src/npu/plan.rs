@@ -1045,7 +1045,8 @@ pub(crate) fn domain(program: &Program, stmt: &Statement) -> Result<Domain, Erro
             .iter()
             .filter_map(|(v, k)| match v {
                 Var::Iter(d) => Some((*d, *k)),
-                Var::Param(_) => None,
+                // Domains have no division variables.
+                Var::Param(_) | Var::Div(_) => None,
             })
             .collect();
         if c.kind != ConstraintKind::NonNegative && !iters.is_empty() {

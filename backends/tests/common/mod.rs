@@ -98,6 +98,7 @@ impl Builder {
         let root = build(&mut body);
         let id = self.p.statements.len();
         self.p.statements.push(Statement {
+            divs: Vec::new(),
             name: format!("S{id}"),
             iterators: iterators.iter().map(|s| s.to_string()).collect(),
             domain,

@@ -1,14 +1,16 @@
-//! Lowering a parsed kernel to the Program IR: affine domains and accesses, typed bodies,
-//! array roles and the original 2d+1 schedule.
+//! Lowering a parsed kernel to the Program IR: affine domains, quasi-affine accesses, typed
+//! bodies, array roles and the original 2d+1 schedule.
 //!
-//! Names in the SCoP resolve, in this order, to: an enclosing loop's iterator; a size (a size
+//! Names in the SCoP resolve, in this order, to: an enclosing loop's iterator; an iterator
+//! after its loop (below); a size (a size
 //! macro the preprocessor kept as a name, a `--size` name, an `int` kernel parameter whose
 //! upper-cased name is a size, as PolyBench pairs `ni` with `NI`, or an `int` scalar parameter
 //! or local that the SCoP never writes and uses in a loop bound, a condition or a subscript:
 //! `int n = 1000;` before the SCoP, its value from `--size n=…`, `-D`, or its initializer); a
-//! kernel parameter or local declared before the SCoP (an array, or a 0-d array for a scalar). Sizes become
-//! [`Param`]s in order of first use, keeping their macro names; `--size` overrides their
-//! values.
+//! kernel parameter or local declared before the SCoP (an array, or a 0-d array for a scalar);
+//! a name the file does not declare (an array or scalar of double, or a size, see
+//! [`super::implicit`]). Sizes become [`Param`]s in order of first use, keeping their macro
+//! names; `--size` overrides their values.
 //!
 //! Loops: `for (i = lb; cond; step)` with a constant step. A loop with a stride `s` other than
 //! `±1` runs a fresh iterator `i' >= 0` with C's `i` being `lb + s·i'` (its start must be one
@@ -19,6 +21,20 @@
 //! original schedule stays the textual order. Bounds may be `min`/`max` (functions, macros,
 //! or `a < b ? a : b`), each becoming several constraints; a bound that would need a
 //! disjunction (`i < max(a, b)`) is rejected.
+//!
+//! Bounds, conditions and subscripts may divide by constants: C's `/` and `%` where the
+//! dividend keeps one sign at every point of the enclosing loops (for every non-negative size;
+//! elsewhere a located error, C's truncation being no floor division there), and `floord` /
+//! `ceild` ([`super::quasi`]). Subscripts keep them as the statement's division variables;
+//! domains get them written out (`j <= i / 2` is `2j <= i`), and a condition that cannot be
+//! written without one (`i % 2 == 0`) is refused.
+//!
+//! After its loop, in the code that follows it in its block, an iterator holds the value that
+//! ended the loop: its last value plus the step where the loop runs, its start where it does
+//! not ([`Lowerer::exit_of`]). Where both cases occur and the values differ, each statement
+//! or loop that reads it is lowered once per case, with the case's conditions (on sizes and
+//! outer iterators) added to its domain. An exit value that is not affine (a bound that is a
+//! min of several) is a located error where it is read.
 //!
 //! Bodies follow C's usual arithmetic conversions: operands are promoted to the wider of
 //! `int < float < double` with explicit casts, and the value assigned is converted to the
@@ -41,7 +57,9 @@ use polyhedral::program::{
 };
 
 use super::ast::{BinOp, CType, Decl, Expr, ExprKind, Kernel, Stmt, StmtKind, UnOp};
+use super::implicit::{infer_extents, undeclared};
 use super::preprocess::Preprocessed;
+use super::quasi::{small, Divisions};
 use super::{CError, Loc};
 use crate::Options;
 
@@ -53,11 +71,12 @@ const BOUNDS_HINT: &str =
     "the loops reach past the array: check their bounds against the array's extents and the sizes";
 const SIZE_HINT: &str = "define it with -D NAME=VALUE, --size NAME=VALUE, or #define in the file";
 
+/// The Program of `kernel`, with notes on what was inferred (undeclared data, extents).
 pub(crate) fn lower(
     kernel: &Kernel,
     pp: &Preprocessed,
     options: &Options,
-) -> Result<Program, CError> {
+) -> Result<(Program, Vec<String>), CError> {
     let mut l = Lowerer {
         pp,
         options,
@@ -74,6 +93,10 @@ pub(crate) fn lower(
         domain: Vec::new(),
         counters: vec![0],
         positions: Vec::new(),
+        divisions: Divisions::default(),
+        exits: Vec::new(),
+        selected: Vec::new(),
+        implicit_sizes: HashSet::new(),
     };
     for s in &kernel.body {
         collect_iterators(s, &mut l.iterator_names);
@@ -112,6 +135,53 @@ pub(crate) fn lower(
             l.declare_array(d, is_param)?;
         }
     }
+    // Names the file does not declare: arrays and scalars of double, or sizes.
+    let known = |e: &Expr| {
+        let ExprKind::Name { name, size } = &e.kind else {
+            return true;
+        };
+        size.is_some()
+            || l.decls.contains_key(name.as_str())
+            || l.iterator_names.contains(name)
+            || options.sizes.iter().any(|(n, _)| n == name)
+            || pp.size_value(name).is_some()
+    };
+    let (implicit, sizes) = undeclared(&kernel.body, &known)?;
+    let mut notes = Vec::new();
+    l.implicit_sizes = sizes.into_iter().collect();
+    let mut inferred = Vec::new();
+    for u in &implicit {
+        let id = ArrayId(l.arrays.len() as u32);
+        l.arrays.push((
+            Array {
+                name: u.name.clone(),
+                elem: ScalarType::F64,
+                // The extents are known once the accesses are (below).
+                shape: vec![AffineExpr::constant(1); u.dims],
+                role: ArrayRole::Input,
+                span: u.loc.span,
+            },
+            true,
+        ));
+        l.array_of.insert(u.name.clone(), id);
+        let what = if u.dims == 0 { "a scalar" } else { "an array" };
+        notes.push(format!(
+            "{}: not declared, taken as {what} of double, as clan assumes",
+            u.name
+        ));
+        if u.dims > 0 {
+            inferred.push((id, u, notes.len()));
+        }
+    }
+    for (name, _) in &options.extents {
+        if !inferred.iter().any(|(_, u, _)| u.name == *name) {
+            return Err(CError::new(
+                pragma_line(kernel.scop, pp),
+                format!("--extent {name}: the SCoP has no undeclared array `{name}`"),
+                "--extent gives the extents of arrays the file does not declare",
+            ));
+        }
+    }
     l.in_statements = true;
     for s in inits.iter().chain(&kernel.body) {
         l.statement(s)?;
@@ -148,7 +218,7 @@ pub(crate) fn lower(
             .unwrap_or(&kernel.name)
             .to_string()
     };
-    let program = Program {
+    let mut program = Program {
         name,
         source: SourceKind::CScop {
             scop: kernel.scop.span,
@@ -165,6 +235,38 @@ pub(crate) fn lower(
         functions: Vec::new(),
         statements: l.statements,
     };
+    // Each array's extents are noted right after what it was taken as.
+    for (k, (id, u, at)) in inferred.into_iter().enumerate() {
+        // The notes of the arrays before this one are in already.
+        let at = at + k;
+        let given = options.extents.iter().rev().find(|(n, _)| *n == u.name);
+        let extents = match given {
+            Some((_, e)) if e.len() != u.dims => {
+                return Err(CError::new(
+                    u.loc,
+                    format!(
+                        "--extent {} gives {} extents, but `{}` is used with {} subscripts",
+                        u.name,
+                        e.len(),
+                        u.name,
+                        u.dims
+                    ),
+                    "give one extent per subscript, e.g. --extent A=100x200",
+                ))
+            }
+            Some((_, e)) => {
+                notes.insert(at, format!("{}: extents from --extent: {e:?}", u.name));
+                e.clone()
+            }
+            None => {
+                let e = infer_extents(&program, id, u.dims)?;
+                let note = format!("{}: extents inferred from its accesses: {e:?}", u.name);
+                notes.insert(at, note);
+                e
+            }
+        };
+        program.arrays[id.index()].shape = extents.into_iter().map(AffineExpr::constant).collect();
+    }
     for s in &program.statements {
         crate::pf::ranges::check_bounds(&program, s, BOUNDS_HINT).map_err(|d| {
             CError::new(
@@ -177,7 +279,22 @@ pub(crate) fn lower(
             )
         })?;
     }
-    Ok(program)
+    Ok((program, notes))
+}
+
+/// The first line of the SCoP's region (its `#pragma scop`).
+fn pragma_line(scop: Loc, pp: &Preprocessed) -> Loc {
+    let start = scop.span.start as usize;
+    let end = pp
+        .files
+        .get(scop.file as usize)
+        .and_then(|f| f.text.get(start..))
+        .and_then(|t| t.find('\n'))
+        .map_or(scop.span.end as usize, |n| start + n);
+    Loc {
+        file: scop.file,
+        span: Span::new(start, end.min(scop.span.end as usize)),
+    }
 }
 
 /// The name of a SCoP at file scope: its file's stem as an identifier (`scop` when nothing of
@@ -517,6 +634,24 @@ struct LoopCtx {
     value: AffineExpr,
 }
 
+/// What a loop iterator holds after its loop, in the code that follows the loop at its
+/// level (see [`Lowerer::exit_of`]).
+#[derive(Clone, Debug)]
+enum Exit {
+    /// Its value on each piece of the enclosing domain that some instance may reach (a
+    /// single piece has no conditions: they hold wherever the code runs).
+    Known(Vec<ExitPiece>),
+    /// Not an affine value, and why.
+    Unknown(String),
+}
+
+#[derive(Clone, Debug)]
+struct ExitPiece {
+    /// Affine constraints on the outer iterators and the sizes.
+    conditions: Vec<Constraint>,
+    value: AffineExpr,
+}
+
 struct Lowerer<'a> {
     pp: &'a Preprocessed,
     options: &'a Options,
@@ -540,6 +675,16 @@ struct Lowerer<'a> {
     counters: Vec<usize>,
     /// Positions of the enclosing loops.
     positions: Vec<usize>,
+    /// The divisions of bounds, conditions and subscripts (see [`super::quasi`]).
+    divisions: Divisions,
+    /// Iterators' values after their loops, visible to the code that follows each loop in
+    /// its block (and what that code holds); innermost last.
+    exits: Vec<(String, Exit)>,
+    /// For exits of several pieces, the piece the code being lowered is for: (index into
+    /// `exits`, piece).
+    selected: Vec<(usize, usize)>,
+    /// Undeclared names that are sizes (see [`super::implicit`]).
+    implicit_sizes: HashSet<String>,
 }
 
 impl<'a> Lowerer<'a> {
@@ -670,11 +815,15 @@ impl<'a> Lowerer<'a> {
         if let Some(l) = self.loops.iter().rev().find(|l| l.name == name) {
             return Ok(Some(l.value.clone()));
         }
+        if let Some(value) = self.exit_value(name, loc)? {
+            return Ok(Some(value));
+        }
         if self.iterator_names.contains(name) {
             return Err(CError::new(
                 loc,
                 format!("`{name}` is used outside a loop over it"),
-                "a SCoP may use a loop iterator only inside its loop",
+                "a SCoP may use a loop iterator inside its loop, or after the loop in the same block \
+                 (where it holds the value that ended the loop)",
             ));
         }
         if let Some(alias) = self.size_alias(name) {
@@ -700,6 +849,123 @@ impl<'a> Lowerer<'a> {
             format!("undefined size `{name}`"),
             SIZE_HINT,
         ))
+    }
+
+    /// The value iterator `name` holds after its loop, where the code being lowered follows
+    /// one; an error where that value is not affine.
+    fn exit_value(&self, name: &str, loc: Loc) -> Result<Option<AffineExpr>, CError> {
+        let Some(e) = self.exits.iter().rposition(|(n, _)| n == name) else {
+            return Ok(None);
+        };
+        match &self.exits[e].1 {
+            Exit::Unknown(why) => Err(CError::new(
+                loc,
+                format!("the value of `{name}` after its loop is not affine: {why}"),
+                "use the iterator after a loop whose start and bound are affine, or only inside its loop",
+            )),
+            Exit::Known(pieces) if pieces.len() == 1 => Ok(Some(pieces[0].value.clone())),
+            Exit::Known(pieces) => {
+                let chosen = self.selected.iter().rev().find(|(x, _)| *x == e);
+                match chosen {
+                    Some(&(_, k)) => Ok(Some(pieces[k].value.clone())),
+                    None => Err(CError::new(
+                        loc,
+                        format!(
+                            "the value of `{name}` after its loop depends on whether the loop ran"
+                        ),
+                        "use it in a statement of the block that follows the loop",
+                    )),
+                }
+            }
+        }
+    }
+
+    /// An exit of several pieces that `s`'s own expressions (a loop's header, a condition,
+    /// an assignment; not what is nested inside) use and no enclosing fork has chosen a piece
+    /// of: its index into `exits` and its pieces.
+    fn unchosen_exit(&self, s: &Stmt) -> Option<(usize, Vec<ExitPiece>)> {
+        let mut names = HashSet::new();
+        let mut bound: Option<&str> = None;
+        match &s.kind {
+            StmtKind::For {
+                init, cond, step, ..
+            } => {
+                match init.as_ref().map(|e| &e.kind) {
+                    Some(ExprKind::Assign(None, target, lb)) => {
+                        collect_names(lb, &mut names);
+                        if let ExprKind::Name { name, .. } = &target.kind {
+                            bound = Some(name);
+                        }
+                    }
+                    _ => return None,
+                }
+                let mut header = HashSet::new();
+                for e in [cond, step].into_iter().flatten() {
+                    collect_names(e, &mut header);
+                }
+                names.extend(header.into_iter().filter(|n| Some(*n) != bound));
+            }
+            StmtKind::If { cond, .. } => collect_names(cond, &mut names),
+            StmtKind::Expr(e) => collect_names(e, &mut names),
+            StmtKind::Block(_) | StmtKind::Empty => return None,
+        }
+        names
+            .into_iter()
+            .filter(|n| !self.loops.iter().any(|l| l.name == *n))
+            .filter_map(|n| self.exits.iter().rposition(|(x, _)| x == n))
+            .filter(|&e| !self.selected.iter().any(|(x, _)| *x == e))
+            .find_map(|e| match &self.exits[e].1 {
+                Exit::Known(p) if p.len() > 1 => Some((e, p.clone())),
+                _ => None,
+            })
+    }
+
+    /// Lowers `s` once per piece of exit `e`, each time under that piece's conditions. A loop
+    /// inside that ends leaves, after it, the value it leaves in each piece: the pieces of its
+    /// exit under each piece's conditions.
+    fn fork(&mut self, e: usize, pieces: &[ExitPiece], s: &Stmt) -> Result<(), CError> {
+        let mark = self.exits.len();
+        // Per name of a loop that ended: its pieces so far, or why it has no affine value.
+        let mut ended: Vec<(String, Result<Vec<ExitPiece>, String>)> = Vec::new();
+        for (k, piece) in pieces.iter().enumerate() {
+            let at = self.domain.len();
+            self.domain.extend(piece.conditions.iter().cloned());
+            self.selected.push((e, k));
+            let result = self.statement(s);
+            self.selected.pop();
+            self.domain.truncate(at);
+            result?;
+            let new: Vec<(String, Exit)> = self.exits.drain(mark..).collect();
+            for (i, (n, exit)) in new.iter().enumerate() {
+                // A later loop over the same iterator decides what it holds.
+                if new[i + 1..].iter().any(|(m, _)| m == n) {
+                    continue;
+                }
+                let slot = match ended.iter().position(|(m, _)| m == n) {
+                    Some(x) => &mut ended[x].1,
+                    None => {
+                        ended.push((n.clone(), Ok(Vec::new())));
+                        &mut ended.last_mut().expect("just pushed").1
+                    }
+                };
+                match (exit, slot) {
+                    (Exit::Known(ps), Ok(all)) => all.extend(ps.iter().map(|p| ExitPiece {
+                        conditions: [&piece.conditions[..], &p.conditions[..]].concat(),
+                        value: p.value.clone(),
+                    })),
+                    (Exit::Unknown(why), slot) => *slot = Err(why.clone()),
+                    (Exit::Known(_), Err(_)) => {}
+                }
+            }
+        }
+        for (n, exit) in ended {
+            let exit = match exit {
+                Ok(pieces) => Exit::Known(pieces),
+                Err(why) => Exit::Unknown(why),
+            };
+            self.exits.push((n, exit));
+        }
+        Ok(())
     }
 
     fn not_affine(&self, e: &Expr, what: &str) -> CError {
@@ -789,8 +1055,61 @@ impl<'a> Lowerer<'a> {
                         v.map(|v| Bound::affine(AffineExpr::constant(v)))
                             .ok_or_else(|| self.not_affine(e, what))
                     }
+                    (_, Some(0)) => Err(CError::new(
+                        b.loc,
+                        format!("division by zero in this {what}"),
+                        "divide by a non-zero constant",
+                    )),
+                    (_, Some(q)) if *op == BinOp::Div => self.truncated_division(x, q, a, what),
+                    (_, Some(q)) => {
+                        let Some(p) = x.single().cloned() else {
+                            return Err(CError::new(
+                                e.loc,
+                                format!("`%` of a min or max in this {what} is not supported"),
+                                "take the remainder of an affine expression",
+                            ));
+                        };
+                        // C's remainder has the dividend's sign: p - m·trunc(p / m).
+                        let m = q.abs();
+                        let quotient = self.truncated_quotient(&p, m, a, "%", what)?;
+                        Ok(Bound::affine(p.sub(&quotient.scale(m))))
+                    }
                     _ => Err(self.not_affine(e, what)),
                 }
+            }
+            ExprKind::Call { name, args }
+                if args.len() == 2 && matches!(name.as_str(), "floord" | "ceild") =>
+            {
+                let x = self.bound(&args[0], what)?;
+                let y = self.bound(&args[1], what)?;
+                let Some(den) = y
+                    .single()
+                    .filter(|d| d.is_constant() && d.constant > 0)
+                    .map(|d| d.constant)
+                else {
+                    return Err(CError::new(
+                        args[1].loc,
+                        format!("the divisor of `{name}` must be a positive constant"),
+                        format!("write {name}(a, b) with b a positive integer constant"),
+                    ));
+                };
+                // floor and ceil do not decrease: they keep a min a min and a max a max.
+                let floor = name == "floord";
+                let mut map = |v: &[AffineExpr]| -> Vec<AffineExpr> {
+                    v.iter()
+                        .map(|p| {
+                            if floor {
+                                self.divisions.floor(p, den)
+                            } else {
+                                self.divisions.ceil(p, den)
+                            }
+                        })
+                        .collect()
+                };
+                Ok(match &x {
+                    Bound::Min(v) => Bound::Min(map(v)),
+                    Bound::Max(v) => Bound::Max(map(v)),
+                })
             }
             ExprKind::Call { name, args }
                 if args.len() == 2 && matches!(name.as_str(), "min" | "max" | "MIN" | "MAX") =>
@@ -815,6 +1134,67 @@ impl<'a> Lowerer<'a> {
                 Err(self.not_affine(e, what))
             }
             _ => Err(self.not_affine(e, what)),
+        }
+    }
+
+    /// C's `x / q` for a non-zero constant `q`: `trunc(x / |q|)`, negated when `q < 0`.
+    /// Truncation does not decrease, so a min stays a min (a max a max).
+    fn truncated_division(
+        &mut self,
+        x: Bound,
+        q: i64,
+        dividend: &Expr,
+        what: &str,
+    ) -> Result<Bound, CError> {
+        let m = q.abs();
+        let pieces = match &x {
+            Bound::Min(v) | Bound::Max(v) => v.clone(),
+        };
+        let mut out = Vec::with_capacity(pieces.len());
+        for p in &pieces {
+            out.push(self.truncated_quotient(p, m, dividend, "/", what)?);
+        }
+        let b = match x {
+            Bound::Min(_) => Bound::Min(out),
+            Bound::Max(_) => Bound::Max(out),
+        };
+        Ok(if q < 0 { b.negate() } else { b })
+    }
+
+    /// `trunc(p / m)` for `m > 0`: `floor(p / m)` where `p` is non-negative at every point of
+    /// the enclosing domain (every size non-negative), `-floor(-p / m)` where it is
+    /// non-positive; an error naming `op` at `dividend` otherwise, since truncation toward zero
+    /// of a dividend of either sign is no floor division.
+    fn truncated_quotient(
+        &mut self,
+        p: &AffineExpr,
+        m: i64,
+        dividend: &Expr,
+        op: &str,
+        what: &str,
+    ) -> Result<AffineExpr, CError> {
+        let depth = self.loops.len();
+        let np = self.params.len();
+        let below = |bound: Constraint| {
+            let mut c = self.domain.clone();
+            c.push(bound);
+            self.divisions.infeasible(&c, depth, np)
+        };
+        let zero = AffineExpr::constant(0);
+        if below(Constraint::lt(p, &zero)) {
+            Ok(self.divisions.floor(p, m))
+        } else if below(Constraint::lt(&zero, p)) {
+            Ok(self.divisions.floor(&p.scale(-1), m).scale(-1))
+        } else {
+            Err(CError::new(
+                dividend.loc,
+                format!("the dividend of `{op}` in this {what} may be negative"),
+                format!(
+                    "C's `{op}` truncates toward zero, which is a floor division only where the \
+                     dividend keeps one sign; write floord(a, b) for the floor, or bound the \
+                     loops so the dividend is non-negative"
+                ),
+            ))
         }
     }
 
@@ -937,7 +1317,29 @@ impl<'a> Lowerer<'a> {
         }
     }
 
+    /// `constraints` without division variables (see [`Divisions::linearize`]); an error at
+    /// `loc` where one cannot be removed.
+    fn constrain(&self, constraints: &[Constraint], loc: Loc) -> Result<Vec<Constraint>, CError> {
+        let mut out = Vec::new();
+        for c in constraints {
+            let Some(cs) = self.divisions.linearize(c) else {
+                return Err(CError::new(
+                    loc,
+                    "this bound or condition needs a division variable in the iteration domain, \
+                     which is not supported yet",
+                    "divisions are exact in bounds such as j <= i / 2 or i < floord(n, 4); a test \
+                     such as i % 2 == 0 is not supported",
+                ));
+            };
+            out.extend(cs);
+        }
+        Ok(out)
+    }
+
     fn statement(&mut self, s: &Stmt) -> Result<(), CError> {
+        if let Some((e, pieces)) = self.unchosen_exit(s) {
+            return self.fork(e, &pieces, s);
+        }
         match &s.kind {
             StmtKind::Block(b) => b.iter().try_for_each(|s| self.statement(s)),
             StmtKind::Empty => Ok(()),
@@ -946,13 +1348,16 @@ impl<'a> Lowerer<'a> {
                 then,
                 otherwise,
             } => {
-                let constraints = self.condition(cond)?;
+                let raw = self.condition(cond)?;
+                let constraints = self.constrain(&raw, cond.loc)?;
                 let mark = self.domain.len();
-                self.domain.extend(constraints.iter().cloned());
+                let exits = self.exits.len();
+                self.domain.extend(constraints);
                 self.statement(then)?;
                 self.domain.truncate(mark);
+                self.exits.truncate(exits);
                 if let Some(o) = otherwise {
-                    let negated = match constraints.as_slice() {
+                    let negated = match raw.as_slice() {
                         [c] if c.kind == ConstraintKind::NonNegative => negate(c),
                         _ => return Err(CError::new(
                             cond.loc,
@@ -960,9 +1365,11 @@ impl<'a> Lowerer<'a> {
                             "write the else branch as its own if with the opposite comparison",
                         )),
                     };
-                    self.domain.push(negated);
+                    let negated = self.constrain(&[negated], cond.loc)?;
+                    self.domain.extend(negated);
                     self.statement(o)?;
                     self.domain.truncate(mark);
+                    self.exits.truncate(exits);
                 }
                 Ok(())
             }
@@ -1026,6 +1433,7 @@ impl<'a> Lowerer<'a> {
         let depth = self.loops.len();
         let t = AffineExpr::var(Var::Iter(depth));
         let mark = self.domain.len();
+        let mut from = Vec::new();
         let value = if delta.abs() > 1 {
             // A strided loop: C's `i` is `lb + delta·i'` for a fresh `i' >= 0`.
             let Some(start) = lower.single() else {
@@ -1035,7 +1443,7 @@ impl<'a> Lowerer<'a> {
                     "start the strided loop at an affine value (no min or max)",
                 ));
             };
-            self.domain.push(Constraint::non_negative(t.clone()));
+            from.push(Constraint::non_negative(t.clone()));
             start.add(&t.scale(delta))
         } else if delta > 0 {
             let Some(lbs) = lower.as_max() else {
@@ -1046,11 +1454,11 @@ impl<'a> Lowerer<'a> {
                 ));
             };
             for l in lbs {
-                self.domain.push(Constraint::le(l, &t));
+                from.push(Constraint::le(l, &t));
             }
             t.clone()
         } else if let Some(start) = lower.single() {
-            self.domain.push(Constraint::non_negative(t.clone()));
+            from.push(Constraint::non_negative(t.clone()));
             start.sub(&t)
         } else {
             let Some(starts) = lower.as_min() else {
@@ -1062,15 +1470,18 @@ impl<'a> Lowerer<'a> {
             };
             let value = t.scale(-1);
             for l in starts {
-                self.domain.push(Constraint::le(&value, l));
+                from.push(Constraint::le(&value, l));
             }
             value
         };
+        let from = self.constrain(&from, lb.loc)?;
+        self.domain.extend(from.iter().cloned());
         self.loops.push(LoopCtx {
             name: name.clone(),
-            value,
+            value: value.clone(),
         });
-        let constraints = self.condition(cond)?;
+        let raw = self.condition(cond)?;
+        let constraints = self.constrain(&raw, cond.loc)?;
         let t_var = Var::Iter(depth);
         let bounded = constraints.iter().any(|c| {
             c.expr.coeff(t_var) < 0 || (c.kind == ConstraintKind::Zero && c.expr.coeff(t_var) != 0)
@@ -1089,17 +1500,138 @@ impl<'a> Lowerer<'a> {
                 "count up with i < ub or i <= ub, down with i >= lb or i > lb",
             ));
         }
-        self.domain.extend(constraints);
+        self.domain.extend(constraints.iter().cloned());
         let position = self.counters[depth];
         self.counters[depth] += 1;
         self.positions.push(position);
         self.counters.push(0);
+        let exits = self.exits.len();
         let result = self.statement(body);
+        self.exits.truncate(exits);
         self.counters.pop();
         self.positions.pop();
         self.loops.pop();
         self.domain.truncate(mark);
-        result
+        result?;
+        let start = lower.single().cloned();
+        let exit = self.exit_of(depth, &value, start, &from, &constraints);
+        self.exits.push((name.clone(), exit));
+        Ok(())
+    }
+
+    /// What the iterator of the loop at `depth` holds once the loop is done, at every point
+    /// of the enclosing domain: the first value that fails the condition where the loop runs
+    /// (its last value plus one step), its start where it does not. C's value is `value`, a
+    /// function of the normalised iterator `t`; `from` are the constraints that bound `t`
+    /// below, `cond` the condition's (one upper bound of `t`, and constraints without it that
+    /// decide whether the loop runs at all); `start` is the value C's initialisation assigns.
+    /// The loop runs where its last iteration satisfies `from`.
+    fn exit_of(
+        &mut self,
+        depth: usize,
+        value: &AffineExpr,
+        start: Option<AffineExpr>,
+        from: &[Constraint],
+        cond: &[Constraint],
+    ) -> Exit {
+        let t = Var::Iter(depth);
+        let mut upper = None;
+        let mut runs = Vec::new();
+        for c in cond {
+            let a = c.expr.coeff(t);
+            if a == 0 {
+                runs.push(c.clone());
+            } else if a > 0 || c.kind == ConstraintKind::Zero {
+                return Exit::Unknown("its condition bounds it on both sides".into());
+            } else if upper.replace(c).is_some() {
+                return Exit::Unknown("its bound is a min of several".into());
+            }
+        }
+        let Some(upper) = upper else {
+            return Exit::Unknown("its condition does not bound it".into());
+        };
+        // -a·t + r >= 0: the last iteration is t = floor(r / a).
+        let a = -upper.expr.coeff(t);
+        let mut r = upper.expr.clone();
+        r.add_term(t, a);
+        if !small(&upper.expr) || !small(value) || !from.iter().all(|c| small(&c.expr)) {
+            return Exit::Unknown("its bounds have numbers too large to handle".into());
+        }
+        let last = self.divisions.floor(&r, a);
+        let at_last = |e: &AffineExpr| {
+            let k = e.coeff(t);
+            let mut out = e.clone();
+            out.add_term(t, -k);
+            out.add(&last.scale(k))
+        };
+        for c in from {
+            runs.push(Constraint {
+                expr: at_last(&c.expr),
+                kind: c.kind,
+            });
+        }
+        let k = value.coeff(t);
+        let after = at_last(value).add(&AffineExpr::constant(k));
+        let mut pieces: Vec<(Vec<Constraint>, Option<AffineExpr>)> =
+            vec![(runs.clone(), Some(after.clone()))];
+        for j in 0..runs.len() {
+            let negations = match runs[j].kind {
+                ConstraintKind::NonNegative => vec![negate(&runs[j])],
+                ConstraintKind::Zero => {
+                    let e = &runs[j].expr;
+                    vec![
+                        Constraint::non_negative(e.sub(&AffineExpr::constant(1))),
+                        Constraint::non_negative(e.scale(-1).sub(&AffineExpr::constant(1))),
+                    ]
+                }
+            };
+            for n in negations {
+                let mut c = runs[..j].to_vec();
+                c.push(n);
+                pieces.push((c, start.clone()));
+            }
+        }
+        let mut known = Vec::new();
+        let np = self.params.len();
+        for (conditions, value) in pieces {
+            let Some(conditions) = conditions
+                .iter()
+                .map(|c| self.divisions.linearize(c))
+                .collect::<Option<Vec<_>>>()
+            else {
+                return Exit::Unknown("whether it runs needs a division in the domain".into());
+            };
+            let conditions: Vec<Constraint> = conditions.into_iter().flatten().collect();
+            let mut all = self.domain.clone();
+            all.extend(conditions.iter().cloned());
+            if self.divisions.infeasible(&all, depth, np) {
+                continue;
+            }
+            let Some(value) = value else {
+                return Exit::Unknown("it may not run, and it starts from a min or max".into());
+            };
+            known.push(ExitPiece { conditions, value });
+        }
+        // One value where every piece's equals the first's (`k < t` from 0 leaves k = t, also
+        // when t = 0): no pieces.
+        let same = |p: &ExitPiece, first: &AffineExpr| {
+            let d = p.value.sub(first);
+            [d.clone(), d.scale(-1)].iter().all(|e| {
+                let mut all = self.domain.clone();
+                all.extend(p.conditions.iter().cloned());
+                all.push(Constraint::non_negative(e.sub(&AffineExpr::constant(1))));
+                self.divisions.infeasible(&all, depth, np)
+            })
+        };
+        let first = known.first().map_or(after, |p| p.value.clone());
+        if known.iter().all(|p| same(p, &first)) {
+            // Also where no piece can be reached: the code after the loop never runs.
+            known = vec![ExitPiece {
+                conditions: Vec::new(),
+                value: first,
+            }];
+        }
+        Exit::Known(known)
     }
 
     /// The constant step of `name` (`i++`: 1, `i -= 2`: -2), an error otherwise.
@@ -1265,7 +1797,7 @@ impl<'a> Lowerer<'a> {
                 ));
             }
         }
-        let write = self.element(target)?;
+        let mut write = self.element(target)?;
         let elem = self.arrays[write.array.index()].0.elem;
         let mut b = Body {
             arena: ExprArena::new(),
@@ -1297,16 +1829,54 @@ impl<'a> Lowerer<'a> {
                 b.convert(id, ty, elem)
             }
         };
-        // A reduction reads the element it updates exactly once and nothing else of its array.
-        let reduction = reduction_op.and_then(|rop| {
-            let same_array = b.reads.iter().filter(|r| r.0 == write.array).count();
-            let self_reads = b
-                .arena
-                .iter()
-                .filter(|&(id, _)| b.is_read_of(id, &write))
-                .count();
-            let iters: Vec<usize> = (0..self.loops.len())
-                .filter(|&k| write.subscripts.iter().all(|s| s.coeff(Var::Iter(k)) == 0))
+        let depth = self.loops.len();
+        let mut position = self.positions.clone();
+        position.push(self.counters[depth]);
+        self.counters[depth] += 1;
+        let same_array = b.reads.iter().filter(|r| r.0 == write.array).count();
+        let self_reads = b
+            .arena
+            .iter()
+            .filter(|&(id, _)| b.is_read_of(id, &write))
+            .count();
+        let mut reads: Vec<Access> = b
+            .reads
+            .into_iter()
+            .map(|(array, subscripts, span)| Access {
+                array,
+                subscripts,
+                span,
+            })
+            .collect();
+        let divs = {
+            let mut subscripts: Vec<&mut AffineExpr> = write
+                .subscripts
+                .iter_mut()
+                .chain(reads.iter_mut().flat_map(|r| r.subscripts.iter_mut()))
+                .collect();
+            self.divisions.localize(&mut subscripts)
+        };
+        let mut statement = Statement {
+            name: format!("S{}", self.statements.len()),
+            iterators: self.loops.iter().map(|l| l.name.clone()).collect(),
+            domain: self.domain.clone(),
+            write,
+            reads,
+            divs,
+            exprs: b.arena,
+            body: value,
+            position,
+            reduction: None,
+            span: loc.span.join(e.loc.span),
+        };
+        // A reduction reads the element it updates exactly once and nothing else of its
+        // array; it reduces over the iterators the element does not depend on.
+        statement.reduction = reduction_op.and_then(|rop| {
+            let iters: Vec<usize> = (0..depth)
+                .filter(|&k| {
+                    let w = &statement.write.subscripts;
+                    w.iter().all(|s| !statement.uses_iter(s, k))
+                })
                 .collect();
             (same_array == 1 && self_reads == 1 && !iters.is_empty()).then(|| Reduction {
                 op: if rop == BinaryOp::Add {
@@ -1317,31 +1887,7 @@ impl<'a> Lowerer<'a> {
                 iters,
             })
         });
-        let depth = self.loops.len();
-        let mut position = self.positions.clone();
-        position.push(self.counters[depth]);
-        self.counters[depth] += 1;
-        let reads = b
-            .reads
-            .into_iter()
-            .map(|(array, subscripts, span)| Access {
-                array,
-                subscripts,
-                span,
-            })
-            .collect();
-        self.statements.push(Statement {
-            name: format!("S{}", self.statements.len()),
-            iterators: self.loops.iter().map(|l| l.name.clone()).collect(),
-            domain: self.domain.clone(),
-            write,
-            reads,
-            exprs: b.arena,
-            body: value,
-            position,
-            reduction,
-            span: loc.span.join(e.loc.span),
-        });
+        self.statements.push(statement);
         Ok(())
     }
 
@@ -1373,6 +1919,7 @@ impl<'a> Lowerer<'a> {
                 if !self.decls.contains_key(name.as_str())
                     && size.is_none()
                     && !self.iterator_names.contains(name)
+                    && !self.implicit_sizes.contains(name)
                     && !self.options.sizes.iter().any(|(n, _)| n == name)
                 {
                     return Err(CError::new(
@@ -1382,7 +1929,7 @@ impl<'a> Lowerer<'a> {
                     ));
                 }
                 match self.affine_name(name, *size, e.loc)? {
-                    Some(a) => Ok((b.affine_value(&a), ScalarType::I32)),
+                    Some(a) => Ok((b.affine_value(&a, &self.divisions), ScalarType::I32)),
                     None => Err(CError::new(
                         e.loc,
                         format!("`{name}` cannot be used here"),
@@ -1507,6 +2054,9 @@ impl<'a> Lowerer<'a> {
             Math(MathFn, ScalarType),
             MinMax(BinaryOp, Option<ScalarType>),
         }
+        if matches!(name, "floord" | "ceild") {
+            return self.floor_ceil_value(b, name, args, e);
+        }
         let kind = match name {
             "min" | "MIN" => Kind::MinMax(BinaryOp::Min, None),
             "max" | "MAX" => Kind::MinMax(BinaryOp::Max, None),
@@ -1565,6 +2115,52 @@ impl<'a> Lowerer<'a> {
         };
         Ok((id, ty))
     }
+
+    /// `floord(a, b)` or `ceild(a, b)` in a statement's value: the floor or ceiling of an
+    /// `int` divided by a positive constant.
+    fn floor_ceil_value(
+        &mut self,
+        b: &mut Body,
+        name: &str,
+        args: &[Expr],
+        e: &Expr,
+    ) -> Result<(ExprId, ScalarType), CError> {
+        let den = match args {
+            [_, d] => constant(d).filter(|&d| d > 0),
+            _ => {
+                return Err(CError::new(
+                    e.loc,
+                    format!("`{name}` takes 2 arguments but is given {}", args.len()),
+                    "check the call",
+                ))
+            }
+        };
+        let Some(den) = den else {
+            return Err(CError::new(
+                args[1].loc,
+                format!("the divisor of `{name}` must be a positive constant"),
+                format!("write {name}(a, b) with b a positive integer constant"),
+            ));
+        };
+        let (v, ty) = self.value(b, &args[0])?;
+        let (v, ty) = b.numeric(v, ty);
+        if ty != ScalarType::I32 {
+            return Err(CError::new(
+                args[0].loc,
+                format!("`{name}` needs an int dividend"),
+                format!("{name} divides integers; use floor or ceil on floating-point values"),
+            ));
+        }
+        let id = if name == "floord" {
+            b.floor_div(v, den)
+        } else {
+            // ceil(a / b) = -floor(-a / b)
+            let neg = b.arena.push(IrExpr::Unary(UnaryOp::Neg, v));
+            let q = b.floor_div(neg, den);
+            b.arena.push(IrExpr::Unary(UnaryOp::Neg, q))
+        };
+        Ok((id, ScalarType::I32))
+    }
 }
 
 /// `e >= 0` negated over the integers: `-e - 1 >= 0`.
@@ -1616,8 +2212,9 @@ impl Body {
         }
     }
 
-    /// An `i32` expression for an affine value of iterators and sizes.
-    fn affine_value(&mut self, a: &AffineExpr) -> ExprId {
+    /// An `i32` expression for an affine value of iterators, sizes and the divisions of
+    /// `divisions`.
+    fn affine_value(&mut self, a: &AffineExpr, divisions: &Divisions) -> ExprId {
         let int = |v: i64| {
             IrExpr::Literal(Literal {
                 value: v as f64,
@@ -1626,10 +2223,15 @@ impl Body {
         };
         let mut acc: Option<ExprId> = None;
         for &(v, c) in a.terms() {
-            let leaf = self.arena.push(match v {
-                Var::Iter(k) => IrExpr::Iter(k),
-                Var::Param(p) => IrExpr::Param(p),
-            });
+            let leaf = match v {
+                Var::Iter(k) => self.arena.push(IrExpr::Iter(k)),
+                Var::Param(p) => self.arena.push(IrExpr::Param(p)),
+                Var::Div(k) => {
+                    let d = &divisions.divs[k];
+                    let num = self.affine_value(&d.num, divisions);
+                    self.floor_div(num, d.den)
+                }
+            };
             let (term, negative) = match c {
                 1 => (leaf, false),
                 -1 if acc.is_some() => (leaf, true),
@@ -1675,6 +2277,28 @@ impl Body {
                 self.arena.push(IrExpr::Binary(op, prev, k))
             }
         }
+    }
+
+    /// `floor(n / den)` of an `i32` for `den > 0`, with C's truncating division:
+    /// `(n >= 0 ? n : n - (den - 1)) / den`.
+    fn floor_div(&mut self, n: ExprId, den: i64) -> ExprId {
+        let int = |v: i64| {
+            IrExpr::Literal(Literal {
+                value: v as f64,
+                ty: ScalarType::I32,
+            })
+        };
+        let d = self.arena.push(int(den));
+        let zero = self.arena.push(int(0));
+        let cond = self.arena.push(IrExpr::Binary(BinaryOp::Ge, n, zero));
+        let k = self.arena.push(int(den - 1));
+        let shifted = self.arena.push(IrExpr::Binary(BinaryOp::Sub, n, k));
+        let dividend = self.arena.push(IrExpr::Select {
+            cond,
+            then: n,
+            otherwise: shifted,
+        });
+        self.arena.push(IrExpr::Binary(BinaryOp::Div, dividend, d))
     }
 
     /// A boolean as the `int` C makes of it; numbers unchanged.

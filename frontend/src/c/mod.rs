@@ -8,7 +8,8 @@
 //! - [`parser`]: finds the function holding the SCoP and parses its parameters, its local
 //!   declarations and the SCoP's statements into the [`ast`];
 //! - [`lower`]: checks affinity and types and builds the Program (domains, accesses, bodies,
-//!   roles, original schedule).
+//!   roles, original schedule), with [`quasi`] for divisions by constants and [`implicit`] for
+//!   names the file does not declare.
 //!
 //! The produced Program satisfies [`Program::verify`]; every failure on the way is an
 //! [`Error`] located in the file it is about (a header's own mistakes point into the header),
@@ -16,10 +17,12 @@
 
 mod ast;
 mod cond;
+mod implicit;
 mod lexer;
 mod lower;
 mod parser;
 mod preprocess;
+mod quasi;
 #[cfg(test)]
 mod tests;
 
@@ -71,6 +74,15 @@ impl CError {
 /// [`polyhedral::program::SourceKind::CScop`] with the range of the pragmas and everything
 /// between them.
 pub fn parse_scop(file: &SourceFile, options: &Options) -> Result<Program, Error> {
+    parse_scop_with_notes(file, options).map(|(p, _)| p)
+}
+
+/// [`parse_scop`], with notes on what the front end inferred (undeclared arrays and scalars,
+/// their extents), one line each.
+pub fn parse_scop_with_notes(
+    file: &SourceFile,
+    options: &Options,
+) -> Result<(Program, Vec<String>), Error> {
     let pp = preprocess::preprocess(file, options)?;
     let kernel = parser::parse_kernel(&pp.tokens).map_err(|e| e.into_error(&pp.files))?;
     lower::lower(&kernel, &pp, options).map_err(|e| e.into_error(&pp.files))

@@ -8,7 +8,10 @@
 //!   with [`Token::size`] set to its value, so the kernel can keep the name as a parameter.
 //!   Macros named `POLYBENCH_…` are the harness's switches, never sizes, and expand normally;
 //! - `#pragma scop` / `#pragma endscop` in the main file become [`TokKind::ScopBegin`] /
-//!   [`TokKind::ScopEnd`] tokens spanning the whole pragma line.
+//!   [`TokKind::ScopEnd`] tokens spanning the whole pragma line;
+//! - a file's own function-like `floord` and `ceild` (Pluto defines them with `?:` and `/`)
+//!   are not expanded: the SCoP front end knows them as the floor and the ceiling of a
+//!   division by a positive constant.
 //!
 //! PolyBench's `polybench.h` is usually included with angle brackets and not on the include
 //! path, so the macros the kernels use from it are predefined (see [`POLYBENCH_PRELUDE`]); a
@@ -417,6 +420,11 @@ impl Preprocessor<'_> {
                 }
             }
             params = Some(list);
+        }
+        if params.as_ref().is_some_and(|p| p.len() == 2)
+            && matches!(name.text.as_str(), "floord" | "ceild")
+        {
+            return Ok(());
         }
         let body = rest[k..].to_vec();
         self.macros.insert(

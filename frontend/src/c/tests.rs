@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use polyhedral::program::{ArrayRole, SourceKind};
+use polyhedral::program::{ArrayRole, ScalarType, SourceKind};
 use polyhedral::Program;
 use proptest::prelude::*;
 
@@ -386,9 +386,9 @@ fn error_function_call() {
 }
 
 #[test]
-fn error_unknown_identifier() {
-    let (m, line, col) = body_error("for (i = 0; i < N; i++)\n x[i] = y;");
-    assert_eq!(m, "unknown identifier `y`");
+fn error_iterator_is_not_an_array() {
+    let (m, line, col) = body_error("for (i = 0; i < N; i++)\n x[i] = i[0];");
+    assert_eq!(m, "`i` is not an array");
     assert_eq!((line, col), (2, 9));
 }
 
@@ -780,8 +780,9 @@ fn file_scope_variables_and_fragments() {
     assert_eq!(p.name, "my_loop");
     assert_eq!(p.arrays.len(), 2);
     let undeclared = "int i;\n#pragma scop\nfor (i = 0; i < 8; i++) b[i] = 1.0;\n#pragma endscop\n";
-    let (message, line, _) = error(undeclared);
-    assert_eq!((message.as_str(), line), ("unknown identifier `b`", 3));
+    let p = parse(undeclared).unwrap();
+    assert_eq!(p.arrays[0].name, "b");
+    assert_eq!(p.arrays[0].role, ArrayRole::Output);
 }
 
 /// Fixed-width and size types: signed ones are int data, unsigned ones sizes and iterators
@@ -875,4 +876,319 @@ fn accesses_past_the_extents_are_located() {
     );
     let (message, ..) = body_error("for (i = 0; i < N; i++) A[i][i - 1] = 0.0;");
     assert!(message.contains("(below 0) at i = 0"), "{message}");
+}
+
+// ---------------------------------------------------------------- quasi-affine SCoPs
+
+fn parse_with(src: &str, options: &Options) -> Result<(Program, Vec<String>), Error> {
+    super::parse_scop_with_notes(&SourceFile::new("test.c", src), options)
+}
+
+/// `%` and `/` by constants in subscripts are division variables of the statement, and the
+/// dependences they give are exact: in a ping-pong stencil a value flows to the next
+/// iteration only, and a row is overwritten two iterations later.
+#[test]
+fn quasi_affine_subscripts_are_division_variables() {
+    let src = "#define N 20\n#define T 6\ndouble A[2][N];\nvoid k() {\nint t, i;\n#pragma scop\n\
+               for (t = 0; t < T; t++)\n  for (i = 1; i < N - 1; i++)\n\
+               A[(t + 1) % 2][i] = 0.33 * (A[t % 2][i - 1] + A[t % 2][i] + A[t % 2][i + 1]);\n\
+               #pragma endscop\n}\n";
+    let p = parse(src).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    p.verify().unwrap();
+    let text = p.to_string();
+    assert!(
+        text.contains("write: [N, T] -> { S0[t, i] -> A[(t + 1) mod 2, i] }"),
+        "{text}"
+    );
+    assert!(text.contains("A[(t) mod 2, i - 1]"), "{text}");
+    assert_eq!(p.statements[0].divs.len(), 2);
+    let deps = polyhedral::deps::compute_dependences(&p).unwrap();
+    let flows: Vec<Vec<(Option<i64>, Option<i64>)>> = deps
+        .dataflow
+        .iter()
+        .map(|d| d.distance.iter().map(|r| (r.min, r.max)).collect())
+        .collect();
+    assert_eq!(flows.len(), 3);
+    assert!(
+        flows.iter().all(|d| d[0] == (Some(1), Some(1))),
+        "{flows:?}"
+    );
+    // The interpreter runs it as C does.
+    use polyhedral::interp;
+    let mut memory = interp::random_inputs(&p, 3);
+    let start = memory.clone();
+    interp::run(&p, &mut memory).unwrap();
+    let mut a = start.arrays[0].clone();
+    for t in 0..6 {
+        let (from, to) = ((t % 2) * 20, ((t + 1) % 2) * 20);
+        for i in 1..19 {
+            a[to + i] = 0.33 * (a[from + i - 1] + a[from + i] + a[from + i + 1]);
+        }
+    }
+    assert_eq!(memory.arrays[0], a);
+    // So does the tree-walking oracle.
+    let mut walked = start.clone();
+    interp::run_tree_walker(&p, &mut walked).unwrap();
+    assert_eq!(walked.arrays[0], a);
+}
+
+/// A bound with a division of coefficient one is an affine constraint: `j <= i / 2` is
+/// `2j <= i`; `floord` and `ceild` (a file's own definitions of them too) are the floor and
+/// the ceiling; a dividend that is never positive truncates up.
+#[test]
+fn divisions_in_bounds_are_exact_constraints() {
+    let text = lower("for (i = 0; i < N; i++)\n for (j = 0; j <= i / 2; j++)\n  A[i][j] = 0.0;");
+    assert!(
+        text.contains("{ S0[i, j] : 0 <= i < N and j >= 0 and 2j <= i }"),
+        "{text}"
+    );
+    let text = lower(
+        "for (i = ceild(N, 4); i <= floord(3 * N - 1, 4); i++)\n x[i] = 0.0;\n\
+         for (i = 0; i < N; i++)\n x[i / 3] = x[(N - 1 - i) % 4];\n\
+         for (i = 0; i < N; i++)\n x[N - 1 + (-i) / 4] = 1.0;",
+    );
+    assert!(text.contains("{ S0[i] : N <= 4i < 3N }"), "{text}");
+    assert!(
+        text.contains("S1: x[floor((i)/3)] = x[(-i + N - 1) mod 4]"),
+        "{text}"
+    );
+    assert!(text.contains("S2: x[N - floor((i)/4) - 1] = 1.0"), "{text}");
+    let pluto = "#define floord(n,d) (((n)<0) ? -((-(n)+(d)-1)/(d)) : (n)/(d))\n";
+    let src = format!(
+        "{pluto}{}",
+        wrap("for (i = 0; i <= floord(N - 3, 2); i++) x[2 * i] = 1.0;")
+    );
+    let p = parse(&src).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    assert_eq!(p.instances(polyhedral::program::StmtId(0)), Some(4));
+    // Values: C's truncating / and %, and floord in a statement's value.
+    use polyhedral::interp;
+    let src = "void k(int v[6]) {\nint i;\n#pragma scop\n\
+               for (i = 0; i < 6; i++) v[i] = floord(i - 3, 2) + ceild(i - 3, 2);\n\
+               #pragma endscop\n}\n";
+    let p = parse(src).unwrap();
+    let mut memory = interp::random_inputs(&p, 1);
+    interp::run(&p, &mut memory).unwrap();
+    assert_eq!(memory.arrays[0], [-3.0, -2.0, -1.0, 0.0, 1.0, 2.0]);
+    // Subscripts: C truncates toward zero, for negative dividends and divisors too.
+    let src = "void k(int y[4], int z[3], int w[3], int u[3]) {\nint i;\n#pragma scop\n\
+               for (i = 0; i < 8; i++) y[(-i) / 4 + 3] = i;\n\
+               for (i = 0; i < 6; i++) z[i / -3 + 2] = i;\n\
+               for (i = 0; i < 6; i++) w[(i + 1) % 3] = i;\n\
+               for (i = 0; i < 6; i++) u[(-i) % 3 + 2] = i;\n\
+               #pragma endscop\n}\n";
+    let p = parse(src).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let mut memory = interp::random_inputs(&p, 1);
+    interp::run(&p, &mut memory).unwrap();
+    let get = |n: &str| memory.array(p.array_by_name(n).unwrap()).to_vec();
+    assert_eq!(get("y")[2..], [7.0, 3.0]);
+    assert_eq!(get("z")[1..], [5.0, 2.0]);
+    assert_eq!(get("w"), [5.0, 3.0, 4.0]);
+    assert_eq!(get("u"), [5.0, 4.0, 3.0]);
+}
+
+#[test]
+fn error_division_needs_a_known_sign() {
+    let (m, line, col) = body_error("for (i = 0; i < N; i++)\n x[(i - 5) / 2 + 3] = 1.0;");
+    assert_eq!(m, "the dividend of `/` in this subscript may be negative");
+    assert_eq!((line, col), (2, 5));
+    let (m, line, col) = body_error("for (i = 0; i < N; i++)\n x[(i - 5) % 2 + 1] = 1.0;");
+    assert_eq!(m, "the dividend of `%` in this subscript may be negative");
+    assert_eq!((line, col), (2, 5));
+    let (m, _, _) = body_error("for (i = 0; i < N; i++) x[i / 0] = 1.0;");
+    assert_eq!(m, "division by zero in this subscript");
+    let (m, line, col) = body_error("for (i = 0; i < N; i++) x[floord(i, N)] = 1.0;");
+    assert_eq!(m, "the divisor of `floord` must be a positive constant");
+    assert_eq!((line, col), (1, 37));
+}
+
+#[test]
+fn error_condition_needs_a_division_in_the_domain() {
+    let (m, line, col) = body_error("for (i = 0; i < N; i++)\n if (i % 2 == 0) x[i] = 1.0;");
+    assert_eq!(
+        m,
+        "this bound or condition needs a division variable in the iteration domain, which is \
+         not supported yet"
+    );
+    assert_eq!((line, col), (2, 6));
+}
+
+/// After its loop an iterator holds the value that ended it: affine in the sizes and the outer
+/// iterators, one statement per case of whether the loop ran where that changes the value.
+#[test]
+fn iterators_after_their_loops() {
+    let text = lower("for (i = 0; i < N - 1; i++)\n x[i] = 1.0;\nx[i] = i;");
+    assert!(text.contains("S1: x[N - 1] = f64(N - 1)"), "{text}");
+    assert!(text.contains("S2: x[0] = f64(0)"), "{text}");
+    assert!(
+        text.contains("domain: [N] -> { S1[] : N - 2 >= 0 }"),
+        "{text}"
+    );
+    // A loop that runs once at least, or whose exit equals its start where it does not.
+    let text = lower("for (i = 0; i < N; i++)\n x[i] = 1.0;\nA[i - 1][0] = 2.0;");
+    assert!(text.contains("S1: A[N - 1, 0] = 2.0"), "{text}");
+    assert!(!text.contains("S2"), "{text}");
+    let text = lower(
+        "for (i = 0; i < N; i++) {\n for (j = 0; j < i; j++)\n  A[i][j] = 1.0;\n x[i] = j;\n}",
+    );
+    assert!(text.contains("S1: x[i] = f64(i)"), "{text}");
+    assert!(!text.contains("S2"), "{text}");
+    // A loop that starts from an exit value of two pieces leaves one in each.
+    let text = lower(
+        "for (i = 0; i < N - 1; i++) x[i] = 1.0;\n\
+         for (j = i; j < N; j++) x[j] = 2.0;\nA[j - 1][0] = 3.0;",
+    );
+    assert!(text.contains("S3: A[N - 1, 0] = 3.0"), "{text}");
+    assert!(text.contains("S4: A[N - 1, 0] = 3.0"), "{text}");
+    // Strided: the first multiple of 3 from 1 not below N, N + 2 (N = 10: 1, 4, 7, 10).
+    let text = lower("for (i = 1; i < N; i += 3)\n x[i - 1] = 1.0;\nA[i - 9][0] = 2.0;");
+    assert!(text.contains("A[3floor((N - 2)/3) - 5, 0]"), "{text}");
+    // The interpreter runs them as C does, at sizes where the loops run and where not.
+    use polyhedral::interp;
+    let src = "#define N 4\nvoid k(double a[N + 1], double b[N], double c[N + 3]) {\n\
+               int i, j;\n#pragma scop\n\
+               for (i = 0; i < N - 1; i++) a[i] = b[i];\na[i] = i;\n\
+               for (j = 1; j < N; j += 3) c[j] = 0.5;\nc[j] = j;\n\
+               #pragma endscop\n}\n";
+    for (n, a_last, c_at) in [(4, (3, 3.0), (4, 4.0)), (1, (0, 0.0), (1, 1.0))] {
+        let options = Options {
+            sizes: vec![("N".into(), n)],
+            ..Options::default()
+        };
+        let p = parse_scop(&SourceFile::new("test.c", src), &options).unwrap();
+        let mut memory = interp::random_inputs(&p, 1);
+        interp::run(&p, &mut memory).unwrap();
+        let get = |n: &str| memory.array(p.array_by_name(n).unwrap()).to_vec();
+        assert_eq!(get("a")[a_last.0], a_last.1, "N = {n}");
+        assert_eq!(get("c")[c_at.0], c_at.1, "N = {n}");
+    }
+}
+
+#[test]
+fn error_iterator_after_its_loop_without_an_affine_value() {
+    let (m, line, col) = body_error("x[i] = 1.0;\nfor (i = 0; i < N; i++) x[i] = 2.0;");
+    assert_eq!(m, "`i` is used outside a loop over it");
+    assert_eq!((line, col), (1, 3));
+    let (m, line, col) = body_error("for (i = 0; i < min(N, M); i++) x[i] = 2.0;\nx[i - 1] = 1.0;");
+    assert_eq!(
+        m,
+        "the value of `i` after its loop is not affine: its bound is a min of several"
+    );
+    assert_eq!((line, col), (2, 3));
+    // Inside an `if`, the loop may not have run at all: no value after the `if`.
+    let (m, ..) = body_error("if (N > 3) for (i = 0; i < N; i++) x[i] = 2.0;\nx[i - 1] = 1.0;");
+    assert_eq!(m, "`i` is used outside a loop over it");
+}
+
+/// Undeclared names: arrays and scalars of double with notes saying so, sizes where only
+/// bounds read them; an undeclared array's extents come from its accesses or --extent.
+#[test]
+fn undeclared_names_are_the_kernels_data() {
+    let src = "#pragma scop\nfor (i = 0; i < n; i++) {\n s = 0.0;\n\
+               for (j = 0; j < 4; j++) s = s + alpha * C[i][j + 1];\n v[i] = s;\n}\n\
+               #pragma endscop\n";
+    let options = Options {
+        sizes: vec![("n".into(), 6)],
+        ..Options::default()
+    };
+    let (p, notes) = parse_with(src, &options).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    p.verify().unwrap();
+    let names: Vec<&str> = p.arrays.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["s", "alpha", "C", "v"]);
+    assert!(p.arrays.iter().all(|a| a.elem == ScalarType::F64));
+    assert_eq!(p.array_extents(p.array_by_name("C").unwrap()), [6, 5]);
+    assert_eq!(p.array_extents(p.array_by_name("v").unwrap()), [6]);
+    assert_eq!(
+        p.array(p.array_by_name("alpha").unwrap()).role,
+        ArrayRole::Input
+    );
+    assert_eq!(
+        notes,
+        [
+            "s: not declared, taken as a scalar of double, as clan assumes",
+            "alpha: not declared, taken as a scalar of double, as clan assumes",
+            "C: not declared, taken as an array of double, as clan assumes",
+            "C: extents inferred from its accesses: [6, 5]",
+            "v: not declared, taken as an array of double, as clan assumes",
+            "v: extents inferred from its accesses: [6]",
+        ]
+    );
+    let options = Options {
+        sizes: vec![("n".into(), 6)],
+        extents: vec![("C".into(), vec![8, 8])],
+        ..Options::default()
+    };
+    let (p, notes) = parse_with(src, &options).unwrap();
+    assert_eq!(p.array_extents(p.array_by_name("C").unwrap()), [8, 8]);
+    assert!(
+        notes.contains(&"C: extents from --extent: [8, 8]".to_string()),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn error_undeclared_arrays() {
+    let at = |src: &str, options: &Options| {
+        let e = parse_with(src, options).expect_err("an error");
+        assert!(e.diagnostic.hint.is_some(), "no hint: {e}");
+        let (line, col) = e.line_col();
+        (e.diagnostic.message, line, col)
+    };
+    let none = Options::default();
+    let src = "#pragma scop\nfor (i = 0; i < 8; i++)\n y[i] = x[i - 1];\n#pragma endscop\n";
+    assert_eq!(
+        at(src, &none),
+        (
+            "`x` is not declared and this access reaches index -1 of dimension 0".into(),
+            3,
+            9
+        )
+    );
+    let src = "#pragma scop\nfor (i = 0; i < 8; i++)\n y[i] = y[i][0];\n#pragma endscop\n";
+    assert_eq!(
+        at(src, &none),
+        (
+            "`y` is used with 2 subscripts here and 1 elsewhere".into(),
+            3,
+            9
+        )
+    );
+    let src = "#pragma scop\nfor (i = 0; i < 8; i++)\n y[i] = y;\n#pragma endscop\n";
+    assert_eq!(
+        at(src, &none).0,
+        "`y` is used both with and without subscripts"
+    );
+    let src = "#pragma scop\nfor (i = 0; i < 8; i++)\n y[i] = 1.0;\n#pragma endscop\n";
+    let small = Options {
+        extents: vec![("y".into(), vec![4])],
+        ..Options::default()
+    };
+    assert_eq!(
+        at(src, &small),
+        (
+            "out-of-bounds access: `y` writes index 7 of dimension 0 (past the extent 4) at i = 7"
+                .into(),
+            3,
+            2
+        )
+    );
+    let wrong = Options {
+        extents: vec![("y".into(), vec![8, 8])],
+        ..Options::default()
+    };
+    assert_eq!(
+        at(src, &wrong).0,
+        "--extent y gives 2 extents, but `y` is used with 1 subscripts"
+    );
+    let unknown = Options {
+        extents: vec![("z".into(), vec![8])],
+        ..Options::default()
+    };
+    assert_eq!(
+        at(src, &unknown),
+        (
+            "--extent z: the SCoP has no undeclared array `z`".into(),
+            1,
+            1
+        )
+    );
 }

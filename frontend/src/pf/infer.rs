@@ -92,6 +92,8 @@ pub(crate) fn infer_ranges(
                             high.add_term(v, c);
                         }
                         Var::Iter(i) if i == n_for + x => {}
+                        // Kernels have no division variables; were there one, no interval.
+                        Var::Div(_) => blocked = true,
                         Var::Iter(i) if i < n_for => blocked = true,
                         Var::Iter(i) => match &bounds[i - n_for] {
                             // A range given by other indices (`where j in i:N`) is no fixed

@@ -548,6 +548,8 @@ impl Names for BodyNames<'_, '_> {
             let e = match v {
                 Var::Iter(i) => Expr::Iter(i),
                 Var::Param(p) => Expr::Param(p),
+                // Names are iterators or sizes; the kernel language has no division variables.
+                Var::Div(_) => unreachable!("a kernel name that is a division variable"),
             };
             return Ok(Typed::leaf(e, ScalarType::I32, id.span));
         }
@@ -1023,6 +1025,7 @@ impl KernelLowering<'_> {
                 domain: init_domain,
                 write: write.clone(),
                 reads: Vec::new(),
+                divs: Vec::new(),
                 exprs: init_exprs,
                 body: lit,
                 position,
@@ -1040,6 +1043,7 @@ impl KernelLowering<'_> {
             domain,
             write,
             reads,
+            divs: Vec::new(),
             exprs,
             body,
             position,
@@ -1192,7 +1196,7 @@ fn eval_params(e: &AffineExpr, params: &[i64]) -> i64 {
     // Huge terms would make later unchecked evaluations overflow: call the extent invalid.
     let huge = e.terms().iter().any(|&(v, c)| match v {
         Var::Param(p) => (c as i128 * params[p.index()] as i128).abs() > 1 << 40,
-        Var::Iter(_) => true,
+        Var::Iter(_) | Var::Div(_) => true,
     });
     if huge {
         return i64::MAX;

@@ -51,20 +51,50 @@ fn div_ceil(a: i128, b: i128) -> i128 {
     -div_floor(-a, b)
 }
 
-/// Coefficients (per iterator) and constant of `e` with parameters bound to `params`.
+/// Coefficients (per iterator) and constant of `e` with parameters bound to `params`; `e` has
+/// no division variables.
 pub(crate) fn bind(e: &AffineExpr, n: usize, params: &[i64]) -> (Vec<i128>, i128) {
+    bind_at(e, n, n, params)
+}
+
+/// [`bind`] over `n` variables, the iterators first and division variable `k` at `divs + k`.
+fn bind_at(e: &AffineExpr, n: usize, divs: usize, params: &[i64]) -> (Vec<i128>, i128) {
     let mut coeffs = vec![0i128; n];
     let mut constant = e.constant as i128;
     for &(v, c) in e.terms() {
         match v {
             Var::Iter(i) => coeffs[i] += c as i128,
             Var::Param(p) => constant += c as i128 * params[p.index()] as i128,
+            Var::Div(k) => coeffs[divs + k] += c as i128,
         }
     }
     (coeffs, constant)
 }
 
 impl Domain {
+    /// A statement's domain over its iterators and then its division variables, each bound
+    /// by its two defining inequalities: a point of it is an instance with the divisions'
+    /// values.
+    pub(crate) fn of_statement(s: &Statement, params: &[i64]) -> Domain {
+        let depth = s.depth();
+        let n = depth + s.divs.len();
+        let mut d = Domain::new(n, &s.domain, params);
+        for (k, div) in s.divs.iter().enumerate() {
+            // den·q <= num <= den·q + den - 1
+            let (mut coeffs, constant) = bind_at(&div.num, n, depth, params);
+            coeffs[depth + k] -= div.den as i128;
+            d.rows.push(Row {
+                coeffs: coeffs.clone(),
+                constant,
+            });
+            d.rows.push(Row {
+                coeffs: coeffs.iter().map(|x| -x).collect(),
+                constant: div.den as i128 - 1 - constant,
+            });
+        }
+        d
+    }
+
     pub(crate) fn new(n: usize, constraints: &[Constraint], params: &[i64]) -> Domain {
         let mut rows = Vec::new();
         for c in constraints {
@@ -221,12 +251,12 @@ const SEARCH_BUDGET: usize = 4_000;
 /// `hint` on the error), and iterators whose range does not fit `i32`.
 pub(crate) fn check_bounds(program: &Program, s: &Statement, hint: &str) -> Result<(), Diagnostic> {
     let params = program.param_values();
-    let n = s.depth();
-    let domain = Domain::new(n, &s.domain, &params);
+    let n = s.depth() + s.divs.len();
+    let domain = Domain::of_statement(s, &params);
     let Some(b) = domain.bounds(&[]) else {
         return Ok(());
     };
-    for (k, iv) in b.iter().enumerate() {
+    for (k, iv) in b.iter().enumerate().take(s.depth()) {
         let fits = |v: Option<i128>| v.is_some_and(|v| v.abs() <= i32::MAX as i128);
         if !fits(iv.0) || !fits(iv.1) {
             return Err(Diagnostic::new(
@@ -246,7 +276,7 @@ pub(crate) fn check_bounds(program: &Program, s: &Statement, hint: &str) -> Resu
         let array = program.array(acc.array);
         let extents = program.array_extents(acc.array);
         for (d, sub) in acc.subscripts.iter().enumerate() {
-            let (g, g0) = bind(sub, n, &params);
+            let (g, g0) = bind_at(sub, n, s.depth(), &params);
             let neg: Vec<i128> = g.iter().map(|x| -x).collect();
             let low = domain.find(&neg, -g0, 1, SEARCH_BUDGET);
             let high = domain.find(&g, g0, extents[d] as i128, SEARCH_BUDGET);

@@ -27,7 +27,7 @@ pub use original::original_ast;
 pub use run::run_ast;
 pub use verify::verify;
 
-use crate::program::{AffineExpr, ParamId, StmtId, Var};
+use crate::program::{AffineExpr, Division, ParamId, StmtId, Var};
 use crate::schedule::Mark;
 
 /// An integer expression over loop variables and size parameters, evaluated in `i64`.
@@ -132,13 +132,29 @@ impl AstExpr {
     }
 
     /// An affine expression of a statement's iterators and the parameters, with iterator `d`
-    /// replaced by `iter(d)`.
+    /// replaced by `iter(d)`. The expression has no division variable (a domain's, a
+    /// shape's); [`AstExpr::from_subscript`] writes those of subscripts.
     pub fn from_affine(e: &AffineExpr, iter: &dyn Fn(usize) -> AstExpr) -> AstExpr {
+        AstExpr::from_subscript(&[], e, iter)
+    }
+
+    /// An expression of a statement (a subscript) with iterator `d` replaced by `iter(d)` and
+    /// each division variable by the floor division it stands for, from `divs` (the
+    /// statement's [`crate::program::Statement::divs`]).
+    pub fn from_subscript(
+        divs: &[Division],
+        e: &AffineExpr,
+        iter: &dyn Fn(usize) -> AstExpr,
+    ) -> AstExpr {
         let mut out = AstExpr::Int(0);
         for &(v, c) in e.terms() {
             let x = match v {
                 Var::Iter(d) => iter(d),
                 Var::Param(p) => AstExpr::Param(p),
+                Var::Div(k) => {
+                    let d = &divs[k];
+                    AstExpr::floor_div(AstExpr::from_subscript(&divs[..k], &d.num, iter), d.den)
+                }
             };
             out = AstExpr::plus(out, AstExpr::mul(c, x));
         }

@@ -57,6 +57,7 @@ fn statement(
         };
     }
     Statement {
+        divs: Vec::new(),
         name: name.into(),
         iterators: iterators.iter().map(|s| s.to_string()).collect(),
         domain,

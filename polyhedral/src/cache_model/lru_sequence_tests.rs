@@ -52,6 +52,7 @@ fn statement(name: &str, iterators: &[&str], write: Access, reads: Vec<Access>) 
         .map(|&i| if i == "q" { q.clone() } else { p.clone() })
         .collect();
     Statement {
+        divs: Vec::new(),
         name: name.into(),
         iterators: iterators.iter().map(|s| s.to_string()).collect(),
         domain: boxed(&bounds),

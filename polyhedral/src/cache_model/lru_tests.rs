@@ -47,6 +47,7 @@ pub(super) fn matmul(size: i64) -> Program {
         domain.push(Constraint::lt(&it(k), &n));
     }
     let stmt = Statement {
+        divs: Vec::new(),
         name: "S0".into(),
         iterators: vec!["i".into(), "j".into(), "k".into()],
         domain,

@@ -420,6 +420,13 @@ fn build(
             })
             .collect::<Result<Vec<_>, _>>()?;
         let depth = stmt.depth();
+        // A quasi-affine subscript (`A[t % 2]`) is no affine function of the loops.
+        if stmt.has_divisions() {
+            return Err(Unsupported(format!(
+                "the quasi-affine subscripts of statement {}",
+                stmt.name
+            )));
+        }
         // The reuse of a skewed loop (a wavefront of a time-iterated stencil) is not one
         // iteration's footprint apart: the model does not cover it.
         if let Some(c) = coords

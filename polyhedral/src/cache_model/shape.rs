@@ -347,6 +347,7 @@ mod tests {
             ty: ScalarType::F64,
         }));
         Statement {
+            divs: Vec::new(),
             name: "S".into(),
             iterators: (0..depth).map(|k| format!("i{k}")).collect(),
             domain,

@@ -41,6 +41,7 @@ fn copy(depth: usize, write: Access, read: Access) -> Statement {
         domain.push(Constraint::lt(&it(k), &n()));
     }
     Statement {
+        divs: Vec::new(),
         name: "S0".into(),
         iterators: (0..depth).map(|k| format!("i{k}")).collect(),
         domain,

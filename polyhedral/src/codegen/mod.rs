@@ -894,6 +894,18 @@ impl Gen<'_> {
                 for (_, acc) in s.accesses() {
                     let n = acc.subscripts.len();
                     for (t, sub) in acc.subscripts.iter().enumerate() {
+                        // A division variable of an iterator that moves moves unevenly.
+                        let moving = |k: usize| derivs.get(k).is_some_and(|&d| d != 0);
+                        let divided = sub.terms().iter().any(|&(v, _)| match v {
+                            Var::Div(q) => {
+                                (0..s.depth()).any(|k| moving(k) && s.uses_iter(&s.divs[q].num, k))
+                            }
+                            Var::Iter(_) | Var::Param(_) => false,
+                        });
+                        if divided {
+                            ok = false;
+                            continue;
+                        }
                         let step: i64 = derivs
                             .iter()
                             .enumerate()

@@ -6,7 +6,8 @@
 //! are checked at the two ends of its range once (subscripts are affine in the loop's iterator,
 //! so the ends decide); when all are inside, its instances load and store through precomputed
 //! offsets with no check, and otherwise every access is checked as it is made, which reports the
-//! same first error the walker reports.
+//! same first error the walker reports. A statement with quasi-affine subscripts (division
+//! variables) always takes the checked path.
 //!
 //! With more than one thread, a loop that dependence analysis proves parallel (no flow, anti or
 //! output dependence carried by it) has its iterations split into contiguous chunks run by

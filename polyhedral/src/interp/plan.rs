@@ -1,6 +1,8 @@
 //! What the interpreter precomputes for a program before it runs an instance: per statement, its
-//! compiled body, its accesses as affine offsets into flat arrays, its domain and its loop
-//! bounds, all with the parameters bound to their values; and a raw view of a [`Memory`].
+//! compiled body, its accesses as affine offsets into flat arrays (over the iterators and, for
+//! quasi-affine subscripts, the statement's division variables, computed per instance), its
+//! domain and its loop bounds, all with the parameters bound to their values; and a raw view of
+//! a [`Memory`].
 //!
 //! Invariant of [`RawMemory`]: it was made from a memory whose arrays have exactly the
 //! program's lengths, and that memory is neither resized nor otherwise touched while the view is
@@ -16,7 +18,9 @@ use crate::program::{
     StmtId, Var,
 };
 
-/// `c + Σ coeffs[d]·iters[d]`: an affine expression with its parameters bound.
+/// `c + Σ coeffs[d]·iters[d]`: an affine expression with its parameters bound. The variables
+/// are the statement's iterators, followed by its division variables when the expression uses
+/// them (then it is evaluated at a point holding both, see [`AccessPlan::point`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Lin {
     pub c: i64,
@@ -28,10 +32,18 @@ impl Lin {
         let mut coeffs = vec![0; depth];
         let mut c = e.constant;
         for &(v, k) in e.terms() {
-            match v {
-                Var::Iter(d) => coeffs[d] += k,
-                Var::Param(p) => c += k * params[p.index()],
+            let at = match v {
+                Var::Iter(d) => d,
+                Var::Param(p) => {
+                    c += k * params[p.index()];
+                    continue;
+                }
+                Var::Div(q) => depth + q,
+            };
+            if coeffs.len() <= at {
+                coeffs.resize(at + 1, 0);
             }
+            coeffs[at] += k;
         }
         Lin { c, coeffs }
     }
@@ -64,6 +76,9 @@ impl Lin {
 
     fn scaled_add(&mut self, other: &Lin, k: i64) {
         self.c += k * other.c;
+        if self.coeffs.len() < other.coeffs.len() {
+            self.coeffs.resize(other.coeffs.len(), 0);
+        }
         for (a, b) in self.coeffs.iter_mut().zip(&other.coeffs) {
             *a += k * b;
         }
@@ -77,10 +92,17 @@ pub(crate) struct AccessPlan {
     pub subscripts: Vec<Lin>,
     pub extents: Vec<i64>,
     pub offset: Lin,
+    /// The statement's division variables when this access uses one (empty otherwise):
+    /// `floor(num / den)`, `num` over the iterators and the divisions before it. Such an
+    /// access is evaluated at [`AccessPlan::point`] and never proved in bounds for a loop.
+    pub divs: Vec<(Lin, i64)>,
+    /// The statement's number of iterators.
+    depth: usize,
 }
 
 impl AccessPlan {
-    fn new(program: &Program, access: &Access, depth: usize, params: &[i64]) -> AccessPlan {
+    fn new(program: &Program, stmt: &Statement, access: &Access, params: &[i64]) -> AccessPlan {
+        let depth = stmt.depth();
         let extents = program.array_extents(access.array);
         let subscripts: Vec<Lin> = access
             .subscripts
@@ -93,24 +115,50 @@ impl AccessPlan {
             offset.scaled_add(sub, stride);
             stride = stride.wrapping_mul(n);
         }
+        let divs = if access.subscripts.iter().any(AffineExpr::has_divisions) {
+            stmt.divs
+                .iter()
+                .map(|d| (Lin::new(&d.num, depth, params), d.den))
+                .collect()
+        } else {
+            Vec::new()
+        };
         AccessPlan {
             array: access.array.index(),
             subscripts,
             extents,
             offset,
+            divs,
+            depth,
         }
     }
 
+    /// The iterators followed by the division variables' values, for an access that uses
+    /// divisions; the iterators themselves otherwise.
+    fn point<'a>(&self, iters: &'a [i64]) -> std::borrow::Cow<'a, [i64]> {
+        if self.divs.is_empty() {
+            return std::borrow::Cow::Borrowed(iters);
+        }
+        // The machine's iterators may hold more values than this statement has loops.
+        let mut point = iters[..self.depth].to_vec();
+        for (num, den) in &self.divs {
+            let v = num.eval(&point).div_euclid(*den);
+            point.push(v);
+        }
+        std::borrow::Cow::Owned(point)
+    }
+
     /// Whether the access stays inside the array for every value of the iterator at `depth`
-    /// from `lo` to `hi`, the outer iterators as in `iters`. Subscripts are affine, so the ends
-    /// of the range decide.
+    /// from `lo` to `hi`, the outer iterators as in `iters`. Subscripts without divisions are
+    /// affine, so the ends of the range decide; one with divisions is never proved.
     pub fn in_bounds(&self, iters: &[i64], depth: usize, lo: i64, hi: i64) -> bool {
-        self.subscripts.iter().zip(&self.extents).all(|(sub, &n)| {
-            let rest = sub.eval_outer(iters, depth);
-            let a = sub.coeff(depth);
-            let (x, y) = (rest + a * lo, rest + a * hi);
-            0 <= x.min(y) && x.max(y) < n
-        })
+        self.divs.is_empty()
+            && self.subscripts.iter().zip(&self.extents).all(|(sub, &n)| {
+                let rest = sub.eval_outer(iters, depth);
+                let a = sub.coeff(depth);
+                let (x, y) = (rest + a * lo, rest + a * hi);
+                0 <= x.min(y) && x.max(y) < n
+            })
     }
 
     /// The row-major offset of the access at `iters`, or the error naming the element outside
@@ -121,13 +169,14 @@ impl AccessPlan {
         stmt: &Statement,
         iters: &[i64],
     ) -> Result<usize, InterpError> {
+        let point = self.point(iters);
         let mut inside = true;
         for (sub, &n) in self.subscripts.iter().zip(&self.extents) {
-            let i = sub.eval(iters);
+            let i = sub.eval(&point);
             inside &= 0 <= i && i < n;
         }
         if inside {
-            return Ok(self.offset.eval(iters) as usize);
+            return Ok(self.offset.eval(&point) as usize);
         }
         let join = |values: Vec<i64>| {
             values
@@ -139,7 +188,7 @@ impl AccessPlan {
         Err(InterpError::OutOfBounds {
             stmt: stmt.name.clone(),
             array: program.arrays[self.array].name.clone(),
-            index: join(self.subscripts.iter().map(|s| s.eval(iters)).collect()),
+            index: join(self.subscripts.iter().map(|s| s.eval(&point)).collect()),
             extents: join(self.extents.clone()),
         })
     }
@@ -187,7 +236,7 @@ impl StmtPlan {
         let depth = stmt.depth();
         let accesses: Vec<AccessPlan> = stmt
             .accesses()
-            .map(|(_, a)| AccessPlan::new(program, a, depth, params))
+            .map(|(_, a)| AccessPlan::new(program, stmt, a, params))
             .collect();
         let domain: Vec<Bound> = stmt
             .domain
@@ -224,10 +273,11 @@ impl StmtPlan {
             .collect();
         let always_in_bounds = match bounding_box(&domain, depth) {
             Some(bx) => accesses.iter().all(|a| {
-                a.subscripts.iter().zip(&a.extents).all(|(sub, &n)| {
-                    let (lo, hi) = range_over(sub, &bx);
-                    0 <= lo && hi < n
-                })
+                a.divs.is_empty()
+                    && a.subscripts.iter().zip(&a.extents).all(|(sub, &n)| {
+                        let (lo, hi) = range_over(sub, &bx);
+                        0 <= lo && hi < n
+                    })
             }),
             None => false,
         };

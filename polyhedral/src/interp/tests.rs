@@ -39,6 +39,7 @@ fn prefix_sum(n: i64) -> Program {
         ty: ScalarType::F32,
     }));
     let init = Statement {
+        divs: Vec::new(),
         name: "S0".into(),
         iterators: vec!["i".into()],
         domain: range(0, 0, np.clone()),
@@ -57,6 +58,7 @@ fn prefix_sum(n: i64) -> Program {
     let mut domain = range(0, 0, np.clone());
     domain.extend(range(1, 0, it(0).add(&AffineExpr::constant(1))));
     let update = Statement {
+        divs: Vec::new(),
         name: "S1".into(),
         iterators: vec!["i".into(), "j".into()],
         domain,

@@ -263,10 +263,11 @@ fn element_offset(
     params: &[i64],
 ) -> Result<usize, InterpError> {
     let array = program.array(access.array);
+    let divs = stmt.division_values(iters, params);
     let mut offset: i64 = 0;
     let mut inside = true;
     for (sub, extent) in access.subscripts.iter().zip(&array.shape) {
-        let i = sub.eval(iters, params);
+        let i = sub.eval_with(iters, &divs, params);
         let n = extent.eval(&[], params);
         inside &= 0 <= i && i < n;
         offset = offset * n + i;
@@ -276,7 +277,12 @@ fn element_offset(
             .subscripts
             .iter()
             .zip(&array.shape)
-            .map(|(sub, extent)| (sub.eval(iters, params), extent.eval(&[], params)))
+            .map(|(sub, extent)| {
+                (
+                    sub.eval_with(iters, &divs, params),
+                    extent.eval(&[], params),
+                )
+            })
             .collect();
         let join = |f: fn(&(i64, i64)) -> i64| {
             index

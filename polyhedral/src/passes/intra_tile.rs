@@ -363,6 +363,10 @@ fn member_steps(
 }
 
 fn stride(access: &crate::program::Access, v: &[Rational64]) -> Stride {
+    // A division variable moves with the iterators it reads, by steps of 0 or 1 in turn.
+    if access.subscripts.iter().any(|e| e.has_divisions()) {
+        return Stride::Strided;
+    }
     let moves: Vec<Rational64> = access
         .subscripts
         .iter()

@@ -32,8 +32,9 @@
 //! pins it, a member `floor(x / T)` limits `x` to `T` values, and an iterator no member above
 //! has pinned spans its domain's range at the program's sizes; a member that is a constant
 //! for a statement runs its instances in one iteration. Statements under other schedules
-//! (skewed members, the statements an extension node adds) make their loops, and the loops
-//! around an extension node, no candidates; the loops below it that run only the statements
+//! (skewed members, the statements an extension node adds) or with quasi-affine subscripts
+//! (division variables, `A[t % 2]`) make their loops, and the loops around an extension
+//! node, no candidates; the loops below it that run only the statements
 //! already there stay candidates. No kernel is
 //! recognised by its shape: the analysis sees loops, subscripts and sizes only.
 //!
@@ -114,7 +115,8 @@ fn pin_of(f: &QuasiAffine) -> Option<Pin> {
             .iter()
             .filter_map(|&(v, c)| match v {
                 Var::Iter(d) => Some((d, c)),
-                Var::Param(_) => None,
+                // Band functions have no division variables (their divisions are floor terms).
+                Var::Param(_) | Var::Div(_) => None,
             })
             .collect()
     };
@@ -219,6 +221,8 @@ fn domain_box(program: &Program, stmt: StmtId) -> Vec<i64> {
                                 let val = params.get(p.index()).copied().unwrap_or(0) as i128;
                                 (val, val)
                             }
+                            // Domains have no division variables.
+                            Var::Div(_) => continue,
                         };
                         rest_max += (b as i128 * l).max(b as i128 * h);
                     }
@@ -263,7 +267,10 @@ impl<'a> Analysis<'a> {
         let mut blocked: Vec<StmtId> = Vec::new();
         a.collect(tree, &mut Vec::new(), None, false, &mut pins, &mut blocked);
         for (s, p) in pins {
-            if blocked.contains(&s) || p.iter().any(Option::is_none) {
+            // Subscripts with divisions are not the boxes and strides the phases measure: the
+            // loops around such a statement are no candidates.
+            let divided = program.statements[s.index()].has_divisions();
+            if divided || blocked.contains(&s) || p.iter().any(Option::is_none) {
                 continue;
             }
             let (pins, plain) = p.into_iter().flatten().unzip();
@@ -384,6 +391,9 @@ impl<'a> Analysis<'a> {
                         match v {
                             Var::Iter(x) => span += c.abs() * (ext[x] - 1),
                             Var::Param(p) => base += c * params[p.index()],
+                            // Statements with divisions are not analysed (see `new`): the
+                            // whole extent, were they.
+                            Var::Div(_) => span += extents[d],
                         }
                     }
                     let (sp, lo, hi) = &mut spans[d];
@@ -427,6 +437,7 @@ impl<'a> Analysis<'a> {
                                     .any(|p| matches!(p, Pin::Tile(y, _) if *y == x))
                         }
                         Var::Param(_) => true,
+                        Var::Div(_) => false,
                     })
                 })
             })
@@ -584,7 +595,7 @@ impl<'a> Analysis<'a> {
                             .iter()
                             .filter_map(|&(v, _)| match v {
                                 Var::Iter(x) => Some(depth_of(x)),
-                                Var::Param(_) => None,
+                                Var::Param(_) | Var::Div(_) => None,
                             })
                             .max()
                             .unwrap_or(0)

@@ -161,12 +161,15 @@ fn qualifies(
     if reductions.is_empty() {
         return Ok(None);
     }
+    // Rows of a write with quasi-affine subscripts may share an element: never jammed.
     let subscripts = |s: StmtId, d: usize| {
-        program.statements[s.index()]
-            .write
-            .subscripts
-            .iter()
-            .any(|e| e.coeff(Var::Iter(d)) != 0)
+        let st = &program.statements[s.index()];
+        !st.has_divisions()
+            && st
+                .write
+                .subscripts
+                .iter()
+                .any(|e| e.coeff(Var::Iter(d)) != 0)
     };
     let row = (0..n - 1)
         .rev()
@@ -202,7 +205,7 @@ fn row_work(s: &crate::program::Statement, row: usize) -> usize {
             Expr::Read(k) => s.reads[*k]
                 .subscripts
                 .iter()
-                .any(|sub| sub.coeff(Var::Iter(row)) != 0),
+                .any(|sub| s.uses_iter(sub, row)),
             Expr::Literal(_) | Expr::Param(_) | Expr::Local(_) => false,
             other => {
                 let v = other.operands().iter().any(|o| varies[o.index()]);

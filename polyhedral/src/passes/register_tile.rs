@@ -95,7 +95,7 @@ pub(crate) fn iterator_of(f: &QuasiAffine) -> Option<usize> {
         .iter()
         .filter_map(|&(v, c)| match v {
             Var::Iter(d) => Some((d, c)),
-            Var::Param(_) => None,
+            Var::Param(_) | Var::Div(_) => None,
         })
         .collect();
     match iters.as_slice() {
@@ -127,7 +127,8 @@ pub(crate) fn tile_of(tree: &ScheduleTree, path: &[usize], stmt: StmtId, d: usiz
 
 /// The iterators the member functions `functions` (outermost first) of `stmt` walk, each one
 /// iterator, with the dimensions of the element the statement writes that each subscripts;
-/// `None` when a function is not one iterator or the statement writes a scalar.
+/// `None` when a function is not one iterator, or the statement writes a scalar or has
+/// quasi-affine subscripts.
 fn written_dims(
     program: &Program,
     stmt: StmtId,
@@ -138,7 +139,7 @@ fn written_dims(
         .map(iterator_of)
         .collect::<Option<Vec<_>>>()?;
     let s = &program.statements[stmt.index()];
-    if program.array(s.write.array).shape.is_empty() {
+    if program.array(s.write.array).shape.is_empty() || s.has_divisions() {
         return None;
     }
     let dims = iters

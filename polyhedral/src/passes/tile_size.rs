@@ -32,7 +32,9 @@ use crate::sets::{Map, Set, Tuple};
 use crate::target::{MemoryNode, TargetDescription};
 
 use super::intra_tile::predicted_innermost;
-use crate::schedule::pluto::{affine_row, stmt_tuple, Band, DimKind, Error, PlutoSchedule};
+use crate::schedule::pluto::{
+    affine_row, affine_row_with_divs, stmt_tuple, Band, DimKind, Error, PlutoSchedule,
+};
 
 /// Where tile sizes come from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -599,18 +601,31 @@ pub fn footprint(
         let tile = Set::from_constraints(&[], stmt_tuple(s), &eqs, &ineqs)?;
         for (_, acc) in s.accesses() {
             let k = acc.subscripts.len();
+            // The statement's division variables are locals after the range dimensions.
+            let width = ds + k + s.divs.len();
             let mut rows = Vec::new();
             for (j, e) in acc.subscripts.iter().enumerate() {
-                let mut r = bind(&affine_row(e, np, ds + k), &values);
+                let mut r = bind(&affine_row_with_divs(e, np, ds + k, width), &values);
                 r[1 + ds + j] = -1;
                 rows.push(r);
             }
-            let map = Map::from_constraints(
+            let mut div_rows = Vec::new();
+            for (q, d) in s.divs.iter().enumerate() {
+                // den·q <= num <= den·q + den - 1
+                let mut lo = bind(&affine_row_with_divs(&d.num, np, ds + k, width), &values);
+                lo[1 + ds + k + q] -= d.den;
+                let mut hi: Vec<i64> = lo.iter().map(|x| -x).collect();
+                hi[0] += d.den - 1;
+                div_rows.push(lo);
+                div_rows.push(hi);
+            }
+            let map = Map::from_constraints_with_locals(
                 &[],
                 stmt_tuple(s),
                 Tuple::anonymous_dims(Some(&program.array(acc.array).name), k),
+                s.divs.len(),
                 &rows,
-                &[],
+                &div_rows,
             )?;
             let image = tile.apply(&map);
             let mut b = Vec::with_capacity(k);

@@ -55,12 +55,18 @@ impl Program {
         )
     }
 
-    /// `A[i, j + 1]`
+    /// `A[i, j + 1]`, a division variable written as its floor division
+    /// (`A[t - 2*floor((t)/2), i]`).
     pub fn display_element(&self, stmt: &Statement, acc: &Access) -> String {
+        let iter_name = |i: usize| stmt.iterators[i].clone();
+        let param_name = self.param_name();
         let subs: Vec<String> = acc
             .subscripts
             .iter()
-            .map(|e| self.display_affine(stmt, e))
+            .map(|e| {
+                e.display_with_divs(&stmt.divs, &iter_name, &param_name)
+                    .to_string()
+            })
             .collect();
         format!("{}[{}]", self.array(acc.array).name, subs.join(", "))
     }

@@ -8,8 +8,10 @@
 //!
 //! Invariants a front end establishes and [`Program::verify`] checks:
 //! - every handle (array, parameter, function, expression, read) is in range;
-//! - affine expressions in a statement use only that statement's iterators and the parameters;
-//!   array shapes use only parameters;
+//! - affine expressions in a statement use only that statement's iterators and the parameters,
+//!   and subscripts also its division variables ([`Statement::divs`]: each a positive
+//!   divisor and a numerator over the iterators, the parameters and the divisions before it);
+//!   domains use no division variable, array shapes only parameters;
 //! - a statement's iterators are listed outermost first, and `position` has one entry more than
 //!   there are iterators: the statement's textual position at each loop depth, which with the
 //!   iterators gives the classic 2d+1 original schedule `[p0, i0, p1, i1, …, pd]`;
@@ -21,7 +23,9 @@
 //! Domains and accesses are plain conjunctions of affine constraints and tuples of affine
 //! expressions, so the integer-set library takes them over directly: a domain is the basic set
 //! `[params] -> { S[iterators] : constraints }`, an access the basic map
-//! `[params] -> { S[iterators] -> A[subscripts] }`.
+//! `[params] -> { S[iterators] -> A[subscripts] }`, its division variables existentially
+//! quantified locals with their two defining inequalities (`A[t % 2]` is
+//! `{ S[t] -> A[t - 2q] : exists q : 2q <= t <= 2q + 1 }`).
 
 mod affine;
 mod bounds;
@@ -30,7 +34,7 @@ mod expr;
 mod function;
 mod nest;
 
-pub use affine::{AffineExpr, Constraint, ConstraintKind, Var};
+pub use affine::{AffineExpr, Constraint, ConstraintKind, Division, Var};
 pub use bounds::{count_points, loop_bounds};
 pub use expr::{BinaryOp, Expr, ExprArena, ExprId, Literal, MathFn, UnaryOp};
 pub use function::{Block, Function, FunctionId, Local, LocalId, Stmt};
@@ -187,8 +191,9 @@ pub struct Array {
     pub span: Span,
 }
 
-/// One array element named by affine subscripts over a statement's iterators and the
-/// parameters. A scalar (0-dimensional array) has no subscripts.
+/// One array element named by affine subscripts over a statement's iterators, the
+/// parameters and the statement's division variables. A scalar (0-dimensional array) has no
+/// subscripts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Access {
     pub array: ArrayId,
@@ -244,6 +249,9 @@ pub struct Statement {
     pub write: Access,
     /// The elements the body reads, referred to by [`Expr::Read`].
     pub reads: Vec<Access>,
+    /// The division variables the subscripts use ([`Var::Div`] `k` is `divs[k]`), each
+    /// defined by the iterators, the parameters and the divisions before it.
+    pub divs: Vec<Division>,
     /// Expressions of the body; `body` is the root.
     pub exprs: ExprArena,
     pub body: ExprId,
@@ -262,6 +270,42 @@ impl Statement {
     pub fn accesses(&self) -> impl Iterator<Item = (AccessKind, &Access)> {
         std::iter::once((AccessKind::Write, &self.write))
             .chain(self.reads.iter().map(|a| (AccessKind::Read, a)))
+    }
+
+    /// The values of the division variables at an instance.
+    pub fn division_values(&self, iters: &[i64], params: &[i64]) -> Vec<i64> {
+        let mut values = Vec::with_capacity(self.divs.len());
+        for d in &self.divs {
+            let num = d.num.eval_with(iters, &values, params);
+            values.push(num.div_euclid(d.den));
+        }
+        values
+    }
+
+    /// The value of an expression of this statement (subscripts included) at an instance.
+    pub fn eval(&self, e: &AffineExpr, iters: &[i64], params: &[i64]) -> i64 {
+        if e.has_divisions() {
+            e.eval_with(iters, &self.division_values(iters, params), params)
+        } else {
+            e.eval(iters, params)
+        }
+    }
+
+    /// Whether `e` varies with the iterator at `depth`, directly or through a division.
+    pub fn uses_iter(&self, e: &AffineExpr, depth: usize) -> bool {
+        e.terms().iter().any(|&(v, _)| match v {
+            Var::Iter(d) => d == depth,
+            Var::Param(_) => false,
+            Var::Div(k) => self
+                .divs
+                .get(k)
+                .is_some_and(|d| self.uses_iter(&d.num, depth)),
+        })
+    }
+
+    /// Whether some access uses a division variable.
+    pub fn has_divisions(&self) -> bool {
+        !self.divs.is_empty()
     }
 
     /// The 2d+1 original schedule `[p0, i0, p1, i1, …, pd]` as affine expressions.
@@ -292,9 +336,10 @@ pub enum SourceKind {
     /// A C file's `#pragma scop` region; `scop` is the byte range of the region (pragmas
     /// included) in the file, so a back end can replace it. `size_names` spells each
     /// parameter as the SCoP's statements do (`ni` where the SCoP bounds a loop by the kernel
-    /// parameter `ni` that stands for the size `NI`), one entry per parameter. The file
-    /// declares the first `arrays` arrays; any after them are the compiler's own temporaries,
-    /// which code put back into the file must declare itself.
+    /// parameter `ni` that stands for the size `NI`), one entry per parameter. The first
+    /// `arrays` arrays are the file's data (declared by it, or used undeclared, as a
+    /// fragment's are); any after them are the compiler's own temporaries, which code put
+    /// back into the file must declare itself.
     CScop {
         scop: Span,
         size_names: Vec<String>,
@@ -406,6 +451,11 @@ impl Program {
                 .map_err(|m| VerifyError(format!("function `{}`: {m}", f.name)))?;
         }
         for s in &self.statements {
+            for (k, d) in s.divs.iter().enumerate() {
+                if d.den <= 0 || !d.num.uses_only_with(s.depth(), n_params, k) {
+                    return err(format!("{}: division {k} is out of scope", s.name));
+                }
+            }
             let check_access = |acc: &Access| -> Result<(), VerifyError> {
                 let Some(array) = self.arrays.get(acc.array.index()) else {
                     return err(format!("{}: array handle out of range", s.name));
@@ -422,7 +472,7 @@ impl Program {
                 if acc
                     .subscripts
                     .iter()
-                    .any(|e| !e.uses_only(s.depth(), n_params))
+                    .any(|e| !e.uses_only_with(s.depth(), n_params, s.divs.len()))
                 {
                     return err(format!("{}: subscript out of scope", s.name));
                 }

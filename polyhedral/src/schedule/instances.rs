@@ -75,6 +75,8 @@ impl Instances {
             let col = |v: Var| match v {
                 Var::Param(p) => p.index(),
                 Var::Iter(k) => np + k,
+                // `uses_only` above admits no division variable.
+                Var::Div(_) => unreachable!("an extension constraint with a division variable"),
             };
             inst.add_constraint(c, &col)?;
         }
@@ -86,6 +88,9 @@ impl Instances {
         move |v| match v {
             Var::Param(p) => p.index(),
             Var::Iter(j) => np + d + j,
+            // Domains, filters and band functions are checked by `uses_only`, which admits no
+            // division variable (those of a schedule are its floor terms).
+            Var::Div(_) => unreachable!("a schedule expression with a division variable"),
         }
     }
 

@@ -372,14 +372,27 @@ pub(crate) fn stmt_tuple(s: &Statement) -> Tuple {
     Tuple::new(Some(&s.name), &dims)
 }
 
-/// A row `[constant, params…, iterators…, 0…]` of `1 + np + width` entries.
+/// A row `[constant, params…, iterators…, 0…]` of `1 + np + width` entries, of an
+/// expression without division variables (a domain's or a schedule's).
 pub(crate) fn affine_row(e: &AffineExpr, np: usize, width: usize) -> Vec<i64> {
+    affine_row_with_divs(e, np, width, width)
+}
+
+/// [`affine_row`] of a subscript: division variable `q` in the column `divs + q` after the
+/// parameters.
+pub(crate) fn affine_row_with_divs(
+    e: &AffineExpr,
+    np: usize,
+    divs: usize,
+    width: usize,
+) -> Vec<i64> {
     let mut row = vec![0; 1 + np + width];
     row[0] = e.constant;
     for &(v, c) in e.terms() {
         match v {
             Var::Param(p) => row[1 + p.index()] += c,
             Var::Iter(k) => row[1 + np + k] += c,
+            Var::Div(q) => row[1 + np + divs + q] += c,
         }
     }
     row
@@ -693,7 +706,7 @@ impl<'a> Scheduler<'a> {
             let stmt = &self.program.statements[s];
             let rows = &self.hyperplanes[s];
             for (_, access) in stmt.accesses() {
-                let Some(last) = access.subscripts.last() else {
+                let Some(last) = access.subscripts.last().filter(|e| !e.has_divisions()) else {
                     continue;
                 };
                 let c: Vec<i64> = (0..self.depth[s])

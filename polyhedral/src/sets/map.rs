@@ -64,7 +64,34 @@ impl Map {
         eqs: &[Vec<i64>],
         ineqs: &[Vec<i64>],
     ) -> Result<Map, Error> {
+        Map::from_constraints_with_locals(params, dom, ran, 0, eqs, ineqs)
+    }
+
+    /// [`Map::from_constraints`] with `locals` existentially quantified variables after the
+    /// range dimensions: rows are `[constant, params…, domain dims…, range dims…, locals…]`.
+    ///
+    /// ```
+    /// use polyhedral::sets::{Map, Tuple};
+    ///
+    /// // { S[t] -> A[a] : exists q : a = t - 2q and 0 <= t - 2q <= 1 }: A[t mod 2].
+    /// let eqs = [vec![0, 1, -1, -2]];
+    /// let ineqs = [vec![0, 1, 0, -2], vec![1, -1, 0, 2]];
+    /// let dom = Tuple::new(Some("S"), &["t"]);
+    /// let ran = Tuple::anonymous_dims(Some("A"), 1);
+    /// let m = Map::from_constraints_with_locals(&[], dom, ran, 1, &eqs, &ineqs).unwrap();
+    /// assert!(m.contains(&[5], &[1]).unwrap());
+    /// assert!(!m.contains(&[5], &[0]).unwrap());
+    /// ```
+    pub fn from_constraints_with_locals(
+        params: &[&str],
+        dom: Tuple,
+        ran: Tuple,
+        locals: usize,
+        eqs: &[Vec<i64>],
+        ineqs: &[Vec<i64>],
+    ) -> Result<Map, Error> {
         let mut b = Basic::universe(params.len(), Some(dom), ran);
+        b.add_locals(locals);
         let width = b.c.n + 1;
         if eqs.iter().chain(ineqs).any(|r| r.len() != width) {
             return Err(Error::Space(format!(

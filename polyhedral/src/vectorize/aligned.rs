@@ -44,6 +44,8 @@ pub fn alignment(program: &Program, access: &Access, depth: usize) -> Option<i64
                     constant =
                         constant.wrapping_add(c.wrapping_mul(*s).wrapping_mul(params[p.index()]))
                 }
+                // A contiguous access has no division variables (see `access_pattern`).
+                Var::Div(_) => return None,
             }
         }
     }

@@ -383,7 +383,7 @@ pub fn run_statement(
         let extents = program.array_extents(access.array);
         let mut off = 0i64;
         for (sub, e) in access.subscripts.iter().zip(&extents) {
-            off = off * e + sub.eval(p, &params);
+            off = off * e + s.eval(sub, p, &params);
         }
         off as usize
     };

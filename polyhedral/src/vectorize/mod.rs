@@ -68,8 +68,12 @@ pub enum AccessPattern {
     Gather,
 }
 
-/// How `access` moves with iterator `depth`.
+/// How `access` moves with iterator `depth`. A subscript with a division variable may move
+/// with any iterator its division reads: a gather.
 pub fn access_pattern(access: &Access, depth: usize) -> AccessPattern {
+    if access.subscripts.iter().any(|s| s.has_divisions()) {
+        return AccessPattern::Gather;
+    }
     let coeffs: Vec<i64> = access
         .subscripts
         .iter()

@@ -109,7 +109,7 @@ impl Emitter<'_> {
         let subs: Vec<AstExpr> = access
             .subscripts
             .iter()
-            .map(|e| AstExpr::from_affine(e, &|d| at.args[d].clone()))
+            .map(|e| AstExpr::from_subscript(&at.stmt.divs, e, &|d| at.args[d].clone()))
             .collect();
         promote::element(self, access.array, &subs, temps)
     }

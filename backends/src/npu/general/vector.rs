@@ -177,7 +177,7 @@ impl Emitter<'_> {
         let s = &self.program.statements[stmt.index()];
         let ty = dtype(self.program.array(s.write.array).elem).ok()?;
         let at = Instance::new(s, args);
-        let write = subscripts(&s.write.subscripts, args);
+        let write = subscripts(s, &s.write.subscripts, args);
         phases.push(self.consecutive(s.write.array, &write, var, ty)?);
         self.lanes_expr(&at, s.body, var, ty, phases).then_some(ty)
     }
@@ -212,7 +212,7 @@ impl Emitter<'_> {
     fn varies(&self, at: &Instance, id: ExprId, var: &str) -> bool {
         let s = at.stmt;
         match &s.exprs[id] {
-            Expr::Read(r) => subscripts(&s.reads[*r].subscripts, at.args)
+            Expr::Read(r) => subscripts(s, &s.reads[*r].subscripts, at.args)
                 .iter()
                 .any(|e| uses(e, var)),
             Expr::Iter(d) => uses(&at.args[*d], var),
@@ -242,7 +242,7 @@ impl Emitter<'_> {
         match &s.exprs[id] {
             Expr::Read(r) => {
                 let access = &s.reads[*r];
-                let subs = subscripts(&access.subscripts, at.args);
+                let subs = subscripts(s, &access.subscripts, at.args);
                 match self.consecutive(access.array, &subs, var, ty) {
                     Some(p) => {
                         phases.push(p);
@@ -300,7 +300,7 @@ impl Emitter<'_> {
         let dst = promote::element(
             self,
             s.write.array,
-            &subscripts(&s.write.subscripts, args),
+            &subscripts(s, &s.write.subscripts, args),
             &mut temps,
         )?;
         out.sregs.extend(temps);
@@ -345,7 +345,7 @@ impl Emitter<'_> {
                 let addr = promote::element(
                     self,
                     access.array,
-                    &subscripts(&access.subscripts, at.args),
+                    &subscripts(s, &access.subscripts, at.args),
                     &mut temps,
                 )?;
                 out.sregs.extend(temps);
@@ -603,10 +603,14 @@ fn users(body: &Ast) -> Option<Vec<(StmtId, &[AstExpr])>> {
     }
 }
 
-/// An access's subscripts for the iterators `args`.
-fn subscripts(subs: &[polyhedral::program::AffineExpr], args: &[AstExpr]) -> Vec<AstExpr> {
+/// The subscripts of an access of `s` for the iterators `args`.
+fn subscripts(
+    s: &polyhedral::program::Statement,
+    subs: &[polyhedral::program::AffineExpr],
+    args: &[AstExpr],
+) -> Vec<AstExpr> {
     subs.iter()
-        .map(|e| AstExpr::from_affine(e, &|d| args[d].clone()))
+        .map(|e| AstExpr::from_subscript(&s.divs, e, &|d| args[d].clone()))
         .collect()
 }
 

@@ -381,7 +381,7 @@ fn copy_out_statement(
     for c in &writer.domain {
         let Some(d) = c.expr.terms().iter().find_map(|&(v, _)| match v {
             Var::Iter(d) => Some(d),
-            Var::Param(_) => None,
+            Var::Param(_) | Var::Div(_) => None,
         }) else {
             domain.push(c.clone());
             continue;
@@ -424,6 +424,7 @@ fn copy_out_statement(
             subscripts,
             span: Span::default(),
         }],
+        divs: Vec::new(),
         exprs,
         body,
         position: vec![0; rank + 1],

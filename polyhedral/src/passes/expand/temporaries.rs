@@ -254,7 +254,8 @@ fn widen(bound: &AffineExpr, outer: &[(AffineExpr, AffineExpr)], upper: bool) ->
                 let b = if (c > 0) == upper { hi } else { lo };
                 out = out.add(&b.scale(c));
             }
-            Var::Param(_) => out.add_term(v, c),
+            // Bounds come from domains, which have no division variables.
+            Var::Param(_) | Var::Div(_) => out.add_term(v, c),
         }
     }
     out

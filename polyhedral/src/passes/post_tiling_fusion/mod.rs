@@ -576,7 +576,7 @@ fn fuse_group(
 
 /// The extension constraints of `s` (over `c_0 … c_{k-1}` and its iterators): the instances
 /// writing the elements the `readers` read in tile `c`; `None` when that is not one
-/// conjunction without strides.
+/// conjunction without strides (or when a subscript involved has division variables).
 fn footprint(
     program: &Program,
     readers: &[Instances],
@@ -591,6 +591,9 @@ fn footprint(
     let mut pieces: Vec<Conj> = Vec::new();
     for r in readers {
         let rs = &program.statements[r.stmt.index()];
+        if st.has_divisions() || rs.has_divisions() {
+            return Ok(None);
+        }
         for acc in rs.reads.iter().filter(|acc| acc.array == st.write.array) {
             let n = r.rel.n + np_iter;
             let rmap: Vec<usize> = (0..r.rel.n)
@@ -610,6 +613,7 @@ fn footprint(
                     let col = match v {
                         Var::Param(p) => p.index(),
                         Var::Iter(j) => np + k + np_iter + j,
+                        Var::Div(_) => unreachable!("refused above: no divisions"),
                     };
                     row[1 + col] += coeff;
                 }
@@ -617,6 +621,7 @@ fn footprint(
                     let col = match v {
                         Var::Param(p) => p.index(),
                         Var::Iter(j) => np + k + j,
+                        Var::Div(_) => unreachable!("refused above: no divisions"),
                     };
                     row[1 + col] -= coeff;
                 }
@@ -727,6 +732,8 @@ fn computed_in_tile(
                     Var::Param(p) => p.index(),
                     Var::Iter(j) if j < k => np + j,
                     Var::Iter(j) => ny + (j - k),
+                    // Extension constraints are band-level: divisions are floor terms there.
+                    Var::Div(_) => unreachable!("an extension constraint with a division variable"),
                 };
                 row[1 + col] += coeff;
             }
