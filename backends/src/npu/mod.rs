@@ -588,6 +588,21 @@ impl Target for Npu {
         })
     }
 
+    /// With `--npu-f32`, the kernel computed in f32: the program the general lowering takes,
+    /// so that `--emit tree` and `--emit ast` show what its code comes from.
+    fn program_for(
+        &self,
+        program: &Program,
+        options: &TargetOptions,
+    ) -> Result<Program, table::Error> {
+        let own: NpuArgs = options.own(self.name());
+        Ok(if own.npu_f32 {
+            crate::narrow::narrow_f64(program)
+        } else {
+            program.clone()
+        })
+    }
+
     fn supports(&self, program: &Program, options: &TargetOptions) -> Result<(), table::Error> {
         Npu::target(program, options)?;
         supported(
