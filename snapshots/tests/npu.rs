@@ -230,6 +230,6 @@ fn the_tree_marks_contractions_for_the_cube() {
     let c = polyhedral::pipeline::compile(&program, &description, &Default::default())
         .unwrap_or_else(|e| panic!("{e}"));
     let tree = c.tree.display(&c.program).to_string();
-    assert!(tree.contains("mark: \"matrix 16x16x32"), "{tree}");
+    assert!(tree.contains("mark: \"matrix 16x16x16"), "{tree}");
     insta::assert_snapshot!("npu_tree_attention", tree);
 }

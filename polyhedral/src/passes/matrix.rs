@@ -33,7 +33,10 @@
 //! The sizes are multiples of the fractal: for `m` and `n` the ones with which the cores, each
 //! taking its share of the result's tiles, move the fewest bytes (the operands' rows and
 //! columns over all of k, the result in and out), then the largest, then tiles that divide
-//! the extents; for `k` the largest that fits. Every tile fits the memories the description names for the unit: the
+//! the extents; for `k` the largest whose operand tiles fit twice over (so the next one is
+//! copied while the unit multiplies the current one) and that leaves at least `K_STEPS` k
+//! tiles to overlap, else the smallest that fits twice, else the largest that fits once.
+//! Every tile fits the memories the description names for the unit: the
 //! left operand's tile its memory, the right one's its own, both together their parents (the
 //! staging buffer that fills them), the accumulator's its memory and its parent. A fixed
 //! `--tile` gives the sizes of m, n and k in that order instead, where they fit.
@@ -448,9 +451,15 @@ impl Unit<'_> {
         Some((p, self.bytes(p)))
     }
 
-    /// Whether tiles of `tm × tn × tk` (fractal multiples) fit the unit's memories.
-    fn fits(&self, (tm, tn, tk): (i64, i64, i64), operand: i64) -> bool {
-        let (a, b, acc) = (tm * tk * operand, tk * tn * operand, tm * tn * 4);
+    /// Whether tiles of `tm × tn × tk` (fractal multiples) fit the unit's memories, with
+    /// `slots` of each operand's tile (two when the next k tile is copied while the unit
+    /// multiplies the current one).
+    fn fits_slots(&self, (tm, tn, tk): (i64, i64, i64), operand: i64, slots: i64) -> bool {
+        let (a, b, acc) = (
+            slots * tm * tk * operand,
+            slots * tk * tn * operand,
+            tm * tn * 4,
+        );
         let mm = &self.memories;
         if a > self.bytes(mm.a) || b > self.bytes(mm.b) || acc > self.bytes(mm.acc) {
             return false;
@@ -464,6 +473,10 @@ impl Unit<'_> {
             && self
                 .parent_bytes(mm.acc)
                 .is_none_or(|(_, bytes)| acc <= bytes)
+    }
+
+    fn fits(&self, tile: (i64, i64, i64), operand: i64) -> bool {
+        self.fits_slots(tile, operand, 1)
     }
 
     /// The mark of `c` with its tile sizes, where some fit.
@@ -516,10 +529,26 @@ impl Unit<'_> {
             }
         }
         let (_, (tm, tn)) = best?;
-        let tk = candidates(ek)
+        // The k tile: double-buffered where that fits, and short enough that the copies of
+        // [`K_STEPS`] tiles overlap the products (the largest such); else the largest that fits.
+        let doubled: Vec<i64> = candidates(ek)
             .into_iter()
-            .filter(|&tk| self.fits((tm, tn, tk), operand))
-            .max()?;
+            .filter(|&tk| self.fits_slots((tm, tn, tk), operand, 2))
+            .collect();
+        let tk = match doubled
+            .iter()
+            .filter(|&&tk| ceil_div(ek, tk) >= K_STEPS)
+            .max()
+        {
+            Some(&tk) => tk,
+            None => match doubled.iter().min() {
+                Some(&tk) => tk,
+                None => candidates(ek)
+                    .into_iter()
+                    .filter(|&tk| self.fits((tm, tn, tk), operand))
+                    .max()?,
+            },
+        };
         let node = |id| &self.target.memory.node(id).name;
         let why = format!(
             "{operand}-byte operands; {} tiles of the result over {cores} cores; {} {} B, {} {} B, {} {} B",
@@ -540,6 +569,10 @@ impl Unit<'_> {
         })
     }
 }
+
+/// The fewest k tiles per tile of the result that the sizes aim for, so that copies overlap
+/// products.
+const K_STEPS: i64 = 4;
 
 /// `⌈a / b⌉` for `a ≥ 0`, `b > 0`.
 fn ceil_div(a: i64, b: i64) -> i64 {

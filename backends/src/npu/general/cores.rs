@@ -247,8 +247,10 @@ impl Emitter<'_> {
         let h = self.held(s.upper)?;
         let range = self.loop_range(s.lower, s.upper);
         self.bind(s.var, r, range);
-        self.stepping(r, blocks * s.step, Scalar::Reg(Reg::S(h)), |e| {
-            e.region_body(s.body)
+        self.tiles_only(s.body, |e| {
+            e.stepping(r, blocks * s.step, Scalar::Reg(Reg::S(h)), |e| {
+                e.region_body(s.body)
+            })
         })?;
         self.unbind(s.var);
         self.free_s(h);
@@ -271,32 +273,34 @@ impl Emitter<'_> {
         let last = Scalar::Int(s.trips * inner.trips - 1);
         let range = self.loop_range(s.lower, s.upper);
         let inner_range = (inner.first, inner.first + (inner.trips - 1) * inner.step);
-        self.stepping(flat, blocks, last, |e| {
-            // outer = lower + (flat / trips)·step, at = first + (flat mod trips)·step.
-            let reg = |r: u8| Scalar::Reg(Reg::S(r));
-            let ops = [
-                (SOp::Div, outer, reg(flat), Scalar::Int(inner.trips)),
-                (SOp::Mul, at, reg(outer), Scalar::Int(inner.trips)),
-                (SOp::Sub, at, reg(flat), reg(at)),
-                (SOp::Mul, at, reg(at), Scalar::Int(inner.step)),
-                (SOp::Add, at, reg(at), Scalar::Int(inner.first)),
-                (SOp::Mul, outer, reg(outer), Scalar::Int(s.step)),
-                (SOp::Add, outer, reg(outer), lower.scalar()),
-            ];
-            for (op, dst, a, b) in ops {
-                e.push(Instr::SBin {
-                    op,
-                    dst: Reg::S(dst),
-                    a,
-                    b,
-                });
-            }
-            e.bind(s.var, outer, range);
-            e.bind(inner.var, at, inner_range);
-            let r = e.region_body(inner.body);
-            e.unbind(inner.var);
-            e.unbind(s.var);
-            r
+        self.tiles_only(inner.body, |e| {
+            e.stepping(flat, blocks, last, |e| {
+                // outer = lower + (flat / trips)·step, at = first + (flat mod trips)·step.
+                let reg = |r: u8| Scalar::Reg(Reg::S(r));
+                let ops = [
+                    (SOp::Div, outer, reg(flat), Scalar::Int(inner.trips)),
+                    (SOp::Mul, at, reg(outer), Scalar::Int(inner.trips)),
+                    (SOp::Sub, at, reg(flat), reg(at)),
+                    (SOp::Mul, at, reg(at), Scalar::Int(inner.step)),
+                    (SOp::Add, at, reg(at), Scalar::Int(inner.first)),
+                    (SOp::Mul, outer, reg(outer), Scalar::Int(s.step)),
+                    (SOp::Add, outer, reg(outer), lower.scalar()),
+                ];
+                for (op, dst, a, b) in ops {
+                    e.push(Instr::SBin {
+                        op,
+                        dst: Reg::S(dst),
+                        a,
+                        b,
+                    });
+                }
+                e.bind(s.var, outer, range);
+                e.bind(inner.var, at, inner_range);
+                let r = e.region_body(inner.body);
+                e.unbind(inner.var);
+                e.unbind(s.var);
+                r
+            })
         })?;
         self.release(lower);
         for r in [at, outer, flat] {

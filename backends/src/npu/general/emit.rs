@@ -85,6 +85,9 @@ pub(super) struct Emitter<'p> {
     pub(super) region: Option<Boxes>,
     /// Where the region's boxes end in the unified buffer (vector temporaries follow).
     pub(super) region_end: u64,
+    /// Whether the tiles of the one matrix mark below the loops being written follow each
+    /// other with nothing else between them (flags order them; see [`Emitter::tiles_only`]).
+    pub(super) tiles_ordered: bool,
     /// Counters of the copies' loops written so far (for fresh names).
     counters: usize,
     /// The bytes of L1 and the L0 buffers the matrix tiles use.
@@ -115,6 +118,7 @@ impl<'p> Emitter<'p> {
             ub_size: SCRATCH,
             region: None,
             region_end: SCRATCH,
+            tiles_ordered: false,
             counters: 0,
             cube: CubeBytes::default(),
         };
@@ -340,7 +344,7 @@ impl<'p> Emitter<'p> {
                         step,
                         body,
                         ..
-                    } => self.scalar_loop(var, lower, upper, *step, body),
+                    } => self.tiles_only(body, |e| e.scalar_loop(var, lower, upper, *step, body)),
                     _ => Err(Error::NotYet(format!(
                         "a statement instance of `{}` whose operands do not fit the unified \
                          buffer",
@@ -371,6 +375,24 @@ impl<'p> Emitter<'p> {
             } => self.if_node(conds, then, otherwise.as_deref()),
             Ast::User { stmt, args } => self.statement(*stmt, args),
         }
+    }
+
+    /// Writes loops with `write`; where `body` holds one matrix mark and nothing else, its
+    /// tiles run one after the other with nothing between them, so what ran before is waited
+    /// for once, here, and the tiles order their own pipes with flags.
+    pub(super) fn tiles_only(
+        &mut self,
+        body: &Ast,
+        write: impl FnOnce(&mut Self) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if self.tiles_ordered || matrix_marks(body) != Some(1) {
+            return write(self);
+        }
+        self.push(Instr::Barrier { pipe: None });
+        self.tiles_ordered = true;
+        let r = write(self);
+        self.tiles_ordered = false;
+        r
     }
 
     pub(super) fn region_body(&mut self, ast: &Ast) -> Result<(), Error> {
@@ -758,6 +780,22 @@ fn role(program: &Program, id: ArrayId, written: bool) -> Role {
 }
 
 /// Adds `c · name` to an offset, merging with a term of the same name.
+/// The matrix marks of `ast`, or `None` where a statement instance lies outside them.
+fn matrix_marks(ast: &Ast) -> Option<usize> {
+    match ast {
+        Ast::Mark {
+            mark: Mark::Matrix(_),
+            ..
+        } => Some(1),
+        Ast::Mark { body, .. } | Ast::For { body, .. } => matrix_marks(body),
+        Ast::Block(items) => items.iter().try_fold(0, |n, a| Some(n + matrix_marks(a)?)),
+        Ast::If {
+            then, otherwise, ..
+        } => Some(matrix_marks(then)? + otherwise.as_deref().map_or(Some(0), matrix_marks)?),
+        Ast::User { .. } => None,
+    }
+}
+
 pub(super) fn add_term(offset: &mut Affine, name: String, c: i64) {
     match offset.terms.iter_mut().find(|(n, _)| *n == name) {
         Some(t) => t.1 += c,

@@ -20,9 +20,20 @@
 //! Every element's k run in ascending order from its value before the statement, so the
 //! results are the interpreter's. Copy counts are immediates: a tile whose rows or columns are
 //! fewer than the mark's (the last one, or one cut by a domain that does not start on a tile)
-//! is a variant of its own, chosen by comparing the count at run time. Phases are ordered by
-//! `pipe_barrier ALL`. Where the AST below the mark is not the pass's loop nest (a condition
-//! separating parts of it), the subtree is lowered as any other.
+//! is a variant of its own, chosen by comparing the count at run time. Where the AST below the
+//! mark is not the pass's loop nest (a condition separating parts of it), the subtree is
+//! lowered as any other.
+//!
+//! Pipes are ordered by flags. Where two slots of each operand tile fit L1, L0A and L0B, the k
+//! tiles go round a ring of two: MTE2 copies tile k + 1 into one slot of L1 while MTE1 loads
+//! tile k from the other and the Cube multiplies the one before; a `FREE` flag per slot handed
+//! back (MTE1 to MTE2 for L1, M to MTE1 for L0) and a `READY` flag per step forward keep every
+//! buffer's writer behind its readers. A tile takes all slots free at its start and hands them
+//! all back at its end. Tiles of one mark that follow each other (the loops around the mark
+//! hold nothing else) are not separated by a barrier: the next tile's Cube waits until the
+//! vector pipe has taken the previous result out of L0C, its vector pipe until MTE3 has taken
+//! it out of UB, and where it reads its own start from GM, MTE2 waits until MTE3 has written
+//! what came before; any other predecessor is waited for with `pipe_barrier ALL`.
 
 use std::collections::BTreeMap;
 
@@ -30,12 +41,17 @@ use polyhedral::ast::{Ast, AstExpr};
 use polyhedral::passes::matrix::{qualifies, unit_dim};
 use polyhedral::program::{Access, ArrayId, ScalarType, StmtId};
 use polyhedral::schedule::mark::MatrixMark;
-use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Mem, Scalar, MAX_REPEAT};
+use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Mem, Pipe, Reg, SOp, Scalar, MAX_REPEAT};
 use sim::Span;
 
 use super::emit::{add_term, Emitter, Int};
 use crate::loops::{evaluate, expr_vars};
 use crate::npu::{Error, BLOCK_BYTES, FRACTAL};
+
+/// The event of flags that say a pipe's results are ready for the next.
+const READY: u8 = 0;
+/// The event of flags that say a slot of the ring is free again.
+const FREE: u8 = 1;
 
 /// Most variants of a tile's row or column count.
 const MAX_VARIANTS: usize = 4;
@@ -85,6 +101,20 @@ struct Tile<'a> {
     /// The k values every element runs over.
     k_range: (i64, i64),
     mark: &'a MatrixMark,
+    /// The ring of operand slots in L1, L0A and L0B: one slot's bytes in each, and the
+    /// register holding the slot the next k tile uses (none with one slot).
+    slot: CubeBytes,
+    ring: Option<u8>,
+}
+
+impl Tile<'_> {
+    fn slots(&self) -> usize {
+        if self.ring.is_some() {
+            2
+        } else {
+            1
+        }
+    }
 }
 
 impl Emitter<'_> {
@@ -175,9 +205,29 @@ impl Emitter<'_> {
         if !fits {
             return Ok(false);
         }
-        self.cube.l1 = self.cube.l1.max(bytes.l1);
-        self.cube.l0a = self.cube.l0a.max(bytes.l0a);
-        self.cube.l0b = self.cube.l0b.max(bytes.l0b);
+        // Two slots of each operand buffer where they fit: the next k tile's copies run while
+        // the Cube multiplies the current one.
+        let slots = if 2 * bytes.l1 <= target.capacity(Mem::L1)
+            && 2 * bytes.l0a <= target.capacity(Mem::L0a)
+            && 2 * bytes.l0b <= target.capacity(Mem::L0b)
+        {
+            2
+        } else {
+            1
+        };
+        self.cube.l1 = self.cube.l1.max(slots * bytes.l1);
+        self.cube.l0a = self.cube.l0a.max(slots * bytes.l0a);
+        self.cube.l0b = self.cube.l0b.max(slots * bytes.l0b);
+        let ring = if slots == 2 {
+            let r = self.sreg()?;
+            self.push(Instr::Mov {
+                dst: Reg::S(r),
+                src: Scalar::Int(0),
+            });
+            Some(r)
+        } else {
+            None
+        };
         self.cube.l0c = self.cube.l0c.max(bytes.l0c);
         self.ub_size = self.ub_size.max(bytes.l0c);
         let mut args = args.to_vec();
@@ -205,8 +255,14 @@ impl Emitter<'_> {
             es,
             k_range,
             mark,
+            slot: bytes,
+            ring,
         };
-        self.push(Instr::Barrier { pipe: None });
+        // What ran before (regions, other contractions) is done; after a tile of the same
+        // mark, flags order what the two share (`cube_tile`).
+        if !self.tiles_ordered {
+            self.push(Instr::Barrier { pipe: None });
+        }
         let count = |e: &mut Self, l: &Loop| -> Result<Int, Error> {
             let span = AstExpr::Add(
                 Box::new(l.upper.clone()),
@@ -224,6 +280,9 @@ impl Emitter<'_> {
         })?;
         self.release(rc);
         self.release(cc);
+        if let Some(r) = ring {
+            self.free_s(r);
+        }
         Ok(true)
     }
 
@@ -313,6 +372,13 @@ impl Emitter<'_> {
         // The result's tile, column of fractals by column of fractals, into L0C's order
         // (unless it starts from zero).
         let fractal_row = f * 4;
+        // The previous tile's results have left the scratch area and GM has them (this tile
+        // may read them); its L0C has left for UB.
+        if t.mark.zeroed {
+            self.after(Pipe::V, Pipe::M);
+        } else {
+            self.after(Pipe::Mte3, Pipe::Mte2);
+        }
         for ni in (0..n1).filter(|_| !t.mark.zeroed) {
             let mut gm = c_base.clone();
             gm.constant += ni * f * 4;
@@ -327,7 +393,7 @@ impl Emitter<'_> {
             });
         }
         if !t.mark.zeroed {
-            self.push(Instr::Barrier { pipe: None });
+            self.after(Pipe::Mte2, Pipe::V);
             self.push(Instr::CopyUbToCc {
                 dst: self.cube_at(Mem::L0c, 0),
                 src: self.ub_at(Affine::constant(0)),
@@ -336,7 +402,12 @@ impl Emitter<'_> {
                 src_gap: 0,
                 dst_gap: 0,
             });
-            self.push(Instr::Barrier { pipe: None });
+            self.after(Pipe::V, Pipe::M);
+        }
+        // Every slot of the ring starts free.
+        for _ in 0..t.slots() {
+            self.signal(Pipe::Mte1, Pipe::Mte2, FREE);
+            self.signal(Pipe::M, Pipe::Mte1, FREE);
         }
         let (k0, k_end) = t.k_range;
         let extent = k_end - k0 + 1;
@@ -359,6 +430,12 @@ impl Emitter<'_> {
         if tail > 0 {
             self.k_step(t, dims, tail, (None, full * step), first)?;
         }
+        for _ in 0..t.slots() {
+            self.wait(Pipe::Mte1, Pipe::Mte2, FREE);
+            self.wait(Pipe::M, Pipe::Mte1, FREE);
+        }
+        self.after(Pipe::M, Pipe::V);
+        self.after(Pipe::Mte3, Pipe::V);
         self.push(Instr::CopyCcToUb {
             dst: self.ub_at(Affine::constant(0)),
             src: self.cube_at(Mem::L0c, 0),
@@ -370,7 +447,7 @@ impl Emitter<'_> {
             relu: false,
             src_f16: false,
         });
-        self.push(Instr::Barrier { pipe: None });
+        self.after(Pipe::V, Pipe::Mte3);
         for ni in 0..n1 {
             let mut gm = c_base.clone();
             gm.constant += ni * f * 4;
@@ -385,7 +462,6 @@ impl Emitter<'_> {
                 len: (bytes as u64).div_ceil(BLOCK_BYTES) as u32,
             });
         }
-        self.push(Instr::Barrier { pipe: None });
         temps.into_iter().for_each(|r| self.free_s(r));
         Ok(())
     }
@@ -404,26 +480,40 @@ impl Emitter<'_> {
         let f = FRACTAL as i64;
         let k1 = fractals(kc);
         let mut temps = Vec::new();
+        // MTE2: the operands into a free slot of L1.
+        self.wait(Pipe::Mte1, Pipe::Mte2, FREE);
         for (op, valid) in [(&t.a, rows), (&t.b, cols)] {
             self.operand_to_l1(t, op, valid, kc, offset, &mut temps)?;
         }
-        self.push(Instr::Barrier { pipe: None });
+        // MTE1: from there into a free slot of L0A and L0B, freeing the L1 slot.
+        self.after(Pipe::Mte2, Pipe::Mte1);
+        self.wait(Pipe::M, Pipe::Mte1, FREE);
         for (op, valid) in [(&t.a, rows), (&t.b, cols)] {
             self.operand_to_l0(t, op, fractals(valid), k1);
         }
-        self.push(Instr::Barrier { pipe: None });
+        self.signal(Pipe::Mte1, Pipe::Mte2, FREE);
+        // M: the product, freeing the L0 slots.
+        self.after(Pipe::Mte1, Pipe::M);
         self.push(Instr::Mmad {
             out: DType::F32,
             c: self.cube_at(Mem::L0c, 0),
-            a: self.cube_at(Mem::L0a, 0),
-            b: self.cube_at(Mem::L0b, 0),
+            a: self.slot_at(t, Mem::L0a, 0),
+            b: self.slot_at(t, Mem::L0b, 0),
             m: (fractals(rows) * f) as u32,
             k: (k1 * f) as u32,
             n: (fractals(cols) * f) as u32,
             init,
             src_f32: t.es == 4,
         });
-        self.push(Instr::Barrier { pipe: None });
+        self.signal(Pipe::M, Pipe::Mte1, FREE);
+        if let Some(r) = t.ring {
+            self.push(Instr::SBin {
+                op: SOp::Sub,
+                dst: Reg::S(r),
+                a: Scalar::Int(1),
+                b: Scalar::Reg(Reg::S(r)),
+            });
+        }
         temps.into_iter().for_each(|r| self.free_s(r));
         Ok(())
     }
@@ -464,7 +554,7 @@ impl Emitter<'_> {
             src.constant += col * f * es;
             let dst = op.l1 as i64 + col * column_fractals * fr;
             self.push(Instr::CopyPad {
-                dst: self.cube_at(Mem::L1, dst),
+                dst: self.slot_at(t, Mem::L1, dst),
                 src: gm_addr(&name, src.clone()),
                 n_burst: bursts as u32,
                 bytes: ((across - col * f).min(f) * es) as u32,
@@ -476,7 +566,7 @@ impl Emitter<'_> {
             let pad = column_fractals * f - bursts;
             if k_stride != es && pad > 0 {
                 self.push(Instr::CopyPad {
-                    dst: self.cube_at(Mem::L1, dst + bursts * fractal_row),
+                    dst: self.slot_at(t, Mem::L1, dst + bursts * fractal_row),
                     src: gm_addr(&name, src),
                     n_burst: pad as u32,
                     bytes: 0,
@@ -501,7 +591,7 @@ impl Emitter<'_> {
         let one_pass = natural != row_major;
         if one_pass {
             // L1's order is L0's: one load of every fractal.
-            self.load2d(op, 0, op.l1 as i64, r1 * k1, 1, !natural, fr);
+            self.load2d(t, op, 0, op.l1 as i64, r1 * k1, 1, !natural, fr);
             return;
         }
         let (outer, inner, stride) = if row_major {
@@ -511,6 +601,7 @@ impl Emitter<'_> {
         };
         for o in 0..outer {
             self.load2d(
+                t,
                 op,
                 o * inner * fr,
                 op.l1 as i64 + o * fr,
@@ -526,6 +617,7 @@ impl Emitter<'_> {
     #[allow(clippy::too_many_arguments)]
     fn load2d(
         &mut self,
+        t: &Tile,
         op: &Operand,
         dst: i64,
         src: i64,
@@ -538,8 +630,8 @@ impl Emitter<'_> {
         while done < count {
             let n = (count - done).min(i64::from(MAX_REPEAT));
             self.push(Instr::Load2d {
-                dst: self.cube_at(op.l0, dst + done * fr),
-                src: self.cube_at(Mem::L1, src + done * stride * fr),
+                dst: self.slot_at(t, op.l0, dst + done * fr),
+                src: self.slot_at(t, Mem::L1, src + done * stride * fr),
                 repeat: n as u32,
                 src_stride: stride as u32,
                 transpose,
@@ -580,6 +672,34 @@ impl Emitter<'_> {
     fn stride(&self, access: &Access, it: usize) -> i64 {
         let d = unit_dim(access, it).unwrap_or(0);
         self.strides(access.array)[d]
+    }
+
+    /// `offset` into the current slot of the ring in L1, L0A or L0B.
+    fn slot_at(&self, t: &Tile, mem: Mem, offset: i64) -> Addr {
+        let mut addr = self.cube_at(mem, offset);
+        if let Some(r) = t.ring {
+            let bytes = match mem {
+                Mem::L1 => t.slot.l1,
+                Mem::L0a => t.slot.l0a,
+                _ => t.slot.l0b,
+            };
+            add_term(&mut addr.offset, format!("s{r}"), bytes as i64);
+        }
+        addr
+    }
+
+    /// Pipe `dst` waits until `src` has done what was issued to it so far.
+    fn after(&mut self, src: Pipe, dst: Pipe) {
+        self.signal(src, dst, READY);
+        self.wait(src, dst, READY);
+    }
+
+    fn signal(&mut self, src: Pipe, dst: Pipe, event: u8) {
+        self.push(Instr::SetFlag { src, dst, event });
+    }
+
+    fn wait(&mut self, src: Pipe, dst: Pipe, event: u8) {
+        self.push(Instr::WaitFlag { src, dst, event });
     }
 
     /// An address in one of the Cube's buffers.

@@ -25,8 +25,9 @@
 //!   statements write consecutive elements run as vector instructions over the boxes.
 //! - **Cores** ([`cores`]): the iterations of outermost parallel loops spread over the blocks.
 //!
-//! Pipes are ordered with `pipe_barrier ALL` around every region's copies and a flag pair after
-//! every vector instruction whose result the scalar unit loads, so the programs are race-free.
+//! Pipes are ordered with `pipe_barrier ALL` around every region's copies, a flag pair after
+//! every vector instruction whose result the scalar unit loads, and flags between the pipes of
+//! the Cube's tiles ([`matrix`]), so the programs are race-free.
 //! Every kernel the middle end schedules is lowered; f64 is computed in f32 when asked for
 //! (`--npu-f32`) and refused otherwise.
 
