@@ -98,6 +98,59 @@ fn batches_offsets_and_prior_values() {
 }
 
 #[test]
+fn scaled_operands_are_scaled_before_the_cube() {
+    // alpha scales A (PolyBench's gemm); a scalar factor on B scales B; the
+    // factor of the second is an input array's element.
+    for program in [
+        load(&repo("kernels/gemm.pf")),
+        inline(
+            "scaled_b",
+            "kernel scaled_b<M = 40, N = 50, K = 70>(s: f32, A: f32[M, K], B: f32[K, N])
+                 -> (C: f32[M, N]) {
+                 C(i, j) +=! A(i, k) * (s * B(k, j));
+             }",
+        ),
+    ] {
+        let asm = on_the_cube(&program);
+        assert!(
+            asm.contains("_scaled"),
+            "{}: no operand was scaled beforehand",
+            program.name
+        );
+    }
+}
+
+#[test]
+fn chained_products_each_get_a_band_of_their_own() {
+    // The scheduler would fuse the two products along i and j; for the matrix unit each keeps
+    // its band, and both are marked.
+    let program = inline(
+        "chained",
+        "kernel chained<M = 48, N = 40, K = 56, L = 36>(A: f32[M, K], B: f32[K, N],
+             C: f32[N, L]) -> (D: f32[M, L]) {
+             T(i, j) +=! A(i, k) * B(k, j);
+             D(i, l) +=! T(i, j) * C(j, l);
+         }",
+    );
+    let target = NpuTarget::default();
+    let compiled =
+        polyhedral::pipeline::compile(&program, &target.description(false), &Default::default())
+            .expect("the kernel compiles");
+    let mut marks = 0;
+    compiled.ast.walk(&mut |a| {
+        if let polyhedral::ast::Ast::Mark {
+            mark: polyhedral::schedule::mark::Mark::Matrix(_),
+            ..
+        } = a
+        {
+            marks += 1;
+        }
+    });
+    assert_eq!(marks, 2, "both products are marked for the matrix unit");
+    on_the_cube(&program);
+}
+
+#[test]
 fn the_ml_kernels_run_their_products_on_the_cube() {
     for file in [
         "tests/ml/attention.pf",
@@ -111,7 +164,13 @@ fn the_ml_kernels_run_their_products_on_the_cube() {
 
 #[test]
 fn the_contractions_of_kernels_run_on_the_cube() {
-    for file in ["gemm_f16.pf", "gemm_bias_relu.pf", "2mm.pf", "3mm.pf"] {
+    for file in [
+        "gemm.pf",
+        "gemm_f16.pf",
+        "gemm_bias_relu.pf",
+        "2mm.pf",
+        "3mm.pf",
+    ] {
         on_the_cube(&load(&repo(&format!("kernels/{file}"))));
     }
 }

@@ -1,5 +1,5 @@
-//! The optimizing pipeline, written out in one place: dependences → array expansion
-//! ([`passes::expand`]) → Pluto scheduling (with the fusion strategy) → schedule tree → the
+//! The optimizing pipeline, written out in one place: operand prescaling for a matrix unit
+//! ([`passes::prescale`]) → dependences → array expansion ([`passes::expand`]) → Pluto scheduling (with the fusion strategy) → schedule tree → the
 //! tree passes of [`passes::PASSES`] that the target and the options select, each followed by
 //! the verifier → AST. Tiling's search looks ahead once: it runs the passes after it up to
 //! packing on its choice to rank its finalists with their packed buffers
@@ -103,9 +103,10 @@ pub enum Error {
 /// Everything the pipeline computed, for the emitters and for `--emit`.
 #[derive(Clone, Debug)]
 pub struct Compiled {
-    /// The program the schedule and the AST are for: the input, or the input with arrays
+    /// The program the schedule and the AST are for: the input, or the input with the scaled
+    /// operands of contractions prescaled for a matrix unit ([`passes::prescale`]) and arrays
     /// expanded for parallelism (the same arrays in the same order, temporaries added after
-    /// them, and copy-out statements).
+    /// them, and the statements that fill or copy them out).
     pub program: Program,
     /// What array expansion did.
     pub expansions: Vec<Expansion>,
@@ -137,6 +138,11 @@ pub fn compile(
     options: &Options,
 ) -> Result<Compiled, Error> {
     target.supports(program)?;
+    let prescaled = passes::prescale::run(program, target);
+    let program = prescaled.as_ref().unwrap_or(program);
+    if options.verify && prescaled.is_some() {
+        program.verify().map_err(|e| Error::Deps(e.to_string()))?;
+    }
     let deps = compute_dependences(program).map_err(|e| Error::Deps(e.to_string()))?;
     let expand::Expanded {
         program: expanded,
@@ -147,6 +153,7 @@ pub fn compile(
 
     let scheduler = pluto::Options {
         fuse: options.fuse,
+        alone: passes::matrix::contractions(program, target),
         ..Default::default()
     };
     let schedule = pluto::schedule(program, &deps, &scheduler)?;

@@ -687,6 +687,13 @@ fn check_registers(instr: &Instr, span: Span) -> Result<(), Diagnostic> {
             }
             Ok(())
         }
+        Instr::SetMaskCount { lanes } => {
+            if matches!(lanes, Scalar::Float(_) | Scalar::Reg(Reg::F(_))) {
+                return Err(Diagnostic::new(span, "a lane count cannot be a float")
+                    .with_hint("count lanes in an integer register s0..s31"));
+            }
+            Ok(())
+        }
         _ => Ok(()),
     }
 }

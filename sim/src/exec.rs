@@ -135,6 +135,16 @@ pub(crate) fn compare(op: CmpOp, a: f64, b: f64) -> bool {
     }
 }
 
+/// The 128-bit mask `(hi, lo)` with the first `lanes` lanes on.
+pub(crate) fn mask_of_count(lanes: i64) -> (u64, u64) {
+    let first = |n: i64| match n {
+        n if n <= 0 => 0,
+        n if n >= 64 => u64::MAX,
+        n => (1u64 << n) - 1,
+    };
+    (first(lanes - 64), first(lanes))
+}
+
 /// Lane `l` is active in the 128-bit mask `(hi, lo)`.
 #[inline]
 pub(crate) fn lane_on(mask: (u64, u64), l: usize) -> bool {

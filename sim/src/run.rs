@@ -809,6 +809,7 @@ impl Machine<'_> {
         }
         match &e.instr {
             Instr::SetMask { hi, lo } => b.mask = (*hi, *lo),
+            Instr::SetMaskCount { .. } => b.mask = exec::mask_of_count(self.sint(b, e.scalars[0])),
             Instr::Mov { dst, .. } => self.write_reg(b, *dst, e.scalars[0]),
             Instr::SBin { .. } => self.sbin(b, e)?,
             Instr::Ld { .. } => self.ld(b, e)?,

@@ -2,7 +2,8 @@
 //! in its fractals and marked for the back end.
 //!
 //! A statement qualifies when it is a [`crate::contraction`] with one m, one n and one k
-//! iterator and no loop-invariant factor or sliding window, its operands of one element type
+//! iterator and no loop-invariant factor (the pipeline applies those beforehand where it can,
+//! [`crate::passes::prescale`]) or sliding window, its operands of one element type
 //! the unit multiplies (f16 or f32), its sum and result in f32, its domain a box (every
 //! constraint bounds one iterator), and its accesses such that a tile is a matrix the unit's
 //! copies read row by row: the written element subscripted by m and n in one dimension each,
@@ -189,15 +190,33 @@ fn zero_init(
     })
 }
 
+/// The statements of `program` that the matrix unit of `target` can run, if it has one: the
+/// scheduler fuses them with no other statement, so that each gets a band of its own.
+pub fn contractions(program: &Program, target: &TargetDescription) -> Vec<StmtId> {
+    if target.matrix_memories().is_none() || target.fractal().is_none() {
+        return Vec::new();
+    }
+    program
+        .statement_ids()
+        .filter(|&s| qualifies(program, s).is_some())
+        .collect()
+}
+
 /// The contraction of `stmt` when the matrix unit can run it (the module docs' conditions on
 /// the statement).
 pub fn qualifies(program: &Program, stmt: StmtId) -> Option<Contraction> {
+    qualifies_scaled(program, stmt).filter(|c| c.scale_a.is_none() && c.scale_b.is_none())
+}
+
+/// The contraction of `stmt` when the matrix unit can run it once its operands' loop-invariant
+/// factors, if any, are applied beforehand ([`crate::passes::prescale`]).
+pub fn qualifies_scaled(program: &Program, stmt: StmtId) -> Option<Contraction> {
     let c = contraction(program, stmt)?;
     let s = &program.statements[stmt.index()];
     if c.m.len() != 1 || c.n.len() != 1 || c.k.len() != 1 {
         return None;
     }
-    if c.scale_a.is_some() || c.scale_b.is_some() || c.windowed || c.ty != ScalarType::F32 {
+    if c.windowed || c.ty != ScalarType::F32 {
         return None;
     }
     let (ea, eb) = (

@@ -37,6 +37,7 @@ pub mod map;
 pub mod matrix;
 pub mod pack;
 pub mod post_tiling_fusion;
+pub mod prescale;
 pub mod reduction_tile;
 pub mod register_tile;
 pub mod tile;

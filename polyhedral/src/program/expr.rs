@@ -58,6 +58,12 @@ impl std::ops::Index<ExprId> for ExprArena {
     }
 }
 
+impl std::ops::IndexMut<ExprId> for ExprArena {
+    fn index_mut(&mut self, id: ExprId) -> &mut Expr {
+        &mut self.exprs[id.index()]
+    }
+}
+
 /// A constant of a given type. Integers and booleans are held exactly in the `f64`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Literal {

@@ -89,6 +89,11 @@ pub struct Options {
     pub input_deps: bool,
     /// Upper bound of every iterator coefficient of a hyperplane.
     pub coeff_bound: i64,
+    /// Statements fused with no other, whatever the strategy: before any hyperplane, the
+    /// strongly connected components of the dependence graph are distributed around each
+    /// component holding one of them (as a target's matrix unit wants a contraction's band
+    /// to itself). Distributing components in their topological order is always legal.
+    pub alone: Vec<StmtId>,
 }
 
 impl Default for Options {
@@ -97,6 +102,7 @@ impl Default for Options {
             fuse: Fusion::SmartFuse,
             input_deps: true,
             coeff_bound: 4,
+            alone: Vec::new(),
         }
     }
 }
@@ -579,6 +585,9 @@ impl<'a> Scheduler<'a> {
     }
 
     fn run(&mut self) -> Result<(), Error> {
+        if !self.options.alone.is_empty() {
+            self.cut_alone()?;
+        }
         match self.options.fuse {
             Fusion::NoFuse => {
                 self.cut(false)?;
@@ -1066,26 +1075,45 @@ impl<'a> Scheduler<'a> {
     /// `by_depth`, only between consecutive components of different loop depth. Returns
     /// whether a dependence was satisfied by it (or, at the start, whether anything was cut).
     fn cut(&mut self, by_depth: bool) -> Result<bool, Error> {
+        let depth = |scc: &[usize]| scc.iter().map(|&s| self.depth[s]).max().unwrap_or(0);
+        let groups = self.groups(|prev, next| !by_depth || depth(prev) != depth(next));
+        self.distribute(groups)
+    }
+
+    /// Distributes the components around each one holding a statement of
+    /// [`Options::alone`].
+    fn cut_alone(&mut self) -> Result<bool, Error> {
+        let alone = |scc: &[usize]| {
+            scc.iter()
+                .any(|&s| self.options.alone.contains(&StmtId(s as u32)))
+        };
+        let groups = self.groups(|prev, next| alone(prev) || alone(next));
+        self.distribute(groups)
+    }
+
+    /// The group of each statement when the strongly connected components, in topological
+    /// order, start a new group where `apart` says of two neighbours; `None` for one group.
+    fn groups(&self, apart: impl Fn(&[usize], &[usize]) -> bool) -> Option<Vec<i64>> {
         let sccs = self.sccs();
-        if sccs.len() < 2 {
-            return Ok(false);
-        }
         let mut group = vec![0i64; self.depth.len()];
         let mut g = 0i64;
-        let mut prev_depth: Option<usize> = None;
         for (k, scc) in sccs.iter().enumerate() {
-            let d = scc.iter().map(|&s| self.depth[s]).max().unwrap_or(0);
-            if k > 0 && (!by_depth || prev_depth != Some(d)) {
+            if k > 0 && apart(&sccs[k - 1], scc) {
                 g += 1;
             }
-            prev_depth = Some(d);
             for &s in scc {
                 group[s] = g;
             }
         }
-        if g == 0 {
+        (g > 0).then_some(group)
+    }
+
+    /// A scalar dimension ordering the statements by `group`, and the dependences between
+    /// groups dropped; `false` (and nothing done) when that gains nothing.
+    fn distribute(&mut self, group: Option<Vec<i64>>) -> Result<bool, Error> {
+        let Some(group) = group else {
             return Ok(false);
-        }
+        };
         let before = self.deps.iter().filter(|d| d.legality).count();
         self.deps.retain(|d| group[d.src] == group[d.dst]);
         let after = self.deps.iter().filter(|d| d.legality).count();

@@ -493,6 +493,11 @@ instructions! {
         hi: u64 = word("the high 64 bits"),
         lo: u64 = word("the low 64 bits"),
     };
+    /// The mask's counter mode: the first LANES lanes of every repeat on and the others off
+    /// (all of them from 128 lanes up, none below one lane).
+    SetMaskCount "set_vector_mask_count" [S, Issue] {
+        lanes: Scalar = scalar,
+    };
     SetFlag "set_flag" [Signal, Sync] {
         src: Pipe = pipe,
         dst: Pipe = pipe,

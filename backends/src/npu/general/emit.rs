@@ -14,6 +14,7 @@ use sim::Span;
 
 use super::matrix::CubeBytes;
 use super::promote::{self, Boxes};
+use super::vector;
 use crate::loops::{evaluate, Linear};
 use crate::npu::{Error, NpuTarget};
 
@@ -360,11 +361,15 @@ impl<'p> Emitter<'p> {
                 body,
                 annotations,
             } => {
-                if annotations.vectorizable
-                    && *step == 1
-                    && self.vector_loop(var, lower, upper, body)?
+                if *step == 1
+                    && self.vector_loop(var, lower, upper, body, !annotations.vectorizable)?
                 {
                     return Ok(());
+                }
+                if annotations.vectorizable && *step == 1 {
+                    if let Some(parts) = vector::distribute(var, lower, upper, body) {
+                        return parts.iter().try_for_each(|a| self.node(a));
+                    }
                 }
                 self.scalar_loop(var, lower, upper, *step, body)
             }

@@ -22,7 +22,9 @@
 //!   one lane of the Vector unit, sine and cosine by reduction and polynomials, conversions to
 //!   integers, floor and ceil. Calls of the kernel's scalar functions are inlined ([`call`]).
 //! - **Vector loops** ([`vector`]): innermost loops whose iterations are independent and whose
-//!   statements write consecutive elements run as vector instructions over the boxes.
+//!   statements write consecutive elements run as vector instructions over the boxes, the
+//!   last partial repeat under a counted mask; innermost loops that fold their iterations into
+//!   one element run as the Vector unit's reductions, in the loop's order.
 //! - **Cores** ([`cores`]): the iterations of outermost parallel loops spread over the blocks.
 //!
 //! Pipes are ordered with `pipe_barrier ALL` around every region's copies, a flag pair after

@@ -10,16 +10,25 @@
 //! broadcast; everything else is one vector instruction per operation over the loop's
 //! elements, into temporaries after the region's boxes and, last, into the written box. Every
 //! vector operand starts on a 32-byte block, as the unit needs: accesses whose first element
-//! may not are left to the scalar unit.
+//! may not are left to the scalar unit. A loop that carries a dependence is taken when its
+//! body is one reduction into an element the loop does not move (`s(i) += e(i, j)` over `j`):
+//! its values are computed as above and `vcadd`, `vcmax` or `vcmin` fold them into the element
+//! repeat after repeat, lane after lane, in the loop's order and rounding.
 //!
-//! The lanes are the loop's trip count; where that depends on outer loops (the last tile of a
-//! dimension), the loop runs on the Vector unit when it has its largest trip count and on the
-//! scalar unit otherwise. The Vector unit's work is done before the scalar unit goes on.
+//! The loop runs over one integer register: on the scalar unit until the accesses reach a
+//! 32-byte block (not at all where the first iteration always starts on one), then on the
+//! Vector unit, whole repeats and last the partial one under a mask that counts its lanes.
+//! Where the trip count is the same in every instance of the loop, each operation is one
+//! instruction over as many repeats as the trip count has (as far as the temporaries fit);
+//! otherwise a loop steps one repeat at a time. A loop whose body holds conditions is first
+//! split into one loop per item, each over the iterations its conditions leave
+//! ([`distribute`]). The Vector unit's work is done before the scalar unit goes on.
 
-use polyhedral::ast::{Ast, AstExpr};
-use polyhedral::program::{BinaryOp, Expr, ExprId, MathFn, StmtId, UnaryOp};
+use polyhedral::ast::{Ast, AstCond, AstExpr};
+use polyhedral::program::{BinaryOp, Expr, ExprId, MathFn, ReductionOp, StmtId, UnaryOp};
 use sim::isa::{
-    Addr, Affine, CmpOp, DType, Instr, Reg, SOp, Scalar, VBinOp, VScalarOp, VUnOp, VecCfg,
+    Addr, Affine, CmpOp, DType, Instr, Reg, SOp, Scalar, VBinOp, VRedOp, VScalarOp, VUnOp, VecCfg,
+    MAX_REPEAT,
 };
 
 use super::emit::{dtype, Emitter, Int};
@@ -44,6 +53,16 @@ enum Op {
     Scalar(VScalarOp, Addr, Addr, Scalar),
     Un(VUnOp, Addr, Addr),
     Dup(Addr, Scalar),
+    /// Every repeat of the source folded into the destination element, in order.
+    Red(VRedOp, Addr, Addr),
+}
+
+/// What a reduction statement folds, and how.
+struct Reduce {
+    op: VRedOp,
+    value: ExprId,
+    /// `acc -= value`: the values are negated first (exactly), then summed.
+    negate: bool,
 }
 
 /// A statement of the loop as vector operations.
@@ -56,25 +75,32 @@ struct Lowered {
 
 impl Emitter<'_> {
     /// Lowers the loop `var` over `lower..=upper` with `body` on the Vector unit when it can
-    /// be; `false` when it cannot (nothing is written then).
-    ///
-    /// The loop runs in three parts over one integer register: on the scalar unit until the
-    /// accesses reach a 32-byte block, on the Vector unit one repeat at a time while a whole
-    /// repeat of iterations is left, and the rest on the scalar unit.
+    /// be (`carried`: the loop carries a dependence, and runs there only as one reduction);
+    /// `false` when it cannot (nothing is written then). The module docs say how.
     pub(super) fn vector_loop(
         &mut self,
         var: &str,
         lower: &AstExpr,
         upper: &AstExpr,
         body: &Ast,
+        carried: bool,
     ) -> Result<bool, Error> {
         let Some(stmts) = users(body) else {
             return Ok(false);
         };
+        // A loop that carries a dependence runs here only as one reduction into an element.
+        if carried && stmts.len() != 1 {
+            return Ok(false);
+        }
         let mut ty = None;
         let mut phases = Vec::new();
         for (stmt, args) in &stmts {
-            let Some(t) = self.vectorizes(*stmt, args, var, &mut phases) else {
+            let t = if carried {
+                self.reduces(*stmt, args, var, &mut phases).map(|(t, _)| t)
+            } else {
+                self.vectorizes(*stmt, args, var, &mut phases)
+            };
+            let Some(t) = t else {
                 return Ok(false);
             };
             if ty.is_some_and(|u| u != t) {
@@ -102,24 +128,60 @@ impl Emitter<'_> {
         let hi = Int::Var(Scalar::Reg(Reg::S(h)));
         let range = self.loop_range(lower, upper);
         self.bind(var, r, range);
-        // Iterations before the first block: (-(var + phase)) mod per_block of them.
-        let at_var = AstExpr::plus(
-            AstExpr::var(var),
-            AstExpr::plus(
-                phase.to_expr_without(&Default::default()),
-                AstExpr::Int(phase.constant),
-            ),
-        );
-        let peel = AstExpr::Mod(Box::new(AstExpr::mul(-1, at_var)), per_block);
-        let peel = self.int(&peel)?;
-        let peel_end = self.sbin(SOp::Add, peel, Int::Var(Scalar::Reg(Reg::S(r))))?;
-        let peel_end = self.sbin(SOp::Sub, peel_end, Int::Const(1))?;
-        let peel_end = self.sbin(SOp::Min, peel_end, hi.clone())?;
-        self.scalar_iterations(r, peel_end.scalar(), body)?;
-        self.release(peel_end);
-        // Whole repeats, when one is left: the invariant operands are read only then (their
-        // elements exist only where the loop runs).
-        let last = self.sbin(SOp::Sub, hi.clone(), Int::Const(lanes - 1))?;
+        // Iterations before the first block: (-(var + phase)) mod per_block of them, none
+        // when the first iteration starts on a block whatever the outer loops.
+        let mut first = Linear::of(lower).map(|l| self.with_params(l));
+        if let Some(f) = &mut first {
+            f.constant += phase.constant;
+            for (v, c) in &phase.vars {
+                *f.vars.entry(v.clone()).or_default() += c;
+            }
+        }
+        let aligned = first.as_ref().is_some_and(|f| {
+            f.constant % per_block == 0 && f.vars.values().all(|c| c % per_block == 0)
+        });
+        if !aligned {
+            let at_var = AstExpr::plus(
+                AstExpr::var(var),
+                AstExpr::plus(
+                    phase.to_expr_without(&Default::default()),
+                    AstExpr::Int(phase.constant),
+                ),
+            );
+            let peel = AstExpr::Mod(Box::new(AstExpr::mul(-1, at_var)), per_block);
+            let peel = self.int(&peel)?;
+            let peel_end = self.sbin(SOp::Add, peel, Int::Var(Scalar::Reg(Reg::S(r))))?;
+            let peel_end = self.sbin(SOp::Sub, peel_end, Int::Const(1))?;
+            let peel_end = self.sbin(SOp::Min, peel_end, hi.clone())?;
+            self.scalar_iterations(r, peel_end.scalar(), body)?;
+            self.release(peel_end);
+        }
+        // The trip count, when it is the same in every instance of the loop.
+        let trip = match (aligned, Linear::of(upper), Linear::of(lower)) {
+            (true, Some(u), Some(l)) => {
+                let d = self.with_params(u.minus(&l));
+                d.is_constant().then_some(d.constant + 1)
+            }
+            _ => None,
+        };
+        // The rest on the Vector unit, when any is left: the invariant operands are read only
+        // then (their elements exist only where the loop runs). Whole repeats, then the last
+        // partial one under a mask that counts its lanes.
+        // Repeats per instruction: as many as the trip count has, the temporaries of every
+        // operation (at most two per expression node) fitting the unified buffer.
+        let chunk = trip.map_or(1, |t| {
+            let nodes: usize = stmts
+                .iter()
+                .map(|(s, _)| self.program.statements[s.index()].exprs.len())
+                .sum();
+            let repeat_bytes = (VECTOR_BYTES * (2 * nodes as u64 + 1)) as i64;
+            let free =
+                self.target.capacity(sim::isa::Mem::Ub) as i64 - self.vector_temps_start() as i64;
+            (t / lanes)
+                .min(i64::from(MAX_REPEAT))
+                .min(free / repeat_bytes)
+                .max(1)
+        });
         let vector = self.nested(|e| {
             let mut lowered = Lowered {
                 ops: Vec::new(),
@@ -127,18 +189,67 @@ impl Emitter<'_> {
                 fregs: Vec::new(),
             };
             for (stmt, args) in &stmts {
-                e.vector_statement(*stmt, args, var, lanes, &mut lowered)?;
-            }
-            e.push(Instr::SetMask {
-                hi: u64::MAX,
-                lo: u64::MAX,
-            });
-            e.stepping(r, lanes, last.scalar(), |e| {
-                for op in &lowered.ops {
-                    e.push(instr(op, ty));
+                if carried {
+                    e.vector_reduction(*stmt, args, var, lanes * chunk, &mut lowered)?;
+                } else {
+                    e.vector_statement(*stmt, args, var, lanes * chunk, &mut lowered)?;
                 }
-                Ok(())
-            })?;
+            }
+            e.push(FULL_MASK);
+            match trip {
+                Some(t) => {
+                    let mut left = t / lanes;
+                    while left > 0 {
+                        let n = left.min(chunk);
+                        for op in &lowered.ops {
+                            e.push(instr(op, ty, n as u32));
+                        }
+                        left -= n;
+                        if left > 0 || t % lanes > 0 {
+                            e.push(Instr::SBin {
+                                op: SOp::Add,
+                                dst: Reg::S(r),
+                                a: Scalar::Reg(Reg::S(r)),
+                                b: Scalar::Int(n * lanes),
+                            });
+                        }
+                    }
+                    if t % lanes > 0 {
+                        e.push(Instr::SetMaskCount {
+                            lanes: Scalar::Int(t % lanes),
+                        });
+                        for op in &lowered.ops {
+                            e.push(instr(op, ty, 1));
+                        }
+                        e.push(FULL_MASK);
+                    }
+                }
+                None => {
+                    let last = e.sbin(SOp::Sub, hi.clone(), Int::Const(lanes - 1))?;
+                    e.stepping(r, lanes, last.scalar(), |e| {
+                        for op in &lowered.ops {
+                            e.push(instr(op, ty, 1));
+                        }
+                        Ok(())
+                    })?;
+                    e.release(last);
+                    let tail = e.nested(|e| {
+                        let left =
+                            e.sbin(SOp::Sub, hi.clone(), Int::Var(Scalar::Reg(Reg::S(r))))?;
+                        let left = e.sbin(SOp::Add, left, Int::Const(1))?;
+                        e.push(Instr::SetMaskCount {
+                            lanes: left.scalar(),
+                        });
+                        e.release(left);
+                        for op in &lowered.ops {
+                            e.push(instr(op, ty, 1));
+                        }
+                        e.push(FULL_MASK);
+                        Ok(())
+                    })?;
+                    e.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, hi.scalar(), tail);
+                }
+            }
             for x in lowered.sregs {
                 e.free_s(x);
             }
@@ -147,16 +258,21 @@ impl Emitter<'_> {
             }
             Ok(())
         })?;
-        self.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, last.scalar(), vector);
-        self.release(last);
+        self.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, hi.scalar(), vector);
         // The Vector unit is done before the scalar unit goes on.
         self.wait_for_vector();
-        // The rest.
-        self.scalar_iterations(r, hi.scalar(), body)?;
         self.unbind(var);
         self.free_s(h);
         self.free_s(r);
         Ok(true)
+    }
+
+    /// `l` with the parameters replaced by their values.
+    fn with_params(&self, mut l: Linear) -> Linear {
+        for (p, c) in std::mem::take(&mut l.params) {
+            l.constant += c * self.params[p as usize];
+        }
+        l
     }
 
     /// `while r <= last { body; r += 1 }` on the scalar unit.
@@ -182,6 +298,104 @@ impl Emitter<'_> {
         self.lanes_expr(&at, s.body, var, ty, phases).then_some(ty)
     }
 
+    /// The element type and operation of a statement that folds the loop's iterations into
+    /// one element (`acc op= value`, the element the same in every iteration and `value`
+    /// what the lanes compute), pushing its consecutive accesses' phases on `phases`; `None`
+    /// for any other statement. The Vector unit folds a row's lanes in lane order, rounding
+    /// after each step, as the loop does: sums in f32 or i32 only (f16 sums round to f16).
+    fn reduces(
+        &self,
+        stmt: StmtId,
+        args: &[AstExpr],
+        var: &str,
+        phases: &mut Vec<Linear>,
+    ) -> Option<(DType, Reduce)> {
+        let s = &self.program.statements[stmt.index()];
+        let red = s.reduction.as_ref()?;
+        let ty = dtype(self.program.array(s.write.array).elem).ok()?;
+        let Expr::Binary(bop, x, y) = &s.exprs[s.body] else {
+            return None;
+        };
+        let is_acc = |e: ExprId| {
+            matches!(&s.exprs[e], Expr::Read(r)
+                if s.reads[*r].array == s.write.array
+                    && s.reads[*r].subscripts == s.write.subscripts)
+        };
+        let value = match (is_acc(*x), is_acc(*y)) {
+            (true, false) => *y,
+            (false, true) if *bop != BinaryOp::Sub => *x,
+            _ => return None,
+        };
+        let op = match (red.op, bop) {
+            (ReductionOp::Add, BinaryOp::Add) => VRedOp::Cadd,
+            (ReductionOp::Add, BinaryOp::Sub) => VRedOp::Cadd,
+            (ReductionOp::Max, BinaryOp::Max) => VRedOp::Cmax,
+            (ReductionOp::Min, BinaryOp::Min) => VRedOp::Cmin,
+            _ => return None,
+        };
+        if op == VRedOp::Cadd && ty == DType::F16 {
+            return None;
+        }
+        // The accumulator is read only as the accumulator, and stays put.
+        let reads_acc = s.reads.iter().filter(|r| r.array == s.write.array).count();
+        let at = Instance::new(s, args);
+        let write = subscripts(s, &s.write.subscripts, args);
+        if reads_acc != 1 || write.iter().any(|e| uses(e, var)) || !self.varies(&at, value, var) {
+            return None;
+        }
+        self.lanes_expr(&at, value, var, ty, phases).then_some((
+            ty,
+            Reduce {
+                op,
+                value,
+                negate: *bop == BinaryOp::Sub,
+            },
+        ))
+    }
+
+    /// A reduction statement of the loop ([`Self::reduces`]): its value over the repeats, then
+    /// the fold of every repeat into the accumulator's element.
+    fn vector_reduction(
+        &mut self,
+        stmt: StmtId,
+        args: &[AstExpr],
+        var: &str,
+        lanes: i64,
+        out: &mut Lowered,
+    ) -> Result<(), Error> {
+        let program = self.program;
+        let s = &program.statements[stmt.index()];
+        let ty = dtype(program.array(s.write.array).elem)?;
+        let mut phases = Vec::new();
+        let (_, reduce) = self
+            .reduces(stmt, args, var, &mut phases)
+            .expect("a reduction the Vector unit folds");
+        let at = Instance::new(s, args);
+        let bytes = lanes as u64 * ty.size();
+        let mut temps = Vec::new();
+        let dst = promote::element(
+            self,
+            s.write.array,
+            &subscripts(s, &s.write.subscripts, args),
+            &mut temps,
+        )?;
+        out.sregs.extend(temps);
+        let mut next_temp = self.vector_temps_start() + (out.ops.len() as u64) * bytes;
+        let value = self.lanes_value(&at, reduce.value, var, ty, bytes, &mut next_temp, out)?;
+        let Operand::Lanes(mut src) = value else {
+            unreachable!("a varying value")
+        };
+        if reduce.negate {
+            let t = self.vector_temp(&mut next_temp, bytes)?;
+            out.ops
+                .push(Op::Scalar(VScalarOp::Muls, t.clone(), src, minus_one(ty)));
+            src = t;
+        }
+        self.ub_size = self.ub_size.max(next_temp);
+        out.ops.push(Op::Red(reduce.op, dst, src));
+        Ok(())
+    }
+
     /// Where an access that walks the box's last dimension with the loop, one element per
     /// iteration, stands against the box's blocks: the element of iteration `var` is element
     /// `var + phase` of its row. `None` for any other access.
@@ -201,11 +415,7 @@ impl Emitter<'_> {
             return None;
         }
         let lower = promote::last_lower(self, array, subs)?;
-        let mut phase = l.minus(&lower);
-        for (p, c) in std::mem::take(&mut phase.params) {
-            phase.constant += c * self.params[p as usize];
-        }
-        Some(phase)
+        Some(self.with_params(l.minus(&lower)))
     }
 
     /// Whether the expression depends on the loop's iteration.
@@ -522,10 +732,17 @@ impl Emitter<'_> {
 }
 
 /// The vector instruction of `op`: one repeat.
-fn instr(op: &Op, ty: DType) -> Instr {
+/// Every lane on.
+const FULL_MASK: Instr = Instr::SetMask {
+    hi: u64::MAX,
+    lo: u64::MAX,
+};
+
+/// The instruction of `op` over `repeat` consecutive repeats.
+fn instr(op: &Op, ty: DType, repeat: u32) -> Instr {
     let shift = |a: &Addr| a.clone();
     let cfg = |n: usize| VecCfg {
-        repeat: 1,
+        repeat,
         blk: vec![1; n],
         rep: vec![8; n],
     };
@@ -559,18 +776,38 @@ fn instr(op: &Op, ty: DType) -> Instr {
             scalar: c.clone(),
             cfg: cfg(1),
         },
+        Op::Red(op, d, a) => Instr::VRed {
+            op: *op,
+            ty,
+            dst: shift(d),
+            src: shift(a),
+            cfg: VecCfg {
+                repeat,
+                blk: vec![1; 2],
+                rep: vec![0, 8],
+            },
+            acc: true,
+        },
     }
 }
 
 fn op_dst(op: &Op) -> &Addr {
     match op {
-        Op::Bin(_, d, ..) | Op::Scalar(_, d, ..) | Op::Un(_, d, _) | Op::Dup(d, _) => d,
+        Op::Bin(_, d, ..)
+        | Op::Scalar(_, d, ..)
+        | Op::Un(_, d, _)
+        | Op::Dup(d, _)
+        | Op::Red(_, d, _) => d,
     }
 }
 
 fn set_op_dst(op: &mut Op, dst: Addr) {
     match op {
-        Op::Bin(_, d, ..) | Op::Scalar(_, d, ..) | Op::Un(_, d, _) | Op::Dup(d, _) => *d = dst,
+        Op::Bin(_, d, ..)
+        | Op::Scalar(_, d, ..)
+        | Op::Un(_, d, _)
+        | Op::Dup(d, _)
+        | Op::Red(_, d, _) => *d = dst,
     }
 }
 
@@ -586,6 +823,107 @@ fn minus_one(ty: DType) -> Scalar {
         DType::I32 => Scalar::Int(-1),
         _ => Scalar::Float(-1.0),
     }
+}
+
+/// The loop `var` over `lower..=upper` around `body` as one loop per item of the body, each
+/// over the iterations its conditions leave: a condition on `var` alone and outer loops
+/// narrows the item's bounds, the others guard its loop. `None` when the body is statements
+/// alone already, or has a condition on `var` that is no bound (a divisibility), or an
+/// `else`.
+///
+/// The loop carries no dependence, so each item may run over all the iterations in turn, as
+/// the vector lowering runs each statement: this is exact.
+pub(super) fn distribute(
+    var: &str,
+    lower: &AstExpr,
+    upper: &AstExpr,
+    body: &Ast,
+) -> Option<Vec<Ast>> {
+    if users(body).is_some() {
+        return None;
+    }
+    let items = match body {
+        Ast::Block(items) => items.as_slice(),
+        b => std::slice::from_ref(b),
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let mut guards = Vec::new();
+        let mut lowers = vec![lower.clone()];
+        let mut uppers = vec![upper.clone()];
+        let mut inner = item;
+        while let Ast::If {
+            conds,
+            then,
+            otherwise: None,
+        } = inner
+        {
+            for c in conds {
+                if !bound(c, var, &mut lowers, &mut uppers)? {
+                    guards.push(c.clone());
+                }
+            }
+            inner = then;
+        }
+        users(inner)?;
+        let mut ast = Ast::For {
+            var: var.to_string(),
+            lower: AstExpr::max(lowers),
+            upper: AstExpr::min(uppers),
+            step: 1,
+            body: Box::new(inner.clone()),
+            annotations: polyhedral::ast::LoopAnnotations {
+                parallel: true,
+                vectorizable: true,
+            },
+        };
+        if !guards.is_empty() {
+            ast = Ast::If {
+                conds: guards,
+                then: Box::new(ast),
+                otherwise: None,
+            };
+        }
+        out.push(ast);
+    }
+    Some(out)
+}
+
+/// Adds the bound `cond` puts on `var` to `lowers` or `uppers`; `Some(false)` when it does not
+/// use `var`, `None` when it uses it otherwise than affinely.
+fn bound(
+    cond: &AstCond,
+    var: &str,
+    lowers: &mut Vec<AstExpr>,
+    uppers: &mut Vec<AstExpr>,
+) -> Option<bool> {
+    let (e, equal) = match cond {
+        AstCond::NonNegative(e) => (e, false),
+        AstCond::Zero(e) => (e, true),
+        AstCond::Divisible(e, _) => return (!uses(e, var)).then_some(false),
+    };
+    if !uses(e, var) {
+        return Some(false);
+    }
+    let mut l = Linear::of(e)?;
+    let a = l.vars.remove(var)?;
+    let rest = AstExpr::plus(
+        l.to_expr_without(&Default::default()),
+        AstExpr::Int(l.constant),
+    );
+    // a*var + rest >= 0 (or == 0).
+    let (lo, hi) = if a > 0 {
+        let at_least = AstExpr::ceil_div(AstExpr::mul(-1, rest.clone()), a);
+        let at_most = AstExpr::floor_div(AstExpr::mul(-1, rest), a);
+        (Some(at_least), equal.then_some(at_most))
+    } else {
+        let at_most = AstExpr::floor_div(rest.clone(), -a);
+        let at_least = AstExpr::ceil_div(rest, -a);
+        (equal.then_some(at_least), Some(at_most))
+    };
+    lowers.extend(lo);
+    uppers.extend(hi);
+    Some(true)
 }
 
 /// The statement instances of a loop body made of statements alone.

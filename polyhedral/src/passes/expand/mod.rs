@@ -434,7 +434,7 @@ fn copy_out_statement(
 }
 
 /// `wanted`, or `wanted_2`, `wanted_3`, … when the program already names an array so.
-fn fresh_name(program: &Program, wanted: &str) -> String {
+pub(crate) fn fresh_name(program: &Program, wanted: &str) -> String {
     let taken = |n: &str| program.arrays.iter().any(|a| a.name == n);
     if !taken(wanted) {
         return wanted.to_string();
