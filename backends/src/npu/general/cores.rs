@@ -158,6 +158,15 @@ impl Emitter<'_> {
         let mut regions: Vec<Boxes> = Vec::new();
         let mut children = Vec::new();
         flatten(body, &mut children);
+        let block = match body {
+            Ast::Block(items) if items.len() > 1 => promote::plan_block(self, items),
+            _ => None,
+        };
+        if let Some(b) = block {
+            // The body is one region.
+            regions.push(b);
+            children.clear();
+        }
         for c in children {
             let matrix = matches!(
                 c,

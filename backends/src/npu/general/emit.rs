@@ -7,14 +7,15 @@ use polyhedral::ast::{Ast, AstCond, AstExpr};
 use polyhedral::program::{ArrayId, ArrayRole, Program, ScalarType};
 use polyhedral::schedule::mark::Mark;
 use sim::isa::{
-    self, Addr, Affine, BufferDecl, CmpOp, Cond, DType, Instr, Mem, Param, Pipe, Reg, Role, SOp,
-    Scalar, Stmt,
+    self, Addr, Affine, BufferDecl, CmpOp, Cond, DType, Instr, Mem, Param, Reg, Role, SOp, Scalar,
+    Stmt,
 };
 use sim::Span;
 
 use super::matrix::CubeBytes;
 use super::promote::{self, Boxes};
 use super::vector;
+use super::waits;
 use crate::loops::{evaluate, Linear};
 use crate::npu::{Error, NpuTarget};
 
@@ -124,7 +125,8 @@ impl<'p> Emitter<'p> {
             cube: CubeBytes::default(),
         };
         let blockdim = e.on_cores(ast)?;
-        let body = e.blocks.pop().unwrap_or_default();
+        let mut body = e.blocks.pop().unwrap_or_default();
+        waits::place(&mut body);
         let mut used: BTreeMap<ArrayId, bool> = BTreeMap::new();
         for (a, _, write) in crate::loops::accesses(program, ast) {
             *used.entry(a).or_default() |= write;
@@ -322,6 +324,12 @@ impl<'p> Emitter<'p> {
 
     fn node(&mut self, ast: &Ast) -> Result<(), Error> {
         match ast {
+            Ast::Block(items) if self.region.is_none() && items.len() > 1 => {
+                match promote::plan_block(self, items) {
+                    Some(boxes) => promote::region(self, ast, boxes),
+                    None => items.iter().try_for_each(|a| self.node(a)),
+                }
+            }
             Ast::Block(items) => items.iter().try_for_each(|a| self.node(a)),
             Ast::Mark {
                 mark: Mark::Matrix(m),
@@ -587,6 +595,42 @@ impl<'p> Emitter<'p> {
     }
 
     /// The value of an integer expression of the loop variables and parameters.
+    /// `e` without the items of its outermost minima and maxima that never decide them (an
+    /// item of a minimum that is never below another one, at the loops' ranges).
+    pub(super) fn settled(&self, e: &AstExpr) -> AstExpr {
+        let (items, min) = match e {
+            AstExpr::Min(items) => (items, true),
+            AstExpr::Max(items) => (items, false),
+            e => return e.clone(),
+        };
+        let items: Vec<AstExpr> = items.iter().map(|x| self.settled(x)).collect();
+        // `a` never decides against `b`: a ≥ b everywhere for a minimum, a ≤ b for a maximum.
+        let never = |a: &AstExpr, b: &AstExpr| {
+            let d = AstExpr::plus(a.clone(), AstExpr::mul(-1, b.clone()));
+            self.interval(&d)
+                .is_some_and(|(lo, hi)| if min { lo >= 0 } else { hi <= 0 })
+        };
+        let mut kept: Vec<AstExpr> = Vec::new();
+        for (i, a) in items.iter().enumerate() {
+            // Of two that are always equal, the first stays.
+            let beaten = items
+                .iter()
+                .enumerate()
+                .any(|(j, b)| j != i && never(a, b) && !(j > i && never(b, a)));
+            if !beaten {
+                kept.push(a.clone());
+            }
+        }
+        if kept.is_empty() {
+            kept = items;
+        }
+        if min {
+            AstExpr::min(kept)
+        } else {
+            AstExpr::max(kept)
+        }
+    }
+
     pub(super) fn int(&mut self, e: &AstExpr) -> Result<Int, Error> {
         if let Some(v) = evaluate(e, Some(&self.params), &BTreeMap::new()) {
             return Ok(Int::Const(v));
@@ -626,8 +670,13 @@ impl<'p> Emitter<'p> {
                 let qk = self.sbin(SOp::Mul, q, Int::Const(*k))?;
                 self.sbin(SOp::Sub, a, qk)
             }
-            AstExpr::Min(items) | AstExpr::Max(items) => {
-                let op = if matches!(e, AstExpr::Min(_)) {
+            AstExpr::Min(_) | AstExpr::Max(_) => {
+                let settled = self.settled(e);
+                let items = match &settled {
+                    AstExpr::Min(items) | AstExpr::Max(items) => items.clone(),
+                    single => return self.int(single),
+                };
+                let op = if matches!(settled, AstExpr::Min(_)) {
                     SOp::Min
                 } else {
                     SOp::Max
@@ -728,20 +777,6 @@ impl<'p> Emitter<'p> {
             }
         }
         Ok(())
-    }
-
-    /// The scalar unit waits until the Vector unit has done what was issued to it.
-    pub(super) fn wait_for_vector(&mut self) {
-        self.push(Instr::SetFlag {
-            src: Pipe::V,
-            dst: Pipe::S,
-            event: 0,
-        });
-        self.push(Instr::WaitFlag {
-            src: Pipe::V,
-            dst: Pipe::S,
-            event: 0,
-        });
     }
 
     /// Binds a loop variable to an integer register while its loop is written.

@@ -67,7 +67,6 @@ impl Emitter<'_> {
         self.drop_val(v);
         self.push(Instr::SetMask { hi: 0, lo: 1 });
         self.push(instr(dst.clone(), src));
-        self.wait_for_vector();
         Ok(if result == DType::I32 {
             let r = self.sreg()?;
             self.push(Instr::Ld {

@@ -27,8 +27,8 @@
 //!   one element run as the Vector unit's reductions, in the loop's order.
 //! - **Cores** ([`cores`]): the iterations of outermost parallel loops spread over the blocks.
 //!
-//! Pipes are ordered with `pipe_barrier ALL` around every region's copies, a flag pair after
-//! every vector instruction whose result the scalar unit loads, and flags between the pipes of
+//! Pipes are ordered with `pipe_barrier ALL` around every region's copies, a flag pair before
+//! the first instruction after vector work that may see it unfinished ([`waits`]), and flags between the pipes of
 //! the Cube's tiles ([`matrix`]), so the programs are race-free.
 //! Every kernel the middle end schedules is lowered; f64 is computed in f32 when asked for
 //! (`--npu-f32`) and refused otherwise.
@@ -41,6 +41,7 @@ mod matrix;
 mod promote;
 mod scalar;
 mod vector;
+mod waits;
 
 use polyhedral::pipeline;
 use polyhedral::program::{Program, ScalarType};

@@ -73,6 +73,14 @@ impl Boxes {
         self.boxes.iter()
     }
 
+    /// The bytes the boxes copy in and out.
+    fn bytes(&self) -> u64 {
+        self.boxes
+            .iter()
+            .map(|b| b.bytes * (u64::from(b.read) + u64::from(b.written)))
+            .sum()
+    }
+
     fn get(&self, array: ArrayId, subscripts: &[AstExpr]) -> Option<&ArrayBox> {
         self.boxes.iter().find(|b| {
             b.array == array
@@ -96,6 +104,21 @@ pub(super) fn plan(e: &Emitter, ast: &Ast) -> Option<Boxes> {
     let boxes = footprint(e, ast)?;
     let end = boxes.boxes.last().map_or(SCRATCH, |b| b.offset + b.bytes);
     (end <= e.target.capacity(Mem::Ub)).then_some(boxes)
+}
+
+/// The boxes of a block of subtrees as one region, when it fits and moves no more bytes than
+/// its items would as regions of their own (their boxes may overlap: a value one item writes
+/// and the next reads then stays in UB).
+pub(super) fn plan_block(e: &Emitter, items: &[Ast]) -> Option<Boxes> {
+    let mut apart = 0;
+    for item in items {
+        if !matches!(item, Ast::For { .. } | Ast::User { .. }) {
+            return None;
+        }
+        apart += plan(e, item)?.bytes();
+    }
+    let block = Ast::Block(items.to_vec());
+    plan(e, &block).filter(|b| b.bytes() <= apart)
 }
 
 /// Whether a matrix mark lies in `ast`: the Cube's tiles take their operands from GM, so no
@@ -132,6 +155,7 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
         }
     }
     keys.sort_by_key(|((a, _), _)| *a);
+    let read_in_region = |array: ArrayId| region.all.iter().any(|(a, _, w)| *a == array && !w);
     let mut offset = SCRATCH;
     let mut boxes = Vec::new();
     for ((array, subscripts), (read, written)) in keys {
@@ -163,6 +187,9 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
                 ]),
             })
             .collect();
+        // A box the region writes whole before reading any of it needs nothing from GM.
+        let read = read
+            && (single || read_in_region(array) || !fully_written(e, ast, array, &lower, &width));
         let rank = width.len();
         let mut pitch = vec![es; rank];
         if rank >= 1 {
@@ -196,6 +223,117 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
         offset = offset.next_multiple_of(BLOCK_BYTES);
     }
     Some(Boxes { boxes })
+}
+
+/// Whether the one statement of `ast` that writes `array` writes every element of the box at
+/// `lower` with `width` in every instance of the region: its subscripts are distinct loops of
+/// step 1 plus constants, each loop walking exactly the box's width from where the box
+/// starts whatever the loops outside it, or indices the region does not move where the box is
+/// one element wide, under no condition.
+fn fully_written(e: &Emitter, ast: &Ast, array: ArrayId, lower: &[AstExpr], width: &[i64]) -> bool {
+    let mut sites = Vec::new();
+    if !write_sites(e, ast, array, &mut Vec::new(), &mut sites) {
+        return false;
+    }
+    let [(loops, subs)] = sites.as_slice() else {
+        return false;
+    };
+    let inner: Vec<&str> = loops.iter().map(|(v, ..)| v.as_str()).collect();
+    let mut used = Vec::new();
+    for (d, sub) in subs.iter().enumerate() {
+        let Some(l) = Linear::of(sub).map(|l| e.with_params(l)) else {
+            return false;
+        };
+        // An index the region does not move: the box is one element wide there.
+        if !l.vars.keys().any(|w| inner.contains(&w.as_str())) {
+            if width[d] != 1 || Linear::of(&lower[d]).map(|b| e.with_params(b)) != Some(l) {
+                return false;
+            }
+            continue;
+        }
+        let Some((v, 1)) = l.vars.iter().next().map(|(v, c)| (v.clone(), *c)) else {
+            return false;
+        };
+        if l.vars.len() != 1 || used.contains(&v) {
+            return false;
+        }
+        let Some((_, lo, hi, 1)) = loops.iter().find(|(w, ..)| *w == v) else {
+            return false;
+        };
+        let (Some(lo), Some(hi)) = (
+            Linear::of(&e.settled(lo)).map(|l| e.with_params(l)),
+            Linear::of(&e.settled(hi)).map(|l| e.with_params(l)),
+        ) else {
+            return false;
+        };
+        let trip = hi.minus(&lo);
+        let mut first = lo.clone();
+        first.constant += l.constant;
+        let starts = Linear::of(&lower[d]).map(|b| e.with_params(b));
+        if lo.vars.keys().any(|w| inner.contains(&w.as_str()))
+            || !trip.is_constant()
+            || trip.constant + 1 != width[d]
+            || starts != Some(first)
+        {
+            return false;
+        }
+        used.push(v);
+    }
+    true
+}
+
+/// A loop's variable, bounds and step.
+type LoopBounds = (String, AstExpr, AstExpr, i64);
+
+/// Collects the statements of `ast` that write `array`, each with its enclosing loops (variable,
+/// bounds, step) and its write's subscripts; `false` when one lies under a condition.
+fn write_sites(
+    e: &Emitter,
+    ast: &Ast,
+    array: ArrayId,
+    loops: &mut Vec<LoopBounds>,
+    out: &mut Vec<(Vec<LoopBounds>, Vec<AstExpr>)>,
+) -> bool {
+    match ast {
+        Ast::Block(items) => items.iter().all(|a| write_sites(e, a, array, loops, out)),
+        Ast::Mark { body, .. } => write_sites(e, body, array, loops, out),
+        Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            body,
+            ..
+        } => {
+            loops.push((var.clone(), lower.clone(), upper.clone(), *step));
+            let ok = write_sites(e, body, array, loops, out);
+            loops.pop();
+            ok
+        }
+        Ast::If {
+            then, otherwise, ..
+        } => {
+            let mut inside = Vec::new();
+            write_sites(e, then, array, loops, &mut inside);
+            if let Some(o) = otherwise {
+                write_sites(e, o, array, loops, &mut inside);
+            }
+            inside.is_empty()
+        }
+        Ast::User { stmt, args } => {
+            let s = &e.program.statements[stmt.index()];
+            if s.write.array == array {
+                let subs = s
+                    .write
+                    .subscripts
+                    .iter()
+                    .map(|x| AstExpr::from_subscript(&s.divs, x, &|d| args[d].clone()))
+                    .collect();
+                out.push((loops.clone(), subs));
+            }
+            true
+        }
+    }
 }
 
 /// Lowers `ast` as a region with `boxes`: copies in, the region, copies out.

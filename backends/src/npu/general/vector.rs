@@ -22,7 +22,8 @@
 //! instruction over as many repeats as the trip count has (as far as the temporaries fit);
 //! otherwise a loop steps one repeat at a time. A loop whose body holds conditions is first
 //! split into one loop per item, each over the iterations its conditions leave
-//! ([`distribute`]). The Vector unit's work is done before the scalar unit goes on.
+//! ([`distribute`]). The scalar unit waits for the Vector unit only where it reads what that
+//! wrote ([`super::waits`]).
 
 use polyhedral::ast::{Ast, AstCond, AstExpr};
 use polyhedral::program::{BinaryOp, Expr, ExprId, MathFn, ReductionOp, StmtId, UnaryOp};
@@ -88,6 +89,7 @@ impl Emitter<'_> {
         let Some(stmts) = users(body) else {
             return Ok(false);
         };
+        let (lower, upper) = (&self.settled(lower), &self.settled(upper));
         // A loop that carries a dependence runs here only as one reduction into an element.
         if carried && stmts.len() != 1 {
             return Ok(false);
@@ -259,8 +261,6 @@ impl Emitter<'_> {
             Ok(())
         })?;
         self.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, hi.scalar(), vector);
-        // The Vector unit is done before the scalar unit goes on.
-        self.wait_for_vector();
         self.unbind(var);
         self.free_s(h);
         self.free_s(r);
@@ -268,7 +268,7 @@ impl Emitter<'_> {
     }
 
     /// `l` with the parameters replaced by their values.
-    fn with_params(&self, mut l: Linear) -> Linear {
+    pub(super) fn with_params(&self, mut l: Linear) -> Linear {
         for (p, c) in std::mem::take(&mut l.params) {
             l.constant += c * self.params[p as usize];
         }
