@@ -353,6 +353,25 @@ impl Emitter<'_> {
         ))
     }
 
+    /// The address of the element statement `s` writes at the iteration in `args` (its
+    /// registers kept in `out` until the loop's operations are written).
+    fn written_element(
+        &mut self,
+        s: &polyhedral::program::Statement,
+        args: &[AstExpr],
+        out: &mut Lowered,
+    ) -> Result<Addr, Error> {
+        let mut temps = Vec::new();
+        let dst = promote::element(
+            self,
+            s.write.array,
+            &subscripts(s, &s.write.subscripts, args),
+            &mut temps,
+        )?;
+        out.sregs.extend(temps);
+        Ok(dst)
+    }
+
     /// A reduction statement of the loop ([`Self::reduces`]): its value over the repeats, then
     /// the fold of every repeat into the accumulator's element.
     fn vector_reduction(
@@ -372,14 +391,7 @@ impl Emitter<'_> {
             .expect("a reduction the Vector unit folds");
         let at = Instance::new(s, args);
         let bytes = lanes as u64 * ty.size();
-        let mut temps = Vec::new();
-        let dst = promote::element(
-            self,
-            s.write.array,
-            &subscripts(s, &s.write.subscripts, args),
-            &mut temps,
-        )?;
-        out.sregs.extend(temps);
+        let dst = self.written_element(s, args, out)?;
         let mut next_temp = self.vector_temps_start() + (out.ops.len() as u64) * bytes;
         let value = self.lanes_value(&at, reduce.value, var, ty, bytes, &mut next_temp, out)?;
         let Operand::Lanes(mut src) = value else {
@@ -506,14 +518,7 @@ impl Emitter<'_> {
         let ty = dtype(program.array(s.write.array).elem)?;
         let at = Instance::new(s, args);
         let bytes = lanes as u64 * ty.size();
-        let mut temps = Vec::new();
-        let dst = promote::element(
-            self,
-            s.write.array,
-            &subscripts(s, &s.write.subscripts, args),
-            &mut temps,
-        )?;
-        out.sregs.extend(temps);
+        let dst = self.written_element(s, args, out)?;
         let start = out.ops.len();
         let mut next_temp = self.vector_temps_start() + (out.ops.len() as u64) * bytes;
         let value = self.lanes_value(&at, s.body, var, ty, bytes, &mut next_temp, out)?;
