@@ -73,7 +73,8 @@ pub(crate) fn elem_bytes(elem: &str) -> Option<u64> {
     }
 }
 
-/// An extent `A + B - 1`, `2 * A`: sums of products of sizes and integers.
+/// An extent `A + B - 1`, `2 * A`, `2H + 1`: sums of products of sizes and integers (a number
+/// right before a size multiplies it, as the listing writes them).
 fn eval(expr: &str, params: &[(String, i64)]) -> Option<i64> {
     let spaced = expr
         .replace('*', " * ")
@@ -89,12 +90,31 @@ fn eval(expr: &str, params: &[(String, i64)]) -> Option<i64> {
             }
             "*" => {}
             t => {
-                product *= match t.parse::<i64>() {
-                    Ok(n) => n,
-                    Err(_) => params.iter().find(|(n, _)| n == t)?.1,
-                };
+                let digits = t.len() - t.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                let (number, name) = t.split_at(digits);
+                if !number.is_empty() {
+                    product *= number.parse::<i64>().ok()?;
+                }
+                if !name.is_empty() {
+                    product *= params.iter().find(|(n, _)| n == name)?.1;
+                }
             }
         }
     }
     Some(total + sign * product)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::eval;
+
+    #[test]
+    fn extents_as_the_listing_writes_them() {
+        let params = vec![("H".to_string(), 16), ("NI".to_string(), 3)];
+        assert_eq!(eval("2H + 1", &params), Some(33));
+        assert_eq!(eval("2 * NI - 1", &params), Some(5));
+        assert_eq!(eval("H", &params), Some(16));
+        assert_eq!(eval("7", &params), Some(7));
+        assert_eq!(eval("2X", &params), None);
+    }
 }
