@@ -158,11 +158,7 @@ impl Emitter<'_> {
         let mut regions: Vec<Boxes> = Vec::new();
         let mut children = Vec::new();
         flatten(body, &mut children);
-        let block = match body {
-            Ast::Block(items) if items.len() > 1 => promote::plan_block(self, items),
-            _ => None,
-        };
-        if let Some(b) = block {
+        if let Some(b) = promote::plan_block(self, body) {
             // The body is one region.
             regions.push(b);
             children.clear();

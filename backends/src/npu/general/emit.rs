@@ -324,13 +324,17 @@ impl<'p> Emitter<'p> {
 
     fn node(&mut self, ast: &Ast) -> Result<(), Error> {
         match ast {
-            Ast::Block(items) if self.region.is_none() && items.len() > 1 => {
-                match promote::plan_block(self, items) {
+            Ast::Block(items) => {
+                let planned = self
+                    .region
+                    .is_none()
+                    .then(|| promote::plan_block(self, ast))
+                    .flatten();
+                match planned {
                     Some(boxes) => promote::region(self, ast, boxes),
                     None => items.iter().try_for_each(|a| self.node(a)),
                 }
             }
-            Ast::Block(items) => items.iter().try_for_each(|a| self.node(a)),
             Ast::Mark {
                 mark: Mark::Matrix(m),
                 body,

@@ -109,7 +109,13 @@ pub(super) fn plan(e: &Emitter, ast: &Ast) -> Option<Boxes> {
 /// The boxes of a block of subtrees as one region, when it fits and moves no more bytes than
 /// its items would as regions of their own (their boxes may overlap: a value one item writes
 /// and the next reads then stays in UB).
-pub(super) fn plan_block(e: &Emitter, items: &[Ast]) -> Option<Boxes> {
+pub(super) fn plan_block(e: &Emitter, block: &Ast) -> Option<Boxes> {
+    let Ast::Block(items) = block else {
+        return None;
+    };
+    if items.len() < 2 {
+        return None;
+    }
     let mut apart = 0;
     for item in items {
         if !matches!(item, Ast::For { .. } | Ast::User { .. }) {
@@ -117,8 +123,7 @@ pub(super) fn plan_block(e: &Emitter, items: &[Ast]) -> Option<Boxes> {
         }
         apart += plan(e, item)?.bytes();
     }
-    let block = Ast::Block(items.to_vec());
-    plan(e, &block).filter(|b| b.bytes() <= apart)
+    plan(e, block).filter(|b| b.bytes() <= apart)
 }
 
 /// Whether a matrix mark lies in `ast`: the Cube's tiles take their operands from GM, so no
