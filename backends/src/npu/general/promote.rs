@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use polyhedral::ast::{Ast, AstExpr};
 use polyhedral::program::ArrayId;
 use polyhedral::schedule::mark::Mark;
-use sim::isa::{Addr, Affine, Instr, Mem, Reg};
+use sim::isa::{Addr, Affine, CmpOp, Instr, Mem, Reg, Scalar};
 use sim::Span;
 
 use super::emit::{add_term, dtype, Emitter, Int, SCRATCH};
@@ -32,6 +32,11 @@ pub(super) struct ArrayBox {
     lower_reg: Vec<Option<u8>>,
     /// Per dimension, the number of elements.
     width: Vec<i64>,
+    /// Per dimension, the elements copied where the lowest index passes the extent less the
+    /// width: the last box along a dimension that the box's width does not divide keeps its
+    /// place and is copied only as far as the array goes. `None`: the box always lies inside
+    /// the array there.
+    tail: Vec<Option<i64>>,
     /// Per dimension, the bytes between consecutive indices in UB (rows padded to 32 bytes).
     pitch: Vec<i64>,
     /// Byte offset of the box in the buffer.
@@ -180,18 +185,24 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
         };
         let es = dtype(program.array(array).elem).ok()?.size() as i64;
         // Keep the box inside the array: its lowest index between 0 and the extent less its
-        // width. Where the loops' ranges show that it always is, the index stays as it is.
-        let lower: Vec<AstExpr> = lower
+        // width. Where the loops' ranges show that it always is, the index stays as it is;
+        // where only the last of boxes at least a width apart passes the end, that one is
+        // copied as far as the end (see `ArrayBox::tail`).
+        let (lower, tail): (Vec<AstExpr>, Vec<Option<i64>>) = lower
             .into_iter()
             .zip(width.iter().zip(&extents))
             .map(|(lo, (&w, &n))| match e.interval(&lo) {
-                Some((a, b)) if a >= 0 && b <= n - w => lo,
-                _ => AstExpr::max(vec![
-                    AstExpr::Int(0),
-                    AstExpr::min(vec![lo, AstExpr::Int(n - w)]),
-                ]),
+                Some((a, b)) if a >= 0 && b <= n - w => (lo, None),
+                Some((a, b)) if a >= 0 && b < n && apart_by(e, &lo, w, b) => (lo, Some(n - b)),
+                _ => (
+                    AstExpr::max(vec![
+                        AstExpr::Int(0),
+                        AstExpr::min(vec![lo, AstExpr::Int(n - w)]),
+                    ]),
+                    None,
+                ),
             })
-            .collect();
+            .unzip();
         // A box the region writes whole before reading any of it needs nothing from GM.
         let read = read
             && (single || read_in_region(array) || !fully_written(e, ast, array, &lower, &width));
@@ -218,6 +229,7 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
             lower_reg: vec![None; rank],
             lower,
             width,
+            tail,
             pitch,
             offset,
             bytes: bytes as u64,
@@ -228,6 +240,18 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
         offset = offset.next_multiple_of(BLOCK_BYTES);
     }
     Some(Boxes { boxes })
+}
+
+/// Whether the values `lo` takes are at least `w` apart and `top`, their bound, is one of
+/// them or lies a whole step above the last: `lo` is `c·v + k` in one loop variable with
+/// `c ≥ w` and `top ≡ k (mod c)`. Then only a box at `top` can pass the end of the array.
+fn apart_by(e: &Emitter, lo: &AstExpr, w: i64, top: i64) -> bool {
+    Linear::of(lo).map(|l| e.with_params(l)).is_some_and(|l| {
+        l.vars.len() == 1
+            && l.vars
+                .values()
+                .all(|&c| c >= w && (top - l.constant).rem_euclid(c) == 0)
+    })
 }
 
 /// Whether the one statement of `ast` that writes `array` writes every element of the box at
@@ -435,13 +459,47 @@ pub(super) fn element(
     Ok(e.ub_at(offset))
 }
 
-/// Copies a box from GM to UB (`inward`) or back.
+/// Copies a box from GM to UB (`inward`) or back; a box with tails as far as the array goes:
+/// per dimension with a tail, the whole width where the lowest index leaves room for it, the
+/// tail otherwise.
 fn copy(e: &mut Emitter, b: &ArrayBox, inward: bool) -> Result<(), Error> {
+    copy_widths(e, b, inward, b.width.clone(), 0)
+}
+
+/// [`copy`] with the widths of the dimensions before `d` chosen.
+fn copy_widths(
+    e: &mut Emitter,
+    b: &ArrayBox,
+    inward: bool,
+    mut width: Vec<i64>,
+    d: usize,
+) -> Result<(), Error> {
+    let Some(k) = (d..b.rank()).find(|&k| b.tail[k].is_some()) else {
+        return copy_box(e, b, &width, inward);
+    };
+    let extent = e.program.array_extents(b.array)[k];
+    let lower = e.int(&b.lower[k].clone())?;
+    let whole = e.nested(|e| copy_widths(e, b, inward, width.clone(), k + 1))?;
+    width[k] = b.tail[k].unwrap_or(width[k]);
+    let tail = e.nested(|e| copy_widths(e, b, inward, width, k + 1))?;
+    e.branch_else(
+        lower.scalar(),
+        CmpOp::Le,
+        Scalar::Int(extent - b.width[k]),
+        whole,
+        tail,
+    );
+    e.release(lower);
+    Ok(())
+}
+
+/// Copies `width` elements of a box from GM to UB (`inward`) or back.
+fn copy_box(e: &mut Emitter, b: &ArrayBox, width: &[i64], inward: bool) -> Result<(), Error> {
     let program = e.program;
     let array = program.array(b.array);
     let es = dtype(array.elem)?.size() as i64;
     let extents = program.array_extents(b.array);
-    let rank = b.width.len();
+    let rank = width.len();
     // Bytes between consecutive indices of each dimension in GM.
     let mut stride = vec![es; rank];
     for d in (0..rank.saturating_sub(1)).rev() {
@@ -456,10 +514,10 @@ fn copy(e: &mut Emitter, b: &ArrayBox, inward: bool) -> Result<(), Error> {
     // Bytes of one burst (one row of the box), bursts per copy and their strides.
     let (row, rows, gm_step, ub_step) = match rank {
         0 => (es, 1, es, BLOCK_BYTES as i64),
-        1 => (b.width[0] * es, 1, es, BLOCK_BYTES as i64),
+        1 => (width[0] * es, 1, es, BLOCK_BYTES as i64),
         _ => (
-            b.width[rank - 1] * es,
-            b.width[rank - 2],
+            width[rank - 1] * es,
+            width[rank - 2],
             stride[rank - 2],
             b.pitch[rank - 2],
         ),
@@ -470,7 +528,7 @@ fn copy(e: &mut Emitter, b: &ArrayBox, inward: bool) -> Result<(), Error> {
         e,
         &Rows {
             name: &name,
-            widths: &b.width[..outer],
+            widths: &width[..outer],
             gm_strides: &stride[..outer],
             ub_pitches: &b.pitch[..outer],
             row,
