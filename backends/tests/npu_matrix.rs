@@ -174,3 +174,18 @@ fn the_contractions_of_kernels_run_on_the_cube() {
         on_the_cube(&load(&repo(&format!("kernels/{file}"))));
     }
 }
+
+#[test]
+fn a_product_whose_loops_run_i_k_j_runs_on_the_cube() {
+    // PolyBench/C's loop order: the column iterator is the third, not the second, so the
+    // result's columns are found by the iterator that subscripts them, not by its position.
+    let program = frontend::load(
+        &repo("kernels/gemm.c"),
+        &frontend::Options {
+            defines: vec![("MINI_DATASET".into(), None)],
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    on_the_cube(&program);
+}

@@ -239,15 +239,16 @@ pub fn qualifies_scaled(program: &Program, stmt: StmtId) -> Option<Contraction> 
         return None;
     }
     let (m, n, k) = (c.m[0], c.n[0], c.k[0]);
-    let rows_and_columns = |a: &Access, x: usize, y: usize, last: Option<usize>| {
+    // `x` and `y` subscript distinct dimensions, one of them the last (`y` where `y_last`).
+    let rows_and_columns = |a: &Access, x: usize, y: usize, y_last: bool| {
         let (dx, dy) = (unit_dim(a, x)?, unit_dim(a, y)?);
         let end = a.subscripts.len() - 1;
-        let fine = dx != dy && last.map_or(dx == end || dy == end, |l| l == dy && dy == end);
+        let fine = dx != dy && (dy == end || (!y_last && dx == end));
         fine.then_some(())
     };
-    rows_and_columns(&s.write, m, n, Some(n))?;
-    rows_and_columns(&s.reads[c.a], m, k, None)?;
-    rows_and_columns(&s.reads[c.b], k, n, None)?;
+    rows_and_columns(&s.write, m, n, true)?;
+    rows_and_columns(&s.reads[c.a], m, k, false)?;
+    rows_and_columns(&s.reads[c.b], k, n, false)?;
     Some(c)
 }
 
