@@ -32,11 +32,10 @@ pub(super) struct ArrayBox {
     lower_reg: Vec<Option<u8>>,
     /// Per dimension, the number of elements.
     width: Vec<i64>,
-    /// Per dimension, the elements copied where the lowest index passes the extent less the
-    /// width: the last box along a dimension that the box's width does not divide keeps its
-    /// place and is copied only as far as the array goes. `None`: the box always lies inside
-    /// the array there.
-    tail: Vec<Option<i64>>,
+    /// Per dimension, how a box that passes the end of the array there is copied: it keeps
+    /// its place and is copied only as far as the array goes. `None`: the box always lies
+    /// inside the array there.
+    tail: Vec<Option<Tail>>,
     /// Per dimension, the bytes between consecutive indices in UB (rows padded to 32 bytes).
     pitch: Vec<i64>,
     /// Byte offset of the box in the buffer.
@@ -186,21 +185,21 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
         let es = dtype(program.array(array).elem).ok()?.size() as i64;
         // Keep the box inside the array: its lowest index between 0 and the extent less its
         // width. Where the loops' ranges show that it always is, the index stays as it is;
-        // where only the last of boxes at least a width apart passes the end, that one is
-        // copied as far as the end (see `ArrayBox::tail`).
-        let (lower, tail): (Vec<AstExpr>, Vec<Option<i64>>) = lower
+        // where boxes at least a width apart pass the end, they keep their place too: the one
+        // the end cuts is copied as far as the end, those past it not at all
+        // (`ArrayBox::tail`).
+        let (lower, tail): (Vec<AstExpr>, Vec<Option<Tail>>) = lower
             .into_iter()
             .zip(width.iter().zip(&extents))
             .map(|(lo, (&w, &n))| match e.interval(&lo) {
                 Some((a, b)) if a >= 0 && b <= n - w => (lo, None),
-                Some((a, b)) if a >= 0 && b < n && apart_by(e, &lo, w, b) => (lo, Some(n - b)),
-                _ => (
-                    AstExpr::max(vec![
-                        AstExpr::Int(0),
-                        AstExpr::min(vec![lo, AstExpr::Int(n - w)]),
-                    ]),
-                    None,
-                ),
+                Some((a, b)) if a >= 0 => {
+                    match step_apart(e, &lo, w, b).and_then(|step| Tail::of(a, b, step, w, n)) {
+                        Some(t) => (lo, Some(t)),
+                        None => (clamped(lo, n - w), None),
+                    }
+                }
+                _ => (clamped(lo, n - w), None),
             })
             .unzip();
         // A box the region writes whole before reading any of it needs nothing from GM.
@@ -242,16 +241,50 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
     Some(Boxes { boxes })
 }
 
-/// Whether the values `lo` takes are at least `w` apart and `top`, their bound, is one of
-/// them or lies a whole step above the last: `lo` is `c·v + k` in one loop variable with
-/// `c ≥ w` and `top ≡ k (mod c)`. Then only a box at `top` can pass the end of the array.
-fn apart_by(e: &Emitter, lo: &AstExpr, w: i64, top: i64) -> bool {
-    Linear::of(lo).map(|l| e.with_params(l)).is_some_and(|l| {
-        l.vars.len() == 1
-            && l.vars
-                .values()
-                .all(|&c| c >= w && (top - l.constant).rem_euclid(c) == 0)
-    })
+/// Along one dimension, the boxes past the end of the array: their lowest indices are at least
+/// a width apart, so one of them at most, the last within the array, is cut by its end.
+#[derive(Clone, Copy, Debug)]
+struct Tail {
+    /// The elements of the box that the array's end cuts, if one is.
+    partial: Option<i64>,
+    /// Whether boxes may start at or past the end: those are not copied at all (the region
+    /// reads and writes nothing of them).
+    beyond: bool,
+}
+
+impl Tail {
+    /// The tail of boxes of width `w` starting at `a..=top` in steps of `step`, in an array of
+    /// `n` elements; `None` when none starts within the array.
+    fn of(a: i64, top: i64, step: i64, w: i64, n: i64) -> Option<Tail> {
+        let last = if top < n {
+            top
+        } else {
+            top - step * ((top - n + step) / step)
+        };
+        (last >= a).then_some(Tail {
+            partial: (last > n - w).then_some(n - last),
+            beyond: top >= n,
+        })
+    }
+}
+
+/// The step between the values `lo` takes when they are at least `w` apart and `top`, their
+/// bound, is one of them or lies a whole step above the last: `lo` is `c·v + k` in one loop
+/// variable with `c ≥ w` and `top ≡ k (mod c)`.
+fn step_apart(e: &Emitter, lo: &AstExpr, w: i64, top: i64) -> Option<i64> {
+    let l = e.with_params(Linear::of(lo)?);
+    let [(_, &c)] = l.vars.iter().collect::<Vec<_>>()[..] else {
+        return None;
+    };
+    (c >= w && (top - l.constant).rem_euclid(c) == 0).then_some(c)
+}
+
+/// `lo` kept between 0 and `top`.
+fn clamped(lo: AstExpr, top: i64) -> AstExpr {
+    AstExpr::max(vec![
+        AstExpr::Int(0),
+        AstExpr::min(vec![lo, AstExpr::Int(top)]),
+    ])
 }
 
 /// Whether the one statement of `ast` that writes `array` writes every element of the box at
@@ -461,7 +494,7 @@ pub(super) fn element(
 
 /// Copies a box from GM to UB (`inward`) or back; a box with tails as far as the array goes:
 /// per dimension with a tail, the whole width where the lowest index leaves room for it, the
-/// tail otherwise.
+/// elements up to the end where it is cut, nothing where it starts past the end.
 fn copy(e: &mut Emitter, b: &ArrayBox, inward: bool) -> Result<(), Error> {
     copy_widths(e, b, inward, b.width.clone(), 0)
 }
@@ -474,21 +507,29 @@ fn copy_widths(
     mut width: Vec<i64>,
     d: usize,
 ) -> Result<(), Error> {
-    let Some(k) = (d..b.rank()).find(|&k| b.tail[k].is_some()) else {
+    let Some((k, tail)) = (d..b.rank()).find_map(|k| b.tail[k].map(|t| (k, t))) else {
         return copy_box(e, b, &width, inward);
     };
     let extent = e.program.array_extents(b.array)[k];
     let lower = e.int(&b.lower[k].clone())?;
+    let at = lower.scalar();
     let whole = e.nested(|e| copy_widths(e, b, inward, width.clone(), k + 1))?;
-    width[k] = b.tail[k].unwrap_or(width[k]);
-    let tail = e.nested(|e| copy_widths(e, b, inward, width, k + 1))?;
-    e.branch_else(
-        lower.scalar(),
-        CmpOp::Le,
-        Scalar::Int(extent - b.width[k]),
-        whole,
-        tail,
-    );
+    let cut = match tail.partial {
+        Some(p) => {
+            width[k] = p;
+            let part = e.nested(|e| copy_widths(e, b, inward, width, k + 1))?;
+            if tail.beyond {
+                e.nested(|e| {
+                    e.branch(at.clone(), CmpOp::Le, Scalar::Int(extent - 1), part);
+                    Ok(())
+                })?
+            } else {
+                part
+            }
+        }
+        None => Vec::new(),
+    };
+    e.branch_else(at, CmpOp::Le, Scalar::Int(extent - b.width[k]), whole, cut);
     e.release(lower);
     Ok(())
 }
