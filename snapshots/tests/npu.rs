@@ -233,3 +233,18 @@ fn the_tree_marks_contractions_for_the_cube() {
     assert!(tree.contains("mark: \"matrix 16x16x16"), "{tree}");
     insta::assert_snapshot!("npu_tree_attention", tree);
 }
+
+/// Every kernel of `kernels/` lowered from the middle end's tree (the general lowering, even
+/// where a dedicated one would take it) runs on the accelerator and matches the interpreter.
+#[test]
+fn every_kernel_runs_from_the_tree_like_the_interpreter() {
+    let options = Options {
+        f64_as_f32: true,
+        general: true,
+        ..Options::default()
+    };
+    for path in kernels() {
+        let program = load_medium(&path);
+        run(&program, &NpuTarget::default(), &options);
+    }
+}
