@@ -17,7 +17,7 @@
 //! regions (after a V → S flag), MTE3 stores a copy of the result that no later tile writes
 //! before the store is done. So the programs are free of races by construction.
 
-mod masked;
+pub(crate) mod masked;
 
 pub(crate) use masked::TANH_SERIES;
 

@@ -36,6 +36,7 @@
 mod call;
 mod cores;
 mod emit;
+mod masked;
 mod math;
 mod matrix;
 mod promote;

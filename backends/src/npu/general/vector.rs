@@ -27,12 +27,14 @@
 
 use polyhedral::ast::{Ast, AstCond, AstExpr};
 use polyhedral::program::{BinaryOp, Expr, ExprId, MathFn, ReductionOp, StmtId, UnaryOp};
+use polyhedral::vectorize::calls_function;
 use sim::isa::{
     Addr, Affine, CmpOp, DType, Instr, Reg, SOp, Scalar, VBinOp, VRedOp, VScalarOp, VUnOp, VecCfg,
     MAX_REPEAT,
 };
 
 use super::emit::{dtype, Emitter, Int};
+use super::masked::Masked;
 use super::promote;
 use super::scalar::{extremum, Instance, Val};
 use crate::loops::Linear;
@@ -56,6 +58,8 @@ enum Op {
     Dup(Addr, Scalar),
     /// Every repeat of the source folded into the destination element, in order.
     Red(VRedOp, Addr, Addr),
+    /// A statement that calls a function, in its masked form ([`super::masked`]).
+    Masked(Box<Masked>),
 }
 
 /// What a reduction statement folds, and how.
@@ -90,8 +94,10 @@ impl Emitter<'_> {
             return Ok(false);
         };
         let (lower, upper) = (&self.settled(lower), &self.settled(upper));
-        // A loop that carries a dependence runs here only as one reduction into an element.
-        if carried && stmts.len() != 1 {
+        // A loop that carries a dependence runs here only as one reduction into an element;
+        // a statement that calls a function, only alone.
+        let calls = stmts.iter().any(|(s, _)| calls_function(self.program, *s));
+        if (carried || calls) && stmts.len() != 1 {
             return Ok(false);
         }
         let mut ty = None;
@@ -172,11 +178,18 @@ impl Emitter<'_> {
         // Repeats per instruction: as many as the trip count has, the temporaries of every
         // operation (at most two per expression node) fitting the unified buffer.
         let chunk = trip.map_or(1, |t| {
-            let nodes: usize = stmts
+            let repeat_bytes: u64 = stmts
                 .iter()
-                .map(|(s, _)| self.program.statements[s.index()].exprs.len())
+                .map(|(s, _)| {
+                    if calls_function(self.program, *s) {
+                        self.masked_bytes(*s, lanes as u64)
+                    } else {
+                        let nodes = self.program.statements[s.index()].exprs.len() as u64;
+                        VECTOR_BYTES * (2 * nodes + 1)
+                    }
+                })
                 .sum();
-            let repeat_bytes = (VECTOR_BYTES * (2 * nodes as u64 + 1)) as i64;
+            let repeat_bytes = repeat_bytes as i64;
             let free =
                 self.target.capacity(sim::isa::Mem::Ub) as i64 - self.vector_temps_start() as i64;
             (t / lanes)
@@ -198,14 +211,17 @@ impl Emitter<'_> {
                 }
             }
             e.push(FULL_MASK);
+            for op in &lowered.ops {
+                if let Op::Masked(m) = op {
+                    e.write_masked_setup(m, chunk as u32);
+                }
+            }
             match trip {
                 Some(t) => {
                     let mut left = t / lanes;
                     while left > 0 {
                         let n = left.min(chunk);
-                        for op in &lowered.ops {
-                            e.push(instr(op, ty, n as u32));
-                        }
+                        e.write_ops(&lowered.ops, ty, n as u32, None);
                         left -= n;
                         if left > 0 || t % lanes > 0 {
                             e.push(Instr::SBin {
@@ -217,21 +233,18 @@ impl Emitter<'_> {
                         }
                     }
                     if t % lanes > 0 {
+                        let count = Scalar::Int(t % lanes);
                         e.push(Instr::SetMaskCount {
-                            lanes: Scalar::Int(t % lanes),
+                            lanes: count.clone(),
                         });
-                        for op in &lowered.ops {
-                            e.push(instr(op, ty, 1));
-                        }
+                        e.write_ops(&lowered.ops, ty, 1, Some(&count));
                         e.push(FULL_MASK);
                     }
                 }
                 None => {
                     let last = e.sbin(SOp::Sub, hi.clone(), Int::Const(lanes - 1))?;
                     e.stepping(r, lanes, last.scalar(), |e| {
-                        for op in &lowered.ops {
-                            e.push(instr(op, ty, 1));
-                        }
+                        e.write_ops(&lowered.ops, ty, 1, None);
                         Ok(())
                     })?;
                     e.release(last);
@@ -239,13 +252,12 @@ impl Emitter<'_> {
                         let left =
                             e.sbin(SOp::Sub, hi.clone(), Int::Var(Scalar::Reg(Reg::S(r))))?;
                         let left = e.sbin(SOp::Add, left, Int::Const(1))?;
+                        let count = left.scalar();
                         e.push(Instr::SetMaskCount {
-                            lanes: left.scalar(),
+                            lanes: count.clone(),
                         });
+                        e.write_ops(&lowered.ops, ty, 1, Some(&count));
                         e.release(left);
-                        for op in &lowered.ops {
-                            e.push(instr(op, ty, 1));
-                        }
                         e.push(FULL_MASK);
                         Ok(())
                     })?;
@@ -290,6 +302,9 @@ impl Emitter<'_> {
         var: &str,
         phases: &mut Vec<Linear>,
     ) -> Option<DType> {
+        if calls_function(self.program, stmt) {
+            return self.masked_vectorizes(stmt, args, var, phases);
+        }
         let s = &self.program.statements[stmt.index()];
         let ty = dtype(self.program.array(s.write.array).elem).ok()?;
         let at = Instance::new(s, args);
@@ -411,7 +426,7 @@ impl Emitter<'_> {
     /// Where an access that walks the box's last dimension with the loop, one element per
     /// iteration, stands against the box's blocks: the element of iteration `var` is element
     /// `var + phase` of its row. `None` for any other access.
-    fn consecutive(
+    pub(super) fn consecutive(
         &self,
         array: polyhedral::program::ArrayId,
         subs: &[AstExpr],
@@ -514,6 +529,20 @@ impl Emitter<'_> {
         out: &mut Lowered,
     ) -> Result<(), Error> {
         let program = self.program;
+        if calls_function(program, stmt) {
+            let mut next_temp = self.vector_temps_start();
+            let m = self.masked_statement(
+                stmt,
+                args,
+                var,
+                lanes as u64,
+                &mut next_temp,
+                &mut out.sregs,
+                &mut out.fregs,
+            )?;
+            out.ops.push(Op::Masked(Box::new(m)));
+            return Ok(());
+        }
         let s = &program.statements[stmt.index()];
         let ty = dtype(program.array(s.write.array).elem)?;
         let at = Instance::new(s, args);
@@ -743,7 +772,21 @@ const FULL_MASK: Instr = Instr::SetMask {
     lo: u64::MAX,
 };
 
-/// The instruction of `op` over `repeat` consecutive repeats.
+impl Emitter<'_> {
+    /// The instructions of `ops` over `repeat` consecutive repeats; `count`: the lanes of the
+    /// last, partial repeat, under its counted mask.
+    fn write_ops(&mut self, ops: &[Op], ty: DType, repeat: u32, count: Option<&Scalar>) {
+        for op in ops {
+            match op {
+                Op::Masked(m) => self.write_masked(m, repeat, count),
+                op => self.push(instr(op, ty, repeat)),
+            }
+        }
+    }
+}
+
+/// The instruction of `op` over `repeat` consecutive repeats (not a masked form's, which
+/// [`Emitter::write_masked`] writes).
 fn instr(op: &Op, ty: DType, repeat: u32) -> Instr {
     let shift = |a: &Addr| a.clone();
     let cfg = |n: usize| VecCfg {
@@ -793,6 +836,7 @@ fn instr(op: &Op, ty: DType, repeat: u32) -> Instr {
             },
             acc: true,
         },
+        Op::Masked(_) => unreachable!("a masked form is written by `write_masked`"),
     }
 }
 
@@ -803,6 +847,7 @@ fn op_dst(op: &Op) -> &Addr {
         | Op::Un(_, d, _)
         | Op::Dup(d, _)
         | Op::Red(_, d, _) => d,
+        Op::Masked(m) => &m.dst,
     }
 }
 
@@ -813,6 +858,7 @@ fn set_op_dst(op: &mut Op, dst: Addr) {
         | Op::Un(_, d, _)
         | Op::Dup(d, _)
         | Op::Red(_, d, _) => *d = dst,
+        Op::Masked(m) => m.dst = dst,
     }
 }
 
@@ -947,7 +993,7 @@ fn users(body: &Ast) -> Option<Vec<(StmtId, &[AstExpr])>> {
 }
 
 /// The subscripts of an access of `s` for the iterators `args`.
-fn subscripts(
+pub(super) fn subscripts(
     s: &polyhedral::program::Statement,
     subs: &[polyhedral::program::AffineExpr],
     args: &[AstExpr],
@@ -957,7 +1003,7 @@ fn subscripts(
         .collect()
 }
 
-fn uses(e: &AstExpr, var: &str) -> bool {
+pub(super) fn uses(e: &AstExpr, var: &str) -> bool {
     let mut found = false;
     e.for_each_var(&mut |v| found |= v == var);
     found
