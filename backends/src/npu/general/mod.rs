@@ -24,7 +24,9 @@
 //! - **Vector loops** ([`vector`]): innermost loops whose iterations are independent and whose
 //!   statements write consecutive elements run as vector instructions over the boxes, the
 //!   last partial repeat under a counted mask; innermost loops that fold their iterations into
-//!   one element run as the Vector unit's reductions, in the loop's order.
+//!   one element run as the Vector unit's reductions, in the loop's order; a statement that
+//!   calls a function runs in its masked form ([`masked`]): branches as selects, loops on
+//!   the count of their active lanes.
 //! - **Cores** ([`cores`]): the iterations of outermost parallel loops spread over the blocks.
 //!
 //! Pipes are ordered with `pipe_barrier ALL` around every region's copies, a flag pair before
