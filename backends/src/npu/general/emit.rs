@@ -374,6 +374,12 @@ impl<'p> Emitter<'p> {
                 annotations,
             } => {
                 if *step == 1
+                    && annotations.parallel
+                    && self.vector_rows(var, lower, upper, body)?
+                {
+                    return Ok(());
+                }
+                if *step == 1
                     && self.vector_loop(var, lower, upper, body, !annotations.vectorizable)?
                 {
                     return Ok(());

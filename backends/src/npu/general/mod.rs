@@ -26,7 +26,8 @@
 //!   last partial repeat under a counted mask; innermost loops that fold their iterations into
 //!   one element run as the Vector unit's reductions, in the loop's order; a statement that
 //!   calls a function runs in its masked form ([`masked`]): branches as selects, loops on
-//!   the count of their active lanes.
+//!   the count of their active lanes. A parallel loop over rows around such a loop runs
+//!   its rows as the repeats of each instruction ([`rows`]).
 //! - **Cores** ([`cores`]): the iterations of outermost parallel loops spread over the blocks.
 //!
 //! Pipes are ordered with `pipe_barrier ALL` around every region's copies, a flag pair before
@@ -42,6 +43,7 @@ mod masked;
 mod math;
 mod matrix;
 mod promote;
+mod rows;
 mod scalar;
 mod vector;
 mod waits;

@@ -51,7 +51,7 @@ enum Operand {
 
 /// One vector operation over all the loop's elements (before it is split into repeats).
 #[derive(Clone, Debug)]
-enum Op {
+pub(super) enum Op {
     Bin(VBinOp, Addr, Addr, Addr),
     Scalar(VScalarOp, Addr, Addr, Scalar),
     Un(VUnOp, Addr, Addr),
@@ -71,11 +71,12 @@ struct Reduce {
 }
 
 /// A statement of the loop as vector operations.
-struct Lowered {
-    ops: Vec<Op>,
+#[derive(Default)]
+pub(super) struct Lowered {
+    pub(super) ops: Vec<Op>,
     /// Registers holding the invariant operands, freed once the operations are written.
-    sregs: Vec<u8>,
-    fregs: Vec<u8>,
+    pub(super) sregs: Vec<u8>,
+    pub(super) fregs: Vec<u8>,
 }
 
 impl Emitter<'_> {
@@ -180,14 +181,7 @@ impl Emitter<'_> {
         let chunk = trip.map_or(1, |t| {
             let repeat_bytes: u64 = stmts
                 .iter()
-                .map(|(s, _)| {
-                    if calls_function(self.program, *s) {
-                        self.masked_bytes(*s, lanes as u64)
-                    } else {
-                        let nodes = self.program.statements[s.index()].exprs.len() as u64;
-                        VECTOR_BYTES * (2 * nodes + 1)
-                    }
-                })
+                .map(|(s, _)| self.repeat_bytes(*s, lanes as u64))
                 .sum();
             let repeat_bytes = repeat_bytes as i64;
             let free =
@@ -198,11 +192,7 @@ impl Emitter<'_> {
                 .max(1)
         });
         let vector = self.nested(|e| {
-            let mut lowered = Lowered {
-                ops: Vec::new(),
-                sregs: Vec::new(),
-                fregs: Vec::new(),
-            };
+            let mut lowered = Lowered::default();
             for (stmt, args) in &stmts {
                 if carried {
                     e.vector_reduction(*stmt, args, var, lanes * chunk, &mut lowered)?;
@@ -279,6 +269,17 @@ impl Emitter<'_> {
         Ok(true)
     }
 
+    /// Bytes of temporaries statement `stmt` needs per repeat of `lanes` lanes (at most two
+    /// per expression node; a masked form's buffers).
+    pub(super) fn repeat_bytes(&self, stmt: StmtId, lanes: u64) -> u64 {
+        if calls_function(self.program, stmt) {
+            self.masked_bytes(stmt, lanes)
+        } else {
+            let nodes = self.program.statements[stmt.index()].exprs.len() as u64;
+            VECTOR_BYTES * (2 * nodes + 1)
+        }
+    }
+
     /// `l` with the parameters replaced by their values.
     pub(super) fn with_params(&self, mut l: Linear) -> Linear {
         for (p, c) in std::mem::take(&mut l.params) {
@@ -295,7 +296,7 @@ impl Emitter<'_> {
     /// The element type a statement of the loop computes in on the Vector unit, pushing on
     /// `phases` where each of its consecutive accesses stands against its block; `None` when
     /// it does not run there.
-    fn vectorizes(
+    pub(super) fn vectorizes(
         &self,
         stmt: StmtId,
         args: &[AstExpr],
@@ -446,7 +447,7 @@ impl Emitter<'_> {
     }
 
     /// Whether the expression depends on the loop's iteration.
-    fn varies(&self, at: &Instance, id: ExprId, var: &str) -> bool {
+    pub(super) fn varies(&self, at: &Instance, id: ExprId, var: &str) -> bool {
         let s = at.stmt;
         match &s.exprs[id] {
             Expr::Read(r) => subscripts(s, &s.reads[*r].subscripts, at.args)
@@ -520,7 +521,7 @@ impl Emitter<'_> {
 
     /// One statement of the loop as vector operations over one repeat from the iteration in
     /// `var`'s register, appended to `out` (its invariant operands computed now).
-    fn vector_statement(
+    pub(super) fn vector_statement(
         &mut self,
         stmt: StmtId,
         args: &[AstExpr],
@@ -767,7 +768,7 @@ impl Emitter<'_> {
 
 /// The vector instruction of `op`: one repeat.
 /// Every lane on.
-const FULL_MASK: Instr = Instr::SetMask {
+pub(super) const FULL_MASK: Instr = Instr::SetMask {
     hi: u64::MAX,
     lo: u64::MAX,
 };
@@ -775,7 +776,7 @@ const FULL_MASK: Instr = Instr::SetMask {
 impl Emitter<'_> {
     /// The instructions of `ops` over `repeat` consecutive repeats; `count`: the lanes of the
     /// last, partial repeat, under its counted mask.
-    fn write_ops(&mut self, ops: &[Op], ty: DType, repeat: u32, count: Option<&Scalar>) {
+    pub(super) fn write_ops(&mut self, ops: &[Op], ty: DType, repeat: u32, count: Option<&Scalar>) {
         for op in ops {
             match op {
                 Op::Masked(m) => self.write_masked(m, repeat, count),
@@ -978,7 +979,7 @@ fn bound(
 }
 
 /// The statement instances of a loop body made of statements alone.
-fn users(body: &Ast) -> Option<Vec<(StmtId, &[AstExpr])>> {
+pub(super) fn users(body: &Ast) -> Option<Vec<(StmtId, &[AstExpr])>> {
     match body {
         Ast::User { stmt, args } => Some(vec![(*stmt, args.as_slice())]),
         Ast::Block(items) => {

@@ -1,0 +1,95 @@
+//! Rows of vector loops as the repeats of one instruction, lowered from the schedule tree:
+//! boxes walked by the row step by their row pitch, boxes the rows share by nothing. Every
+//! kernel here is lowered that way where it can be (row by row where it cannot), simulated
+//! with the race detector, bounds and alignment checks on, and compared element by element
+//! with the interpreter.
+
+use backends::npu::{self, NpuTarget, Options};
+use polyhedral::Program;
+
+fn inline(name: &str, text: &str) -> Program {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join(format!("{name}.pf"));
+    std::fs::write(&path, text).expect("the kernel is written");
+    frontend::load(&path, &frontend::Options::default())
+        .unwrap_or_else(|e| panic!("{}", e.render(false)))
+}
+
+/// Lowers `program` from the tree, simulates it and compares; returns the program text.
+fn checked(program: &Program) -> String {
+    let options = Options {
+        general: true,
+        ..Options::default()
+    };
+    let checked = npu::check(program, &NpuTarget::default(), &options, 3, false)
+        .unwrap_or_else(|e| panic!("{}: {e}", program.name));
+    assert!(
+        checked.comparison.passed(),
+        "{} differs from the interpreter:\n{}",
+        program.name,
+        checked.comparison.to_text(program)
+    );
+    checked.asm
+}
+
+/// Whether some vector instruction of `asm` reads an operand that every repeat shares.
+fn shares_a_row(asm: &str) -> bool {
+    asm.lines()
+        .any(|l| l.contains("repeat=") && l.contains("rep=(") && l.contains(", 0)"))
+}
+
+#[test]
+fn rows_of_an_element_wise_statement_are_repeats() {
+    // 100 rows: a tile of 64 and one of 36, which run with different row counts; 150 columns:
+    // two whole repeats and a partial one per row; the per-column gain shared by every row.
+    let asm = checked(&inline(
+        "scaled",
+        "kernel scaled<N = 100, M = 150>(X: f32[N, M], g: f32[M]) -> (Y: f32[N, M]) {
+             Y(i, j) = X(i, j) * g(j) + 1.0;
+         }",
+    ));
+    assert!(
+        shares_a_row(&asm),
+        "the gain is not shared by the repeats:\n{asm}"
+    );
+}
+
+#[test]
+fn rows_of_a_function_call_are_repeats() {
+    let asm = checked(&inline(
+        "clamped",
+        "fn clamp(v: f32, hi: f32) -> f32 {
+             var r = v;
+             if v > hi {
+                 r = hi;
+             }
+             while r < 0.0 {
+                 r = r + 1.0;
+             }
+             return r;
+         }
+
+         kernel clamped<N = 100, M = 150>(X: f32[N, M], h: f32[M]) -> (Y: f32[N, M]) {
+             Y(i, j) = clamp(X(i, j) * 3.0, h(j));
+         }",
+    ));
+    assert!(
+        shares_a_row(&asm),
+        "the bound is not shared by the repeats:\n{asm}"
+    );
+    assert!(
+        asm.contains("vsel."),
+        "the branch did not run on the Vector unit"
+    );
+}
+
+#[test]
+fn a_value_per_row_keeps_the_rows_apart() {
+    // `m(i)` is computed once per row on the scalar unit: those rows run one by one.
+    checked(&inline(
+        "centred",
+        "kernel centred<N = 70, M = 90>(X: f32[N, M], m: f32[N]) -> (Y: f32[N, M]) {
+             Y(i, j) = X(i, j) - m(i);
+         }",
+    ));
+}
