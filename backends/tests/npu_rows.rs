@@ -93,3 +93,21 @@ fn a_value_per_row_keeps_the_rows_apart() {
          }",
     ));
 }
+
+#[test]
+fn row_reductions_fold_every_row_at_once() {
+    // Each repeat folds one row's columns onto that row's element: the destination steps by
+    // one element per repeat (the default stride, which the text leaves out; a reduction
+    // within one row chains its repeats with stride 0).
+    let asm = checked(&inline(
+        "weighted",
+        "kernel weighted<N = 100, M = 150>(X: f32[N, M], w: f32[M]) -> (s: f32[N]) {
+             s(i) +=! X(i, j) * w(j);
+         }",
+    ));
+    assert!(
+        asm.lines()
+            .any(|l| l.contains("vcadd") && l.contains("repeat=") && !l.contains("rep=(0,")),
+        "the rows are not folded as repeats:\n{asm}"
+    );
+}

@@ -2,7 +2,8 @@
 //! one vectorizable loop over columns runs each column chunk of every row at once, one repeat
 //! per row.
 //!
-//! The inner loop's columns must be the same in every row and start on a 32-byte block, its
+//! A row loop around several items runs as one row loop per item. The inner loop's columns
+//! must be the same in every row and start on a 32-byte block, its
 //! accesses' columns must not move with the row, and what its statements compute once per row
 //! on the scalar unit (the values the columns share) must be the same in every row. Then each
 //! operand steps by a constant per repeat: a box walked by the row, its bytes between rows (a
@@ -12,6 +13,7 @@
 //! largest count run this way and the others row by row.
 
 use polyhedral::ast::{Ast, AstExpr};
+use polyhedral::program::ExprId;
 use sim::isa::{Addr, CmpOp, Instr, Reg, SOp, Scalar, Stmt, MAX_REPEAT};
 
 use super::emit::{Emitter, Int};
@@ -35,13 +37,7 @@ impl RowSteps {
     /// Blocks from one repeat's start to the next for operand `a`; `None` when they are not a
     /// whole number of blocks a repeat stride can hold.
     fn stride(&self, a: &Addr) -> Option<u32> {
-        let per_row = a
-            .offset
-            .terms
-            .iter()
-            .filter(|(n, _)| *n == self.row)
-            .map(|(_, c)| *c)
-            .sum::<i64>();
+        let per_row = self.per_row(a);
         let blocks = if per_row != 0 {
             per_row / BLOCK_BYTES as i64
         } else if a.offset.terms.is_empty() && a.offset.constant >= self.temps {
@@ -51,6 +47,16 @@ impl RowSteps {
         };
         let fits = per_row % BLOCK_BYTES as i64 == 0 && (0..=MAX_REPEAT_STRIDE).contains(&blocks);
         fits.then_some(blocks as u32)
+    }
+
+    /// Bytes operand `a` moves by from one row to the next.
+    fn per_row(&self, a: &Addr) -> i64 {
+        a.offset
+            .terms
+            .iter()
+            .filter(|(n, _)| *n == self.row)
+            .map(|(_, c)| *c)
+            .sum()
     }
 
     /// Whether every operand of the vector instructions in `stmts` steps as [`Self::stride`]
@@ -90,7 +96,25 @@ impl RowSteps {
             Instr::VCmp {
                 src0, src1, cfg, ..
             } => (vec![&*src0, &*src1], cfg),
-            Instr::VRed { .. } => return false,
+            // One result per repeat: the destination steps by elements, one row's
+            // accumulator to the next's.
+            Instr::VRed {
+                ty, dst, src, cfg, ..
+            } => {
+                let per_row = self.per_row(dst);
+                let es = ty.size() as i64;
+                let (Some(from), true) = (self.stride(src), per_row > 0 && per_row % es == 0)
+                else {
+                    return false;
+                };
+                if per_row / es > MAX_REPEAT_STRIDE {
+                    return false;
+                }
+                if set {
+                    cfg.rep = vec![(per_row / es) as u32, from];
+                }
+                return true;
+            }
             _ => return true,
         };
         let Some(strides) = operands
@@ -116,6 +140,8 @@ struct Columns<'a> {
     ty: sim::isa::DType,
     /// Rows per instruction.
     rows: i64,
+    /// The loop carries a dependence: its one statement is a reduction per row.
+    carried: bool,
 }
 
 impl Emitter<'_> {
@@ -130,10 +156,11 @@ impl Emitter<'_> {
     ) -> Result<bool, Error> {
         let mut inner = inner;
         while let Ast::Block(items) = inner {
-            let [item] = items.as_slice() else {
-                return Ok(false);
-            };
-            inner = item;
+            match items.as_slice() {
+                [item] => inner = item,
+                [] => return Ok(false),
+                items => return self.distributed_rows(row, lower, upper, items),
+            }
         }
         let Ast::For {
             var,
@@ -146,9 +173,11 @@ impl Emitter<'_> {
         else {
             return Ok(false);
         };
-        if !annotations.vectorizable || uses(col_lower, row) || uses(col_upper, row) {
+        if uses(col_lower, row) || uses(col_upper, row) {
             return Ok(false);
         }
+        // A loop that carries a dependence runs as one reduction per row.
+        let carried = !annotations.vectorizable;
         let Some(stmts) = users(body) else {
             return Ok(false);
         };
@@ -160,7 +189,7 @@ impl Emitter<'_> {
         if most < 2 || most > i64::from(MAX_REPEAT) {
             return Ok(false);
         }
-        let Some(ty) = self.row_lanes(&stmts, var, row, col_lower) else {
+        let Some(ty) = self.row_lanes(&stmts, var, row, col_lower, carried) else {
             return Ok(false);
         };
         let lanes = (VECTOR_BYTES / ty.size()) as i64;
@@ -194,6 +223,7 @@ impl Emitter<'_> {
             stmts: &stmts,
             ty,
             rows: group,
+            carried,
         };
         let block = self.nested(|e| {
             let first = e.int(&lower)?;
@@ -239,6 +269,33 @@ impl Emitter<'_> {
         Ok(true)
     }
 
+    /// The loop `row` over each of `items` in turn (it carries no dependence, so each item
+    /// may run over all the rows before the next), those that can with their rows as repeats;
+    /// `false` when none can (nothing is written then).
+    fn distributed_rows(
+        &mut self,
+        row: &str,
+        lower: &AstExpr,
+        upper: &AstExpr,
+        items: &[Ast],
+    ) -> Result<bool, Error> {
+        let mut any = false;
+        let block = self.nested(|e| {
+            for item in items {
+                if e.vector_rows(row, lower, upper, item)? {
+                    any = true;
+                } else {
+                    e.scalar_loop(row, lower, upper, 1, item)?;
+                }
+            }
+            Ok(())
+        })?;
+        if any {
+            block.into_iter().for_each(|s| self.push_stmt(s));
+        }
+        Ok(any)
+    }
+
     /// One group of rows from the row in the loop's register: the inner loop's column chunks,
     /// each over every row of the group.
     fn row_group(&mut self, c: &Columns) -> Result<(), Error> {
@@ -251,7 +308,11 @@ impl Emitter<'_> {
         self.bind(var, r, col_range);
         let mut lowered = Lowered::default();
         for (stmt, args) in c.stmts {
-            self.vector_statement(*stmt, args, var, lanes * most, &mut lowered)?;
+            if c.carried {
+                self.vector_reduction(*stmt, args, var, lanes * most, &mut lowered)?;
+            } else {
+                self.vector_statement(*stmt, args, var, lanes * most, &mut lowered)?;
+            }
         }
         let vector = self.nested(|e| {
             e.push(FULL_MASK);
@@ -302,18 +363,26 @@ impl Emitter<'_> {
         var: &str,
         row: &str,
         col_lower: &AstExpr,
+        carried: bool,
     ) -> Option<sim::isa::DType> {
         let calls = stmts
             .iter()
             .any(|(s, _)| polyhedral::vectorize::calls_function(self.program, *s));
-        if calls && stmts.len() != 1 {
+        if (calls || carried) && stmts.len() != 1 {
             return None;
         }
         let mut ty = None;
         let mut phases = Vec::new();
         for (stmt, args) in stmts {
-            let t = self.vectorizes(*stmt, args, var, &mut phases)?;
-            if ty.is_some_and(|u| u != t) || !self.row_shared_scalars(*stmt, args, var, row) {
+            let s = &self.program.statements[stmt.index()];
+            let (t, root) = if carried {
+                let (t, reduce) = self.reduces(*stmt, args, var, &mut phases)?;
+                (t, reduce.value)
+            } else {
+                (self.vectorizes(*stmt, args, var, &mut phases)?, s.body)
+            };
+            let at = super::scalar::Instance::new(s, args);
+            if ty.is_some_and(|u| u != t) || !self.row_shared(&at, root, var, row) {
                 return None;
             }
             ty = Some(t);
@@ -338,20 +407,16 @@ impl Emitter<'_> {
             .then_some(ty)
     }
 
-    /// Whether what statement `stmt` computes once for all columns of `var` (on the scalar
+    /// Whether what expression `id` computes once for all columns of `var` (on the scalar
     /// unit, broadcast) is the same in every row.
-    fn row_shared_scalars(
-        &self,
-        stmt: polyhedral::program::StmtId,
-        args: &[AstExpr],
-        var: &str,
-        row: &str,
-    ) -> bool {
-        let s = &self.program.statements[stmt.index()];
-        let at = super::scalar::Instance::new(s, args);
-        s.exprs
+    fn row_shared(&self, at: &super::scalar::Instance, id: ExprId, var: &str, row: &str) -> bool {
+        if !self.varies(at, id, var) {
+            return !self.varies(at, id, row);
+        }
+        at.stmt.exprs[id]
+            .operands()
             .iter()
-            .all(|(id, _)| self.varies(&at, id, var) || !self.varies(&at, id, row))
+            .all(|&x| self.row_shared(at, x, var, row))
     }
 }
 

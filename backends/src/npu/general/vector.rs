@@ -63,9 +63,9 @@ pub(super) enum Op {
 }
 
 /// What a reduction statement folds, and how.
-struct Reduce {
+pub(super) struct Reduce {
     op: VRedOp,
-    value: ExprId,
+    pub(super) value: ExprId,
     /// `acc -= value`: the values are negated first (exactly), then summed.
     negate: bool,
 }
@@ -319,7 +319,7 @@ impl Emitter<'_> {
     /// what the lanes compute), pushing its consecutive accesses' phases on `phases`; `None`
     /// for any other statement. The Vector unit folds a row's lanes in lane order, rounding
     /// after each step, as the loop does: sums in f32 or i32 only (f16 sums round to f16).
-    fn reduces(
+    pub(super) fn reduces(
         &self,
         stmt: StmtId,
         args: &[AstExpr],
@@ -390,7 +390,7 @@ impl Emitter<'_> {
 
     /// A reduction statement of the loop ([`Self::reduces`]): its value over the repeats, then
     /// the fold of every repeat into the accumulator's element.
-    fn vector_reduction(
+    pub(super) fn vector_reduction(
         &mut self,
         stmt: StmtId,
         args: &[AstExpr],
