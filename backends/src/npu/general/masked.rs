@@ -192,7 +192,7 @@ impl Emitter<'_> {
         for (k, a) in addrs.iter_mut().enumerate() {
             if a.is_none() {
                 let bytes = kind_bytes(form.kinds[k], lanes);
-                *a = Some(self.masked_temp(next_temp, bytes)?);
+                *a = Some(self.vector_temp(next_temp, bytes)?);
             }
         }
         self.ub_size = self.ub_size.max(*next_temp);
@@ -221,18 +221,6 @@ impl Emitter<'_> {
             broadcasts,
             tests,
         })
-    }
-
-    fn masked_temp(&self, next: &mut u64, bytes: u64) -> Result<Addr, Error> {
-        let at = *next;
-        *next += bytes;
-        if *next > self.target.capacity(sim::isa::Mem::Ub) {
-            return Err(Error::NotYet(format!(
-                "the vector temporaries of `{}` do not fit the unified buffer",
-                self.program.name
-            )));
-        }
-        Ok(self.ub_at(sim::isa::Affine::constant(at as i64)))
     }
 
     /// Fills the constants of `m` and its entry mask with every lane on, for up to `repeats`

@@ -715,7 +715,7 @@ impl Emitter<'_> {
     }
 
     /// A temporary of `bytes` in the unified buffer, from `next` on.
-    fn vector_temp(&self, next: &mut u64, bytes: u64) -> Result<Addr, Error> {
+    pub(super) fn vector_temp(&self, next: &mut u64, bytes: u64) -> Result<Addr, Error> {
         let at = *next;
         *next += bytes;
         if *next > self.target.capacity(sim::isa::Mem::Ub) {

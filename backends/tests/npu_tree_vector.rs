@@ -1,12 +1,15 @@
-//! Rows of vector loops as the repeats of one instruction, lowered from the schedule tree:
-//! boxes walked by the row step by their row pitch, boxes the rows share by nothing. Every
-//! kernel here is lowered that way where it can be (row by row where it cannot), simulated
-//! with the race detector, bounds and alignment checks on, and compared element by element
-//! with the interpreter.
+//! The Vector unit lowered from the schedule tree (the general lowering, even where a
+//! dedicated one would take the kernel): statements that call the kernel's scalar functions
+//! in their masked form (branches as selects and mask counts, data-dependent loops on the
+//! count of their active lanes), and the rows of vector loops as the repeats of one
+//! instruction (boxes walked by the row stepping by their row pitch, boxes the rows share by
+//! nothing). Every kernel here is simulated with the race detector, bounds and alignment
+//! checks on, and compared element by element with the interpreter.
 
 use backends::npu::{self, NpuTarget, Options};
 use polyhedral::Program;
 
+/// A kernel written here, loaded at its default sizes.
 fn inline(name: &str, text: &str) -> Program {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join(format!("{name}.pf"));
@@ -30,6 +33,64 @@ fn checked(program: &Program) -> String {
         checked.comparison.to_text(program)
     );
     checked.asm
+}
+
+/// [`checked`], the function's branches run on the Vector unit.
+fn on_the_vector_unit(program: &Program) -> String {
+    let asm = checked(program);
+    assert!(
+        asm.contains("vsel.") && asm.contains("count "),
+        "{}: the function's branches did not run on the Vector unit:\n{asm}",
+        program.name
+    );
+    asm
+}
+
+#[test]
+fn a_data_dependent_loop_and_branches_run_on_the_lanes() {
+    // Rows of 150 elements: two whole repeats and a partial one per row, whose lanes past the
+    // row must not keep the loop running; a per-column limit broadcast along the rows.
+    on_the_vector_unit(&inline(
+        "halvings",
+        "fn halvings(x: f32, limit: f32) -> f32 {
+             var v = x;
+             var n = 0.0;
+             while v > 1.0 && n < limit {
+                 v = v * 0.5;
+                 n = n + 1.0;
+             }
+             if n > 3.0 {
+                 return n + v;
+             }
+             return v - n;
+         }
+
+         kernel halvings<N = 37, M = 150>(X: f32[N, M], L: f32[M]) -> (Y: f32[N, M]) {
+             Y(i, j) = halvings(X(i, j) * 8.0, L(j));
+         }",
+    ));
+}
+
+#[test]
+fn integer_functions_run_on_the_lanes() {
+    on_the_vector_unit(&inline(
+        "parity",
+        "fn parity(n: i32, k: i32) -> i32 {
+             var m = n;
+             var s = 0;
+             while m > 0 && s < k {
+                 if m % 2 == 1 {
+                     s = s + 1;
+                 }
+                 m = m / 2;
+             }
+             return s;
+         }
+
+         kernel parity<N = 20, M = 70>(A: i32[N, M], k: i32) -> (B: i32[N, M]) {
+             B(i, j) = parity(A(i, j), k);
+         }",
+    ));
 }
 
 /// Whether some vector instruction of `asm` reads an operand that every repeat shares.
