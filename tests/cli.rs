@@ -1296,10 +1296,11 @@ fn the_accelerator_lowers_the_middle_ends_tiles() {
     let tiled = compile(&["--tile", "16,16,16"]);
     assert_ne!(default, tiled);
     let ast = compile(&["--tile", "16,16,16", "--emit", "ast"]);
-    // The tile loop of the AST (`c0` over the 3 tiles of 16 of the 40 rows) is a loop of the
-    // program.
+    // The tile loops of the AST (`c0` over the 3 tiles of 16 of the 40 rows, `c1` over the 3
+    // of the 48 columns) are the program's: their 9 tiles spread over 9 blocks.
     assert!(ast.contains("c0 <= floord(T - 1, 16)"), "{ast}");
-    assert!(tiled.contains("for c0 in 0..3 {"), "{tiled}");
+    assert!(ast.contains("c1 <= floord(F - 1, 16)"), "{ast}");
+    assert!(tiled.starts_with("kernel swiglu blockdim=9\n"), "{tiled}");
     for tile in [&[][..], &["--tile", "16,16,16"][..]] {
         let o = polyfuse(&[&["run", kernel, "--target", "npu"][..], &sizes, tile].concat());
         assert!(o.status.success(), "{}", stderr(&o));
