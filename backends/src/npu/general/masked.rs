@@ -139,8 +139,8 @@ impl Emitter<'_> {
     }
 
     /// The buffers of the masked form of `stmt` over `lanes` lanes.
-    pub(super) fn masked_bytes(&self, stmt: StmtId, lanes: u64) -> u64 {
-        form(self.program, stmt).map_or(0, |f| f.kinds.iter().map(|k| kind_bytes(*k, lanes)).sum())
+    pub(super) fn masked_bytes(&self, stmt: StmtId, lanes: u64) -> Option<u64> {
+        form(self.program, stmt).map(|f| f.kinds.iter().map(|k| kind_bytes(*k, lanes)).sum())
     }
 
     /// Statement `stmt` over `lanes` lanes from the iteration in the loop's register: its

@@ -196,7 +196,7 @@ impl Emitter<'_> {
         // Rows per instruction: the most whose temporaries fit, dividing the row count.
         let per_row: u64 = stmts
             .iter()
-            .map(|(s, _)| self.repeat_bytes(*s, lanes as u64))
+            .map(|(s, _)| self.repeat_bytes(*s, lanes as u64, carried))
             .sum();
         let free =
             self.target.capacity(sim::isa::Mem::Ub) as i64 - self.vector_temps_start() as i64;

@@ -181,7 +181,7 @@ impl Emitter<'_> {
         let chunk = trip.map_or(1, |t| {
             let repeat_bytes: u64 = stmts
                 .iter()
-                .map(|(s, _)| self.repeat_bytes(*s, lanes as u64))
+                .map(|(s, _)| self.repeat_bytes(*s, lanes as u64, carried))
                 .sum();
             let repeat_bytes = repeat_bytes as i64;
             let free =
@@ -269,15 +269,17 @@ impl Emitter<'_> {
         Ok(true)
     }
 
-    /// Bytes of temporaries statement `stmt` needs per repeat of `lanes` lanes (at most two
-    /// per expression node; a masked form's buffers).
-    pub(super) fn repeat_bytes(&self, stmt: StmtId, lanes: u64) -> u64 {
-        if calls_function(self.program, stmt) {
-            self.masked_bytes(stmt, lanes)
-        } else {
+    /// Bytes of temporaries statement `stmt` needs per repeat of `lanes` lanes: a masked
+    /// form's buffers where it runs as one (`carried`: the loop runs it as a reduction), else
+    /// at most two per expression node.
+    pub(super) fn repeat_bytes(&self, stmt: StmtId, lanes: u64, carried: bool) -> u64 {
+        let masked = (!carried && calls_function(self.program, stmt))
+            .then(|| self.masked_bytes(stmt, lanes))
+            .flatten();
+        masked.unwrap_or_else(|| {
             let nodes = self.program.statements[stmt.index()].exprs.len() as u64;
             VECTOR_BYTES * (2 * nodes + 1)
-        }
+        })
     }
 
     /// `l` with the parameters replaced by their values.
