@@ -327,20 +327,7 @@ impl Emitter<'_> {
                 Ok(())
             })?;
             e.release(last);
-            let tail = e.nested(|e| {
-                let left = e.sbin(SOp::Sub, hi.clone(), Int::Var(Scalar::Reg(Reg::S(r))))?;
-                let left = e.sbin(SOp::Add, left, Int::Const(1))?;
-                let count = left.scalar();
-                e.push(Instr::SetMaskCount {
-                    lanes: count.clone(),
-                });
-                e.write_ops(&lowered.ops, ty, most as u32, Some(&count));
-                e.release(left);
-                e.push(FULL_MASK);
-                Ok(())
-            })?;
-            e.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, hi.scalar(), tail);
-            Ok(())
+            e.write_tail(&lowered.ops, ty, most as u32, r, &hi)
         })?;
         self.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, hi.scalar(), vector);
         for x in lowered.sregs {

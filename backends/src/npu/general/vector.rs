@@ -238,20 +238,7 @@ impl Emitter<'_> {
                         Ok(())
                     })?;
                     e.release(last);
-                    let tail = e.nested(|e| {
-                        let left =
-                            e.sbin(SOp::Sub, hi.clone(), Int::Var(Scalar::Reg(Reg::S(r))))?;
-                        let left = e.sbin(SOp::Add, left, Int::Const(1))?;
-                        let count = left.scalar();
-                        e.push(Instr::SetMaskCount {
-                            lanes: count.clone(),
-                        });
-                        e.write_ops(&lowered.ops, ty, 1, Some(&count));
-                        e.release(left);
-                        e.push(FULL_MASK);
-                        Ok(())
-                    })?;
-                    e.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, hi.scalar(), tail);
+                    e.write_tail(&lowered.ops, ty, 1, r, &hi)?;
                 }
             }
             for x in lowered.sregs {
@@ -776,6 +763,32 @@ pub(super) const FULL_MASK: Instr = Instr::SetMask {
 };
 
 impl Emitter<'_> {
+    /// The last, partial repeat of a loop in register `r` that ends at `hi`, where one is
+    /// left: `ops` over `repeat` repeats under a mask that counts its lanes.
+    pub(super) fn write_tail(
+        &mut self,
+        ops: &[Op],
+        ty: DType,
+        repeat: u32,
+        r: u8,
+        hi: &Int,
+    ) -> Result<(), Error> {
+        let tail = self.nested(|e| {
+            let left = e.sbin(SOp::Sub, hi.clone(), Int::Var(Scalar::Reg(Reg::S(r))))?;
+            let left = e.sbin(SOp::Add, left, Int::Const(1))?;
+            let count = left.scalar();
+            e.push(Instr::SetMaskCount {
+                lanes: count.clone(),
+            });
+            e.write_ops(ops, ty, repeat, Some(&count));
+            e.release(left);
+            e.push(FULL_MASK);
+            Ok(())
+        })?;
+        self.branch(Scalar::Reg(Reg::S(r)), CmpOp::Le, hi.scalar(), tail);
+        Ok(())
+    }
+
     /// The instructions of `ops` over `repeat` consecutive repeats; `count`: the lanes of the
     /// last, partial repeat, under its counted mask.
     pub(super) fn write_ops(&mut self, ops: &[Op], ty: DType, repeat: u32, count: Option<&Scalar>) {
