@@ -189,3 +189,49 @@ fn a_product_whose_loops_run_i_k_j_runs_on_the_cube() {
     .unwrap_or_else(|e| panic!("{}", e.render(false)));
     on_the_cube(&program);
 }
+
+#[test]
+fn convolutions_and_contractions_over_several_k_iterators_run_on_the_cube() {
+    // The channels, rows and columns of a window are one k of `CI × KH × KW` values (the
+    // weights hold them as one run per output channel; the input one burst per window row).
+    for file in ["conv2d_relu.pf", "conv2d_bn_relu.pf", "contract3d.pf"] {
+        on_the_cube(&load(&repo(&format!("kernels/{file}"))));
+    }
+    // Channels that fill no fractal, a batch of images (another n iterator, run outside the
+    // tiles like a batch), output sizes off the fractal grid.
+    on_the_cube(&inline(
+        "batched_conv",
+        "kernel batched_conv<NB = 2, CI = 5, CO = 20, H = 9, W = 23, KH = 2, KW = 3>(
+             I: f32[NB, CI, H + KH - 1, W + KW - 1], Wt: f32[CO, CI, KH, KW])
+             -> (O: f32[NB, CO, H, W]) {
+             O(b, co, y, x) +=! I(b, ci, y + ky, x + kx) * Wt(co, ci, ky, kx)
+                 where y in 0:H, x in 0:W;
+         }",
+    ));
+    // Two k iterators in one order in A and the other in B: B's rows of k are copied as
+    // one run of bursts per value of the second.
+    on_the_cube(&inline(
+        "scattered_k",
+        "kernel scattered_k<I = 40, J = 24, K = 7, L = 6>(A: f16[L, K, I], B: f16[K, L, J])
+             -> (C: f32[I, J]) {
+             C(i, j) +=! f32(A(l, k, i)) * f32(B(k, l, j));
+         }",
+    ));
+}
+
+#[test]
+fn the_tree_marks_a_convolution_for_the_cube_with_its_window() {
+    let program = load(&repo("kernels/conv2d_relu.pf"));
+    let target = NpuTarget::default();
+    let compiled = polyhedral::pipeline::compile(
+        &program,
+        &target.description(false),
+        &polyhedral::pipeline::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tree = compiled.tree.display(&compiled.program).to_string();
+    assert!(
+        tree.contains("matrix 16x64x16*9 from zero"),
+        "no matrix mark over the window's 9 values:\n{tree}"
+    );
+}

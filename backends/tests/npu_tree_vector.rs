@@ -172,3 +172,21 @@ fn row_reductions_fold_every_row_at_once() {
         "the rows are not folded as repeats:\n{asm}"
     );
 }
+
+#[test]
+fn the_tiles_of_nested_parallel_loops_spread_over_the_cores_together() {
+    // One tile of channels, four of rows and four of columns: the three tile loops together
+    // give each of 16 cores one of the 16 tiles (the first alone would use one core).
+    let asm = checked(&inline(
+        "bias_relu",
+        "kernel bias_relu<CO = 16, H = 64, W = 64>(C: f32[CO, H, W], b: f32[CO])
+             -> (O: f32[CO, H, W]) {
+             O(co, y, x) = max(C(co, y, x) + b(co), 0.0);
+         }",
+    ));
+    assert!(
+        asm.starts_with("kernel bias_relu blockdim=16\n"),
+        "not one tile per core:\n{}",
+        asm.lines().next().unwrap_or("")
+    );
+}

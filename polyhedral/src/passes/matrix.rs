@@ -1,29 +1,35 @@
 //! Matrix-unit mapping: contractions whose point loops the target's matrix unit runs, retiled
 //! in its fractals and marked for the back end.
 //!
-//! A statement qualifies when it is a [`crate::contraction`] with one m, one n and one k
-//! iterator and no loop-invariant factor (the pipeline applies those beforehand where it can,
-//! [`crate::passes::prescale`]) or sliding window, its operands of one element type
-//! the unit multiplies (f16 or f32), its sum and result in f32, its domain a box (every
-//! constraint bounds one iterator), and its accesses such that a tile is a matrix the unit's
-//! copies read row by row: the written element subscripted by m and n in one dimension each,
-//! n in the last, and each operand by its two iterators in one dimension each, one of them
-//! the last. Its subtree must be a chain of bands scheduling it alone, the bands above it not
-//! walking m, n or k (they may walk its batch iterators).
+//! A statement qualifies when it is a [`crate::contraction`] with no loop-invariant factor
+//! (the pipeline applies those beforehand where it can, [`crate::passes::prescale`]), its
+//! operands of one element type the unit multiplies (f16 or f32), its sum and result in f32,
+//! its domain a box (every constraint bounds one iterator), and its accesses such that a tile
+//! is a matrix the unit's copies read row by row ([`qualifies_scaled`]). Of its m and n
+//! iterators, one each is tiled: n the one that alone subscripts the written element's last
+//! dimension, m one that alone subscripts another; the others run outside the tiles as the
+//! batch does (a convolution's output rows). Its k iterators are laid out one after the other
+//! in a tile (a convolution's channels, window rows and window columns: `CI × KH × KW` values
+//! of k), the first tiled and the others whole: each operand must hold its rows one element
+//! apart (one burst per value of k) or its k values, in that order, densely (one burst per
+//! row). Its subtree must be a chain of bands scheduling it alone, the bands above it not
+//! walking the tiled m and n or any k.
 //!
 //! The chain becomes, from the top:
 //!
 //! ```text
 //! band [batch…, floor(m/Tm), floor(n/Tn)]   (coincident: one tile of the result each)
-//!   mark matrix TmxTnxTk
+//!   mark matrix TmxTnxTk[*inner]
 //!     band [floor(k/Tk)]                    (the k tiles, in order)
-//!       band [m, k, n]                      (the points of one tile)
+//!       band [m, k, k2…, n]                 (the points of one tile)
 //! ```
 //!
 //! which is legal whatever the tiles: the statement's only dependences join instances that
-//! write one element, and every element still sees its k in ascending order (so the sums are
-//! the reference interpreter's, rounding for rounding). Below the mark, the back end keeps the
-//! tile of the result in the accumulator's memory across the k tiles.
+//! write one element, and every element sees its k values in the tile layout's order. With one
+//! k iterator that is ascending k, so the sums are the reference interpreter's, rounding for
+//! rounding; with several it is the lexicographic order of the layout, a reassociation of the
+//! sum where the layout lists them otherwise than the statement. Below the mark, the back end
+//! keeps the tile of the result in the accumulator's memory across the k tiles.
 //!
 //! Where the statement right before it in a sequence sets the same elements to zero over the
 //! same box and reads nothing (the init of `+=!`), it joins the tiles of the result: the mark
@@ -32,15 +38,16 @@
 //! that is legal too, and the back end starts the tile from zero instead of reading it.
 //!
 //! The sizes are multiples of the fractal: for `m` and `n` the ones with which the cores, each
-//! taking its share of the result's tiles, move the fewest bytes (the operands' rows and
-//! columns over all of k, the result in and out), then the largest, then tiles that divide
-//! the extents; for `k` the largest whose operand tiles fit twice over (so the next one is
-//! copied while the unit multiplies the current one) and that leaves at least `K_STEPS` k
-//! tiles to overlap, else the smallest that fits twice, else the largest that fits once.
-//! Every tile fits the memories the description names for the unit: the
-//! left operand's tile its memory, the right one's its own, both together their parents (the
-//! staging buffer that fills them), the accumulator's its memory and its parent. A fixed
-//! `--tile` gives the sizes of m, n and k in that order instead, where they fit.
+//! taking its share of the result's tiles (over the batch too), move the fewest bytes (the
+//! operands' rows and columns over all of k, the result in and out), then the largest, then tiles
+//! that divide the extents; for `k` (values of the first k iterator, whose rows fill whole fractals
+//! where there are others, or all of it) the largest whose operand tiles fit twice over (so the
+//! next one is copied while the unit multiplies the current one) and that leaves at least `K_STEPS`
+//! k tiles to overlap, else the smallest that fits twice, else the largest that fits once. Every
+//! tile fits the memories the description names for the unit: the left operand's tile its memory,
+//! the right one's its own, both together their parents (the staging buffer that fills them), the
+//! accumulator's its memory and its parent. A fixed `--tile` gives the sizes of m, n and k in that
+//! order instead, where they fit.
 
 use crate::contraction::{contraction, Contraction};
 use crate::passes::tile_size::TileSizes;
@@ -154,15 +161,21 @@ fn zero_init(
         &program.statements[c.stmt.index()],
     );
     let zero = matches!(s0.exprs[s0.body], Expr::Literal(l) if l.value == 0.0);
-    if !zero || !s0.reads.is_empty() || s0.reduction.is_some() || s0.depth() + 1 != s.depth() {
+    if !zero
+        || !s0.reads.is_empty()
+        || s0.reduction.is_some()
+        || s0.depth() + c.k.len() != s.depth()
+    {
         return None;
     }
-    let k = c.k[0];
+    // The init's iterators are the contraction's but k, in order.
+    let mut next = 0;
     let iters: Vec<Option<usize>> = (0..s.depth())
-        .map(|q| match q.cmp(&k) {
-            std::cmp::Ordering::Less => Some(q),
-            std::cmp::Ordering::Equal => None,
-            std::cmp::Ordering::Greater => Some(q - 1),
+        .map(|q| {
+            (!c.k.contains(&q)).then(|| {
+                next += 1;
+                next - 1
+            })
         })
         .collect();
     let to_init = |q: usize| iters[q].unwrap_or(0);
@@ -170,7 +183,7 @@ fn zero_init(
     if s0.write.array != s.write.array || !written.eq(s0.write.subscripts.iter().cloned()) {
         return None;
     }
-    let same_box = (0..s.depth()).filter(|&q| q != k).all(|q| {
+    let same_box = (0..s.depth()).filter(|q| !c.k.contains(q)).all(|q| {
         iterator_range(program, c.stmt, q).is_some()
             && iterator_range(program, c.stmt, q) == iterator_range(program, init, to_init(q))
     });
@@ -209,14 +222,14 @@ pub fn qualifies(program: &Program, stmt: StmtId) -> Option<Contraction> {
 }
 
 /// The contraction of `stmt` when the matrix unit can run it once its operands' loop-invariant
-/// factors, if any, are applied beforehand ([`crate::passes::prescale`]).
+/// factors, if any, are applied beforehand ([`crate::passes::prescale`]), its iterators
+/// arranged as the unit runs them: `m[0]`, `n[0]` and `k[0]` are the ones tiled, the other m
+/// and n iterators run outside the tiles as the batch does, and `k` is in the order its
+/// values are laid out in a tile (module docs).
 pub fn qualifies_scaled(program: &Program, stmt: StmtId) -> Option<Contraction> {
     let c = contraction(program, stmt)?;
     let s = &program.statements[stmt.index()];
-    if c.m.len() != 1 || c.n.len() != 1 || c.k.len() != 1 {
-        return None;
-    }
-    if c.windowed || c.ty != ScalarType::F32 {
+    if c.ty != ScalarType::F32 {
         return None;
     }
     let (ea, eb) = (
@@ -238,18 +251,107 @@ pub fn qualifies_scaled(program: &Program, stmt: StmtId) -> Option<Contraction> 
     if s.domain.iter().any(|k| iters(&k.expr) > 1) {
         return None;
     }
-    let (m, n, k) = (c.m[0], c.n[0], c.k[0]);
-    // `x` and `y` subscript distinct dimensions, one of them the last (`y` where `y_last`).
-    let rows_and_columns = |a: &Access, x: usize, y: usize, y_last: bool| {
-        let (dx, dy) = (unit_dim(a, x)?, unit_dim(a, y)?);
-        let end = a.subscripts.len() - 1;
-        let fine = dx != dy && (dy == end || (!y_last && dx == end));
-        fine.then_some(())
+    let swapped = Contraction {
+        a: c.b,
+        b: c.a,
+        scale_a: c.scale_b,
+        scale_b: c.scale_a,
+        m: c.n.clone(),
+        n: c.m.clone(),
+        ..c.clone()
     };
-    rows_and_columns(&s.write, m, n, true)?;
-    rows_and_columns(&s.reads[c.a], m, k, false)?;
-    rows_and_columns(&s.reads[c.b], k, n, false)?;
-    Some(c)
+    arranged(program, c).or_else(|| arranged(program, swapped))
+}
+
+/// `c` with its iterators arranged for the unit (see [`qualifies_scaled`]), when the result
+/// is a matrix of rows along `m[0]` and columns along `n[0]` and each operand a matrix the
+/// unit's copies read: along its rows (`m[0]` or `n[0]` one element apart) or along k (the
+/// k iterators, in their order, dense: each tile's k values one run of elements).
+fn arranged(program: &Program, mut c: Contraction) -> Option<Contraction> {
+    let s = &program.statements[c.stmt.index()];
+    let last = s.write.subscripts.len().checked_sub(1)?;
+    let n = *c.n.iter().find(|&&n| unit_dim(&s.write, n) == Some(last))?;
+    let (a, b) = (
+        iterator_strides(program, &s.reads[c.a], s.depth()),
+        iterator_strides(program, &s.reads[c.b], s.depth()),
+    );
+    let extent = |it: usize| iterator_range(program, c.stmt, it).map(|(lo, hi)| hi - lo + 1);
+    // The k iterators in the order of A's strides, largest first (then B's): the layout of
+    // an operand read along k.
+    let mut order = c.k.clone();
+    order.sort_by_key(|&k| (std::cmp::Reverse(a[k]), std::cmp::Reverse(b[k]), k));
+    let order_b = {
+        let mut o = c.k.clone();
+        o.sort_by_key(|&k| (std::cmp::Reverse(b[k]), k));
+        o
+    };
+    let dense = |st: &[i64], order: &[usize]| -> Option<bool> {
+        let mut want = 1;
+        for &k in order.iter().rev() {
+            if st[k] != want {
+                return Some(false);
+            }
+            want *= extent(k)?;
+        }
+        Some(true)
+    };
+    let along_rows = |st: &[i64], row: usize| st[row] == 1 && c.k.iter().all(|&k| st[k] > 0);
+    let mut candidates: Vec<usize> =
+        c.m.iter()
+            .copied()
+            .filter(|&m| unit_dim(&s.write, m).is_some_and(|d| d != last))
+            .collect();
+    candidates.sort_by_key(|&m| std::cmp::Reverse(unit_dim(&s.write, m)));
+    for m in candidates {
+        let (a_rows, b_rows) = (along_rows(&a, m), along_rows(&b, n));
+        let order = match (a_rows, b_rows) {
+            (_, true) if a_rows || dense(&a, &order)? => order.clone(),
+            (true, false) if dense(&b, &order_b)? => order_b.clone(),
+            (false, false) if dense(&a, &order)? && dense(&b, &order)? => order.clone(),
+            _ => continue,
+        };
+        if a[m] <= 0 || b[n] <= 0 {
+            continue;
+        }
+        let first = |v: &mut Vec<usize>, x: usize| {
+            v.retain(|&y| y != x);
+            v.insert(0, x);
+        };
+        first(&mut c.m, m);
+        first(&mut c.n, n);
+        c.k = order;
+        return Some(c);
+    }
+    None
+}
+
+/// The elements between consecutive values of each of the statement's `depth` iterators in
+/// `access`, in the array's row-major layout.
+pub fn iterator_strides(program: &Program, access: &Access, depth: usize) -> Vec<i64> {
+    let extents = program.array_extents(access.array);
+    let mut dim = vec![1i64; extents.len()];
+    for d in (0..extents.len().saturating_sub(1)).rev() {
+        dim[d] = dim[d + 1] * extents[d + 1];
+    }
+    (0..depth)
+        .map(|it| {
+            access
+                .subscripts
+                .iter()
+                .zip(&dim)
+                .map(|(sub, st)| sub.coeff(Var::Iter(it)) * st)
+                .sum()
+        })
+        .collect()
+}
+
+/// The iterators of `c` that run outside its tiles: the batch, and the m and n iterators
+/// after the first (which the tiles walk).
+pub fn outer_iterators(c: &Contraction) -> Vec<usize> {
+    let mut outer = c.batch.clone();
+    outer.extend(&c.m[1..]);
+    outer.extend(&c.n[1..]);
+    outer
 }
 
 /// The one dimension of `access` that iterator `it` subscripts, when it does so with
@@ -320,7 +422,10 @@ fn chain_top(program: &Program, tree: &ScheduleTree, c: &Contraction) -> Option<
             .filter(|&it| f.iter().any(|f| uses(f, it)))
             .collect()
     };
-    let roles = [c.m[0], c.n[0], c.k[0]];
+    let roles: Vec<usize> = [c.m[0], c.n[0]]
+        .into_iter()
+        .chain(c.k.iter().copied())
+        .collect();
     for k in 0..path.len() {
         if walked(&path[..k]).iter().any(|it| roles.contains(it)) {
             return None;
@@ -387,7 +492,9 @@ fn retiled(
     init: Option<&Init>,
 ) -> Option<Node> {
     let s = c.stmt;
-    // The batch iterators the chain walks; the others are walked above it.
+    // The batch iterators (and the m and n ones not tiled) the chain walks; the others are
+    // walked above it.
+    let outer = outer_iterators(c);
     let mut batch = Vec::new();
     let mut p = top.to_vec();
     while let Some(Node {
@@ -397,7 +504,7 @@ fn retiled(
     {
         for f in band.functions(s)? {
             let it = single_iterator(f)?;
-            if c.batch.contains(&it) && !batch.contains(&it) {
+            if outer.contains(&it) && !batch.contains(&it) {
                 batch.push(it);
             }
         }
@@ -412,13 +519,13 @@ fn retiled(
             coincident,
         })
     };
-    let points = Node::with_child(
-        band(
-            vec![(s, vec![var(m), var(k), var(n)])],
-            vec![true, false, true],
-        ),
-        Node::leaf(),
-    );
+    // m, the k iterators in their layout's order, n.
+    let mut points = vec![var(m)];
+    points.extend(c.k.iter().map(|&k| var(k)));
+    points.push(var(n));
+    let mut coincident = vec![false; points.len()];
+    (coincident[0], coincident[points.len() - 1]) = (true, true);
+    let points = Node::with_child(band(vec![(s, points)], coincident), Node::leaf());
     let k_tiles = Node::with_child(
         band(vec![(s, vec![var(k).floor_div(mark.k)?])], vec![false]),
         points,
@@ -507,10 +614,13 @@ impl Unit<'_> {
         let (em, en, ek) = (extent(c.m[0])?, extent(c.n[0])?, extent(c.k[0])?);
         let f = self.fractal;
         let up = |e: i64| ceil_div(e, f) * f;
+        let inner = c.k[1..].iter().try_fold(1, |p, &k| Some(p * extent(k)?))?;
+        // The rows of k a tile of `tk` values of the first k iterator takes.
+        let rows = |tk: i64| up(tk * inner);
         if let TileSizes::Fixed(v) = tiling {
             let size = |k: usize| *v.get(k).unwrap_or(v.last().unwrap_or(&f));
             let (tm, tn, tk) = (size(0).min(em), size(1).min(en), size(2).min(ek));
-            if tm < 1 || tn < 1 || tk < 1 || !self.fits((up(tm), up(tn), up(tk)), operand) {
+            if tm < 1 || tn < 1 || tk < 1 || !self.fits((up(tm), up(tn), rows(tk)), operand) {
                 return None;
             }
             let why = format!("the sizes asked for, {operand}-byte operands");
@@ -518,6 +628,7 @@ impl Unit<'_> {
                 m: tm,
                 n: tn,
                 k: tk,
+                inner,
                 zeroed: false,
                 why,
             });
@@ -528,6 +639,10 @@ impl Unit<'_> {
             v
         };
         let cores = i64::from(self.target.cores()).max(1);
+        // Tiles of the result per value of the iterators outside them.
+        let outer = outer_iterators(c)
+            .iter()
+            .try_fold(1, |p, &it| Some(p * extent(it)?))?;
         // The bytes one core moves: per tile of the result, its operands' rows and columns
         // over all of k and the result in and out; the fewest win, then larger tiles, then
         // tiles that divide the extents.
@@ -536,11 +651,11 @@ impl Unit<'_> {
         let mut best: Option<Ranked> = None;
         for &tm in &candidates(em) {
             for &tn in &candidates(en) {
-                if !self.fits((tm, tn, f), operand) {
+                if !self.fits((tm, tn, rows(1)), operand) {
                     continue;
                 }
-                let rounds = ceil_div(ceil_div(em, tm) * ceil_div(en, tn), cores);
-                let moved = rounds * ((tm + tn) * ek * operand + 8 * tm * tn);
+                let rounds = ceil_div(outer * ceil_div(em, tm) * ceil_div(en, tn), cores);
+                let moved = rounds * ((tm + tn) * ek * inner * operand + 8 * tm * tn);
                 let divides = (tm >= em || em % tm == 0) && (tn >= en || en % tn == 0);
                 let key = (moved, -(tm * tn), !divides);
                 if best.as_ref().is_none_or(|(k, _)| key < *k) {
@@ -551,9 +666,18 @@ impl Unit<'_> {
         let (_, (tm, tn)) = best?;
         // The k tile: double-buffered where that fits, and short enough that the copies of
         // [`K_STEPS`] tiles overlap the products (the largest such); else the largest that fits.
-        let doubled: Vec<i64> = candidates(ek)
+        // With other k iterators, the sizes whose rows fill whole fractals, and all of k.
+        let k_candidates = || -> Vec<i64> {
+            if inner == 1 {
+                return candidates(ek);
+            }
+            (1..=ek)
+                .filter(|&tk| tk == ek || tk * inner % f == 0)
+                .collect()
+        };
+        let doubled: Vec<i64> = k_candidates()
             .into_iter()
-            .filter(|&tk| self.fits_slots((tm, tn, tk), operand, 2))
+            .filter(|&tk| self.fits_slots((tm, tn, rows(tk)), operand, 2))
             .collect();
         let tk = match doubled
             .iter()
@@ -563,20 +687,20 @@ impl Unit<'_> {
             Some(&tk) => tk,
             None => match doubled.iter().min() {
                 Some(&tk) => tk,
-                None => candidates(ek)
+                None => k_candidates()
                     .into_iter()
-                    .filter(|&tk| self.fits((tm, tn, tk), operand))
+                    .filter(|&tk| self.fits((tm, tn, rows(tk)), operand))
                     .max()?,
             },
         };
         let node = |id| &self.target.memory.node(id).name;
         let why = format!(
             "{operand}-byte operands; {} tiles of the result over {cores} cores; {} {} B, {} {} B, {} {} B",
-            ceil_div(em, tm) * ceil_div(en, tn),
+            outer * ceil_div(em, tm) * ceil_div(en, tn),
             node(self.memories.a),
-            up(tm) * up(tk) * operand,
+            up(tm) * rows(tk) * operand,
             node(self.memories.b),
-            up(tk) * up(tn) * operand,
+            rows(tk) * up(tn) * operand,
             node(self.memories.acc),
             up(tm) * up(tn) * 4,
         );
@@ -584,6 +708,7 @@ impl Unit<'_> {
             m: tm,
             n: tn,
             k: tk,
+            inner,
             zeroed: false,
             why,
         })

@@ -29,9 +29,11 @@ pub enum Mark {
     Matrix(MatrixMark),
 }
 
-/// What a matrix mark says: the sizes (elements) of the tiles of the contraction's m, n and k
-/// iterators that the matrix unit runs at once, whether the tile starts from zero, and why the
-/// sizes were chosen. The subtree below is one loop over the k tiles above the point loops of
+/// What a matrix mark says: the sizes (elements) of the tiles of the contraction's m, n and
+/// first k iterators that the matrix unit runs at once, the values of its other k iterators
+/// that a tile runs whole for each of those (`inner`: the product of their extents, 1 with one
+/// k iterator; a tile's k values are `k × inner`, laid out in the k iterators' order), whether
+/// the tile starts from zero, and why the sizes were chosen. The subtree below is one loop over the k tiles above the point loops of
 /// one tile of m and n; when `zeroed`, a sequence runs first the statement that sets the tile
 /// to zero, then that loop.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -39,6 +41,7 @@ pub struct MatrixMark {
     pub m: i64,
     pub n: i64,
     pub k: i64,
+    pub inner: i64,
     pub zeroed: bool,
     pub why: String,
 }
@@ -91,8 +94,8 @@ const ZEROED: &str = " from zero";
 impl fmt::Display for Mark {
     /// `pack A layout [1, 0] owned by the parallel loops: why` (`owned …` only when owned),
     /// `register tile 4x8 over 3 loops: why`, `reduction tile 4 rows of loop 0 over 2 loops in
-    /// tiles of 32: why`, `kernel`, `thread`, `skipped`, `unfused: why`, `matrix 64x64x128
-    /// from zero: why` (`from zero` only when zeroed).
+    /// tiles of 32: why`, `kernel`, `thread`, `skipped`, `unfused: why`, `matrix 64x64x128*9
+    /// from zero: why` (`*9` only when `inner` is not 1, `from zero` only when zeroed).
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
         match self {
             Mark::Pack(m) => {
@@ -122,7 +125,11 @@ impl fmt::Display for Mark {
             Mark::Unfused(why) => write!(f, "{UNFUSED}{why}"),
             Mark::Matrix(m) => {
                 let zeroed = if m.zeroed { ZEROED } else { "" };
-                write!(f, "{MATRIX}{}x{}x{}{zeroed}: {}", m.m, m.n, m.k, m.why)
+                write!(f, "{MATRIX}{}x{}x{}", m.m, m.n, m.k)?;
+                if m.inner != 1 {
+                    write!(f, "*{}", m.inner)?;
+                }
+                write!(f, "{zeroed}: {}", m.why)
             }
         }
     }
@@ -210,6 +217,10 @@ fn parse_matrix(rest: &str) -> Option<MatrixMark> {
         Some(s) => (s, true),
         None => (shape, false),
     };
+    let (shape, inner) = match shape.split_once('*') {
+        Some((s, inner)) => (s, inner.parse().ok()?),
+        None => (shape, 1),
+    };
     let mut sizes = shape.split('x').map(|t| t.parse().ok());
     let (m, n, k) = (sizes.next()??, sizes.next()??, sizes.next()??);
     if sizes.next().is_some() {
@@ -219,6 +230,7 @@ fn parse_matrix(rest: &str) -> Option<MatrixMark> {
         m,
         n,
         k,
+        inner,
         zeroed,
         why: why.to_string(),
     })
@@ -264,6 +276,7 @@ mod tests {
                 m: 64,
                 n: 32,
                 k: 128,
+                inner: 1,
                 zeroed: false,
                 why: "f16 operands, L0A 16 of 64 KiB".into(),
             }),
@@ -271,6 +284,7 @@ mod tests {
                 m: 16,
                 n: 16,
                 k: 16,
+                inner: 9,
                 zeroed: true,
                 why: "f32".into(),
             }),

@@ -9,9 +9,10 @@
 //! the width of the one plus how far it starts past the other. Then no two blocks touch the
 //! same bytes of an array that one of them writes. Where the loop alone has fewer iterations
 //! than the machine has cores, or its body is too large for one region, and its body is one
-//! parallel loop of constant bounds whose regions are apart along both loops, the blocks take
-//! the iterations of the two loops together. A matrix tile counts as the region of what it
-//! touches. Any other nest runs on block 0 alone.
+//! parallel loop of constant bounds whose regions are apart along it and every loop outside,
+//! the blocks take the iterations of the loops together, and so on inward while they are fewer
+//! than the cores (tiles of a tensor that is small along its first dimensions). A matrix tile
+//! counts as the region of what it touches. Any other nest runs on block 0 alone.
 
 use polyhedral::ast::{Ast, AstExpr, LoopAnnotations};
 use polyhedral::schedule::mark::Mark;
@@ -30,9 +31,10 @@ struct Spread<'a> {
     step: i64,
     body: &'a Ast,
     trips: i64,
-    /// A parallel loop that is all of the body, spread with it when the loop alone has fewer
-    /// iterations than the machine has cores: its variable, first value, step and trips.
-    inner: Option<Inner<'a>>,
+    /// Parallel loops each all of the body of the one before, spread with it while the loops
+    /// so far have fewer iterations than the machine has cores: their variables, first
+    /// values, steps and trips, outermost first.
+    inner: Vec<Inner<'a>>,
 }
 
 struct Inner<'a> {
@@ -55,7 +57,7 @@ impl Emitter<'_> {
         let blocks = spread
             .iter()
             .flatten()
-            .map(|s| (s.trips * s.inner.as_ref().map_or(1, |i| i.trips)).min(cores))
+            .map(|s| (s.trips * s.inner.iter().map(|i| i.trips).product::<i64>()).min(cores))
             .max()
             .unwrap_or(1)
             .max(1);
@@ -103,13 +105,24 @@ impl Emitter<'_> {
         let trips = (hi.1 - lo.0) / step + 1;
         self.ranges.insert(var.clone(), (lo.0, hi.1));
         let ok = self.apart(var, *step, body);
-        let inner = if !ok || trips < self.target.cores() as i64 {
-            self.inner((var, *step), body)
-        } else {
-            None
-        };
+        let cores = self.target.cores() as i64;
+        let mut inner: Vec<Inner> = Vec::new();
+        let mut outers = vec![(var.as_str(), *step)];
+        let mut product = trips;
+        while !ok && inner.is_empty() || product < cores {
+            let at = inner.last().map_or(&**body, |i| i.body);
+            let Some(i) = self.inner(&outers, at) else {
+                break;
+            };
+            product *= i.trips;
+            outers.push((i.var, i.step));
+            inner.push(i);
+        }
         self.ranges.remove(var);
-        (ok || inner.is_some()).then_some(Spread {
+        for i in &inner {
+            self.ranges.remove(i.var);
+        }
+        (ok || !inner.is_empty()).then_some(Spread {
             var,
             lower,
             upper,
@@ -120,9 +133,10 @@ impl Emitter<'_> {
         })
     }
 
-    /// The body of the spread loop of `outer` as a loop to spread with it: one parallel loop of
-    /// constant bounds whose own regions are apart for different iterations of either loop.
-    fn inner<'a>(&mut self, outer: (&str, i64), body: &'a Ast) -> Option<Inner<'a>> {
+    /// The body of the innermost of the spread loops `outers` as a loop to spread with them:
+    /// one parallel loop of constant bounds whose own regions are apart for different
+    /// iterations of every one of the loops. Its range stays bound.
+    fn inner<'a>(&mut self, outers: &[(&str, i64)], body: &'a Ast) -> Option<Inner<'a>> {
         let mut items = Vec::new();
         flatten(body, &mut items);
         let [Ast::For {
@@ -141,8 +155,11 @@ impl Emitter<'_> {
             return None;
         }
         self.ranges.insert(var.clone(), (lo.0, hi.1));
-        let ok = self.apart(var, *step, body) && self.apart(outer.0, outer.1, body);
-        self.ranges.remove(var);
+        let ok =
+            self.apart(var, *step, body) && outers.iter().all(|&(v, st)| self.apart(v, st, body));
+        if !ok {
+            self.ranges.remove(var);
+        }
         ok.then_some(Inner {
             var,
             first: lo.0,
@@ -231,8 +248,8 @@ impl Emitter<'_> {
     /// The loop with block `b` taking iterations `b`, `b + blocks`, … of it (of the two loops'
     /// iterations in order, where the inner one is spread too).
     fn spread_loop(&mut self, s: &Spread, blocks: i64) -> Result<(), Error> {
-        if let Some(inner) = &s.inner {
-            return self.spread_pair(s, inner, blocks);
+        if !s.inner.is_empty() {
+            return self.spread_nest(s, blocks);
         }
         let r = self.sreg()?;
         let lower = self.int(s.lower)?;
@@ -265,32 +282,48 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
-    /// Two nested loops spread together: iteration `f` of their `trips × inner.trips` is the
-    /// outer loop's `f / inner.trips` and the inner one's `f % inner.trips`.
-    fn spread_pair(&mut self, s: &Spread, inner: &Inner, blocks: i64) -> Result<(), Error> {
+    /// Nested loops spread together: iteration `f` of the product of their trips is, from
+    /// the innermost loop out, `f mod trips` of each and `f / trips` left for the ones
+    /// outside it.
+    fn spread_nest(&mut self, s: &Spread, blocks: i64) -> Result<(), Error> {
         let flat = self.sreg()?;
         self.push(Instr::Mov {
             dst: Reg::S(flat),
             src: Scalar::Var("block_idx".to_string()),
         });
-        let (outer, at) = (self.sreg()?, self.sreg()?);
+        let outer = self.sreg()?;
+        let mut regs = Vec::new();
+        for _ in &s.inner {
+            regs.push(self.sreg()?);
+        }
+        let rest = self.sreg()?;
         let lower = self.int(s.lower)?;
-        let last = Scalar::Int(s.trips * inner.trips - 1);
+        let total: i64 = s.trips * s.inner.iter().map(|i| i.trips).product::<i64>();
+        let last = Scalar::Int(total - 1);
         let range = self.loop_range(s.lower, s.upper);
-        let inner_range = (inner.first, inner.first + (inner.trips - 1) * inner.step);
-        self.tiles_only(inner.body, |e| {
+        let body = s.inner.last().map_or(s.body, |i| i.body);
+        self.tiles_only(body, |e| {
             e.stepping(flat, blocks, last, |e| {
-                // outer = lower + (flat / trips)·step, at = first + (flat mod trips)·step.
                 let reg = |r: u8| Scalar::Reg(Reg::S(r));
-                let ops = [
-                    (SOp::Div, outer, reg(flat), Scalar::Int(inner.trips)),
-                    (SOp::Mul, at, reg(outer), Scalar::Int(inner.trips)),
-                    (SOp::Sub, at, reg(flat), reg(at)),
-                    (SOp::Mul, at, reg(at), Scalar::Int(inner.step)),
-                    (SOp::Add, at, reg(at), Scalar::Int(inner.first)),
-                    (SOp::Mul, outer, reg(outer), Scalar::Int(s.step)),
-                    (SOp::Add, outer, reg(outer), lower.scalar()),
-                ];
+                // From the innermost loop out: q = src / trips, at = first + (src - q·trips)·step,
+                // and q is what the loops outside share (two registers in turn).
+                let mut ops = Vec::new();
+                let mut src = flat;
+                for (i, &at) in s.inner.iter().zip(&regs).rev() {
+                    let q = if src == outer { rest } else { outer };
+                    ops.extend([
+                        (SOp::Div, q, reg(src), Scalar::Int(i.trips)),
+                        (SOp::Mul, at, reg(q), Scalar::Int(i.trips)),
+                        (SOp::Sub, at, reg(src), reg(at)),
+                        (SOp::Mul, at, reg(at), Scalar::Int(i.step)),
+                        (SOp::Add, at, reg(at), Scalar::Int(i.first)),
+                    ]);
+                    src = q;
+                }
+                ops.extend([
+                    (SOp::Mul, src, reg(src), Scalar::Int(s.step)),
+                    (SOp::Add, src, reg(src), lower.scalar()),
+                ]);
                 for (op, dst, a, b) in ops {
                     e.push(Instr::SBin {
                         op,
@@ -299,16 +332,25 @@ impl Emitter<'_> {
                         b,
                     });
                 }
-                e.bind(s.var, outer, range);
-                e.bind(inner.var, at, inner_range);
-                let r = e.region_body(inner.body);
-                e.unbind(inner.var);
+                e.bind(s.var, src, range);
+                for (i, &at) in s.inner.iter().zip(&regs) {
+                    let last = i.first + (i.trips - 1) * i.step;
+                    e.bind(i.var, at, (i.first, last));
+                }
+                let r = e.region_body(body);
+                for i in &s.inner {
+                    e.unbind(i.var);
+                }
                 e.unbind(s.var);
                 r
             })
         })?;
         self.release(lower);
-        for r in [at, outer, flat] {
+        for r in [rest]
+            .into_iter()
+            .chain(regs.into_iter().rev())
+            .chain([outer, flat])
+        {
             self.free_s(r);
         }
         Ok(())

@@ -9,20 +9,25 @@
 //!    (per column of fractals, one burst per row) and from there into L0C, unless the mark
 //!    says the tile starts from zero: then the first `mmad` initialises it, and the statement
 //!    that zeroes it, first below the mark, is not lowered;
-//! 2. per k tile, each operand's tile goes from GM to L1 in columns of fractals (one burst per
-//!    row of the array, each burst padded with zeros to the fractal's width) and from L1 to
-//!    its L0 with `load2d`, transposed where the array's rows run along k; rows of k past the
-//!    end are zeroed in L1, so the products of the padding are zeros;
-//!    `mmad` accumulates onto the tile in L0C;
+//! 2. per k tile, each operand's tile goes from GM to L1 in columns of fractals and from L1
+//!    to its L0 with `load2d`, transposed where the array's rows run along k. An operand that
+//!    holds a row's k values densely (the tile layout's k iterators, one element apart from
+//!    the last) takes one burst per row of m or n, padded with zeros to the fractal's width;
+//!    one whose rows of m or n are one element apart takes one burst per value of k: a run of
+//!    bursts a constant stride apart where its k iterators are dense at some stride, else one
+//!    run per value of the k iterators after the first, every `inner`-th row of L1 (a
+//!    convolution's window rows and columns, each a shift of the input's rows). Rows of k past
+//!    the end are zeroed in L1, so the products of the padding are zeros; `mmad` accumulates
+//!    onto the tile in L0C;
 //! 3. the tile goes back through the scratch area to GM, one burst per row and column of
 //!    fractals, only the rows and columns the tile has.
 //!
-//! Every element's k run in ascending order from its value before the statement, so the
-//! results are the interpreter's. Copy counts are immediates: a tile whose rows or columns are
-//! fewer than the mark's (the last one, or one cut by a domain that does not start on a tile)
-//! is a variant of its own, chosen by comparing the count at run time. Where the AST below the
-//! mark is not the pass's loop nest (a condition separating parts of it), the subtree is
-//! lowered as any other.
+//! Every element's k run in the tile layout's order from its value before the statement (the
+//! matrix pass says when that is the interpreter's). Copy counts are immediates: a tile whose
+//! rows or columns are fewer than the mark's (the last one, or one cut by a domain that does
+//! not start on a tile) is a variant of its own, chosen by comparing the count at run time.
+//! Where the AST below the mark is not the pass's loop nest (a condition separating parts of
+//! it), the subtree is lowered as any other.
 //!
 //! Pipes are ordered by flags. Where two slots of each operand tile fit L1, L0A and L0B, the k
 //! tiles go round a ring of two: MTE2 copies tile k + 1 into one slot of L1 while MTE1 loads
@@ -38,7 +43,7 @@
 use std::collections::BTreeMap;
 
 use polyhedral::ast::{Ast, AstExpr};
-use polyhedral::passes::matrix::{qualifies, unit_dim};
+use polyhedral::passes::matrix::{iterator_strides, outer_iterators, qualifies};
 use polyhedral::program::{Access, ArrayId, ScalarType, StmtId};
 use polyhedral::schedule::mark::MatrixMark;
 use sim::isa::{Addr, Affine, CmpOp, DType, Instr, Mem, Pipe, Reg, SOp, Scalar, MAX_REPEAT};
@@ -98,8 +103,11 @@ struct Tile<'a> {
     args: Vec<AstExpr>,
     /// Bytes of an operand element (2 for f16, 4 for f32).
     es: i64,
-    /// The k values every element runs over.
+    /// The k values every element runs over (of the first k iterator).
     k_range: (i64, i64),
+    /// The other k iterators, in the order of a tile's layout, each with its lowest value
+    /// and count: a tile runs them whole for every value of the first.
+    inner: Vec<(usize, i64, i64)>,
     mark: &'a MatrixMark,
     /// The ring of operand slots in L1, L0A and L0B: one slot's bytes in each, and the
     /// register holding the slot the next k tile uses (none with one slot).
@@ -154,23 +162,45 @@ impl Emitter<'_> {
         let (Some(lm), Some(ln), Some(lk)) = (point(m), point(n), point(k)) else {
             return Ok(false);
         };
-        let inner: Vec<&str> = loops.iter().map(|l| l.var).collect();
+        // The other k iterators run whole in every tile: constant bounds.
+        let none = BTreeMap::new();
+        let mut inner = Vec::new();
+        for &it in &c.k[1..] {
+            let Some(l) = point(it) else {
+                return Ok(false);
+            };
+            let lo = evaluate(l.lower, Some(&self.params), &none);
+            let hi = evaluate(l.upper, Some(&self.params), &none);
+            let (Some(lo), Some(hi)) = (lo, hi) else {
+                return Ok(false);
+            };
+            inner.push((it, lo, hi - lo + 1));
+        }
+        if inner.iter().map(|i| i.2).product::<i64>() != mark.inner {
+            return Ok(false);
+        }
+        let inner_vars: Vec<&str> = c.k[1..]
+            .iter()
+            .filter_map(|&it| point(it).map(|l| l.var))
+            .collect();
+        let inner_loops: Vec<&str> = loops.iter().map(|l| l.var).collect();
         let uses_inner = |e: &AstExpr| {
             let mut vars = Default::default();
             expr_vars(e, &mut vars);
-            vars.iter().any(|v| inner.contains(&v.as_str()))
+            vars.iter().any(|v| inner_loops.contains(&v.as_str()))
         };
-        // The m and n loops and the batch depend on the loops outside the mark only.
+        // The m and n loops and the iterators outside the tiles depend on the loops outside
+        // the mark only.
         if [lm.lower, lm.upper, ln.lower, ln.upper]
             .into_iter()
             .any(uses_inner)
-            || c.batch.iter().any(|&b| uses_inner(&args[b]))
+            || outer_iterators(&c).iter().any(|&b| uses_inner(&args[b]))
         {
             return Ok(false);
         }
         let tiles: Vec<&Loop> = loops
             .iter()
-            .filter(|l| ![lm.var, ln.var, lk.var].contains(&l.var))
+            .filter(|l| ![lm.var, ln.var, lk.var].contains(&l.var) && !inner_vars.contains(&l.var))
             .collect();
         let Some(k_range) = self.k_range(&tiles, lk) else {
             return Ok(false);
@@ -185,7 +215,7 @@ impl Emitter<'_> {
         let (m1, n1, k1) = (
             fractals(mark.m) as u64,
             fractals(mark.n) as u64,
-            fractals(mark.k) as u64,
+            fractals(mark.k * mark.inner) as u64,
         );
         if rows.iter().any(|&r| r > mark.m) || cols.iter().any(|&r| r > mark.n) {
             return Ok(false);
@@ -234,6 +264,9 @@ impl Emitter<'_> {
         args[m] = lm.lower.clone();
         args[n] = ln.lower.clone();
         args[k] = AstExpr::Int(k_range.0);
+        for &(it, lo, _) in &inner {
+            args[it] = AstExpr::Int(lo);
+        }
         let tile = Tile {
             c: &s.write,
             a: Operand {
@@ -254,6 +287,7 @@ impl Emitter<'_> {
             args,
             es,
             k_range,
+            inner,
             mark,
             slot: bytes,
             ring,
@@ -478,7 +512,7 @@ impl Emitter<'_> {
         init: bool,
     ) -> Result<(), Error> {
         let f = FRACTAL as i64;
-        let k1 = fractals(kc);
+        let k1 = fractals(kc * t.mark.inner);
         let mut temps = Vec::new();
         // MTE2: the operands into a free slot of L1.
         self.wait(Pipe::Mte1, Pipe::Mte2, FREE);
@@ -518,8 +552,9 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// An operand's tile of `valid` rows (m or n) by `kc` values of k from GM into L1, in
-    /// columns of fractals along the array's rows.
+    /// An operand's tile of `valid` rows (m or n) by `kc` values of the first k iterator (and
+    /// every value of the others) from GM into L1, in columns of fractals along the array's
+    /// rows.
     fn operand_to_l1(
         &mut self,
         t: &Tile,
@@ -541,33 +576,52 @@ impl Emitter<'_> {
         if let Some(kk) = counter {
             add_term(&mut base, kk.to_string(), t.mark.k * k_stride);
         }
-        let (r1, k1) = (fractals(valid), fractals(kc));
+        let k_rows = kc * t.mark.inner;
+        let (r1, k1) = (fractals(valid), fractals(k_rows));
         let len = (fractal_row as u64 / BLOCK_BYTES) as u32;
-        // Rows along the operand's own iterator (k contiguous), or along k.
-        let (burst_stride, bursts, columns, column_fractals, across) = if k_stride == es {
-            (row_stride, valid, k1, r1, kc)
-        } else {
-            (k_stride, kc, r1, k1, valid)
-        };
-        for col in 0..columns {
-            let mut src = base.clone();
-            src.constant += col * f * es;
-            let dst = op.l1 as i64 + col * column_fractals * fr;
-            self.push(Instr::CopyPad {
-                dst: self.slot_at(t, Mem::L1, dst),
-                src: gm_addr(&name, src.clone()),
-                n_burst: bursts as u32,
-                bytes: ((across - col * f).min(f) * es) as u32,
-                src_stride: burst_stride as u32,
-                dst_stride: fractal_row as u32,
-                len,
-            });
-            // Rows of k past the end are zeros.
-            let pad = column_fractals * f - bursts;
-            if k_stride != es && pad > 0 {
+        if self.along_k(t, op.access) {
+            // Each row of the operand's own iterator holds its k values in one run.
+            for col in 0..k1 {
+                let mut src = base.clone();
+                src.constant += col * f * es;
                 self.push(Instr::CopyPad {
-                    dst: self.slot_at(t, Mem::L1, dst + bursts * fractal_row),
+                    dst: self.slot_at(t, Mem::L1, op.l1 as i64 + col * r1 * fr),
                     src: gm_addr(&name, src),
+                    n_burst: valid as u32,
+                    bytes: ((k_rows - col * f).min(f) * es) as u32,
+                    src_stride: row_stride as u32,
+                    dst_stride: fractal_row as u32,
+                    len,
+                });
+            }
+            return Ok(());
+        }
+        // One burst per value of k along the operand's rows: runs of bursts a constant
+        // stride apart (all of them where the k iterators are one dense run, else one per
+        // value of the other k iterators, every `inner`-th row).
+        let runs = self.k_runs(t, op.access, kc);
+        for col in 0..r1 {
+            let dst = op.l1 as i64 + col * k1 * fr;
+            for &(offset, row, bursts, stride) in &runs {
+                let mut src = base.clone();
+                src.constant += col * f * es + offset;
+                let step = if runs.len() == 1 { 1 } else { t.mark.inner };
+                self.push(Instr::CopyPad {
+                    dst: self.slot_at(t, Mem::L1, dst + row * fractal_row),
+                    src: gm_addr(&name, src),
+                    n_burst: bursts as u32,
+                    bytes: ((valid - col * f).min(f) * es) as u32,
+                    src_stride: stride as u32,
+                    dst_stride: (step * fractal_row) as u32,
+                    len,
+                });
+            }
+            // Rows of k past the end are zeros.
+            let pad = k1 * f - k_rows;
+            if pad > 0 {
+                self.push(Instr::CopyPad {
+                    dst: self.slot_at(t, Mem::L1, dst + k_rows * fractal_row),
+                    src: gm_addr(&name, base.clone()),
                     n_burst: pad as u32,
                     bytes: 0,
                     src_stride: 0,
@@ -579,12 +633,57 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// Whether `access` holds each tile's k values, in the tile's order, as one run of
+    /// elements per row: the k iterators dense from the last, one element apart.
+    fn along_k(&self, t: &Tile, access: &Access) -> bool {
+        let mut want = t.es;
+        for &(it, _, count) in t.inner.iter().rev() {
+            if self.stride(access, it) != want {
+                return false;
+            }
+            want *= count;
+        }
+        self.stride(access, t.k) == want
+    }
+
+    /// The runs of bursts that copy `kc` values of the first k iterator of an operand read
+    /// along its rows: (GM byte offset, first L1 row, bursts, GM bytes between bursts). One
+    /// run where the k iterators are dense (each a constant stride times the next's count),
+    /// else one per value of the others.
+    fn k_runs(&self, t: &Tile, access: &Access, kc: i64) -> Vec<(i64, i64, i64, i64)> {
+        let Some(&(last, _, _)) = t.inner.last() else {
+            return vec![(0, 0, kc, self.stride(access, t.k))];
+        };
+        let unit = self.stride(access, last);
+        let mut want = unit;
+        let dense = t.inner.iter().rev().all(|&(it, _, count)| {
+            let fine = self.stride(access, it) == want;
+            want *= count;
+            fine
+        }) && self.stride(access, t.k) == want;
+        if dense {
+            return vec![(0, 0, kc * t.mark.inner, unit)];
+        }
+        let mut runs = vec![(0, 0, kc, self.stride(access, t.k))];
+        for &(it, _, count) in t.inner.iter().rev() {
+            let stride = self.stride(access, it);
+            let width = runs.len() as i64;
+            runs = (0..count)
+                .flat_map(|v| {
+                    runs.iter()
+                        .map(move |&(off, row, n, s)| (off + v * stride, row + v * width, n, s))
+                })
+                .collect();
+        }
+        runs
+    }
+
     /// An operand's fractals from L1 into its L0 in the order `mmad` reads: L0A row-fractal
     /// major, L0B k-fractal major, each fractal's rows along m or n.
     fn operand_to_l0(&mut self, t: &Tile, op: &Operand, r1: i64, k1: i64) {
         let f = FRACTAL as i64;
         let fr = f * f * t.es;
-        let natural = self.stride(op.access, t.k) == t.es;
+        let natural = self.along_k(t, op.access);
         // L1 holds columns of fractals: along k when natural (fractal (r, k) at k·r1 + r),
         // along the rows otherwise (at r·k1 + k).
         let row_major = op.l0 == Mem::L0a;
@@ -667,11 +766,13 @@ impl Emitter<'_> {
         strides
     }
 
-    /// Bytes between consecutive values of iterator `it` in `access` (it subscripts one
-    /// dimension with coefficient 1, as the matrix pass requires).
+    /// Bytes between consecutive values of iterator `it` in `access`.
     fn stride(&self, access: &Access, it: usize) -> i64 {
-        let d = unit_dim(access, it).unwrap_or(0);
-        self.strides(access.array)[d]
+        let es = match self.program.array(access.array).elem {
+            ScalarType::F16 => 2,
+            _ => 4,
+        };
+        iterator_strides(self.program, access, it + 1)[it] * es
     }
 
     /// `offset` into the current slot of the ring in L1, L0A or L0B.
