@@ -395,7 +395,7 @@ impl Region {
         array: ArrayId,
         fixed: &BTreeMap<String, i64>,
     ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
-        self.hull(program, array, fixed, None)
+        self.hull(program, array, fixed, None, &|_| true)
     }
 
     /// A box that contains every element of `array` the region reaches, for copies that move
@@ -415,7 +415,18 @@ impl Region {
         fixed: &BTreeMap<String, i64>,
         whole: bool,
     ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
-        self.hull(program, array, fixed, Some(whole))
+        self.hull(program, array, fixed, Some(whole), &|_| true)
+    }
+
+    /// [`Region::covering_box`] of the accesses of `array` whose subscripts `keep` holds.
+    pub(crate) fn covering_box_of(
+        &self,
+        program: &Program,
+        array: ArrayId,
+        whole: bool,
+        keep: &dyn Fn(&[AstExpr]) -> bool,
+    ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
+        self.hull(program, array, &BTreeMap::new(), Some(whole), keep)
     }
 
     fn hull(
@@ -424,13 +435,18 @@ impl Region {
         array: ArrayId,
         fixed: &BTreeMap<String, i64>,
         whole: Option<bool>,
+        keep: &dyn Fn(&[AstExpr]) -> bool,
     ) -> Option<(Vec<AstExpr>, Vec<i64>)> {
         let cover = whole.is_some();
         let rank = program.array(array).shape.len();
         let values = self.values.as_deref();
         // Per access and dimension, the range; `None` where it is unknown (`cover` only).
         let mut ranges: Vec<Vec<Option<Span>>> = Vec::new();
-        for (_, subs, _, loops) in self.enclosed.iter().filter(|(a, ..)| *a == array) {
+        let ours = self
+            .enclosed
+            .iter()
+            .filter(|(a, subs, ..)| *a == array && keep(subs));
+        for (_, subs, _, loops) in ours {
             let Some(env) = loop_spans(loops, values, fixed, cover)? else {
                 continue;
             };

@@ -190,3 +190,36 @@ fn the_tiles_of_nested_parallel_loops_spread_over_the_cores_together() {
         asm.lines().next().unwrap_or("")
     );
 }
+
+#[test]
+fn a_stencils_neighbours_run_on_the_lanes_from_a_box_per_phase() {
+    // `I(y, x)`, `I(y, x + 1)` and `I(y, x + 2)` lie a fraction of a block apart: each gets
+    // its own copy of the rows, starting on a block, so the sums run as vector additions
+    // instead of one element at a time.
+    for (name, text) in [
+        (
+            "blur",
+            "kernel blur<H = 37, W = 70>(I: f32[H, W + 2]) -> (O: f32[H, W]) {
+                 O(y, x) = (I(y, x) + I(y, x + 1) + I(y, x + 2)) / 3.0 where x in 0:W;
+             }",
+        ),
+        (
+            "five_point",
+            "kernel five_point<N = 45>(A: f16[N + 2, N + 2]) -> (B: f16[N, N]) {
+                 B(i, j) = A(i + 1, j + 1) - 0.25 * (A(i, j + 1) + A(i + 2, j + 1)
+                     + A(i + 1, j) + A(i + 1, j + 2)) where i in 0:N, j in 0:N;
+             }",
+        ),
+    ] {
+        let asm = checked(&inline(name, text));
+        let adds = asm
+            .lines()
+            .filter(|l| l.trim_start().starts_with("vadd."))
+            .count();
+        assert!(adds > 0, "{name}: no vector additions:\n{asm}");
+        assert!(
+            !asm.lines().any(|l| l.trim_start().starts_with("add f")),
+            "{name}: an addition ran on the scalar unit:\n{asm}"
+        );
+    }
+}

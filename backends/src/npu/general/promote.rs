@@ -21,9 +21,9 @@ const MAX_BURSTS: i64 = 4095;
 #[derive(Clone, Debug)]
 pub(super) struct ArrayBox {
     pub(super) array: ArrayId,
-    /// The subscripts of the one access the box holds (a statement's own boxes); `None`: every
-    /// access of the array in the region.
-    subscripts: Option<Vec<AstExpr>>,
+    /// The subscripts of the accesses the box holds (a statement's own boxes, or one phase of
+    /// a read-only array's); `None`: every access of the array in the region.
+    holds: Option<Vec<Vec<AstExpr>>>,
     /// Per dimension, the box's lowest index: an expression of the loops outside the region
     /// (clamped so that the box lies inside the array).
     lower: Vec<AstExpr>,
@@ -48,8 +48,8 @@ pub(super) struct ArrayBox {
     pub(super) written: bool,
 }
 
-/// What a box holds: an array, or one access of it (its subscripts).
-type BoxKey = (ArrayId, Option<Vec<AstExpr>>);
+/// What a box holds: an array, or some accesses of it (their subscripts).
+type BoxKey = (ArrayId, Option<Vec<Vec<AstExpr>>>);
 
 /// The boxes of a region.
 #[derive(Clone, Debug)]
@@ -88,9 +88,9 @@ impl Boxes {
     fn get(&self, array: ArrayId, subscripts: &[AstExpr]) -> Option<&ArrayBox> {
         self.boxes.iter().find(|b| {
             b.array == array
-                && b.subscripts
+                && b.holds
                     .as_ref()
-                    .is_none_or(|s| s.as_slice() == subscripts)
+                    .is_none_or(|h| h.iter().any(|s| s.as_slice() == subscripts))
         })
     }
 }
@@ -98,9 +98,11 @@ impl Boxes {
 /// The boxes of `ast` as a region, when they all fit the unified buffer.
 ///
 /// A loop nest gets one box per array, the hull of its accesses, copied in whole (the nest may
-/// read what it does not write) and copied back when written. A single statement instance gets
-/// one box of one element per distinct access: its reads all come before its write, so a read
-/// of a box the write does not share sees GM as it was, and only what is read is copied in.
+/// read what it does not write) and copied back when written; an array it only reads, at
+/// last indices a fraction of a 32-byte block apart (a stencil's neighbours), one box per
+/// phase ([`phases`]). A single statement instance gets one box of one element per distinct
+/// access: its reads all come before its write, so a read of a box the write does not share
+/// sees GM as it was, and only what is read is copied in.
 pub(super) fn plan(e: &Emitter, ast: &Ast) -> Option<Boxes> {
     if has_matrix(ast) {
         return None;
@@ -154,7 +156,7 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
     let mut keys: Vec<(BoxKey, (bool, bool))> = Vec::new();
     let single = matches!(ast, Ast::User { .. });
     for (a, subs, w) in &region.all {
-        let key = (*a, single.then(|| subs.clone()));
+        let key = (*a, single.then(|| vec![subs.clone()]));
         match keys.iter_mut().find(|(k, _)| *k == key) {
             Some((_, (r, wr))) => {
                 *r |= !w;
@@ -163,17 +165,33 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
             None => keys.push((key, (!w || !single, *w))),
         }
     }
+    if !single {
+        keys = keys
+            .into_iter()
+            .flat_map(|(key, rw)| match (&key, rw) {
+                ((a, None), (true, false)) => match phases(e, &region, *a) {
+                    Some(classes) => classes.into_iter().map(|c| ((*a, Some(c)), rw)).collect(),
+                    None => vec![(key, rw)],
+                },
+                _ => vec![(key, rw)],
+            })
+            .collect();
+    }
     keys.sort_by_key(|((a, _), _)| *a);
     let read_in_region = |array: ArrayId| region.all.iter().any(|(a, _, w)| *a == array && !w);
     let mut offset = SCRATCH;
     let mut boxes = Vec::new();
-    for ((array, subscripts), (read, written)) in keys {
+    for ((array, holds), (read, written)) in keys {
         let extents = program.array_extents(array);
-        let (lower, width) = match &subscripts {
-            Some(subs) => (subs.clone(), vec![1; subs.len()]),
-            None => {
-                let (lower, extent) =
-                    region.covering_box(program, array, &BTreeMap::new(), true)?;
+        let (lower, width) = match &holds {
+            Some(subs) if single => (subs[0].clone(), vec![1; subs[0].len()]),
+            _ => {
+                let (lower, extent) = match &holds {
+                    Some(h) => region.covering_box_of(program, array, true, &|s| {
+                        h.iter().any(|x| x.as_slice() == s)
+                    })?,
+                    None => region.covering_box(program, array, &BTreeMap::new(), true)?,
+                };
                 let width = extent
                     .iter()
                     .zip(&extents)
@@ -224,7 +242,7 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
         };
         boxes.push(ArrayBox {
             array,
-            subscripts,
+            holds,
             lower_reg: vec![None; rank],
             lower,
             width,
@@ -239,6 +257,31 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
         offset = offset.next_multiple_of(BLOCK_BYTES);
     }
     Some(Boxes { boxes })
+}
+
+/// The accesses of `array` in `region` by their phase, when there are several: the last
+/// subscripts of all of them are one affine form of the loops plus constants, which fall in
+/// more than one class modulo the elements of a 32-byte block. A box per class, starting at
+/// its lowest index, puts every access of the class at the same place in a block as the others'
+/// (a vector instruction's operands all start on a block), where one box for all would not.
+fn phases(e: &Emitter, region: &Region, array: ArrayId) -> Option<Vec<Vec<Vec<AstExpr>>>> {
+    let es = dtype(e.program.array(array).elem).ok()?.size() as i64;
+    let per_block = BLOCK_BYTES as i64 / es;
+    let mut classes: BTreeMap<i64, Vec<Vec<AstExpr>>> = BTreeMap::new();
+    let mut form = None;
+    for (_, subs, _) in region.all.iter().filter(|(a, ..)| *a == array) {
+        let last = e.with_params(Linear::of(subs.last()?)?);
+        if form.get_or_insert_with(|| last.vars.clone()) != &last.vars {
+            return None;
+        }
+        let class = classes
+            .entry(last.constant.rem_euclid(per_block))
+            .or_default();
+        if !class.contains(subs) {
+            class.push(subs.clone());
+        }
+    }
+    (classes.len() > 1).then(|| classes.into_values().collect())
 }
 
 /// Along one dimension, the boxes past the end of the array: their lowest indices are at least
