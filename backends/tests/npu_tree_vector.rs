@@ -223,3 +223,37 @@ fn a_stencils_neighbours_run_on_the_lanes_from_a_box_per_phase() {
         );
     }
 }
+
+#[test]
+fn the_report_counts_the_statement_instances_on_the_scalar_unit() {
+    let options = Options {
+        general: true,
+        ..Options::default()
+    };
+    let count = |program: &Program| {
+        let checked = npu::check(program, &NpuTarget::default(), &options, 3, false)
+            .unwrap_or_else(|e| panic!("{}: {e}", program.name));
+        assert!(checked.comparison.passed(), "{}", program.name);
+        checked.report.scalar_instances
+    };
+    // A recurrence along each row's stride-one dimension: every one of its 6 × 19 instances
+    // runs on the scalar unit.
+    let scan = inline(
+        "rowscan",
+        "kernel rowscan<N = 6, M = 20>(a: f32[N, M]) -> (s: f32[N, M]) {
+             for j in 1:M {
+                 s(i, k) = s(i, k - 1) + a(i, k) where k in j:j + 1;
+             }
+         }",
+    );
+    assert_eq!(count(&scan), 114);
+    // Element-wise work runs on the Vector unit: none.
+    let bias_relu = inline(
+        "bias_relu",
+        "kernel bias_relu<CO = 16, H = 20, W = 70>(C: f32[CO, H, W], b: f32[CO])
+             -> (O: f32[CO, H, W]) {
+             O(co, y, x) = max(C(co, y, x) + b(co), 0.0);
+         }",
+    );
+    assert_eq!(count(&bias_relu), 0);
+}

@@ -51,6 +51,9 @@ pub struct Report {
     pub cores_used: usize,
     pub cycles: u64,
     pub instructions: u64,
+    /// Statement instances the program computed on the scalar unit (as its `tally`
+    /// annotations count them).
+    pub scalar_instances: u64,
     pub pipes: Vec<PipeStat>,
     pub cube_fractal_macs: u64,
     pub cube_utilization: f64,
@@ -121,7 +124,7 @@ impl Report {
         k: &Kernel,
         cores_used: usize,
         cycles: u64,
-        instructions: u64,
+        (instructions, scalar_instances): (u64, u64),
         busy: [u64; Pipe::COUNT],
         fractal_macs: u64,
         path_bytes: [u64; CopyPath::COUNT],
@@ -172,6 +175,7 @@ impl Report {
             cores_used,
             cycles,
             instructions,
+            scalar_instances,
             pipes,
             cube_fractal_macs: fractal_macs,
             cube_utilization: round4(fractal_macs as f64 / denom),
@@ -246,6 +250,7 @@ impl Report {
             cores_used,
             cycles,
             instructions: reports.iter().map(|r| r.instructions).sum(),
+            scalar_instances: reports.iter().map(|r| r.scalar_instances).sum(),
             pipes,
             cube_fractal_macs: macs,
             cube_utilization: round4(macs as f64 / denom),
@@ -277,6 +282,13 @@ impl Report {
             "cycles: {}    instructions: {}",
             self.cycles, self.instructions
         );
+        if self.scalar_instances > 0 {
+            let _ = writeln!(
+                s,
+                "statement instances on the scalar unit: {}",
+                self.scalar_instances
+            );
+        }
         let _ = writeln!(s, "\npipe    busy cycles  utilization");
         for p in &self.pipes {
             let _ = writeln!(

@@ -82,6 +82,8 @@ struct FlagToken {
 
 struct Stats {
     instructions: u64,
+    /// Statement instances computed on the scalar unit (`tally`).
+    tallied: u64,
     busy: [u64; Pipe::COUNT],
     fractal_macs: u64,
     path_bytes: [u64; CopyPath::COUNT],
@@ -278,6 +280,7 @@ pub(crate) fn simulate(
             .collect(),
         stats: Stats {
             instructions: 0,
+            tallied: 0,
             busy: [0; Pipe::COUNT],
             fractal_macs: 0,
             path_bytes: [0; CopyPath::COUNT],
@@ -457,7 +460,7 @@ pub(crate) fn simulate(
         k,
         cores_used,
         total,
-        m.stats.instructions,
+        (m.stats.instructions, m.stats.tallied),
         m.stats.busy,
         m.stats.fractal_macs,
         m.stats.path_bytes,
@@ -556,6 +559,10 @@ impl Machine<'_> {
                 return Ok(Ran::Paused);
             }
             match &k.code[b.pc] {
+                Op::Exec(e) if matches!(e.instr, Instr::Tally) => {
+                    self.stats.tallied += 1;
+                    b.pc += 1;
+                }
                 Op::Exec(e) => {
                     self.stats.instructions += 1;
                     if self.max_instructions != 0 && self.stats.instructions > self.max_instructions
@@ -805,7 +812,8 @@ impl Machine<'_> {
             TimingClass::ScalarMemory
             | TimingClass::Transfer
             | TimingClass::Cube
-            | TimingClass::Vector => {}
+            | TimingClass::Vector
+            | TimingClass::Free => {}
         }
         match &e.instr {
             Instr::SetMask { hi, lo } => b.mask = (*hi, *lo),
@@ -819,7 +827,8 @@ impl Machine<'_> {
             Instr::SetFlag { .. }
             | Instr::WaitFlag { .. }
             | Instr::Barrier { .. }
-            | Instr::SyncAll => {}
+            | Instr::SyncAll
+            | Instr::Tally => {}
             Instr::Copy {
                 n_burst,
                 len,

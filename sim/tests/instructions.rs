@@ -1200,3 +1200,25 @@ copy y[block_idx*128], u[0], len=4
     let e = sim::load_all("two.npuasm", &bad, &Machine::default()).unwrap_err();
     assert!(e.to_string().contains("one type and shape"), "{e}");
 }
+
+#[test]
+fn tally_counts_statement_instances_and_takes_no_time() {
+    let run = |text: &str| {
+        let kernel = sim::load("tally.npuasm", text, &Machine::default()).expect("assembles");
+        sim::simulate(&kernel, &BTreeMap::new(), &SimOptions::default())
+            .expect("runs")
+            .report
+    };
+    let body = |tally: &str| {
+        format!(
+            "kernel t\nbuffer u : UB, 64\nfor i in 0..5 {{\n{tally}    st.f32 u[4*i], 1.0\n}}\n"
+        )
+    };
+    let (plain, tallied) = (run(&body("")), run(&body("    tally\n")));
+    assert_eq!((plain.scalar_instances, tallied.scalar_instances), (0, 5));
+    assert_eq!(plain.cycles, tallied.cycles);
+    assert_eq!(plain.instructions, tallied.instructions);
+    assert!(tallied
+        .to_text()
+        .contains("statement instances on the scalar unit: 5\n"));
+}

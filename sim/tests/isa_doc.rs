@@ -99,6 +99,7 @@ fn every_mnemonic_has_an_example() {
         "ld",
         "st",
         "count",
+        "tally",
         "for",
         "if",
         "else",

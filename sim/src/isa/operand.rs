@@ -76,6 +76,8 @@ pub enum TimingClass {
     Cube,
     /// The vector unit's startup, then a cost per repeat.
     Vector,
+    /// No time at all (a profiling annotation).
+    Free,
 }
 
 /// An instruction's field that breaks a rule of the instruction set, found once the fields it

@@ -515,6 +515,10 @@ instructions! {
     /// Every block of the kernel waits here until all of them have arrived with their pipes
     /// drained.
     SyncAll "sync_all" [S, Sync];
+    /// Counts one statement instance that the program computes on the scalar unit: a
+    /// profiling annotation, which takes no time and is not an instruction of the count; the
+    /// report gives the total.
+    Tally "tally" [S, Free];
     Mov "mov" [S, Issue] {
         dst: Reg = reg,
         src: Scalar = scalar,

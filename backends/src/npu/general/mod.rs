@@ -15,7 +15,8 @@
 //!   inside the array) is copied from GM into UB; the region computes there; the boxes of the
 //!   arrays it writes go back to GM. Elements of a box the region does not write go back as
 //!   they came, and regions run one after the other, so that is exact.
-//! - **Statements** ([`scalar`]) run one instance at a time on the scalar unit: loads from the
+//! - **Statements** ([`scalar`]) run one instance at a time on the scalar unit (each counted by
+//!   a `tally`, which the simulator's report totals): loads from the
 //!   boxes, f32 arithmetic in float registers (f16 values too, rounded to f16 after every
 //!   operation as in the interpreter), i32 arithmetic in integer registers, comparisons and selections as branches;
 //!   what the scalar unit has no instruction for ([`math`]): the transcendental functions on

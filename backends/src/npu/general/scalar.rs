@@ -82,8 +82,9 @@ impl<'s> Instance<'s> {
 }
 
 impl Emitter<'_> {
-    /// One instance of `stmt` with iterators `args`.
+    /// One instance of `stmt` with iterators `args` (tallied for the report).
     pub(super) fn statement(&mut self, stmt: StmtId, args: &[AstExpr]) -> Result<(), Error> {
+        self.push(Instr::Tally);
         let program = self.program;
         let s = &program.statements[stmt.index()];
         let at = Instance::new(s, args);
