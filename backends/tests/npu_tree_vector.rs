@@ -175,8 +175,8 @@ fn row_reductions_fold_every_row_at_once() {
 
 #[test]
 fn the_tiles_of_nested_parallel_loops_spread_over_the_cores_together() {
-    // One tile of channels, four of rows and four of columns: the three tile loops together
-    // give each of 16 cores one of the 16 tiles (the first alone would use one core).
+    // One tile of channels and a few of rows and of columns: the three tile loops together
+    // give each of the 32 cores a tile (the first alone would use one core).
     let asm = checked(&inline(
         "bias_relu",
         "kernel bias_relu<CO = 16, H = 64, W = 64>(C: f32[CO, H, W], b: f32[CO])
@@ -185,7 +185,7 @@ fn the_tiles_of_nested_parallel_loops_spread_over_the_cores_together() {
          }",
     ));
     assert!(
-        asm.starts_with("kernel bias_relu blockdim=16\n"),
+        asm.starts_with("kernel bias_relu blockdim=32\n"),
         "not one tile per core:\n{}",
         asm.lines().next().unwrap_or("")
     );
@@ -256,4 +256,52 @@ fn the_report_counts_the_statement_instances_on_the_scalar_unit() {
          }",
     );
     assert_eq!(count(&bias_relu), 0);
+}
+
+#[test]
+fn long_vector_loops_spread_over_the_cores_in_runs() {
+    // The loops that start the row maxima and sums (300 iterations, vectorizable) give each
+    // block a run of 128 of them on the Vector unit, not 10 instances on its scalar unit.
+    let program = inline(
+        "softmax_rows",
+        "kernel softmax_rows<N = 300, M = 70>(X: f32[N, M]) -> (Y: f32[N, M]) {
+             mx(i) max=! X(i, j);
+             e(i, j) = exp(X(i, j) - mx(i));
+             s(i) +=! e(i, j);
+             Y(i, j) = e(i, j) / s(i);
+         }",
+    );
+    let options = Options {
+        general: true,
+        ..Options::default()
+    };
+    let checked = npu::check(&program, &NpuTarget::default(), &options, 3, false)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(checked.comparison.passed());
+    assert_eq!(checked.report.scalar_instances, 0, "{}", checked.asm);
+    assert!(
+        checked.asm.contains("if block_idx < 3 {"),
+        "{}",
+        checked.asm
+    );
+}
+
+#[test]
+fn a_row_reduction_is_tiled_for_every_core_with_whole_rows() {
+    // 256 rows of 512: tiles of 64 × 64 would give 4 tiles of rows for 32 cores; tiles of 8
+    // rows give 32, and the rows are then taken whole (512 columns fit the scratchpads).
+    let program = frontend::load(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/layernorm.pf"),
+        &frontend::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let compiled = polyhedral::pipeline::compile(
+        &program,
+        &NpuTarget::default().description(false),
+        &polyhedral::pipeline::Options::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let ast = compiled.ast.display(&compiled.program).to_string();
+    assert!(ast.contains("c0 <= floord(N - 1, 8)"), "{ast}");
+    assert!(ast.contains("c1 <= floord(D - 1, 512)"), "{ast}");
 }

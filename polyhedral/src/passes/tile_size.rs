@@ -19,6 +19,8 @@
 //!   one invocation, the tile's sequential iterations stay well below the cap;
 //! - **scratchpads** (an accelerator): the largest uniform power of two whose footprint fits the
 //!   smallest scratchpad, a multiple of the matrix unit's fractal where the target has one;
+//!   on several cores, reshaped so that the band's outer parallel tiles are at least as many
+//!   as the cores, with a longer vector loop where that fits ([`core_sizes`]);
 //! - otherwise nothing is tiled.
 //!
 //! Footprints are the bounding boxes of the array elements one interior tile touches, computed
@@ -112,9 +114,71 @@ pub(crate) fn rule_sizes(
         let multiple = target
             .fractal()
             .map_or(1, |(m, n, k)| m.max(n).max(k) as i64);
-        return uniform_sizes(program, schedule, band, bytes, |t| t % multiple == 0);
+        let sizes = uniform_sizes(program, schedule, band, bytes, |t| t % multiple == 0)?;
+        return core_sizes(program, deps, schedule, band, target, sizes, bytes);
     }
     Ok(vec![1; band.len])
+}
+
+/// On a target of several cores that take the tiles of a band's outer parallel members (its
+/// leading coincident members, spread over the cores together): where `sizes` give fewer
+/// such tiles than there are cores, the sizes of those members halved, outermost first, until
+/// there are as many (down to 2), all but the member that will run innermost
+/// ([`predicted_innermost`], the vector loop); then that member's doubled while the tile still
+/// fits `bytes`, is shorter than the member and leaves as many tiles for the cores (longer
+/// vector loops, fewer sequential tiles).
+/// `sizes` otherwise.
+fn core_sizes(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    target: &TargetDescription,
+    sizes: Vec<i64>,
+    bytes: u64,
+) -> Result<Vec<i64>, Error> {
+    let cores = i64::from(target.cores());
+    let lead = (0..band.len)
+        .take_while(|&k| schedule.dims[band.start + k].coincident)
+        .count();
+    if cores <= 1 || lead == 0 || sizes.iter().all(|&t| t == 1) {
+        return Ok(sizes);
+    }
+    let extents = member_extents(program, schedule, band)?;
+    let last = predicted_innermost(program, deps, schedule, band)?.unwrap_or(band.len - 1);
+    let tiles = |s: &[i64]| -> i64 {
+        (0..lead)
+            .map(|k| (extents[k] + s[k] - 1) / s[k].max(1))
+            .product()
+    };
+    if tiles(&sizes) >= cores {
+        return Ok(sizes);
+    }
+    let mut out = sizes.clone();
+    'halve: while tiles(&out) < cores {
+        for k in (0..lead).filter(|&k| k != last) {
+            let count = |t: i64| (extents[k] + t - 1) / t;
+            if out[k] > 2 && count(out[k] / 2) > count(out[k]) {
+                out[k] /= 2;
+                continue 'halve;
+            }
+        }
+        break;
+    }
+    if out == sizes {
+        return Ok(sizes);
+    }
+    while out[last] > 1 && out[last] < extents[last] {
+        let mut longer = out.clone();
+        longer[last] *= 2;
+        if tiles(&longer) < cores.min(tiles(&out))
+            || footprint(program, schedule, band, &longer)? > bytes
+        {
+            break;
+        }
+        out = longer;
+    }
+    Ok(out)
 }
 
 /// The capacity rules' sizes on a target with the caches `caches` (closest first, at least

@@ -12,7 +12,9 @@
 //! parallel loop of constant bounds whose regions are apart along it and every loop outside,
 //! the blocks take the iterations of the loops together, and so on inward while they are fewer
 //! than the cores (tiles of a tensor that is small along its first dimensions). A matrix tile
-//! counts as the region of what it touches. Any other nest runs on block 0 alone.
+//! counts as the region of what it touches. A vector loop of many iterations per block is
+//! spread as runs instead, one per block, so that each still runs on the Vector unit. Any
+//! other nest runs on block 0 alone.
 
 use polyhedral::ast::{Ast, AstExpr, LoopAnnotations};
 use polyhedral::schedule::mark::Mark;
@@ -23,9 +25,19 @@ use super::promote::{self, Boxes};
 use crate::loops::Linear;
 use crate::npu::Error;
 
+/// The iterations of a vector loop's run on one block are a multiple of this (a full repeat
+/// of f16 lanes).
+const RUN: i64 = 128;
+
+/// The iterations per block from which a vector loop is spread in runs.
+const RUNS_FROM: i64 = 4;
+
 /// A top-level loop that runs on every block.
 struct Spread<'a> {
     var: &'a str,
+    /// The loop runs on the Vector unit (innermost, iterations independent, stride one): the
+    /// blocks take runs of iterations instead of one iteration each.
+    vectorizable: bool,
     lower: &'a AstExpr,
     upper: &'a AstExpr,
     step: i64,
@@ -93,7 +105,11 @@ impl Emitter<'_> {
             upper,
             step,
             body,
-            annotations: LoopAnnotations { parallel: true, .. },
+            annotations:
+                LoopAnnotations {
+                    parallel: true,
+                    vectorizable,
+                },
         } = ast
         else {
             return None;
@@ -103,6 +119,7 @@ impl Emitter<'_> {
             return None;
         }
         let trips = (hi.1 - lo.0) / step + 1;
+        let vectorizable = *vectorizable && *step == 1;
         self.ranges.insert(var.clone(), (lo.0, hi.1));
         let ok = self.apart(var, *step, body);
         let cores = self.target.cores() as i64;
@@ -124,6 +141,7 @@ impl Emitter<'_> {
         }
         (ok || !inner.is_empty()).then_some(Spread {
             var,
+            vectorizable: vectorizable && inner.is_empty(),
             lower,
             upper,
             step: *step,
@@ -251,6 +269,9 @@ impl Emitter<'_> {
         if !s.inner.is_empty() {
             return self.spread_nest(s, blocks);
         }
+        if s.vectorizable && s.trips >= RUNS_FROM * blocks {
+            return self.spread_runs(s, blocks);
+        }
         let r = self.sreg()?;
         let lower = self.int(s.lower)?;
         self.push(Instr::SBin {
@@ -282,6 +303,54 @@ impl Emitter<'_> {
 }
 
 impl Emitter<'_> {
+    /// A vector loop of at least [`RUNS_FROM`] iterations per block spread as runs (rather than
+    /// as that many instances on the scalar unit of each block): block `b` takes the `b`-th
+    /// run of `RUN`-aligned iterations (a whole number of full repeats each, so no two blocks
+    /// share a 32-byte block of what they write), the blocks past the last run nothing.
+    fn spread_runs(&mut self, s: &Spread, blocks: i64) -> Result<(), Error> {
+        let ceil = |a: i64, b: i64| (a + b - 1) / b;
+        let run = ceil(ceil(s.trips, blocks), RUN) * RUN;
+        let runs = ceil(s.trips, run);
+        // The run's index is the block's; its first iteration `run · index + lower`, an affine
+        // form whose boxes lie a run apart (the last one cut by the array's end, not moved).
+        let start = format!("{}_run", s.var);
+        let r = self.sreg()?;
+        self.push(Instr::Mov {
+            dst: Reg::S(r),
+            src: Scalar::Var("block_idx".to_string()),
+        });
+        self.bind(&start, r, (0, runs - 1));
+        let from = AstExpr::plus(
+            AstExpr::Mul(run, Box::new(AstExpr::Var(start.clone()))),
+            s.lower.clone(),
+        );
+        let to = AstExpr::min(vec![
+            s.upper.clone(),
+            AstExpr::plus(from.clone(), AstExpr::Int(run - 1)),
+        ]);
+        let ast = Ast::For {
+            var: s.var.to_string(),
+            lower: from,
+            upper: to,
+            step: 1,
+            body: Box::new(s.body.clone()),
+            annotations: LoopAnnotations {
+                parallel: true,
+                vectorizable: true,
+            },
+        };
+        let body = self.nested(|e| e.region_body(&ast))?;
+        self.branch(
+            Scalar::Var("block_idx".to_string()),
+            CmpOp::Lt,
+            Scalar::Int(runs),
+            body,
+        );
+        self.unbind(&start);
+        self.free_s(r);
+        Ok(())
+    }
+
     /// Nested loops spread together: iteration `f` of the product of their trips is, from
     /// the innermost loop out, `f mod trips` of each and `f / trips` left for the ones
     /// outside it.
