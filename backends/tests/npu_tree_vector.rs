@@ -305,3 +305,16 @@ fn a_row_reduction_is_tiled_for_every_core_with_whole_rows() {
     assert!(ast.contains("c0 <= floord(N - 1, 8)"), "{ast}");
     assert!(ast.contains("c1 <= floord(D - 1, 512)"), "{ast}");
 }
+
+#[test]
+fn a_sum_whose_terms_read_the_accumulator_stays_a_recurrence() {
+    // Each term reads the sum so far, so the row's terms are not known before the fold: the
+    // statement is a recurrence along j, not a sum of lanes.
+    let asm = checked(&inline(
+        "recurrence",
+        "kernel recurrence<N = 40, M = 70>(C: i32[N, M]) -> (s: i32[N]) {
+             s(i) +=! (1 - s(i)) * C(i, j);
+         }",
+    ));
+    assert!(!asm.contains("vcadd"), "the recurrence was folded as a sum:\n{asm}");
+}

@@ -26,7 +26,7 @@
 //! wrote ([`super::waits`]).
 
 use polyhedral::ast::{Ast, AstCond, AstExpr};
-use polyhedral::program::{BinaryOp, Expr, ExprId, MathFn, ReductionOp, StmtId, UnaryOp};
+use polyhedral::program::{ArrayId, BinaryOp, Expr, ExprId, MathFn, ReductionOp, StmtId, UnaryOp};
 use polyhedral::vectorize::calls_function;
 use sim::isa::{
     Addr, Affine, CmpOp, DType, Instr, Reg, SOp, Scalar, VBinOp, VRedOp, VScalarOp, VUnOp, VecCfg,
@@ -341,11 +341,14 @@ impl Emitter<'_> {
         if op == VRedOp::Cadd && ty == DType::F16 {
             return None;
         }
-        // The accumulator is read only as the accumulator, and stays put.
-        let reads_acc = s.reads.iter().filter(|r| r.array == s.write.array).count();
+        // The accumulator is read only as the accumulator (the value reads no element of its
+        // array, which the loop changes), and stays put.
         let at = Instance::new(s, args);
         let write = subscripts(s, &s.write.subscripts, args);
-        if reads_acc != 1 || write.iter().any(|e| uses(e, var)) || !self.varies(&at, value, var) {
+        if reads_array(s, value, s.write.array)
+            || write.iter().any(|e| uses(e, var))
+            || !self.varies(&at, value, var)
+        {
             return None;
         }
         self.lanes_expr(&at, value, var, ty, phases).then_some((
@@ -1023,4 +1026,12 @@ pub(super) fn uses(e: &AstExpr, var: &str) -> bool {
     let mut found = false;
     e.for_each_var(&mut |v| found |= v == var);
     found
+}
+
+/// Whether expression `e` of statement `s` reads an element of `array`.
+fn reads_array(s: &polyhedral::program::Statement, e: ExprId, array: ArrayId) -> bool {
+    match &s.exprs[e] {
+        Expr::Read(r) => s.reads[*r].array == array,
+        other => other.operands().into_iter().any(|o| reads_array(s, o, array)),
+    }
 }
