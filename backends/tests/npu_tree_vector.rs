@@ -316,5 +316,8 @@ fn a_sum_whose_terms_read_the_accumulator_stays_a_recurrence() {
              s(i) +=! (1 - s(i)) * C(i, j);
          }",
     ));
-    assert!(!asm.contains("vcadd"), "the recurrence was folded as a sum:\n{asm}");
+    assert!(
+        !asm.contains("vcadd"),
+        "the recurrence was folded as a sum:\n{asm}"
+    );
 }

@@ -1032,6 +1032,9 @@ pub(super) fn uses(e: &AstExpr, var: &str) -> bool {
 fn reads_array(s: &polyhedral::program::Statement, e: ExprId, array: ArrayId) -> bool {
     match &s.exprs[e] {
         Expr::Read(r) => s.reads[*r].array == array,
-        other => other.operands().into_iter().any(|o| reads_array(s, o, array)),
+        other => other
+            .operands()
+            .into_iter()
+            .any(|o| reads_array(s, o, array)),
     }
 }
