@@ -1,10 +1,11 @@
 //! The loop AST as every back end reads it: affine forms over loop variables and parameters
 //! ([`Linear`]), the variables an expression reads, the accesses of the statements below a
-//! node, and the value of a bound at given sizes.
+//! node, the value of a bound at given sizes, and the AST with the conditions those sizes
+//! decide taken.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use polyhedral::ast::{Ast, AstExpr};
+use polyhedral::ast::{Ast, AstCond, AstExpr};
 use polyhedral::program::{ArrayId, ParamId, Program};
 
 /// An affine form over loop variables and parameters.
@@ -131,4 +132,76 @@ pub(crate) fn evaluate(
             .into_iter()
             .max()?,
     })
+}
+
+/// `ast` with the conditions that the parameters' `values` decide taken: an `if` whose
+/// conditions all hold is its `then`, one with a condition that fails its `otherwise` (or
+/// nothing); blocks that result inside blocks are spliced into them.
+pub(crate) fn settle(ast: &Ast, values: &[i64]) -> Ast {
+    let fixed = BTreeMap::new();
+    let holds = |c: &AstCond| match c {
+        AstCond::NonNegative(e) => evaluate(e, Some(values), &fixed).map(|v| v >= 0),
+        AstCond::Zero(e) => evaluate(e, Some(values), &fixed).map(|v| v == 0),
+        AstCond::Divisible(e, k) => evaluate(e, Some(values), &fixed).map(|v| v % k == 0),
+    };
+    match ast {
+        Ast::Block(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                match settle(item, values) {
+                    Ast::Block(inner) => out.extend(inner),
+                    a => out.push(a),
+                }
+            }
+            if out.len() == 1 {
+                out.pop().unwrap_or(Ast::Block(Vec::new()))
+            } else {
+                Ast::Block(out)
+            }
+        }
+        Ast::For {
+            var,
+            lower,
+            upper,
+            step,
+            body,
+            annotations,
+        } => Ast::For {
+            var: var.clone(),
+            lower: lower.clone(),
+            upper: upper.clone(),
+            step: *step,
+            body: Box::new(settle(body, values)),
+            annotations: *annotations,
+        },
+        Ast::If {
+            conds,
+            then,
+            otherwise,
+        } => {
+            if conds.iter().any(|c| holds(c) == Some(false)) {
+                return otherwise
+                    .as_ref()
+                    .map_or(Ast::Block(Vec::new()), |o| settle(o, values));
+            }
+            let open: Vec<AstCond> = conds
+                .iter()
+                .filter(|c| holds(c).is_none())
+                .cloned()
+                .collect();
+            if open.is_empty() {
+                return settle(then, values);
+            }
+            Ast::If {
+                conds: open,
+                then: Box::new(settle(then, values)),
+                otherwise: otherwise.as_ref().map(|o| Box::new(settle(o, values))),
+            }
+        }
+        Ast::User { .. } => ast.clone(),
+        Ast::Mark { mark, body } => Ast::Mark {
+            mark: mark.clone(),
+            body: Box::new(settle(body, values)),
+        },
+    }
 }

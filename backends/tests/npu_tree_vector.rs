@@ -321,3 +321,42 @@ fn a_sum_whose_terms_read_the_accumulator_stays_a_recurrence() {
         "the recurrence was folded as a sum:\n{asm}"
     );
 }
+
+#[test]
+fn post_tiling_fused_tiles_spread_over_the_cores_on_the_vector_unit() {
+    // The producers fused into each tile of rows come with the extension's condition that the
+    // row length is positive; at the kernel's sizes it holds, and the tile loop under it still
+    // spreads over the cores, its statements on the Vector unit.
+    let program = inline(
+        "layernorm",
+        "kernel layernorm<N = 256, D = 512>(X: f32[N, D], gamma: f32[D], beta: f32[D], eps: f32)
+             -> (Y: f32[N, D]) {
+             sum(i) +=! X(i, j);
+             mu(i) = sum(i) / f32(D);
+             sq(i) +=! (X(i, j) - mu(i)) * (X(i, j) - mu(i));
+             rstd(i) = rsqrt(sq(i) / f32(D) + eps);
+             Y(i, j) = (X(i, j) - mu(i)) * rstd(i) * gamma(j) + beta(j);
+         }",
+    );
+    let mut options = Options {
+        general: true,
+        ..Options::default()
+    };
+    options.pipeline.post_tiling_fusion = true;
+    let checked = npu::check(&program, &NpuTarget::default(), &options, 3, false)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        checked.comparison.passed(),
+        "{}",
+        checked.comparison.to_text(&program)
+    );
+    assert!(
+        checked.asm.starts_with("kernel layernorm blockdim=32\n"),
+        "the fused tiles did not spread over the cores:\n{}",
+        checked.asm.lines().next().unwrap_or("")
+    );
+    assert!(
+        !checked.asm.contains("tally"),
+        "statements ran on the scalar unit"
+    );
+}

@@ -124,6 +124,8 @@ impl<'p> Emitter<'p> {
             counters: 0,
             cube: CubeBytes::default(),
         };
+        let settled = crate::loops::settle(ast, &e.params);
+        let ast = &settled;
         let blockdim = e.on_cores(ast)?;
         let mut body = e.blocks.pop().unwrap_or_default();
         waits::place(&mut body);
