@@ -114,10 +114,65 @@ pub(crate) fn rule_sizes(
         let multiple = target
             .fractal()
             .map_or(1, |(m, n, k)| m.max(n).max(k) as i64);
-        let sizes = uniform_sizes(program, schedule, band, bytes, |t| t % multiple == 0)?;
+        let sizes = match vector_first_sizes(program, deps, schedule, band, target, bytes)? {
+            Some(sizes) => sizes,
+            None => uniform_sizes(program, schedule, band, bytes, |t| t % multiple == 0)?,
+        };
         return core_sizes(program, deps, schedule, band, target, sizes, bytes);
     }
     Ok(vec![1; band.len])
+}
+
+/// On a scratchpad target with a vector unit, the sizes of a band whose innermost loop will
+/// be vectorized ([`predicted_innermost`]): that member gets the unit's tile length (or all of
+/// it, where it is shorter), a multiple of the matrix unit's fractal where there is one; the
+/// others the largest uniform power of two with which the tile fits `bytes`. Where not even
+/// tiles of 1 along the others fit, the vector member is halved (down to one vector of its
+/// narrowest type). `None` where the band has no such member or no vector unit.
+fn vector_first_sizes(
+    program: &Program,
+    deps: &Dependences,
+    schedule: &PlutoSchedule,
+    band: &Band,
+    target: &TargetDescription,
+    bytes: u64,
+) -> Result<Option<Vec<i64>>, Error> {
+    let Some(unit) = target.vector else {
+        return Ok(None);
+    };
+    let Some(v) = predicted_innermost(program, deps, schedule, band)? else {
+        return Ok(None);
+    };
+    let multiple = target
+        .fractal()
+        .map_or(1, |(m, n, k)| i64::from(m.max(n).max(k)));
+    let extent = member_extents(program, schedule, band)?[v];
+    let round = |t: i64| (t + multiple - 1) / multiple * multiple;
+    let lanes = program
+        .arrays
+        .iter()
+        .map(|a| unit.lanes(a.elem))
+        .max()
+        .unwrap_or(1);
+    let mut length = round(unit.tile_length(program).min(extent.max(1)));
+    loop {
+        let mut sizes = vec![1i64; band.len];
+        sizes[v] = length;
+        for t in TILE_SIZES.into_iter().chain([1]) {
+            for (k, size) in sizes.iter_mut().enumerate() {
+                if k != v {
+                    *size = t;
+                }
+            }
+            if footprint(program, schedule, band, &sizes)? <= bytes {
+                return Ok(Some(sizes));
+            }
+        }
+        if length / 2 < lanes.max(multiple) {
+            return Ok(None);
+        }
+        length = round(length / 2);
+    }
 }
 
 /// On a target of several cores that take the tiles of a band's outer parallel members (its

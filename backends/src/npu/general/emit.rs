@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use polyhedral::ast::{Ast, AstCond, AstExpr};
+use polyhedral::deps::Dependences;
 use polyhedral::program::{ArrayId, ArrayRole, Program, ScalarType};
 use polyhedral::schedule::mark::Mark;
 use sim::isa::{
@@ -94,12 +95,18 @@ pub(super) struct Emitter<'p> {
     counters: usize,
     /// The bytes of L1 and the L0 buffers the matrix tiles use.
     pub(super) cube: CubeBytes,
+    /// The temporaries every read of which reads a value the kernel wrote, with the number
+    /// of statement instances of the AST that access them.
+    written_first: BTreeMap<ArrayId, usize>,
+    /// The sequential loops around what is being written (outside any region).
+    serial: usize,
 }
 
 impl<'p> Emitter<'p> {
     /// The program of `ast`, a loop AST of `program`.
     pub(super) fn lower(
         program: &'p Program,
+        deps: &Dependences,
         ast: &Ast,
         target: &'p NpuTarget,
     ) -> Result<isa::Program, Error> {
@@ -123,9 +130,20 @@ impl<'p> Emitter<'p> {
             tiles_ordered: false,
             counters: 0,
             cube: CubeBytes::default(),
+            written_first: BTreeMap::new(),
+            serial: 0,
         };
         let settled = crate::loops::settle(ast, &e.params);
         let ast = &settled;
+        e.written_first = program
+            .arrays
+            .iter()
+            .enumerate()
+            .map(|(k, _)| ArrayId(k as u32))
+            .filter(|&a| program.array(a).role == ArrayRole::Temporary)
+            .filter(|&a| deps.live_in.iter().all(|l| l.array != a))
+            .map(|a| (a, instances_accessing(program, ast, a)))
+            .collect();
         let blockdim = e.on_cores(ast)?;
         let mut body = e.blocks.pop().unwrap_or_default();
         waits::place(&mut body);
@@ -358,8 +376,15 @@ impl<'p> Emitter<'p> {
                         upper,
                         step,
                         body,
-                        ..
-                    } => self.tiles_only(body, |e| e.scalar_loop(var, lower, upper, *step, body)),
+                        annotations,
+                    } => {
+                        let serial = usize::from(!annotations.parallel);
+                        self.serial += serial;
+                        let r = self
+                            .tiles_only(body, |e| e.scalar_loop(var, lower, upper, *step, body));
+                        self.serial -= serial;
+                        r
+                    }
                     _ => Err(Error::NotYet(format!(
                         "a statement instance of `{}` whose operands do not fit the unified \
                          buffer",
@@ -422,6 +447,19 @@ impl<'p> Emitter<'p> {
 
     pub(super) fn region_body(&mut self, ast: &Ast) -> Result<(), Error> {
         self.node(ast)
+    }
+
+    /// Whether `array` lives in one instance of the region `ast` alone, so that its box needs
+    /// no copies: a temporary every read of which reads a value the kernel wrote, all of whose
+    /// accesses lie in the region, with only parallel loops around it. Those loops carry no
+    /// dependence, so the writer of every value the region reads runs in the same instance of
+    /// it, before the read; nothing reads the array after the kernel.
+    pub(super) fn lives_in_region(&self, array: ArrayId, ast: &Ast) -> bool {
+        self.serial == 0
+            && self
+                .written_first
+                .get(&array)
+                .is_some_and(|&n| n == instances_accessing(self.program, ast, array))
     }
 
     /// A loop on the scalar unit.
@@ -879,4 +917,16 @@ fn counter_name(var: &str) -> String {
     } else {
         var.to_string()
     }
+}
+
+/// The statement instances of `ast` (its `User` nodes) that access `array`.
+fn instances_accessing(program: &Program, ast: &Ast, array: ArrayId) -> usize {
+    let mut n = 0;
+    ast.walk(&mut |a| {
+        if let Ast::User { stmt, .. } = a {
+            let s = &program.statements[stmt.index()];
+            n += usize::from(s.write.array == array || s.reads.iter().any(|r| r.array == array));
+        }
+    });
+    n
 }

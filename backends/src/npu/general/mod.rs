@@ -70,7 +70,7 @@ pub(super) fn compile(
     supports(program, false)?;
     let compiled = pipeline::compile(program, &target.description(false), &options.pipeline)
         .map_err(|e| Error::Pipeline(e.to_string()))?;
-    let isa = emit::Emitter::lower(&compiled.program, &compiled.ast, target)?;
+    let isa = emit::Emitter::lower(&compiled.program, &compiled.deps, &compiled.ast, target)?;
     Ok(sim::print(&isa))
 }
 

@@ -10,7 +10,7 @@ use sim::isa::{Addr, Affine, CmpOp, Instr, Mem, Reg, Scalar};
 use sim::Span;
 
 use super::emit::{add_term, dtype, Emitter, Int, SCRATCH};
-use crate::loops::Linear;
+use crate::loops::{evaluate, Linear};
 use crate::npu::{Error, BLOCK_BYTES};
 use crate::promote::Region;
 
@@ -220,9 +220,13 @@ pub(super) fn footprint(e: &Emitter, ast: &Ast) -> Option<Boxes> {
                 _ => (clamped(lo, n - w), None),
             })
             .unzip();
-        // A box the region writes whole before reading any of it needs nothing from GM.
+        // A box the region writes whole before reading any of it needs nothing from GM; one
+        // that lives in the region alone neither that nor a copy back.
+        let local = !single && e.lives_in_region(array, ast);
         let read = read
+            && !local
             && (single || read_in_region(array) || !fully_written(e, ast, array, &lower, &width));
+        let written = written && !local;
         let rank = width.len();
         let mut pitch = vec![es; rank];
         if rank >= 1 {
@@ -343,15 +347,57 @@ fn fully_written(e: &Emitter, ast: &Ast, array: ArrayId, lower: &[AstExpr], widt
     let [(loops, subs)] = sites.as_slice() else {
         return false;
     };
-    let inner: Vec<&str> = loops.iter().map(|(v, ..)| v.as_str()).collect();
+    // Loops that take one value (the region's of one iteration, those outside it that the
+    // cores fixed) count as that value.
+    let mut one: BTreeMap<&str, i64> = e
+        .ranges
+        .iter()
+        .filter(|(_, (a, b))| a == b)
+        .map(|(w, (a, _))| (w.as_str(), *a))
+        .collect();
+    for (w, lo, hi, _) in loops {
+        let value = |x: &AstExpr| evaluate(&e.settled(x), Some(&e.params), &BTreeMap::new());
+        match (value(lo), value(hi)) {
+            (Some(a), Some(b)) if a == b => {
+                one.insert(w.as_str(), a);
+            }
+            _ => {
+                one.remove(w.as_str());
+            }
+        }
+    }
+    let fixed = |mut l: Linear| {
+        l = e.with_params(l);
+        l.vars.retain(|w, c| match one.get(w.as_str()) {
+            Some(&a) => {
+                l.constant += *c * a;
+                false
+            }
+            None => true,
+        });
+        l
+    };
+    let values: BTreeMap<String, i64> = one.iter().map(|(w, &a)| (w.to_string(), a)).collect();
+    let bound = |x: &AstExpr| match evaluate(x, Some(&e.params), &values) {
+        Some(v) => Some(Linear {
+            constant: v,
+            ..Linear::default()
+        }),
+        None => Linear::of(&e.settled(x)).map(fixed),
+    };
+    let inner: Vec<&str> = loops
+        .iter()
+        .map(|(v, ..)| v.as_str())
+        .filter(|v| !one.contains_key(v))
+        .collect();
     let mut used = Vec::new();
     for (d, sub) in subs.iter().enumerate() {
-        let Some(l) = Linear::of(sub).map(|l| e.with_params(l)) else {
+        let Some(l) = Linear::of(sub).map(fixed) else {
             return false;
         };
         // An index the region does not move: the box is one element wide there.
         if !l.vars.keys().any(|w| inner.contains(&w.as_str())) {
-            if width[d] != 1 || Linear::of(&lower[d]).map(|b| e.with_params(b)) != Some(l) {
+            if width[d] != 1 || Linear::of(&lower[d]).map(fixed) != Some(l) {
                 return false;
             }
             continue;
@@ -365,16 +411,13 @@ fn fully_written(e: &Emitter, ast: &Ast, array: ArrayId, lower: &[AstExpr], widt
         let Some((_, lo, hi, 1)) = loops.iter().find(|(w, ..)| *w == v) else {
             return false;
         };
-        let (Some(lo), Some(hi)) = (
-            Linear::of(&e.settled(lo)).map(|l| e.with_params(l)),
-            Linear::of(&e.settled(hi)).map(|l| e.with_params(l)),
-        ) else {
+        let (Some(lo), Some(hi)) = (bound(lo), bound(hi)) else {
             return false;
         };
         let trip = hi.minus(&lo);
         let mut first = lo.clone();
         first.constant += l.constant;
-        let starts = Linear::of(&lower[d]).map(|b| e.with_params(b));
+        let starts = Linear::of(&lower[d]).map(fixed);
         if lo.vars.keys().any(|w| inner.contains(&w.as_str()))
             || !trip.is_constant()
             || trip.constant + 1 != width[d]
