@@ -247,15 +247,20 @@ impl VectorUnit {
         (self.bytes as i64 / ty.size_in_bytes() as i64).max(1)
     }
 
-    /// The iterations a tile gives the vectorized loop of `program`: `tile_iterations`
-    /// rounded up to a whole number of vectors of its narrowest element type.
-    pub fn tile_length(&self, program: &Program) -> i64 {
-        let lanes = program
+    /// Elements in one vector register of the narrowest element type of `program`.
+    pub fn narrowest_lanes(&self, program: &Program) -> i64 {
+        program
             .arrays
             .iter()
             .map(|a| self.lanes(a.elem))
             .max()
-            .unwrap_or(1);
+            .unwrap_or(1)
+    }
+
+    /// The iterations a tile gives the vectorized loop of `program`: `tile_iterations`
+    /// rounded up to a whole number of vectors of its narrowest element type.
+    pub fn tile_length(&self, program: &Program) -> i64 {
+        let lanes = self.narrowest_lanes(program);
         (self.tile_iterations.max(lanes) + lanes - 1) / lanes * lanes
     }
 }

@@ -148,12 +148,7 @@ fn vector_first_sizes(
         .map_or(1, |(m, n, k)| i64::from(m.max(n).max(k)));
     let extent = member_extents(program, schedule, band)?[v];
     let round = |t: i64| (t + multiple - 1) / multiple * multiple;
-    let lanes = program
-        .arrays
-        .iter()
-        .map(|a| unit.lanes(a.elem))
-        .max()
-        .unwrap_or(1);
+    let lanes = unit.narrowest_lanes(program);
     let mut length = round(unit.tile_length(program).min(extent.max(1)));
     loop {
         let mut sizes = vec![1i64; band.len];
